@@ -1,0 +1,37 @@
+"""meanfield: the mean-field PDE of self-attention dynamics on the sphere.
+
+Public API (formulas in MATH.md, software contracts in DESIGN.md):
+
+* :class:`Model` — attention, beta, nu, dim; :class:`InputError` for user mistakes.
+* kernels — :func:`scaled_funk_hecke`, :func:`band_limit` (MATH.md §2.1–2.2).
+* theory — :func:`growth_rates`, :func:`dominant_mode`, :func:`critical_noise`,
+  :func:`formation_time` (MATH.md §2.3).
+* diagnostics — :func:`detect_clusters`, :func:`fit_growth_rates`.
+* :func:`solve` — run the PDE, returns an ``xarray.Dataset``; :func:`load_run`, :func:`save_run`.
+* :func:`plot_run` — the standard figure of a run.
+"""
+
+from importlib.metadata import PackageNotFoundError, version as _version
+
+try:
+    __version__ = _version("meanfield")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0+unknown"
+
+from .errors import InputError
+from .geometry import sphere_area
+from .kernels import band_limit, scaled_funk_hecke
+from .model import Model
+from .storage import load_run, save_run
+from .theory import critical_noise, dominant_mode, formation_time, growth_rates
+
+
+def solve(geometry: str = "circle", **settings):
+    """Solve the mean-field PDE; see :func:`solvers.solve.solve` (imported lazily)."""
+    from solvers.solve import solve as _solve
+    return _solve(geometry, **settings)
+
+
+__all__ = ["InputError", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
+           "growth_rates", "load_run", "save_run", "scaled_funk_hecke", "solve", "sphere_area",
+           "__version__"]

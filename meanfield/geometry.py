@@ -1,0 +1,16 @@
+"""Elementary geometry of the unit sphere S^{d-1} (MATH.md §2)."""
+
+import math
+
+
+def sphere_area(dim: int) -> float:
+    """Surface measure ``|S^{d-1}| = 2 pi^{d/2} / Gamma(d/2)`` of the unit sphere in R^dim.
+
+    ``sphere_area(2) = 2 pi`` (the circle), ``sphere_area(3) = 4 pi``.
+    """
+    return 2.0 * math.pi ** (dim / 2.0) / math.gamma(dim / 2.0)
+
+
+def laplace_eigenvalue(degree, dim: int):
+    """``l (l + d - 2)``: minus the Laplace–Beltrami eigenvalue of degree ``l`` on S^{d-1} (MATH.md §2.2)."""
+    return degree * (degree + dim - 2)

@@ -1,0 +1,63 @@
+"""The model: which attention, at what inverse temperature, with what noise, in which dimension.
+
+A :class:`Model` is a validated, immutable value (MATH.md §1–2).  Every
+invalid combination is refused at construction with one line naming the
+parameter and its allowed range.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, asdict
+
+from .errors import require
+
+ATTENTIONS = ("sa", "usa")
+
+#: Above this ``beta`` the USA time scale ``exp(beta)`` overflows double precision.
+USA_BETA_MAX = 700.0
+
+
+@dataclass(frozen=True)
+class Model:
+    """Self-attention dynamics on the sphere S^{dim-1}.
+
+    attention : ``"sa"`` (normalised softmax) or ``"usa"`` (unnormalised surrogate), MATH.md §1.
+    beta      : inverse temperature, ``beta >= 0`` (``USA`` needs ``beta <= 700``).
+    nu        : noise strength, ``nu >= 0``; the PDE gets ``nu * Laplace(rho)`` (MATH.md §1).
+    dim       : ambient dimension ``d >= 2``; tokens live on S^{d-1} (``dim = 2``: the circle).
+    """
+
+    attention: str = "sa"
+    beta: float = 1.0
+    nu: float = 0.0
+    dim: int = 2
+
+    def __post_init__(self):
+        require(isinstance(self.attention, str) and self.attention.lower() in ATTENTIONS,
+                f"--attention must be one of {', '.join(ATTENTIONS)} (got {self.attention!r})")
+        object.__setattr__(self, "attention", self.attention.lower())
+        beta, nu = _as_float("beta", self.beta), _as_float("nu", self.nu)
+        require(beta >= 0, f"--beta must be >= 0 (got {beta:g})")
+        require(nu >= 0, f"--nu must be >= 0 (got {nu:g})")
+        if self.attention == "usa":
+            require(beta <= USA_BETA_MAX,
+                    f"--beta must be <= {USA_BETA_MAX:g} for USA attention, whose time scale exp(beta) "
+                    f"overflows double precision (got {beta:g})")
+        require(isinstance(self.dim, (int,)) and not isinstance(self.dim, bool) and self.dim >= 2,
+                f"--dim must be an integer >= 2 (got {self.dim!r})")
+        object.__setattr__(self, "beta", beta)
+        object.__setattr__(self, "nu", nu)
+
+    def as_attrs(self) -> dict:
+        """The model as netCDF-safe attributes."""
+        return asdict(self)
+
+
+def _as_float(name: str, value) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        require(False, f"--{name} must be a number (got {value!r})")
+    require(math.isfinite(value), f"--{name} must be finite (got {value!r})")
+    return value

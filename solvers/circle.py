@@ -1,0 +1,152 @@
+"""Fourier pseudo-spectral scheme for the mean-field PDE on the circle (MATH.md §2, §2.1).
+
+State: the coefficients ``rho_hat_k``, ``k = 0 .. N/2`` (MATH.md §2.1 normalisation), with
+every mode above the 2/3-rule cut-off ``kmax = (N-1)//3`` kept at zero.  One
+right-hand side:
+
+    rho      = synthesis(rho_hat)
+    X        = synthesis(i k c_k rho_hat)            / synthesis(c_k rho_hat)   (SA)
+             = synthesis(i k exp(beta) c_k / beta rho_hat)                       (USA)
+    d rho_hat/dt = -i k analysis(rho X)   (dealiased)     + the exact noise term -nu k^2
+
+with ``c_k = exp(-beta) 2 pi I_k(beta)`` (scaled Funk–Hecke, MATH.md §2.1): the
+``exp(beta)`` cancels in SA's ratio, and for SA ``X = grad log(K*rho) / beta``
+becomes ``(i k c_k / beta) rho_hat`` over ``c_k rho_hat``.  Three syntheses and one
+analysis per evaluation.  The velocity field is smooth (the kernel is entire);
+only ``rho`` can lose resolution, which :meth:`CircleSpectral.validity` watches.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from meanfield.errors import require
+from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_over_beta
+from meanfield.model import Model
+from meanfield.theory import growth_rates
+
+from .fourier import FourierBasis
+
+
+class CircleSpectral:
+    """Pseudo-spectral right-hand side on the circle; see the module docstring."""
+
+    geometry = "circle"
+    name = "spectral"
+
+    def __init__(self, model: Model, resolution: int, backend: str | None = None,
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-8):
+        require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
+        require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
+        require(isinstance(resolution, (int, np.integer)) and resolution >= 8 and resolution % 2 == 0,
+                f"--resolution must be an even integer >= 8 (got {resolution!r})")
+        self.model = model
+        self.basis = basis = FourierBasis(int(resolution), backend, slots=3)
+        self.resolution = basis.n
+        k = basis.wavenumbers
+        self.conv = scaled_funk_hecke(k, model.beta, 2) * basis.dealias        # exp(-beta) 2 pi I_k
+        velocity = 1j * k * scaled_funk_hecke_over_beta(k, model.beta, 2) * basis.dealias
+        if model.attention == "usa":
+            velocity = velocity * math.exp(model.beta)
+        self.velocity = velocity
+        self.divergence = -1j * k * basis.dealias / basis.n                  # includes 1/N of analysis
+        self.linear = None if model.nu == 0 else -model.nu * k.astype(float) ** 2 * basis.dealias
+        modes = np.arange(1, basis.kmax + 1)
+        self.max_rate = float(max(np.max(growth_rates(Model(model.attention, model.beta, 0.0, 2), modes)), 1e-300))
+        self.state_scale = 1.0 / (2 * math.pi)
+        self.positivity_tol = positivity_tol
+        self.resolution_tol = resolution_tol
+        tail_start = max(1, (5 * basis.kmax) // 6)
+        self._tail = slice(tail_start, basis.kmax + 1)
+        self._tail_floor = 0.0
+        self.max_speed = 0.0
+
+    # -- state <-> density ------------------------------------------------------------------------
+    @property
+    def coordinate(self):
+        return self.basis.theta
+
+    def state_from_density(self, density: np.ndarray) -> np.ndarray:
+        """Dealiased coefficients of a grid density; records the initial spectral tail."""
+        state = self.basis.to_coeffs(density) * self.basis.dealias
+        self._tail_floor = self.spectral_tail(state)
+        return state
+
+    def density(self, state: np.ndarray) -> np.ndarray:
+        return self.basis.to_grid(state).copy()
+
+    # -- dynamics ---------------------------------------------------------------------------------
+    def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
+        """The transport term ``-d/dtheta(rho X[rho])`` in coefficient space (MATH.md §2)."""
+        basis = self.basis
+        rho = basis.to_grid(state, 0)
+        np.multiply(state, self.velocity, out=basis.synthesis_input(1))
+        speed = basis.synthesise(1)
+        if self.model.attention == "sa":
+            np.multiply(state, self.conv, out=basis.synthesis_input(2))
+            np.divide(speed, basis.synthesise(2), out=speed)
+        self.max_speed = float(np.max(np.abs(speed)))
+        np.multiply(rho, speed, out=basis.analysis_input())
+        return basis.analyse() * self.divergence
+
+    def stable_dt(self, cfl: float) -> float:
+        """Largest step the field allows: ``cfl / max(kmax max|X|, lambda_max)``.
+
+        The first bound is the advection CFL for a spectral derivative, the second
+        resolves the fastest linear growth (MATH.md §2.3); noise is exact in the steppers.
+        """
+        return cfl / max(self.basis.kmax * self.max_speed, self.max_rate)
+
+    # -- diagnostics --------------------------------------------------------------------------------
+    def _weights(self):
+        w = np.full(len(self.basis.wavenumbers), 2.0)
+        w[0] = 1.0
+        if self.basis.n % 2 == 0:
+            w[-1] = 1.0
+        return w
+
+    def mass(self, state: np.ndarray) -> float:
+        """``int rho = 2 pi rho_hat_0``."""
+        return float(2 * math.pi * state[0].real)
+
+    def energy(self, state: np.ndarray) -> float:
+        """``exp(-beta) E = (2 pi^2 / beta) sum_k ive_|k|(beta) |rho_hat_k|^2`` (MATH.md §2.1)."""
+        return float(math.pi / self.model.beta * np.sum(self._weights() * self.conv * np.abs(state) ** 2))
+
+    def spectral_tail(self, state: np.ndarray) -> float:
+        """Largest ``|rho_hat_k|`` in the top sixth of the retained modes, relative to ``rho_hat_0``."""
+        return float(np.max(np.abs(state[self._tail])) / abs(state[0]))
+
+    def validity(self, state: np.ndarray, t: float) -> str | None:
+        """``None`` while the state is trustworthy; otherwise why not.
+
+        * finiteness: every coefficient finite;
+        * positivity: ``min rho >= -positivity_tol * mean(rho)``;
+        * resolution: the spectral tail stays below ``max(resolution_tol, 10 x its initial value)``.
+        """
+        if not np.all(np.isfinite(state)):
+            return f"non-finite values at t = {t:.6g}"
+        mean = state[0].real
+        low = float(np.min(self.basis.to_grid(state)))
+        if low < -self.positivity_tol * mean:
+            return (f"positivity lost at t = {t:.6g}: min density {low:.3g} < "
+                    f"-{self.positivity_tol:g} x mean density")
+        tail, limit = self.spectral_tail(state), max(self.resolution_tol, 10 * self._tail_floor)
+        if tail > limit:
+            return (f"resolution lost at t = {t:.6g}: spectral tail {tail:.3g} > {limit:.3g} "
+                    f"(increase --resolution or use a scheme that follows clusters)")
+        return None
+
+    def frame(self, state: np.ndarray) -> dict:
+        """What one saved frame records (DESIGN.md data contract)."""
+        return {"density": self.density(state), "mass": self.mass(state),
+                "energy": self.energy(state), "mode_amplitude": np.abs(state)}
+
+    def coords(self) -> dict:
+        return {"theta": ("theta", self.basis.theta, {"long_name": "angle", "units": "rad"}),
+                "mode": ("mode", self.basis.wavenumbers, {"long_name": "Fourier mode k"})}
+
+    def dims(self) -> dict:
+        return {"density": ("theta",), "mode_amplitude": ("mode",)}

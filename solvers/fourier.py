@@ -1,0 +1,122 @@
+"""The Fourier basis of the circle: it owns its transforms (MATH.md §2.1 normalisation).
+
+Coefficients follow MATH.md §2.1, ``rho_hat_k = (1/2 pi) int rho(t) exp(-i k t) dt``,
+stored for ``k = 0 .. N/2`` (real data, Hermitian symmetry).  Transforms use
+pyfftw ``FFTW`` objects planned once per grid with aligned, preallocated
+buffers (the fastest here, see DESIGN.md); scipy.fft is the fallback when
+pyfftw is missing.  Several independent synthesis buffers can be requested so
+that a right-hand side can hold several grid fields at once without copying.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+try:  # pragma: no cover - exercised by whichever backend is installed
+    import pyfftw
+except ImportError:  # pragma: no cover
+    pyfftw = None
+
+import scipy.fft
+
+#: FFTW planning effort; MEASURE costs ~0.5 s once per grid and pays back within a run.
+FFTW_FLAGS = ("FFTW_MEASURE",)
+
+
+class _ScipyTransform:
+    """Fallback with the same interface as a pyfftw FFTW object."""
+
+    def __init__(self, n: int, direction: str):
+        self.n, self.direction = n, direction
+        if direction == "forward":
+            self.input_array = np.empty(n)
+            self.output_array = np.empty(n // 2 + 1, dtype=complex)
+        else:
+            self.input_array = np.empty(n // 2 + 1, dtype=complex)
+            self.output_array = np.empty(n)
+
+    def execute(self):
+        if self.direction == "forward":
+            self.output_array[:] = scipy.fft.rfft(self.input_array)
+        else:
+            self.output_array[:] = scipy.fft.irfft(self.input_array, self.n, norm="forward")
+
+
+def _make_transform(n: int, direction: str, backend: str):
+    if backend == "scipy":
+        return _ScipyTransform(n, direction)
+    real = pyfftw.empty_aligned(n, dtype="float64")
+    spec = pyfftw.empty_aligned(n // 2 + 1, dtype="complex128")
+    if direction == "forward":
+        return pyfftw.FFTW(real, spec, direction="FFTW_FORWARD", flags=FFTW_FLAGS)
+    return pyfftw.FFTW(spec, real, direction="FFTW_BACKWARD", flags=FFTW_FLAGS)
+
+
+class FourierBasis:
+    """Equispaced grid ``theta_j = 2 pi j / N`` and its real Fourier transforms.
+
+    ``to_grid(coeffs, slot)`` synthesises ``sum_k rho_hat_k exp(i k theta)`` into the
+    grid buffer ``slot`` and returns it (a view owned by the basis: copy it to keep it);
+    ``to_coeffs(grid)`` analyses into a returned view of the spectral buffer.
+    """
+
+    def __init__(self, n: int, backend: str | None = None, slots: int = 1):
+        if backend is None:
+            backend = "pyfftw" if pyfftw is not None else "scipy"
+        if backend not in ("pyfftw", "scipy") or (backend == "pyfftw" and pyfftw is None):
+            raise ValueError(f"FFT backend must be 'pyfftw' (if installed) or 'scipy' (got {backend!r})")
+        self.n, self.backend = n, backend
+        self.theta = 2.0 * math.pi * np.arange(n) / n
+        self.wavenumbers = np.arange(n // 2 + 1)
+        #: 2/3-rule dealiasing: modes |k| <= kmax survive a quadratic product unaliased.
+        self.kmax = (n - 1) // 3
+        self.dealias = (self.wavenumbers <= self.kmax).astype(float)
+        self._forward = _make_transform(n, "forward", backend)
+        self._backward = [_make_transform(n, "backward", backend) for _ in range(slots)]
+        self.cell = 2.0 * math.pi / n
+
+    # -- transforms --------------------------------------------------------------------------
+    def synthesis_input(self, slot: int = 0) -> np.ndarray:
+        """The spectral input buffer of synthesis slot ``slot`` (fill it, then :meth:`synthesise`)."""
+        return self._backward[slot].input_array
+
+    def synthesise(self, slot: int = 0) -> np.ndarray:
+        """Run synthesis on the filled input buffer of ``slot``; return its grid buffer."""
+        transform = self._backward[slot]
+        transform.execute()
+        return transform.output_array
+
+    def to_grid(self, coeffs: np.ndarray, slot: int = 0) -> np.ndarray:
+        """``rho(theta_j) = sum_k rho_hat_k exp(i k theta_j)`` (a view of slot ``slot``)."""
+        self._backward[slot].input_array[:] = coeffs
+        return self.synthesise(slot)
+
+    def analysis_input(self) -> np.ndarray:
+        """The grid input buffer of the analysis transform."""
+        return self._forward.input_array
+
+    def analyse(self) -> np.ndarray:
+        """Run analysis on the filled grid buffer; returns unnormalised sums ``N rho_hat_k``."""
+        self._forward.execute()
+        return self._forward.output_array
+
+    def to_coeffs(self, grid: np.ndarray) -> np.ndarray:
+        """``rho_hat_k = (1/N) sum_j rho_j exp(-i k theta_j)`` (a fresh array)."""
+        self._forward.input_array[:] = grid
+        return self.analyse() / self.n
+
+    # -- quadrature and spectral operators ------------------------------------------------------
+    def integrate(self, grid: np.ndarray) -> float:
+        """Trapezoidal rule, spectrally accurate for periodic functions."""
+        return float(np.sum(grid) * self.cell)
+
+    def resample(self, coeffs: np.ndarray, n_new: int) -> np.ndarray:
+        """Coefficients of the same band-limited function on an ``n_new`` grid (truncate or zero-pad)."""
+        out = np.zeros(n_new // 2 + 1, dtype=complex)
+        keep = min(len(coeffs), len(out))
+        out[:keep] = coeffs[:keep]
+        if n_new % 2 == 0:
+            out[-1] = out[-1].real  # the Nyquist mode of a real signal is real
+        return out

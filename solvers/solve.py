@@ -1,0 +1,90 @@
+"""Set up and run a PDE solve from plain parameters; returns the DESIGN.md Dataset.
+
+This is what ``meanfield solve`` and :func:`meanfield.solve` call.  Schemes are
+looked up in :data:`SCHEMES` by geometry and name, steppers in
+:data:`solvers.steppers.STEPPERS`.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+
+from meanfield.errors import require
+from meanfield.initial import circle_density
+from meanfield.model import Model
+from meanfield.storage import build_run_dataset, package_version
+from meanfield.theory import dominant_mode
+
+from .circle import CircleSpectral
+from .runloop import run
+from .steppers import make_stepper
+
+SCHEMES = {"circle": {"spectral": CircleSpectral}}
+INITIAL_DATA = {"circle": circle_density}
+
+
+def check_run_length(t_final, save_every):
+    require(isinstance(t_final, (int, float)) and math.isfinite(t_final) and t_final > 0,
+            f"--t-final must be a positive number (got {t_final!r})")
+    if save_every is None:
+        save_every = t_final / 100.0
+    require(isinstance(save_every, (int, float)) and math.isfinite(save_every) and 0 < save_every,
+            f"--save-every must be a positive number (got {save_every!r})")
+    return float(t_final), float(min(save_every, t_final))
+
+
+def check_seed(seed):
+    require(seed is None or (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0),
+            f"--seed must be a non-negative integer (got {seed!r})")
+    return seed
+
+
+def canonical_command(geometry: str, settings: dict) -> str:
+    """The ``meanfield solve`` command line that reproduces a run."""
+    words = ["meanfield", "solve", geometry]
+    for key, value in settings.items():
+        if value is not None:
+            words += [f"--{key.replace('_', '-')}", str(value)]
+    return shlex.join(words)
+
+
+def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0, nu: float = 0.0,
+          dim: int | None = None, resolution: int = 256, init: str = "perturbed:1e-3", seed: int | None = 0,
+          t_final: float = 10.0, save_every: float | None = None, scheme: str = "spectral",
+          stepper: str = "dopri5", rtol: float = 1e-8, atol: float | None = None, cfl: float = 0.5, progress: bool = False,
+          backend: str | None = None):
+    """Solve the mean-field PDE (MATH.md §2) and return the run as an ``xarray.Dataset``.
+
+    ``stop_reason`` says ``"completed"`` or why the run stopped early (lost positivity,
+    resolution or finiteness; interrupted); every frame saved before that is kept.
+    """
+    require(geometry in SCHEMES, f"geometry must be one of {', '.join(SCHEMES)} (got {geometry!r})")
+    require(scheme in SCHEMES[geometry],
+            f"--scheme must be one of {', '.join(SCHEMES[geometry])} for the {geometry} (got {scheme!r})")
+    dim = 2 if dim is None else dim
+    model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
+    t_final, save_every = check_run_length(t_final, save_every)
+    seed = check_seed(seed)
+    require(isinstance(rtol, float) and 0 < rtol < 1, f"--rtol must be in (0, 1) (got {rtol!r})")
+    require(isinstance(cfl, (int, float)) and 0 < cfl <= 2, f"--cfl must be in (0, 2] (got {cfl!r})")
+    discretisation = SCHEMES[geometry][scheme](model, resolution, backend=backend)
+    k_star = dominant_mode(model)
+    require(k_star <= discretisation.basis.kmax,
+            f"--resolution {resolution} keeps modes up to {discretisation.basis.kmax}, below the dominant mode "
+            f"{k_star} at beta = {model.beta:g}; use --resolution >= {3 * k_star + 1}")
+    density = INITIAL_DATA[geometry](init, discretisation.resolution, seed)
+    state = discretisation.state_from_density(density)
+    time_stepper = make_stepper(stepper, discretisation, cfl=cfl, rtol=rtol, atol=atol)
+    record = run(discretisation, time_stepper, state, t_final, save_every, progress=progress)
+    settings = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "dim": model.dim,
+                "scheme": scheme, "stepper": stepper, "resolution": discretisation.resolution,
+                "init": init, "seed": seed, "t_final": t_final, "save_every": save_every,
+                "rtol": rtol, "cfl": cfl}
+    attrs = dict(settings, geometry=geometry, package_version=package_version(),
+                 command=canonical_command(geometry, settings), stop_reason=record.stop_reason,
+                 t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,
+                 rejected_steps=record.rejected_steps, atol=time_stepper.atol,
+                 fft_backend=discretisation.basis.backend, dealiased_modes=discretisation.basis.kmax,
+                 dominant_mode=k_star)
+    return build_run_dataset(record.times, record.frames, discretisation.dims(), discretisation.coords(), attrs)

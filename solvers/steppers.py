@@ -1,0 +1,213 @@
+"""Time steppers, shared by every scheme and named in a registry (DESIGN.md).
+
+A scheme supplies ``rhs(state, t)`` (the nonlinear part ``N``), an optional
+diagonal linear part ``linear`` (an array ``L`` with ``du/dt = L u + N(u)``;
+the noise term ``-nu l(l+d-2)`` of MATH.md §2.2, treated exactly), and
+``stable_dt(cfl)`` (a step the field allows).  Steppers:
+
+``rk4``     classical RK4 in Lawson integrating-factor form; step from the field (CFL).
+``etdrk4``  Cox–Matthews exponential time differencing RK4; step from the field (CFL).
+``dopri5``  Dormand–Prince 5(4) in Lawson integrating-factor form with error control
+            (``rtol``, ``atol``), capped by the field's stability limit.
+
+With ``L = 0`` all three reduce to their classical explicit forms.  Fixed-step
+methods round the CFL step down to a power of two so that the exponential
+factors are computed once per distinct step.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+
+class StepSizeUnderflow(RuntimeError):
+    """The adaptive controller asked for a step below round-off of ``t``."""
+
+
+def phi_functions(z: np.ndarray):
+    """``phi_1, phi_2, phi_3`` of ``z`` (``phi_k(z) = sum_j z^j / (j+k)!``), stable near 0."""
+    z = np.asarray(z, dtype=complex)
+    small = np.abs(z) < 1.0
+    zs = np.where(small, z, 0.0)
+    series = [np.zeros_like(z) for _ in range(3)]
+    term = np.ones_like(z)
+    for j in range(24):  # Taylor branch: 1/24! ~ 1.6e-24
+        for k in range(3):
+            series[k] = series[k] + term / math.factorial(j + k + 1)
+        term = term * zs
+    zb = np.where(small, 1.0, z)
+    ez = np.exp(zb)
+    direct = [(ez - 1) / zb, (ez - 1 - zb) / zb**2, (ez - 1 - zb - zb**2 / 2) / zb**3]
+    return [np.where(small, s, d) for s, d in zip(series, direct)]
+
+
+def _power_of_two_floor(x: float) -> float:
+    return 2.0 ** math.floor(math.log2(x))
+
+
+class _Stepper:
+    name = "?"
+    adaptive = False
+
+    def __init__(self, scheme, cfl: float = 0.5, rtol: float = 1e-8, atol: float | None = None,
+                 dt_max: float = math.inf):
+        self.scheme, self.cfl, self.rtol = scheme, cfl, rtol
+        self.atol = atol if atol is not None else 1e-14 * scheme.state_scale
+        self.dt_max = dt_max
+        self.linear = scheme.linear
+        self.steps = 0
+        self.rejected = 0
+
+    def settings(self) -> dict:
+        return {"stepper": self.name, "cfl": self.cfl, "rtol": self.rtol, "atol": self.atol}
+
+    @lru_cache(maxsize=64)
+    def _exp(self, s: float):
+        """``exp(L s)``, cached (``s`` takes few distinct values)."""
+        return np.exp(self.linear * s)
+
+    def _fixed_dt(self, h_max: float) -> float:
+        h = min(self.scheme.stable_dt(self.cfl), self.dt_max)
+        return min(_power_of_two_floor(h), h_max)
+
+
+class LawsonRK(_Stepper):
+    """Explicit Runge–Kutta in Lawson integrating-factor form for ``u' = L u + N(u)``.
+
+    Stages ``U_i = E(c_i h) u + h sum_j a_ij E((c_i - c_j) h) k_j`` with ``E(s) = exp(L s)``;
+    the integrating factor makes the linear (noise) part exact.
+    """
+
+    A: list = []
+    b: list = []
+    b_low: list | None = None
+    c: list = []
+    order = 4
+
+    def __init__(self, scheme, **kw):
+        super().__init__(scheme, **kw)
+        self._fsal = None
+        self._h = None
+
+    def _factor(self, s: float):
+        return None if self.linear is None or s == 0.0 else self._exp(s)
+
+    def _apply(self, s: float, x: np.ndarray) -> np.ndarray:
+        f = self._factor(s)
+        return x if f is None else f * x
+
+    def _combine(self, u, h, ci, coeffs, ks, cs):
+        out = self._apply(ci * h, u).copy()
+        for a, k, cj in zip(coeffs, ks, cs):
+            if a != 0.0:
+                out += (h * a) * self._apply((ci - cj) * h, k)
+        return out
+
+    def _attempt(self, u, t, h, k1):
+        ks = [k1]
+        for i in range(1, len(self.c)):
+            stage = self._combine(u, h, self.c[i], self.A[i], ks, self.c)
+            ks.append(self.scheme.rhs(stage, t + self.c[i] * h))
+        new = self._combine(u, h, 1.0, self.b, ks, self.c)
+        return new, ks
+
+    def step(self, u, t, h_max):
+        k1 = self._fsal if self._fsal is not None else self.scheme.rhs(u, t)
+        if not self.adaptive:
+            h = self._fixed_dt(h_max)
+            new, _ = self._attempt(u, t, h, k1)
+            self.steps += 1
+            return new, t + h
+        return self._adaptive_step(u, t, h_max, k1)
+
+    def _adaptive_step(self, u, t, h_max, k1):
+        limit = min(self.scheme.stable_dt(self.cfl), self.dt_max)
+        proposal = min(self._h if self._h is not None else 0.01 * limit, limit)
+        h = min(proposal, h_max)
+        clipped = h < proposal  # shortened to land on a save time: keep the proposal for later
+        while True:
+            if h <= 1e-14 * max(abs(t), 1.0):
+                raise StepSizeUnderflow(f"step size underflow (h = {h:.3g}) at t = {t:.6g}")
+            new, ks = self._attempt(u, t, h, k1)
+            err = np.zeros_like(u)
+            for db, k, cj in zip(np.subtract(self.b, self.b_low), ks, self.c):
+                if db != 0.0:
+                    err += (h * db) * self._apply((1.0 - cj) * h, k)
+            scale = self.atol + self.rtol * np.maximum(np.abs(u), np.abs(new))
+            norm = math.sqrt(float(np.mean((np.abs(err) / scale) ** 2)))
+            if not math.isfinite(norm):
+                norm = 1e10
+            factor = 5.0 if norm == 0 else min(5.0, max(0.2, 0.9 * norm ** -0.2))
+            if norm <= 1.0:
+                self.steps += 1
+                self._h = proposal if clipped else h * factor
+                self._fsal = self.scheme.rhs(new, t + h)
+                return new, t + h
+            self.rejected += 1
+            clipped = False
+            h *= factor
+
+
+class RK4(LawsonRK):
+    name = "rk4"
+    c = [0.0, 0.5, 0.5, 1.0]
+    A = [[], [0.5], [0.0, 0.5], [0.0, 0.0, 1.0]]
+    b = [1 / 6, 1 / 3, 1 / 3, 1 / 6]
+
+
+class Dopri5(LawsonRK):
+    name = "dopri5"
+    adaptive = True
+    c = [0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0]
+    A = [[],
+         [1 / 5],
+         [3 / 40, 9 / 40],
+         [44 / 45, -56 / 15, 32 / 9],
+         [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729],
+         [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656],
+         [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84]]
+    b = [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0.0]
+    b_low = [5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40]
+
+
+class ETDRK4(_Stepper):
+    """Cox–Matthews ETDRK4 (Kassam–Trefethen form) for ``u' = L u + N(u)``, ``L`` diagonal."""
+
+    name = "etdrk4"
+
+    @lru_cache(maxsize=16)
+    def _coefficients(self, h: float):
+        lin = np.zeros(1) if self.linear is None else self.linear
+        half = phi_functions(lin * h / 2)[0]
+        p1, p2, p3 = phi_functions(lin * h)
+        real = np.isrealobj(lin)
+        pick = (lambda x: x.real) if real else (lambda x: x)
+        return (np.exp(lin * h / 2), np.exp(lin * h), pick(h / 2 * half),
+                pick(h * (p1 - 3 * p2 + 4 * p3)), pick(h * (p2 - 2 * p3)), pick(h * (4 * p3 - p2)))
+
+    def step(self, u, t, h_max):
+        rhs = self.scheme.rhs
+        nu_ = rhs(u, t)
+        h = self._fixed_dt(h_max)
+        e2, e, q, f1, f2, f3 = self._coefficients(h)
+        a = e2 * u + q * nu_
+        na = rhs(a, t + h / 2)
+        b = e2 * u + q * na
+        nb = rhs(b, t + h / 2)
+        c = e2 * a + q * (2 * nb - nu_)
+        nc = rhs(c, t + h)
+        self.steps += 1
+        return e * u + f1 * nu_ + 2 * f2 * (na + nb) + f3 * nc, t + h
+
+
+STEPPERS = {cls.name: cls for cls in (RK4, Dopri5, ETDRK4)}
+
+
+def make_stepper(name: str, scheme, **settings):
+    """The stepper registered as ``name``, bound to ``scheme``."""
+    from meanfield.errors import require
+    require(name in STEPPERS, f"--stepper must be one of {', '.join(sorted(STEPPERS))} (got {name!r})")
+    return STEPPERS[name](scheme, **settings)
