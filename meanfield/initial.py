@@ -13,7 +13,8 @@ Specs (MATH.md §2.1 normalisation; every density integrates to 1 unless read fr
 
 Anything else, a density that is negative somewhere, or one that does not integrate to a
 positive number, is refused with one line.  So is a density that the grid cannot resolve
-(spectral content above ``kmax`` larger than 1e-10 of the mean).
+(spectral content above ``kmax`` larger than 1e-3 of the mean; smaller content is
+dropped by the dealiasing projection).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from .storage import last_valid_density, load_run
 INIT_HELP = "uniform, perturbed:EPS, vonmises:KAPPA@MU (sums with '+'), or an earlier run's .nc file"
 
 #: Density resolved on the grid when its content past the dealiased band is below this (x mean).
-UNRESOLVED_TOL = 1e-10
+UNRESOLVED_TOL = 1e-3
 
 
 def dealiased_band(n: int) -> int:

@@ -48,7 +48,7 @@ def save_times(t_final: float, save_every: float) -> np.ndarray:
 
 def _progress_bar(total: float, enabled: bool):
     from tqdm.auto import tqdm
-    return tqdm(total=total, disable=not enabled, unit="t", leave=False,
+    return tqdm(total=total, disable=None if enabled else True, unit="t", leave=False,
                 bar_format="{l_bar}{bar}| t={n:.4g}/{total:.4g} [{elapsed}<{remaining}]")
 
 

@@ -52,8 +52,8 @@ def canonical_command(geometry: str, settings: dict) -> str:
 def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0, nu: float = 0.0,
           dim: int | None = None, resolution: int = 256, init: str = "perturbed:1e-3", seed: int | None = 0,
           t_final: float = 10.0, save_every: float | None = None, scheme: str = "spectral",
-          stepper: str = "dopri5", rtol: float = 1e-8, atol: float | None = None, cfl: float = 0.5, progress: bool = False,
-          backend: str | None = None):
+          stepper: str = "dopri5", rtol: float = 1e-8, atol: float | None = None, cfl: float = 0.5, resolution_tol: float = 1e-6,
+          positivity_tol: float = 1e-6, progress: bool = False, backend: str | None = None):
     """Solve the mean-field PDE (MATH.md §2) and return the run as an ``xarray.Dataset``.
 
     ``stop_reason`` says ``"completed"`` or why the run stopped early (lost positivity,
@@ -68,7 +68,10 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
     seed = check_seed(seed)
     require(isinstance(rtol, float) and 0 < rtol < 1, f"--rtol must be in (0, 1) (got {rtol!r})")
     require(isinstance(cfl, (int, float)) and 0 < cfl <= 2, f"--cfl must be in (0, 2] (got {cfl!r})")
-    discretisation = SCHEMES[geometry][scheme](model, resolution, backend=backend)
+    require(0 < resolution_tol, f"--resolution-tol must be > 0 (got {resolution_tol!r})")
+    require(0 <= positivity_tol, f"--positivity-tol must be >= 0 (got {positivity_tol!r})")
+    discretisation = SCHEMES[geometry][scheme](model, resolution, backend=backend, resolution_tol=resolution_tol,
+                                               positivity_tol=positivity_tol)
     k_star = dominant_mode(model)
     require(k_star <= discretisation.basis.kmax,
             f"--resolution {resolution} keeps modes up to {discretisation.basis.kmax}, below the dominant mode "
@@ -80,7 +83,7 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
     settings = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "dim": model.dim,
                 "scheme": scheme, "stepper": stepper, "resolution": discretisation.resolution,
                 "init": init, "seed": seed, "t_final": t_final, "save_every": save_every,
-                "rtol": rtol, "cfl": cfl}
+                "rtol": rtol, "cfl": cfl, "resolution_tol": resolution_tol, "positivity_tol": positivity_tol}
     attrs = dict(settings, geometry=geometry, package_version=package_version(),
                  command=canonical_command(geometry, settings), stop_reason=record.stop_reason,
                  t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,

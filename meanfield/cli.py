@@ -1,0 +1,248 @@
+"""The ``meanfield`` command line (DESIGN.md "Command line").
+
+Flags are spelled the same in every subcommand.  A user mistake prints one line,
+``meanfield: error: ...``, and exits with status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+
+from .errors import InputError
+from .model import Model
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _attention_option(f):
+    return click.option("--attention", type=click.Choice(["sa", "usa"], case_sensitive=False), default="sa",
+                        show_default=True, help="SA (softmax) or USA (unnormalised) attention.")(f)
+
+
+def _model_options(f):
+    f = click.option("--nu", type=float, default=0.0, show_default=True, help="Noise strength nu >= 0.")(f)
+    f = click.option("--beta", type=float, required=True, help="Inverse temperature beta >= 0.")(f)
+    return _attention_option(f)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="meanfield")
+def cli():
+    """Mean-field PDE of self-attention dynamics: solve, analyse, plot.
+
+    \b
+    Example:
+      meanfield theory --dim 2 --attention sa --beta 9
+      meanfield solve circle --beta 9 --resolution 1024 --init perturbed:1e-4 --t-final 20 --out run.nc
+      meanfield plot run.nc -o run.png
+    """
+
+
+# --------------------------------------------------------------------------------------------- theory
+@cli.command()
+@click.option("--dim", type=int, default=2, show_default=True, help="Ambient dimension d >= 2 (sphere S^{d-1}).")
+@_model_options
+@click.option("--modes", type=int, default=10, show_default=True, help="Show degrees/modes 1..MODES.")
+@click.option("--eps", type=float, default=None, help="Perturbation size: also predict the formation time.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+def theory(dim, attention, beta, nu, modes, eps, as_json):
+    """Linear growth rates of the uniform state (MATH.md §2.3).
+
+    \b
+    Example:
+      meanfield theory --dim 3 --attention usa --beta 4 --nu 0.01 --modes 8 --json
+    """
+    from .theory import critical_noise, dominant_mode, formation_time, growth_rates
+
+    model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
+    if modes < 1:
+        raise InputError(f"--modes must be >= 1 (got {modes})")
+    degrees = np.arange(1, modes + 1)
+    rates = growth_rates(model, degrees)
+    k_star = dominant_mode(model)
+    if as_json:
+        click.echo(json.dumps({"dim": dim, "attention": model.attention, "beta": model.beta, "nu": model.nu,
+                               "modes": degrees.tolist(), "growth_rates": rates.tolist(),
+                               "dominant_mode": k_star}))
+        return
+    click.echo(f"{model.attention.upper()} attention on S^{dim - 1}, beta = {model.beta:g}, nu = {model.nu:g}")
+    click.echo(f"{'mode':>6}  {'growth rate':>14}")
+    for degree, rate in zip(degrees, rates):
+        click.echo(f"{degree:>6}  {rate:>14.8g}{'   <- dominant' if degree == k_star else ''}")
+    click.echo(f"dominant mode: {k_star} (rate {growth_rates(model, [k_star])[0]:.8g})")
+    click.echo(f"critical noise: nu_c = {critical_noise(model):.8g} (uniform state stable iff nu > nu_c)")
+    if eps is not None:
+        click.echo(f"formation time from eps = {eps:g}: {formation_time(model, eps):.6g}")
+
+
+# --------------------------------------------------------------------------------------------- solve
+@cli.group()
+def solve():
+    """Solve the mean-field PDE from a density (circle)."""
+
+
+@solve.command("circle")
+@_model_options
+@click.option("--dim", type=int, default=2, show_default=True, help="Must be 2 on the circle.")
+@click.option("--scheme", default="spectral", show_default=True, help="Discretisation: spectral.")
+@click.option("--stepper", default="dopri5", show_default=True, help="Time stepper: dopri5, rk4, etdrk4.")
+@click.option("--resolution", type=int, default=256, show_default=True, help="Grid points N (even).")
+@click.option("--init", "init", default="perturbed:1e-3", show_default=True,
+              help="uniform | perturbed:EPS | vonmises:KAPPA@MU[+...] | run.nc")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of perturbed starts.")
+@click.option("--t-final", type=float, required=True, help="Final time.")
+@click.option("--save-every", type=float, default=None, help="Save cadence [default: t-final/100].")
+@click.option("--rtol", type=float, default=1e-8, show_default=True, help="Relative tolerance (dopri5).")
+@click.option("--cfl", type=float, default=0.5, show_default=True, help="Fraction of the stable step.")
+@click.option("--resolution-tol", type=float, default=1e-6, show_default=True,
+              help="Stop when the spectral tail exceeds max(this, 10 x its initial value) x mean.")
+@click.option("--positivity-tol", type=float, default=1e-6, show_default=True,
+              help="Stop when min density < -this x mean density.")
+@click.option("--out", type=click.Path(dir_okay=False), default="run.nc", show_default=True, help="netCDF output.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def solve_circle(out, no_progress, **settings):
+    """Fourier pseudo-spectral solve on the circle (MATH.md §2.1).
+
+    \b
+    Example:
+      meanfield solve circle --attention sa --beta 9 --resolution 1024 \\
+          --init perturbed:1e-4 --seed 0 --t-final 20 --save-every 0.1 --out run.nc
+    """
+    from .storage import save_run
+    from solvers.solve import solve as run_solver
+
+    _check_writable(out)
+    dataset = run_solver("circle", progress=not no_progress, **settings)
+    save_run(dataset, out)
+    _report_run(dataset, out)
+    if dataset.attrs["stop_reason"].startswith("interrupted"):
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
+
+
+def _check_writable(out):
+    parent = Path(out).resolve().parent
+    if parent.exists() and not parent.is_dir():
+        raise InputError(f"--out: {parent} is not a folder")
+
+
+def _report_run(dataset, out):
+    from .diagnostics import detect_clusters
+
+    attrs = dataset.attrs
+    clusters = detect_clusters(dataset["density"].values[-1])
+    click.echo(f"stop_reason: {attrs['stop_reason']}")
+    click.echo(f"saved {dataset.sizes['time']} frames up to t = {float(dataset.time[-1]):.6g} "
+               f"({attrs['steps']} steps, {attrs['wall_time']:.2f} s) -> {out}")
+    click.echo(f"clusters in the last frame: {clusters.count} (dominant mode predicted: {attrs['dominant_mode']})")
+
+
+# --------------------------------------------------------------------------------------------- plot
+@cli.command()
+@click.argument("run", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Image file [default: RUN with .png].")
+def plot(run, output):
+    """Plot a run: density heat map, energy, mode amplitudes with the linear theory.
+
+    \b
+    Example:
+      meanfield plot run.nc -o run.png
+    """
+    from .plotting import plot_run
+    from .storage import load_run
+
+    dataset = load_run(run)
+    output = output or str(Path(run).with_suffix(".png"))
+    plot_run(dataset, output)
+    click.echo(f"wrote {output}")
+
+
+# --------------------------------------------------------------------------------------------- demo
+@cli.command()
+@click.option("--out-dir", type=click.Path(file_okay=False), default="meanfield-demo", show_default=True)
+@click.option("--resolution", type=int, default=1024, show_default=True)
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def demo(out_dir, resolution, no_progress):
+    """Solve the default case (SA, beta 9, perturbed start) through cluster formation.
+
+    \b
+    Example:
+      meanfield demo --out-dir meanfield-demo
+    """
+    from .demo import run_demo
+
+    run_demo(out_dir, resolution=resolution, progress=not no_progress, echo=click.echo)
+
+
+# --------------------------------------------------------------------------------------------- validate
+@cli.group()
+def validate():
+    """Validation studies and benchmarks."""
+
+
+@validate.command("bench-circle")
+@click.option("--quick", is_flag=True, help="Fewer sizes and repeats.")
+def bench_circle(quick):
+    """Benchmark: circle right-hand side vs its bare FFTs; spectral vs direct convolution.
+
+    \b
+    Example:
+      meanfield validate bench-circle --quick
+    """
+    from validation.bench_circle import format_table, run_benchmark
+
+    click.echo(format_table(run_benchmark(quick=quick)))
+
+
+@validate.command("growth-circle")
+@click.option("--quick", is_flag=True, help="Fewer cases.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the table as netCDF.")
+def growth_circle(quick, out):
+    """Fitted linear growth rates of PDE runs against MATH.md §2.3 (circle).
+
+    \b
+    Example:
+      meanfield validate growth-circle --quick
+    """
+    from validation.growth_rates import format_table, run_study
+
+    table = run_study(quick=quick)
+    click.echo(format_table(table))
+    if out:
+        table.to_netcdf(out)
+        click.echo(f"wrote {out}")
+
+
+# --------------------------------------------------------------------------------------------- entry
+def main(argv=None) -> int:
+    """Entry point: run the CLI, turning user mistakes into one line and exit status 2."""
+    try:
+        code = cli.main(args=argv, prog_name="meanfield", standalone_mode=False)
+    except InputError as exc:
+        click.echo(f"meanfield: error: {exc}", err=True)
+        return EXIT_USAGE
+    except click.UsageError as exc:
+        click.echo(f"meanfield: error: {exc.format_message()}", err=True)
+        return EXIT_USAGE
+    except click.Abort:
+        click.echo("meanfield: aborted", err=True)
+        return EXIT_INTERRUPTED
+    except click.ClickException as exc:
+        click.echo(f"meanfield: error: {exc.format_message()}", err=True)
+        return exc.exit_code
+    return code if isinstance(code, int) else 0
+
+
+def _entry():  # pragma: no cover - console script
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _entry()

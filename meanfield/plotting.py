@@ -1,0 +1,212 @@
+"""The standard figure of a run (DESIGN.md data contract in, one PNG out).
+
+:func:`plot_run` draws, for a circle run,
+
+(a) the density ``rho(t, theta)`` as a space-time heat map on a logarithmic colour
+    scale (clusters sharpen exponentially, so a linear scale shows only the peaks);
+(b) the scaled interaction energy ``exp(-beta) E`` against time (MATH.md §2: it
+    increases for ``nu = 0``);
+(c) the Fourier amplitudes ``|rho_hat_k|`` on a log axis, each overlaid with the
+    linear theory of MATH.md §2.3, ``|rho_hat_k(0)| exp(lambda_k t)`` (dashed, same
+    colour), which :func:`theory_curves` returns as numbers.
+
+Only the object-oriented matplotlib API is used (no ``pyplot`` state), so this
+works under the Agg backend, in scripts and in threads.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib as mpl
+import numpy as np
+from matplotlib.colors import LogNorm
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from .errors import InputError, require
+from .model import Model
+from .theory import dominant_mode, growth_rates
+
+DPI = 130
+#: The colour scale spans at most this many decades below the densest point.
+DENSITY_DECADES = 4
+#: Theory lines stop where they exceed this multiple of the largest observed amplitude.
+THEORY_CEILING = 10.0
+#: The default mode panel shows modes ``1 .. max(MIN_MODES, 2 k*)``.
+MIN_MODES = 6
+COLORMAP = "magma"
+TITLE_REASON_CHARS = 60
+
+
+def _check_circle(dataset) -> None:
+    geometry = dataset.attrs.get("geometry", "unknown")
+    if geometry != "circle":
+        raise InputError(f"plot: geometry {geometry} is not supported yet (circle only)")
+
+
+def _model(dataset) -> Model:
+    attrs = dataset.attrs
+    return Model(attention=attrs["attention"], beta=attrs["beta"], nu=attrs["nu"], dim=2)
+
+
+def _dominant_mode(dataset) -> int:
+    if "dominant_mode" in dataset.attrs:
+        return int(dataset.attrs["dominant_mode"])
+    return dominant_mode(_model(dataset))
+
+
+def default_modes(dataset) -> list[int]:
+    """Modes ``1 .. max(6, 2 k*)``, capped by the modes the run resolved (stored and not dealiased)."""
+    resolved = int(dataset.attrs.get("dealiased_modes", dataset["mode"].max()))
+    return list(range(1, min(max(MIN_MODES, 2 * _dominant_mode(dataset)), resolved) + 1))
+
+
+def _checked_modes(dataset, modes) -> list[int]:
+    modes = default_modes(dataset) if modes is None else [int(k) for k in np.atleast_1d(modes)]
+    stored = set(int(k) for k in dataset["mode"].values)
+    require(len(modes) > 0, "plot: modes must name at least one mode")
+    require(all(k >= 1 and k in stored for k in modes),
+            f"plot: modes must be stored modes >= 1 (got {modes}; the run stores 0..{max(stored)})")
+    return modes
+
+
+def _observed(dataset, modes) -> np.ndarray:
+    return np.asarray(dataset["mode_amplitude"].sel(mode=modes).values, dtype=float)
+
+
+def theory_curves(dataset, modes=None) -> np.ndarray:
+    """Linear-theory amplitudes ``|rho_hat_k(t0)| exp(lambda_k (t - t0))``, shape ``(time, modes)``.
+
+    ``lambda_k`` from :func:`meanfield.theory.growth_rates` (MATH.md §2.3); ``t0`` is the
+    first saved time (0 for a run started from ``--init``).
+    """
+    _check_circle(dataset)
+    modes = _checked_modes(dataset, modes)
+    rates = growth_rates(_model(dataset), modes)
+    times = np.asarray(dataset["time"].values, dtype=float)
+    with np.errstate(over="ignore"):
+        return _observed(dataset, modes)[0] * np.exp(np.outer(times - times[0], rates))
+
+
+def _positive(values: np.ndarray, what: str) -> np.ndarray:
+    positive = values[np.isfinite(values) & (values > 0)]
+    require(positive.size > 0, f"plot: {what} has no positive finite value to draw on a log scale")
+    return positive
+
+
+def _density_norm(density: np.ndarray) -> LogNorm:
+    positive = _positive(density, "the density")
+    top = float(positive.max())
+    floor = max(float(positive.min()), top * 10.0 ** -DENSITY_DECADES)
+    return LogNorm(vmin=min(floor, top / 10.0), vmax=top)
+
+
+def _theta_axis(ax) -> None:
+    ax.set_xlim(0.0, 2.0 * math.pi)
+    ax.set_xticks(np.arange(5) * math.pi / 2.0)
+    ax.set_xticklabels(["0", r"$\pi/2$", r"$\pi$", r"$3\pi/2$", r"$2\pi$"])
+    ax.set_xlabel(r"$\theta$")
+
+
+def _density_panel(fig: Figure, ax, dataset) -> None:
+    density = np.asarray(dataset["density"].values, dtype=float)
+    cmap = mpl.colormaps[COLORMAP].with_extremes(bad="white")
+    mesh = ax.pcolormesh(dataset["theta"].values, dataset["time"].values, density, shading="nearest",
+                         cmap=cmap, norm=_density_norm(density), rasterized=True)
+    _theta_axis(ax)
+    ax.set_ylabel("time $t$")
+    ax.set_title(r"(a) density $\rho(t,\theta)$")
+    label = r"$\rho$ (log scale)" + (r";  white: $\rho \leq 0$" if np.any(density <= 0) else "")
+    fig.colorbar(mesh, ax=ax, label=label, extend="min", pad=0.02)
+
+
+def _time_axis(ax, dataset) -> None:
+    times = dataset["time"].values
+    if times[-1] > times[0]:
+        ax.set_xlim(float(times[0]), float(times[-1]))
+    ax.set_xlabel("time $t$")
+    ax.grid(True, alpha=0.3)
+
+
+def _energy_panel(ax, dataset) -> None:
+    ax.plot(dataset["time"].values, dataset["energy"].values, color="k", lw=1.5)
+    _time_axis(ax, dataset)
+    ax.set_ylabel(r"$e^{-\beta} E(\rho)$")
+    ax.set_title("(b) scaled interaction energy")
+
+
+def _clipped(curve: np.ndarray, ceiling: float) -> np.ndarray:
+    return np.where(curve <= ceiling, curve, np.nan)
+
+
+def _modes_panel(ax, dataset, modes) -> None:
+    times = dataset["time"].values
+    observed = _observed(dataset, modes)
+    visible = _positive(observed, f"mode_amplitude of modes {modes}")
+    ceiling = THEORY_CEILING * float(visible.max())
+    theory = theory_curves(dataset, modes)
+    k_star = _dominant_mode(dataset)
+    colours = _mode_colours(len(modes))
+    for column, (k, colour) in enumerate(zip(modes, colours)):
+        width = 2.8 if k == k_star else 1.2
+        label = f"$k={k}$" + (r" ($k^*$)" if k == k_star else "")
+        ax.plot(times, np.where(observed[:, column] > 0, observed[:, column], np.nan),
+                color=colour, lw=width, label=label)
+        ax.plot(times, _clipped(theory[:, column], ceiling), color=colour, lw=width * 0.7, ls="--")
+    ax.set_yscale("log")
+    ax.set_ylim(0.5 * float(visible.min()), ceiling)
+    _time_axis(ax, dataset)
+    ax.set_ylabel(r"$|\hat\rho_k(t)|$")
+    ax.set_title(r"(c) Fourier modes vs linear theory (dashed)")
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], color="grey", ls="--", lw=1.2))
+    labels.append(r"$|\hat\rho_k(0)|\,e^{\lambda_k t}$")
+    ax.legend(handles, labels, fontsize="small", ncol=2, loc="upper left", framealpha=0.85)
+
+
+def _mode_colours(count: int) -> list:
+    palette = mpl.colormaps["tab10" if count <= 10 else "tab20"]
+    return [palette(i % palette.N) for i in range(count)]
+
+
+def _short_reason(reason: str) -> str:
+    reason = reason.split(":")[0].strip()
+    if len(reason) > TITLE_REASON_CHARS:
+        reason = reason[:TITLE_REASON_CHARS - 1].rstrip() + "\u2026"
+    return reason
+
+
+def _title(dataset) -> str:
+    attrs = dataset.attrs
+    title = (f"{str(attrs['attention']).upper()} on the circle:  $\\beta$ = {float(attrs['beta']):g},  "
+             f"$\\nu$ = {float(attrs['nu']):g},  init {attrs.get('init', '?')}")
+    reason = str(attrs.get("stop_reason", "completed"))
+    return title if reason == "completed" else f"{title}\nstopped early: {_short_reason(reason)}"
+
+
+def _save(fig: Figure, path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+
+
+def plot_run(dataset, path=None, modes=None) -> Figure:
+    """The standard three-panel figure of a circle run; saved to ``path`` if given.
+
+    ``modes``: the Fourier modes of panel (c), default ``1 .. max(6, 2 k*)``.  Other
+    geometries raise :class:`InputError` (circle only for now).
+    """
+    _check_circle(dataset)
+    modes = _checked_modes(dataset, modes)
+    fig = Figure(figsize=(16, 5), layout="constrained")
+    fig.get_layout_engine().set(w_pad=0.08, wspace=0.04)
+    axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.15, 1, 1]})
+    _density_panel(fig, axes[0], dataset)
+    _energy_panel(axes[1], dataset)
+    _modes_panel(axes[2], dataset, modes)
+    fig.suptitle(_title(dataset))
+    if path is not None:
+        _save(fig, path)
+    return fig

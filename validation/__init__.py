@@ -1,0 +1,1 @@
+"""Studies that check the solvers against theory and each other; benchmarks."""

@@ -1,0 +1,254 @@
+"""Benchmark of the circle pseudo-spectral scheme against baselines timed in the same process.
+
+This is a measurement, not a test: it prints ratios and asserts nothing about speed.
+
+1. **Right-hand side vs its transforms.**  One ``CircleSpectral.rhs`` call does three
+   syntheses and one analysis (``solvers/circle.py``).  Its cost is divided by the
+   cost of exactly those four transforms, run through the basis's own FFTW objects
+   on the buffers the right-hand side just filled.  A ratio close to 1 means the
+   right-hand side costs little beyond its transforms; a large ratio means time goes
+   into the pointwise work around them (products, the division, ``max|X|``, the
+   allocation of the returned array) or into Python call overhead.  Measured for
+   SA and USA (USA skips one synthesis and the division, but is compared with the
+   same four-transform baseline).
+2. **Spectral vs direct convolution.**  ``K*rho`` the way the scheme computes it
+   (coefficients times ``scheme.conv``, then one synthesis) against the direct
+   ``O(N^2)`` trapezoidal quadrature ``(2 pi / N) exp(beta cos(theta_i - theta_j)) @ rho``,
+   timed twice: with the kernel matrix formed once outside the timing (matvec only),
+   and as a one-off convolution that has to form the kernel (blocked by rows, so
+   memory stays bounded; ``cos(a - b)`` via the addition formula, so the ``N^2``
+   transcendental work is one ``exp`` per entry).  ``scheme.conv`` is scaled by
+   ``exp(-beta)``, so the spectral result times ``exp(beta)`` must agree with the
+   direct one to about 1e-13 relative; the largest pointwise relative difference
+   is printed.  The direct method is skipped above ``DIRECT_MAX`` points.
+
+Timings are the best of several runs (``time.perf_counter``), each run long enough
+that a measurement takes about ``target`` seconds; the per-call cost is printed in
+microseconds.  FFTW is single-threaded; numpy's BLAS (the direct matvec) may use
+more threads.  Run with ``python -m validation.bench_circle [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+from meanfield.model import Model
+from solvers.circle import CircleSpectral
+
+SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384)
+QUICK_SIZES = (256, 1024, 4096)
+#: Largest grid for the direct quadrature (its N x N kernel is 0.5 GB at 8192).
+DIRECT_MAX = 8192
+#: Entries per row block of the one-off direct convolution (512 kB of doubles: stays in cache).
+BLOCK_ENTRIES = 1 << 16
+
+COLUMNS = (  # (header, row key, format)
+    ("N", "N", "d"),
+    ("rhs_us", "rhs_sa_us", ".2f"),
+    ("ffts_us", "ffts_us", ".2f"),
+    ("ratio_sa", "ratio_sa", ".2f"),
+    ("ratio_usa", "ratio_usa", ".2f"),
+    ("conv_spectral_us", "conv_spectral_us", ".2f"),
+    ("conv_direct_matvec_us", "conv_direct_matvec_us", ".1f"),
+    ("conv_direct_full_us", "conv_direct_full_us", ".1f"),
+    ("speedup_matvec", "speedup_matvec", ".1f"),
+    ("speedup_full", "speedup_full", ".1f"),
+    ("max_rel_diff", "max_rel_diff", ".2e"),
+)
+
+
+# -- timing -------------------------------------------------------------------------------------
+def _clock(fn, number: int) -> float:
+    """Wall time of ``number`` consecutive calls of ``fn``."""
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return time.perf_counter() - start
+
+
+def best_time(fn, target: float = 0.2, repeats: int = 5) -> float:
+    """Best per-call time (s) of ``fn`` over ``repeats`` runs lasting ``target`` in total.
+
+    The number of calls per run is calibrated in two steps (the first call also warms
+    up).  A function slower than ``target`` per call is timed as the best of two calls.
+    """
+    elapsed = _clock(fn, 1)
+    if elapsed >= target:
+        return min(elapsed, _clock(fn, 1))
+    per_run = target / repeats
+    number = max(1, math.ceil(per_run / elapsed))
+    elapsed = _clock(fn, number)
+    number = max(1, math.ceil(number * per_run / elapsed))
+    return min(_clock(fn, number) for _ in range(repeats)) / number
+
+
+# -- the pieces being timed -----------------------------------------------------------------------
+def initial_state(scheme: CircleSpectral) -> np.ndarray:
+    """Coefficients of the smooth positive density ``(1 + 0.1 cos 3 theta) / (2 pi)``."""
+    theta = scheme.coordinate
+    return scheme.state_from_density((1.0 + 0.1 * np.cos(3.0 * theta)) / (2.0 * math.pi))
+
+
+def transform_baseline(scheme: CircleSpectral, state: np.ndarray):
+    """The four bare transforms of one SA right-hand side, on the buffers it fills.
+
+    Returns ``(call, preserved)``.  If FFTW's plan overwrites a synthesis input (it
+    may for complex-to-real transforms), the call restores the inputs before each
+    transform, which slightly overstates the baseline; ``preserved`` says whether
+    that was needed (False) or not (True).
+    """
+    basis, slots = scheme.basis, (0, 1, 2)
+    scheme.rhs(state, 0.0)  # fills all four input buffers with the real data
+    saved = [basis.synthesis_input(slot).copy() for slot in slots]
+
+    def transforms():
+        for slot in slots:
+            basis.synthesise(slot)
+        basis.analyse()
+
+    transforms()
+    if all(np.array_equal(basis.synthesis_input(s), x) for s, x in zip(slots, saved)):
+        return transforms, True
+
+    def refill_and_transform():
+        for slot, inputs in zip(slots, saved):
+            np.copyto(basis.synthesis_input(slot), inputs)
+            basis.synthesise(slot)
+        basis.analyse()
+
+    return refill_and_transform, False
+
+
+def spectral_convolution(scheme: CircleSpectral, state: np.ndarray):
+    """``exp(-beta) K*rho`` on the grid as the scheme computes it (a view of slot 2)."""
+    basis = scheme.basis
+    np.multiply(state, scheme.conv, out=basis.synthesis_input(2))
+    return basis.synthesise(2)
+
+
+def kernel_rows(points: np.ndarray, rows: slice, beta: float, out: np.ndarray | None = None) -> np.ndarray:
+    """Rows ``rows`` of ``exp(beta cos(theta_i - theta_j))``; ``points`` holds ``(cos, sin)``.
+
+    ``cos(theta_i - theta_j)`` is the inner product of unit vectors (one small matmul),
+    then scaled and exponentiated in place.
+    """
+    block = np.matmul(points[rows], points.T, out=out)
+    block *= beta
+    return np.exp(block, out=block)
+
+
+def unit_vectors(theta: np.ndarray) -> np.ndarray:
+    """The points ``(cos theta, sin theta)`` as an ``N x 2`` array."""
+    return np.column_stack((np.cos(theta), np.sin(theta)))
+
+
+def kernel_matrix(theta: np.ndarray, beta: float) -> np.ndarray:
+    """The full ``N x N`` kernel matrix (formed once, outside the matvec timing)."""
+    return kernel_rows(unit_vectors(theta), slice(None), beta)
+
+
+def direct_convolution(theta: np.ndarray, rho: np.ndarray, beta: float) -> np.ndarray:
+    """One-off ``(2 pi / N) exp(beta cos(theta_i - theta_j)) @ rho``, forming the kernel by row blocks."""
+    n = len(theta)
+    points, rows = unit_vectors(theta), max(1, BLOCK_ENTRIES // n)
+    block, result = np.empty((rows, n)), np.empty(n)
+    for start in range(0, n, rows):
+        stop = min(start + rows, n)
+        kernel = kernel_rows(points, slice(start, stop), beta, out=block[: stop - start])
+        np.matmul(kernel, rho, out=result[start:stop])
+    result *= 2.0 * math.pi / n
+    return result
+
+
+def max_relative_difference(approx: np.ndarray, exact: np.ndarray) -> float:
+    """``max_i |approx_i - exact_i| / |exact_i|`` (the convolution of a positive density is positive)."""
+    return float(np.max(np.abs(approx - exact) / np.abs(exact)))
+
+
+# -- the benchmark --------------------------------------------------------------------------------
+def _rhs_rows(n: int, beta: float, timing: dict) -> dict:
+    """Right-hand side (SA, USA) vs its four bare transforms at ``n`` points."""
+    sa, usa = (CircleSpectral(Model(attention, beta=beta), n) for attention in ("sa", "usa"))
+    state = initial_state(sa)
+    rhs_sa = best_time(lambda: sa.rhs(state, 0.0), **timing)
+    rhs_usa = best_time(lambda: usa.rhs(state, 0.0), **timing)
+    transforms, preserved = transform_baseline(sa, state)
+    ffts = best_time(transforms, **timing)
+    return {"rhs_sa_us": 1e6 * rhs_sa, "rhs_usa_us": 1e6 * rhs_usa, "ffts_us": 1e6 * ffts,
+            "ratio_sa": rhs_sa / ffts, "ratio_usa": rhs_usa / ffts,
+            "fft_inputs_preserved": preserved, "scheme": sa, "state": state}
+
+
+def _convolution_rows(scheme: CircleSpectral, state: np.ndarray, beta: float,
+                      timing: dict, direct: bool) -> dict:
+    """Spectral convolution vs direct quadrature (matvec only, and including the kernel)."""
+    spectral = best_time(lambda: spectral_convolution(scheme, state), **timing)
+    row = {"conv_spectral_us": 1e6 * spectral, "conv_direct_matvec_us": None,
+           "conv_direct_full_us": None, "speedup_matvec": None, "speedup_full": None,
+           "max_rel_diff": None}
+    if not direct:
+        return row
+    theta, cell = scheme.coordinate, scheme.basis.cell
+    rho = scheme.density(state)
+    convolved = spectral_convolution(scheme, state) * math.exp(beta)
+    matrix = kernel_matrix(theta, beta)
+    matvec = best_time(lambda: cell * (matrix @ rho), **timing)
+    del matrix
+    full = best_time(lambda: direct_convolution(theta, rho, beta), **timing)
+    row.update(conv_direct_matvec_us=1e6 * matvec, conv_direct_full_us=1e6 * full,
+               speedup_matvec=matvec / spectral, speedup_full=full / spectral,
+               max_rel_diff=max_relative_difference(convolved, direct_convolution(theta, rho, beta)))
+    return row
+
+
+def run_benchmark(sizes=SIZES, beta: float = 9.0, quick: bool = False) -> list[dict]:
+    """Measure every size; one dict per ``N`` with the keys of :data:`COLUMNS` (times in µs).
+
+    ``quick`` uses :data:`QUICK_SIZES` (unless ``sizes`` is given explicitly) and shorter
+    measurements.  Direct-method entries are ``None`` above :data:`DIRECT_MAX`.
+    """
+    if quick and tuple(sizes) == SIZES:
+        sizes = QUICK_SIZES
+    timing = {"target": 0.05, "repeats": 3} if quick else {"target": 0.2, "repeats": 5}
+    rows = []
+    for n in sizes:
+        row = {"N": n, **_rhs_rows(n, beta, timing)}
+        scheme, state = row.pop("scheme"), row.pop("state")
+        row.update(_convolution_rows(scheme, state, beta, timing, direct=n <= DIRECT_MAX))
+        rows.append(row)
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    """An aligned text table of :data:`COLUMNS` (``rhs_us`` is SA); missing entries read 'skipped'."""
+    cells = [[h for h, _, _ in COLUMNS]]
+    cells += [["skipped" if row[key] is None else format(row[key], fmt) for _, key, fmt in COLUMNS]
+              for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
+
+
+def main(argv=None) -> None:
+    """Command line: ``python -m validation.bench_circle [--quick] [--beta B]``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="N = 256, 1024, 4096 and shorter timings")
+    parser.add_argument("--beta", type=float, default=9.0, help="inverse temperature (default 9)")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    rows = run_benchmark(beta=args.beta, quick=args.quick)
+    print(f"circle pseudo-spectral benchmark, beta = {args.beta:g} (times per call in µs; "
+          f"ratio = rhs / its 3 syntheses + 1 analysis; speedup = direct / spectral)")
+    print(format_table(rows))
+    rewritten = [row["N"] for row in rows if not row["fft_inputs_preserved"]]
+    if rewritten:
+        print(f"note: FFTW overwrote synthesis inputs at N = {rewritten}; "
+              f"the transform baseline includes restoring them")
+    print(f"total {time.perf_counter() - start:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
