@@ -87,7 +87,7 @@ class CircleSpectral:
         if self.model.attention == "sa":
             np.multiply(state, self.conv, out=basis.synthesis_input(2))
             np.divide(speed, basis.synthesise(2), out=speed)
-        self.max_speed = float(np.max(np.abs(speed)))
+        self.max_speed = max(float(speed.max()), -float(speed.min()))
         np.multiply(rho, speed, out=basis.analysis_input())
         return basis.analyse() * self.divergence
 

@@ -24,20 +24,29 @@ This is a measurement, not a test: it prints ratios and asserts nothing about sp
 
 Timings are the best of several runs (``time.perf_counter``), each run long enough
 that a measurement takes about ``target`` seconds; the per-call cost is printed in
-microseconds.  FFTW is single-threaded; numpy's BLAS (the direct matvec) may use
-more threads.  Run with ``python -m validation.bench_circle [--quick]``.
+microseconds.  Both sides run on one core: FFTW is single-threaded, and when run as
+a script this module asks OpenBLAS for one thread (``OPENBLAS_NUM_THREADS``, unless
+already set) before numpy loads, because a multithreaded matvec on this 2-core
+machine was erratic (the same 1024 x 1024 matvec took 0.17 ms or 8 ms from run to
+run).  Run with ``python -m validation.bench_circle [--quick]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import sys
 import time
 
-import numpy as np
+#: Whether numpy was loaded before this module (then the thread setting below has no effect).
+_NUMPY_PRELOADED = "numpy" in sys.modules
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from meanfield.model import Model
-from solvers.circle import CircleSpectral
+import numpy as np  # noqa: E402
+
+from meanfield.model import Model  # noqa: E402
+from solvers.circle import CircleSpectral  # noqa: E402
 
 SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384)
 QUICK_SIZES = (256, 1024, 4096)
@@ -70,20 +79,28 @@ def _clock(fn, number: int) -> float:
     return time.perf_counter() - start
 
 
-def best_time(fn, target: float = 0.2, repeats: int = 5) -> float:
-    """Best per-call time (s) of ``fn`` over ``repeats`` runs lasting ``target`` in total.
-
-    The number of calls per run is calibrated in two steps (the first call also warms
-    up).  A function slower than ``target`` per call is timed as the best of two calls.
-    """
+def _calls_per_run(fn, per_run: float) -> int:
+    """How many calls of ``fn`` last about ``per_run`` seconds (at least 1; the first call warms up)."""
     elapsed = _clock(fn, 1)
-    if elapsed >= target:
-        return min(elapsed, _clock(fn, 1))
-    per_run = target / repeats
-    number = max(1, math.ceil(per_run / elapsed))
-    elapsed = _clock(fn, number)
-    number = max(1, math.ceil(number * per_run / elapsed))
-    return min(_clock(fn, number) for _ in range(repeats)) / number
+    if elapsed >= per_run:
+        return 1
+    number = math.ceil(per_run / elapsed)
+    return max(1, math.ceil(number * per_run / _clock(fn, number)))
+
+
+def best_times(fns, target: float = 0.2, repeats: int = 5) -> list[float]:
+    """Best per-call time (s) of each of ``fns``: ``repeats`` runs each, about ``target`` in total.
+
+    The runs of the different functions are interleaved, so that a slow spell of the
+    machine affects every function of a ratio alike.  A function slower than
+    ``target / repeats`` is timed one call per run.
+    """
+    numbers = [_calls_per_run(fn, target / repeats) for fn in fns]
+    best = [math.inf] * len(fns)
+    for _ in range(repeats):
+        for i, (fn, number) in enumerate(zip(fns, numbers)):
+            best[i] = min(best[i], _clock(fn, number) / number)
+    return best
 
 
 # -- the pieces being timed -----------------------------------------------------------------------
@@ -174,10 +191,9 @@ def _rhs_rows(n: int, beta: float, timing: dict) -> dict:
     """Right-hand side (SA, USA) vs its four bare transforms at ``n`` points."""
     sa, usa = (CircleSpectral(Model(attention, beta=beta), n) for attention in ("sa", "usa"))
     state = initial_state(sa)
-    rhs_sa = best_time(lambda: sa.rhs(state, 0.0), **timing)
-    rhs_usa = best_time(lambda: usa.rhs(state, 0.0), **timing)
     transforms, preserved = transform_baseline(sa, state)
-    ffts = best_time(transforms, **timing)
+    rhs_sa, rhs_usa, ffts = best_times(
+        [lambda: sa.rhs(state, 0.0), lambda: usa.rhs(state, 0.0), transforms], **timing)
     return {"rhs_sa_us": 1e6 * rhs_sa, "rhs_usa_us": 1e6 * rhs_usa, "ffts_us": 1e6 * ffts,
             "ratio_sa": rhs_sa / ffts, "ratio_usa": rhs_usa / ffts,
             "fft_inputs_preserved": preserved, "scheme": sa, "state": state}
@@ -186,23 +202,23 @@ def _rhs_rows(n: int, beta: float, timing: dict) -> dict:
 def _convolution_rows(scheme: CircleSpectral, state: np.ndarray, beta: float,
                       timing: dict, direct: bool) -> dict:
     """Spectral convolution vs direct quadrature (matvec only, and including the kernel)."""
-    spectral = best_time(lambda: spectral_convolution(scheme, state), **timing)
-    row = {"conv_spectral_us": 1e6 * spectral, "conv_direct_matvec_us": None,
-           "conv_direct_full_us": None, "speedup_matvec": None, "speedup_full": None,
-           "max_rel_diff": None}
+    def spectral():
+        return spectral_convolution(scheme, state)
+
+    row = dict.fromkeys(("conv_direct_matvec_us", "conv_direct_full_us", "speedup_matvec",
+                         "speedup_full", "max_rel_diff"))
     if not direct:
-        return row
+        [seconds] = best_times([spectral], **timing)
+        return {"conv_spectral_us": 1e6 * seconds, **row}
     theta, cell = scheme.coordinate, scheme.basis.cell
     rho = scheme.density(state)
-    convolved = spectral_convolution(scheme, state) * math.exp(beta)
+    convolved = spectral() * math.exp(beta)
     matrix = kernel_matrix(theta, beta)
-    matvec = best_time(lambda: cell * (matrix @ rho), **timing)
-    del matrix
-    full = best_time(lambda: direct_convolution(theta, rho, beta), **timing)
-    row.update(conv_direct_matvec_us=1e6 * matvec, conv_direct_full_us=1e6 * full,
-               speedup_matvec=matvec / spectral, speedup_full=full / spectral,
-               max_rel_diff=max_relative_difference(convolved, direct_convolution(theta, rho, beta)))
-    return row
+    fast, matvec, full = best_times(
+        [spectral, lambda: cell * (matrix @ rho), lambda: direct_convolution(theta, rho, beta)], **timing)
+    return {"conv_spectral_us": 1e6 * fast, "conv_direct_matvec_us": 1e6 * matvec,
+            "conv_direct_full_us": 1e6 * full, "speedup_matvec": matvec / fast, "speedup_full": full / fast,
+            "max_rel_diff": max_relative_difference(convolved, direct_convolution(theta, rho, beta))}
 
 
 def run_benchmark(sizes=SIZES, beta: float = 9.0, quick: bool = False) -> list[dict]:
@@ -213,7 +229,7 @@ def run_benchmark(sizes=SIZES, beta: float = 9.0, quick: bool = False) -> list[d
     """
     if quick and tuple(sizes) == SIZES:
         sizes = QUICK_SIZES
-    timing = {"target": 0.05, "repeats": 3} if quick else {"target": 0.2, "repeats": 5}
+    timing = {"target": 0.05, "repeats": 3} if quick else {"target": 0.25, "repeats": 7}
     rows = []
     for n in sizes:
         row = {"N": n, **_rhs_rows(n, beta, timing)}
@@ -240,8 +256,12 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     rows = run_benchmark(beta=args.beta, quick=args.quick)
-    print(f"circle pseudo-spectral benchmark, beta = {args.beta:g} (times per call in µs; "
-          f"ratio = rhs / its 3 syntheses + 1 analysis; speedup = direct / spectral)")
+    blas = os.environ.get("OPENBLAS_NUM_THREADS")
+    if _NUMPY_PRELOADED:
+        blas += " (not applied: numpy was loaded first)"
+    print(f"circle pseudo-spectral benchmark, beta = {args.beta:g}, OPENBLAS_NUM_THREADS = {blas} "
+          f"(times per call in µs; ratio = rhs / its 3 syntheses + 1 analysis; "
+          f"speedup = direct / spectral)")
     print(format_table(rows))
     rewritten = [row["N"] for row in rows if not row["fft_inputs_preserved"]]
     if rewritten:

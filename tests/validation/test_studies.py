@@ -1,0 +1,21 @@
+"""The validation studies run in their quick sizes and report numbers that match theory."""
+
+import numpy as np
+
+from validation.bench_circle import format_table, run_benchmark
+from validation.growth_rates import format_table as growth_table, run_study
+
+
+def test_growth_study_quick_matches_theory():
+    table = run_study(quick=True)
+    assert table.sizes["case"] == 6 and float(table["relative_error"].max()) < 2e-3
+    assert "max rel. error" in growth_table(table)
+
+
+def test_benchmark_spectral_convolution_equals_direct_quadrature():
+    rows = run_benchmark(sizes=(256, 512), quick=True)
+    assert [row["N"] for row in rows] == [256, 512]
+    for row in rows:
+        assert row["max_rel_diff"] < 1e-13
+        assert np.isfinite(row["ratio_sa"]) and row["ratio_sa"] > 0
+    assert "ratio_sa" in format_table(rows)
