@@ -18,6 +18,7 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0+unknown"
 
+from .diagnostics import detect_clusters, fit_growth_rates, interaction_energy
 from .errors import InputError
 from .geometry import sphere_area
 from .kernels import band_limit, scaled_funk_hecke
@@ -32,6 +33,12 @@ def solve(geometry: str = "circle", **settings):
     return _solve(geometry, **settings)
 
 
-__all__ = ["InputError", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
+def plot_run(dataset, path=None, modes=None):
+    """The standard figure of a run; see :func:`meanfield.plotting.plot_run` (imported lazily)."""
+    from .plotting import plot_run as _plot_run
+    return _plot_run(dataset, path, modes)
+
+
+__all__ = ["InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
            "growth_rates", "load_run", "save_run", "scaled_funk_hecke", "solve", "sphere_area",
            "__version__"]

@@ -9,7 +9,8 @@ total mass.  The *centre* is the density-weighted circular mean of the arc above
 level.  A uniform density has no cluster; a density with ``k`` well-separated peaks
 that rise above twice the mean has ``k``.
 
-Mass and energy of a run are recorded by the solvers (MATH.md §2, §2.1).
+Interaction energy on the circle (MATH.md §2.1): ``E = (2 pi^2 / beta) sum_k I_|k|(beta) |rho_hat_k|^2``,
+computed scaled by ``exp(-beta)`` so that it never overflows.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import require
+from .kernels import scaled_funk_hecke
 
 DEFAULT_CLUSTER_LEVEL = 2.0
 
@@ -80,6 +82,31 @@ def detect_clusters(density: np.ndarray, level: float = DEFAULT_CLUSTER_LEVEL) -
     masses = np.array([np.sum(density[b]) * cell for b in basins])
     peaks = np.array([np.max(density[a]) for a in arcs])
     return Clusters(centres, masses, peaks)
+
+
+def scaled_energy_from_coefficients(coeffs: np.ndarray, beta: float, n: int) -> float:
+    """``exp(-beta) E`` from the coefficients ``rho_hat_k``, ``k = 0 .. len-1``, of a real density on N points.
+
+    ``E = (2 pi^2 / beta) sum_{k in Z} I_|k|(beta) |rho_hat_k|^2`` (MATH.md §2.1); the
+    negative modes are the conjugates of the positive ones (and the Nyquist mode of an
+    even N appears once).
+    """
+    require(beta > 0, f"beta must be > 0 for the interaction energy (got {beta:g})")
+    k = np.arange(len(coeffs))
+    multiplicity = np.where((k == 0) | (2 * k == n), 1.0, 2.0)
+    return float(math.pi / beta * np.sum(multiplicity * scaled_funk_hecke(k, beta, 2) * np.abs(coeffs) ** 2))
+
+
+def interaction_energy(density: np.ndarray, beta: float, scaled: bool = True) -> float:
+    """Interaction energy ``E(rho) = (1/2 beta) int int exp(beta cos(s - t)) rho(s) rho(t)`` of a
+    circle density sampled on ``theta_j = 2 pi j / N`` (MATH.md §2, §2.1).
+
+    ``scaled=True`` returns ``exp(-beta) E`` (what run files store); ``scaled=False`` the energy
+    itself, which overflows to ``inf`` for ``beta`` beyond ~700.
+    """
+    density = np.asarray(density, dtype=float)
+    value = scaled_energy_from_coefficients(np.fft.rfft(density, norm="forward"), beta, density.size)
+    return value if scaled else value * math.exp(beta) if beta < 709 else math.inf
 
 
 def cluster_counts(dataset, level: float = DEFAULT_CLUSTER_LEVEL) -> np.ndarray:

@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from meanfield.diagnostics import scaled_energy_from_coefficients
 from meanfield.errors import require
 from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_over_beta
 from meanfield.model import Model
@@ -100,16 +101,9 @@ class CircleSpectral:
         return cfl / max(self.basis.kmax * self.max_speed, self.max_rate)
 
     # -- diagnostics --------------------------------------------------------------------------------
-    def _weights(self):
-        w = np.full(len(self.basis.wavenumbers), 2.0)
-        w[0] = 1.0
-        if self.basis.n % 2 == 0:
-            w[-1] = 1.0
-        return w
-
     def energy(self, state: np.ndarray) -> float:
-        """``exp(-beta) E = (2 pi^2 / beta) sum_k ive_|k|(beta) |rho_hat_k|^2`` (MATH.md §2.1)."""
-        return float(math.pi / self.model.beta * np.sum(self._weights() * self.conv * np.abs(state) ** 2))
+        """``exp(-beta) E`` (MATH.md §2.1)."""
+        return scaled_energy_from_coefficients(state, self.model.beta, self.basis.n)
 
     def spectral_tail(self, state: np.ndarray) -> float:
         """Largest ``|rho_hat_k|`` in the top sixth of the retained modes, relative to ``rho_hat_0``."""

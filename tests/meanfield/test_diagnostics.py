@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from meanfield.diagnostics import detect_clusters, fit_growth_rates
+from meanfield.diagnostics import detect_clusters, fit_growth_rates, interaction_energy
+from meanfield.kernels import scaled_funk_hecke
 from meanfield.initial import circle_density
 
 
@@ -45,3 +46,21 @@ def test_fit_growth_rates_recovers_exponentials():
     ds = xr.Dataset({"mode_amplitude": (("time", "mode"), amplitude)}, coords={"time": times, "mode": [1, 2, 3]})
     assert np.allclose(fit_growth_rates(ds, [1, 2, 3]), rates, rtol=1e-12)
     assert np.allclose(fit_growth_rates(ds, [3], t_max=1.0), [1.5], rtol=1e-12)
+
+
+def test_interaction_energy_matches_double_quadrature():
+    """E = (1/2 beta) int int exp(beta cos(s - t)) rho(s) rho(t) ds dt (MATH.md §2), trapezoid in both."""
+    n, beta = 256, 3.0
+    density = circle_density("vonmises:2@1+vonmises:5@4", n)
+    theta = 2 * math.pi * np.arange(n) / n
+    kernel = np.exp(beta * np.cos(theta[:, None] - theta[None, :]))
+    direct = (2 * math.pi / n) ** 2 * density @ kernel @ density / (2 * beta)
+    assert interaction_energy(density, beta, scaled=False) == pytest.approx(direct, rel=1e-13)
+    assert interaction_energy(density, beta) == pytest.approx(direct * math.exp(-beta), rel=1e-13)
+
+
+def test_energy_is_least_for_the_uniform_density():
+    beta = 2.0
+    uniform = interaction_energy(circle_density("uniform", 128), beta)
+    assert uniform == pytest.approx(math.pi / beta * scaled_funk_hecke(0, beta, 2) / (2 * math.pi) ** 2, rel=1e-14)
+    assert interaction_energy(circle_density("vonmises:1@2", 128), beta) > uniform
