@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from . import __version__
 from .errors import InputError
 from .model import Model
 
@@ -33,7 +34,7 @@ def _model_options(f):
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(package_name="meanfield")
+@click.version_option(version=__version__, prog_name="meanfield")
 def cli():
     """Mean-field PDE of self-attention dynamics: solve, analyse, plot.
 

@@ -120,3 +120,9 @@ def test_every_subcommand_has_help_with_an_example(capsys):
                  ["validate", "growth-circle"]):
         code, out, _ = run_cli(capsys, *args, "--help")
         assert code == 0 and "Example:" in out and "meanfield" in out
+
+
+def test_version(capsys):
+    from meanfield import __version__
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0 and __version__ in out
