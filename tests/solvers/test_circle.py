@@ -143,3 +143,11 @@ def test_positivity_loss_stops_the_run():
 def test_sa_uniform_state_is_stationary():
     ds = solve("circle", attention="sa", beta=9.0, resolution=64, init="uniform", t_final=5.0, save_every=5.0)
     assert np.max(np.abs(ds["density"].values[-1] - 1 / (2 * math.pi))) < 1e-15
+
+
+def test_usa_energy_never_decreases_through_clustering():
+    ds = solve("circle", attention="usa", beta=4.0, resolution=256, init="perturbed:1e-3", seed=2,
+               t_final=3.0, save_every=0.05)
+    energy = ds["energy"].values
+    assert np.all(np.diff(energy) >= -1e-14 * energy[0]) and energy[-1] > 1.05 * energy[0]
+    assert np.max(np.abs(ds["mass"].values - 1)) < 1e-12
