@@ -69,6 +69,11 @@ class _Stepper:
         """``exp(L s)``, cached (``s`` takes few distinct values)."""
         return np.exp(self.linear * s)
 
+    def _accept(self, new: np.ndarray, h: float) -> np.ndarray:
+        """Apply the scheme's post-step map, if any (e.g. renormalise to the sphere, add noise)."""
+        after = getattr(self.scheme, "after_step", None)
+        return new if after is None else after(new, h)
+
     def _fixed_dt(self, h_max: float) -> float:
         h = min(self.scheme.stable_dt(self.cfl), self.dt_max)
         return min(_power_of_two_floor(h), h_max)
@@ -120,7 +125,7 @@ class LawsonRK(_Stepper):
             h = self._fixed_dt(h_max)
             new, _ = self._attempt(u, t, h, k1)
             self.steps += 1
-            return new, t + h
+            return self._accept(new, h), t + h
         return self._adaptive_step(u, t, h_max, k1)
 
     def _adaptive_step(self, u, t, h_max, k1):
@@ -144,6 +149,7 @@ class LawsonRK(_Stepper):
             if norm <= 1.0:
                 self.steps += 1
                 self._h = proposal if clipped else h * factor
+                new = self._accept(new, h)
                 self._fsal = self.scheme.rhs(new, t + h)
                 return new, t + h
             self.rejected += 1
@@ -200,7 +206,7 @@ class ETDRK4(_Stepper):
         c = e2 * a + q * (2 * nb - nu_)
         nc = rhs(c, t + h)
         self.steps += 1
-        return e * u + f1 * nu_ + 2 * f2 * (na + nb) + f3 * nc, t + h
+        return self._accept(e * u + f1 * nu_ + 2 * f2 * (na + nb) + f3 * nc, h), t + h
 
 
 STEPPERS = {cls.name: cls for cls in (RK4, Dopri5, ETDRK4)}

@@ -1,0 +1,100 @@
+"""Set up and run a particle simulation from plain parameters; returns the DESIGN.md Dataset.
+
+What ``meanfield particles`` and :func:`meanfield.simulate_particles` call.  The Dataset has
+``positions(time, particle, component)``, ``theta(time, particle)`` on the circle,
+``weights(particle)``, ``energy(time)`` (``exp(-beta) E``, MATH.md §2) and, on the circle,
+``mode_amplitude(time, mode)`` = ``|sum_j w_j exp(-i k theta_j)| / 2 pi``, the empirical
+counterpart of the PDE's ``|rho_hat_k|`` (MATH.md §2.1).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from meanfield.errors import require
+from meanfield.model import Model
+from meanfield.sampling import sample_tokens
+from meanfield.seeding import stream
+from meanfield.storage import build_run_dataset, package_version
+from meanfield.theory import dominant_mode
+
+from .particles import ParticleScheme
+from .runloop import run
+from .solve import canonical_command, check_run_length, check_seed
+from .steppers import make_stepper
+
+QKV_CHOICES = ("identity", "repulsive", "random")
+
+
+def qkv_matrices(kind: str, dim: int, seed):
+    """``(Q, K, V)`` for ``--qkv``: identity; repulsive (``V = -I``); random (Gaussian / sqrt(d))."""
+    require(kind in QKV_CHOICES, f"--qkv must be one of {', '.join(QKV_CHOICES)} (got {kind!r})")
+    if kind == "identity":
+        return None, None, None
+    if kind == "repulsive":
+        return None, None, -np.eye(dim)
+    rng = stream(seed, "matrices")
+    return tuple(rng.standard_normal((dim, dim)) / math.sqrt(dim) for _ in range(3))
+
+
+def empirical_modes(theta: np.ndarray, weights: np.ndarray, modes: np.ndarray) -> np.ndarray:
+    """``|sum_j w_j exp(-i k theta_j)| / 2 pi`` for each mode ``k``."""
+    return np.abs(np.exp(-1j * np.outer(modes, theta)) @ weights) / (2 * math.pi)
+
+
+def simulate(*, dim: int = 2, n: int = 256, attention: str = "sa", beta: float = 1.0, nu: float = 0.0,
+             init: str = "uniform", seed: int | None = 0, t_final: float = 10.0, save_every: float | None = None,
+             sampling: str = "iid", resolution: int = 256, qkv: str = "identity", Q=None, K=None, V=None,
+             positions=None, weights=None, stepper: str = "dopri5", rtol: float = 1e-8, cfl: float = 0.5,
+             dt_max: float | None = None, progress: bool = False):
+    """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
+
+    Tokens come from ``init`` (see :mod:`meanfield.sampling`) unless ``positions`` (and
+    ``weights``) are given.  ``Q, K, V`` arrays override ``qkv``.  With ``nu > 0`` the step
+    is capped by ``dt_max`` (default 1e-2), the splitting step of the noise.
+    """
+    model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
+    t_final, save_every = check_run_length(t_final, save_every)
+    seed = check_seed(seed)
+    require(isinstance(n, int) and n >= 1, f"--n must be a positive integer (got {n!r})")
+    if Q is None and K is None and V is None:
+        Q, K, V = qkv_matrices(qkv, dim, seed)
+    else:
+        qkv = "custom"
+    if positions is None:
+        positions, weights = sample_tokens(init, n, dim, seed, resolution, sampling)
+    else:
+        init = "custom positions"
+    positions = np.asarray(positions, dtype=float)
+    require(positions.shape == (n, dim), f"positions must have shape ({n}, {dim}) (got {positions.shape})")
+    scheme = ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed)
+    if dt_max is None:
+        dt_max = 1e-2 if nu > 0 else math.inf
+    time_stepper = make_stepper(stepper, scheme, cfl=cfl, rtol=rtol, dt_max=dt_max)
+    state = scheme.after_step(positions[None], 0.0) if nu == 0 else positions[None] / np.linalg.norm(
+        positions[None], axis=-1, keepdims=True)
+    record = run(scheme, time_stepper, state, t_final, save_every, progress=progress)
+    dims, coords = scheme.dims(), scheme.coords()
+    frames = record.frames
+    if dim == 2:
+        modes = np.arange(max(16, 2 * dominant_mode(model)) + 1)
+        for frame in frames:
+            frame["mode_amplitude"] = empirical_modes(frame["theta"], scheme.weights, modes)
+        dims["mode_amplitude"] = ("mode",)
+        coords["mode"] = ("mode", modes)
+    settings = {"dim": dim, "n": n, "attention": model.attention, "beta": model.beta, "nu": model.nu,
+                "init": init, "seed": seed, "sampling": sampling, "resolution": resolution, "qkv": qkv,
+                "t_final": t_final, "save_every": save_every, "stepper": stepper, "rtol": rtol, "cfl": cfl}
+    attrs = dict(settings, geometry="particles", scheme="particles", package_version=package_version(),
+                 command=canonical_command("particles", settings).replace("solve particles", "particles"),
+                 stop_reason=record.stop_reason, t_reached=record.t_reached, wall_time=record.wall_time,
+                 steps=record.steps, rejected_steps=record.rejected_steps, dt_max=dt_max,
+                 interaction=type(scheme.interaction).__name__)
+    dataset = build_run_dataset(record.times, frames, dims, coords, attrs)
+    dataset["weights"] = ("particle", scheme.weights, {"long_name": "token weights (sum 1)"})
+    for name, matrix in (("Q", scheme.Q), ("K", scheme.K), ("V", scheme.V)):
+        if matrix is not None:
+            dataset[name] = (("row", "column"), matrix)
+    return dataset

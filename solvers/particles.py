@@ -1,0 +1,150 @@
+"""Weighted particle systems of self-attention on S^{d-1} or in R^d (MATH.md §1).
+
+:class:`ParticleScheme` is a scheme for the shared steppers and run loop
+(``solvers.steppers``, ``solvers.runloop``): ``rhs`` is the attention velocity
+(``solvers.interaction``), projected on the tangent space on the sphere, and
+``after_step`` renormalises tokens to the sphere after every accepted step and,
+with noise ``nu > 0``, moves each token by a geodesic random walk step
+
+    x <- cos|u| x + sin|u| u / |u|,   u = sqrt(2 nu h) P_x xi,   xi ~ N(0, I_d)
+
+(a Lie splitting of the Stratonovich projected SDE whose mean-field limit adds
+``nu Laplace_Beltrami(rho)`` to the PDE, MATH.md §1; weak order 1 in the step, so
+cap the step with ``dt_max``).  Tokens may carry weights (uniform for i.i.d.
+samples, quadrature weights for deterministic nodes); a leading batch axis runs
+``B`` independent systems at once (shape ``(B, n, d)``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from meanfield.errors import require
+from meanfield.model import Model
+from meanfield.seeding import stream
+
+from .interaction import CircleFourierInteraction, DirectInteraction
+
+#: Tokens further than this from the unit sphere mean the run has lost validity.
+SPHERE_TOL = 1e-10
+
+
+def _is_identity(matrix, dim: int) -> bool:
+    return matrix is None or (matrix.shape == (dim, dim) and np.array_equal(matrix, np.eye(dim)))
+
+
+def check_matrix(name: str, matrix, dim: int):
+    """A square ``dim x dim`` finite float matrix, or ``None`` for the identity."""
+    if matrix is None:
+        return None
+    matrix = np.asarray(matrix, dtype=float)
+    require(matrix.shape == (dim, dim), f"{name} must be a {dim} x {dim} matrix (got shape {matrix.shape})")
+    require(bool(np.all(np.isfinite(matrix))), f"{name} must be finite")
+    return matrix
+
+
+def normalised_weights(weights, n: int) -> np.ndarray:
+    """Weights summing to 1 (uniform ``1/n`` if ``None``); refuse negative or massless ones."""
+    if weights is None:
+        return np.full(n, 1.0 / n)
+    weights = np.asarray(weights, dtype=float)
+    require(weights.shape == (n,), f"weights must have one entry per particle ({n}), got shape {weights.shape}")
+    require(bool(np.all(np.isfinite(weights))) and bool(np.all(weights >= 0)) and weights.sum() > 0,
+            "weights must be finite, non-negative, with a positive sum")
+    return weights / weights.sum()
+
+
+class ParticleScheme:
+    """Right-hand side, post-step map and checks for particle runs; see the module docstring.
+
+    ``model``    attention, beta, nu, dim (the tokens' dimension d).
+    ``Q, K, V``  square ``d x d`` matrices (``None``: identity).
+    ``weights``  per-token weights, normalised to sum 1 (``None``: uniform).
+    ``sphere``   tokens on S^{d-1} (projected dynamics) or in R^d (no projection, no noise).
+    ``seed``     seeds the noise.
+    ``observe``  optional ``callable(x) -> dict`` replacing the default frame record.
+    """
+
+    linear = None
+    state_scale = 1.0
+    name = "particles"
+
+    def __init__(self, model: Model, n: int, Q=None, K=None, V=None, weights=None, sphere: bool = True,
+                 seed=None, observe=None, block_bytes: int | None = None, fast_circle: bool = True):
+        require(isinstance(n, (int, np.integer)) and n >= 1, f"--n must be a positive integer (got {n!r})")
+        dim = model.dim
+        self.model, self.n, self.dim, self.sphere = model, int(n), dim, sphere
+        self.Q, self.K, self.V = (check_matrix(name, m, dim) for name, m in (("Q", Q), ("K", K), ("V", V)))
+        self.weights = normalised_weights(weights, self.n)
+        require(sphere or model.nu == 0, "--nu must be 0 for tokens in R^d (noise is defined on the sphere)")
+        identity = all(_is_identity(m, dim) for m in (self.Q, self.K, self.V))
+        kwargs = {} if block_bytes is None else {"block_bytes": block_bytes}
+        if fast_circle and sphere and dim == 2 and identity:
+            self.interaction = CircleFourierInteraction(model.beta, model.attention, self.weights)
+        else:
+            self.interaction = DirectInteraction(model.beta, model.attention, self.Q, self.K, self.V,
+                                                 self.weights, **kwargs)
+        self.identity = identity
+        self.rng = stream(seed, "noise")
+        self.observe = observe
+        self.max_speed = 0.0
+
+    # -- dynamics ---------------------------------------------------------------------------------
+    def rhs(self, x: np.ndarray, t: float) -> np.ndarray:
+        velocity = self.interaction.velocity(x)
+        if self.sphere and not isinstance(self.interaction, CircleFourierInteraction):
+            velocity -= np.sum(velocity * x, axis=-1, keepdims=True) * x
+        self.max_speed = float(np.sqrt(np.max(np.sum(velocity * velocity, axis=-1))))
+        return velocity
+
+    def stable_dt(self, cfl: float) -> float:
+        """``cfl / ((1 + beta |Q||K|) max|v|)``: the field's speed times a Lipschitz estimate."""
+        norm = lambda m: 1.0 if m is None else float(np.linalg.norm(m, 2))
+        lipschitz = 1.0 + self.model.beta * norm(self.Q) * norm(self.K)
+        return cfl / max(lipschitz * self.max_speed, 1e-300)
+
+    def after_step(self, x: np.ndarray, h: float) -> np.ndarray:
+        """Renormalise to the sphere; with noise, a geodesic random-walk step of variance ``2 nu h``."""
+        if not self.sphere:
+            return x
+        if self.model.nu > 0:
+            xi = self.rng.standard_normal(x.shape) * math.sqrt(2 * self.model.nu * h)
+            tangent = xi - np.sum(xi * x, axis=-1, keepdims=True) * x
+            length = np.linalg.norm(tangent, axis=-1, keepdims=True)
+            safe = np.where(length > 0, length, 1.0)
+            x = np.cos(length) * x + np.sin(length) * tangent / safe
+        return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+    # -- checks and records -------------------------------------------------------------------------
+    def validity(self, x: np.ndarray, t: float) -> str | None:
+        if not np.all(np.isfinite(x)):
+            return f"non-finite values at t = {t:.6g}"
+        if self.sphere:
+            drift = float(np.max(np.abs(np.linalg.norm(x, axis=-1) - 1.0)))
+            if drift > SPHERE_TOL:
+                return f"tokens left the sphere at t = {t:.6g} (| |x| - 1 | = {drift:.3g})"
+        return None
+
+    def scaled_energy(self, x: np.ndarray) -> np.ndarray:
+        """``exp(-beta) E`` per system (MATH.md §2); at ``beta = 0`` the limit ``|sum_i w_i x_i|^2 / 2``
+        of ``E - 1/(2 beta)``."""
+        if self.model.beta == 0:
+            mean = np.einsum("bnd,n->bd", x, self.weights)
+            return 0.5 * np.sum(mean * mean, axis=-1)
+        return self.interaction.scaled_energy(x)
+
+    def frame(self, x: np.ndarray) -> dict:
+        if self.observe is not None:
+            return self.observe(x)
+        record = {"positions": x[0].copy(), "energy": float(self.scaled_energy(x)[0])}
+        if self.dim == 2 and self.sphere:
+            record["theta"] = np.mod(np.arctan2(x[0, :, 1], x[0, :, 0]), 2 * math.pi)
+        return record
+
+    def dims(self) -> dict:
+        return {"positions": ("particle", "component"), "theta": ("particle",)}
+
+    def coords(self) -> dict:
+        return {"particle": ("particle", np.arange(self.n)), "component": ("component", np.arange(self.dim))}
