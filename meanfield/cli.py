@@ -144,6 +144,50 @@ def _report_run(dataset, out):
     click.echo(f"clusters in the last frame: {clusters.count} (dominant mode predicted: {attrs['dominant_mode']})")
 
 
+# --------------------------------------------------------------------------------------------- particles
+@cli.command()
+@click.option("--dim", type=int, default=2, show_default=True, help="Tokens on S^{d-1} in R^d.")
+@click.option("--n", "n", type=int, required=True, help="Number of tokens.")
+@_model_options
+@click.option("--init", "init", default="uniform", show_default=True,
+              help="uniform | orthogonal | perturbed:EPS | vonmises:KAPPA@MU[+...] | run.nc")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of sampling, noise, matrices.")
+@click.option("--sampling", type=click.Choice(["iid", "quadrature"]), default="iid", show_default=True,
+              help="i.i.d. tokens, or deterministic nodes with quadrature weights (circle densities).")
+@click.option("--resolution", type=int, default=256, show_default=True,
+              help="Grid of the circle density the tokens are drawn from (as in `solve circle`).")
+@click.option("--qkv", type=click.Choice(["identity", "repulsive", "random"]), default="identity",
+              show_default=True, help="Q = K = V = I; V = -I; or random Gaussian matrices from --seed.")
+@click.option("--t-final", type=float, required=True, help="Final time.")
+@click.option("--save-every", type=float, default=None, help="Save cadence [default: t-final/100].")
+@click.option("--stepper", default="dopri5", show_default=True, help="Time stepper: dopri5, rk4, etdrk4.")
+@click.option("--rtol", type=float, default=1e-8, show_default=True, help="Relative tolerance (dopri5).")
+@click.option("--cfl", type=float, default=0.5, show_default=True, help="Fraction of the stable step.")
+@click.option("--dt-max", type=float, default=None, help="Largest step (noise splitting step) [default: 1e-2 with noise].")
+@click.option("--out", type=click.Path(dir_okay=False), default="particles.nc", show_default=True,
+              help="netCDF output.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def particles(out, no_progress, **settings):
+    """Simulate the interacting tokens (MATH.md §1): SA/USA on S^{d-1}, optional noise.
+
+    \b
+    Example:
+      meanfield particles --dim 2 --n 4096 --attention sa --beta 9 --init perturbed:1e-4 \\
+          --seed 1 --t-final 20 --save-every 0.1 --out particles.nc
+    """
+    from .storage import save_run
+    from solvers.particle_run import simulate
+
+    _check_writable(out)
+    dataset = simulate(progress=not no_progress, **settings)
+    save_run(dataset, out)
+    click.echo(f"stop_reason: {dataset.attrs['stop_reason']}")
+    click.echo(f"saved {dataset.sizes['time']} frames up to t = {float(dataset.time[-1]):.6g} "
+               f"({dataset.attrs['steps']} steps, {dataset.attrs['wall_time']:.2f} s) -> {out}")
+    if dataset.attrs["stop_reason"].startswith("interrupted"):
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
+
+
 # --------------------------------------------------------------------------------------------- plot
 @cli.command()
 @click.argument("run", type=click.Path(dir_okay=False))

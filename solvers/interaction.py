@@ -74,7 +74,7 @@ class DirectInteraction:
         for start in range(0, n, rows):
             block = slice(start, min(n, start + rows))
             gram = x[:, block] @ x.transpose(0, 2, 1)
-            total += np.einsum("bij,i,j->b", np.exp(self.beta * (gram - 1.0)), self.weights[block], self.weights)
+            total += (np.exp(self.beta * (gram - 1.0)) @ self.weights) @ self.weights[block]
         return total / (2 * self.beta)
 
 

@@ -88,7 +88,7 @@ def simulate(*, dim: int = 2, n: int = 256, attention: str = "sa", beta: float =
                 "init": init, "seed": seed, "sampling": sampling, "resolution": resolution, "qkv": qkv,
                 "t_final": t_final, "save_every": save_every, "stepper": stepper, "rtol": rtol, "cfl": cfl}
     attrs = dict(settings, geometry="particles", scheme="particles", package_version=package_version(),
-                 command=canonical_command("particles", settings).replace("solve particles", "particles"),
+                 command=canonical_command(["particles"], settings),
                  stop_reason=record.stop_reason, t_reached=record.t_reached, wall_time=record.wall_time,
                  steps=record.steps, rejected_steps=record.rejected_steps, dt_max=dt_max,
                  interaction=type(scheme.interaction).__name__)

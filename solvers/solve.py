@@ -40,9 +40,9 @@ def check_seed(seed):
     return seed
 
 
-def canonical_command(geometry: str, settings: dict) -> str:
-    """The ``meanfield solve`` command line that reproduces a run."""
-    words = ["meanfield", "solve", geometry]
+def canonical_command(subcommand: list[str], settings: dict) -> str:
+    """The ``meanfield`` command line (``subcommand`` words, then flags) that reproduces a run."""
+    words = ["meanfield", *subcommand]
     for key, value in settings.items():
         if value is not None:
             words += [f"--{key.replace('_', '-')}", str(value)]
@@ -85,7 +85,7 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
                 "init": init, "seed": seed, "t_final": t_final, "save_every": save_every,
                 "rtol": rtol, "cfl": cfl, "resolution_tol": resolution_tol, "positivity_tol": positivity_tol}
     attrs = dict(settings, geometry=geometry, package_version=package_version(),
-                 command=canonical_command(geometry, settings), stop_reason=record.stop_reason,
+                 command=canonical_command(["solve", geometry], settings), stop_reason=record.stop_reason,
                  t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,
                  rejected_steps=record.rejected_steps, atol=time_stepper.atol,
                  fft_backend=discretisation.basis.backend, dealiased_modes=discretisation.basis.kmax,
