@@ -40,10 +40,13 @@ COLORMAP = "magma"
 TITLE_REASON_CHARS = 60
 
 
-def _check_circle(dataset) -> None:
+PLOTTABLE = ("circle", "particles")
+
+
+def _check_plottable(dataset) -> None:
     geometry = dataset.attrs.get("geometry", "unknown")
-    if geometry != "circle":
-        raise InputError(f"plot: geometry {geometry} is not supported yet (circle only)")
+    if geometry not in PLOTTABLE:
+        raise InputError(f"plot: geometry {geometry} is not supported yet (circle runs and particle runs only)")
 
 
 def _model(dataset) -> Model:
@@ -82,7 +85,7 @@ def theory_curves(dataset, modes=None) -> np.ndarray:
     ``lambda_k`` from :func:`meanfield.theory.growth_rates` (MATH.md §2.3); ``t0`` is the
     first saved time (0 for a run started from ``--init``).
     """
-    _check_circle(dataset)
+    _check_plottable(dataset)
     modes = _checked_modes(dataset, modes)
     rates = growth_rates(_model(dataset), modes)
     times = np.asarray(dataset["time"].values, dtype=float)
@@ -110,16 +113,55 @@ def _theta_axis(ax) -> None:
     ax.set_xlabel(r"$\theta$")
 
 
+def _heat_map(fig: Figure, ax, x, times, values, label: str, zero: str = r"$\leq 0$") -> None:
+    cmap = mpl.colormaps[COLORMAP].with_extremes(bad="white")
+    mesh = ax.pcolormesh(x, times, values, shading="nearest", cmap=cmap, norm=_density_norm(values),
+                         rasterized=True)
+    ax.set_ylabel("time $t$")
+    label += r" (log scale)" + (f";  white: {zero}" if np.any(values <= 0) else "")
+    fig.colorbar(mesh, ax=ax, label=label, extend="min", pad=0.02)
+
+
 def _density_panel(fig: Figure, ax, dataset) -> None:
     density = np.asarray(dataset["density"].values, dtype=float)
-    cmap = mpl.colormaps[COLORMAP].with_extremes(bad="white")
-    mesh = ax.pcolormesh(dataset["theta"].values, dataset["time"].values, density, shading="nearest",
-                         cmap=cmap, norm=_density_norm(density), rasterized=True)
+    _heat_map(fig, ax, dataset["theta"].values, dataset["time"].values, density, r"$\rho$")
     _theta_axis(ax)
-    ax.set_ylabel("time $t$")
     ax.set_title(r"(a) density $\rho(t,\theta)$")
-    label = r"$\rho$ (log scale)" + (r";  white: $\rho \leq 0$" if np.any(density <= 0) else "")
-    fig.colorbar(mesh, ax=ax, label=label, extend="min", pad=0.02)
+
+
+def _token_histogram_panel(fig: Figure, ax, dataset, bins: int = 128) -> None:
+    """Circle tokens: the weighted histogram of angles per frame, as a density heat map."""
+    edges = np.linspace(0.0, 2 * math.pi, bins + 1)
+    weights = dataset["weights"].values
+    counts = np.array([np.histogram(frame, edges, weights=weights)[0] for frame in dataset["theta"].values])
+    density = counts / (edges[1] - edges[0])
+    _heat_map(fig, ax, 0.5 * (edges[1:] + edges[:-1]), dataset["time"].values, density, "token density", "empty")
+    _theta_axis(ax)
+    ax.set_title(f"(a) tokens: histogram of angles (n = {dataset.sizes['particle']})")
+
+
+def _inner_product_panel(fig: Figure, ax, dataset, bins: int = 100) -> None:
+    """Tokens on S^{d-1}: distribution of the pairwise inner products <x_i, x_j>, i != j, per frame."""
+    edges = np.linspace(-1.0, 1.0, bins + 1)
+    rows = []
+    for frame in dataset["positions"].values:
+        gram = frame @ frame.T
+        rows.append(np.histogram(gram[~np.eye(len(frame), dtype=bool)], edges, density=True)[0])
+    _heat_map(fig, ax, 0.5 * (edges[1:] + edges[:-1]), dataset["time"].values, np.array(rows), "density", "empty")
+    ax.set_xlabel(r"$\langle x_i, x_j \rangle$")
+    ax.set_title(f"(a) pairwise inner products (n = {dataset.sizes['particle']}, d = {dataset.attrs['dim']})")
+
+
+def _clustered_fraction_panel(ax, dataset, delta: float = 1e-3) -> None:
+    fractions = []
+    for frame in dataset["positions"].values:
+        gram = frame @ frame.T
+        fractions.append(np.mean(gram[~np.eye(len(frame), dtype=bool)] >= 1 - delta))
+    ax.plot(dataset["time"].values, fractions, color="k", lw=1.5)
+    _time_axis(ax, dataset)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel(rf"fraction of pairs with $\langle x_i, x_j\rangle \geq 1 - {delta:g}$")
+    ax.set_title("(c) clustered pairs")
 
 
 def _time_axis(ax, dataset) -> None:
@@ -180,7 +222,10 @@ def _short_reason(reason: str) -> str:
 
 def _title(dataset) -> str:
     attrs = dataset.attrs
-    title = (f"{str(attrs['attention']).upper()} on the circle:  $\\beta$ = {float(attrs['beta']):g},  "
+    where = "on the circle" if int(attrs.get("dim", 2)) == 2 else f"on $S^{{{int(attrs['dim']) - 1}}}$"
+    if attrs.get("geometry") == "particles":
+        where = f"{attrs.get('n', '')} tokens " + where
+    title = (f"{str(attrs['attention']).upper()} {where}:  $\\beta$ = {float(attrs['beta']):g},  "
              f"$\\nu$ = {float(attrs['nu']):g},  init {attrs.get('init', '?')}")
     reason = str(attrs.get("stop_reason", "completed"))
     return title if reason == "completed" else f"{title}\nstopped early: {_short_reason(reason)}"
@@ -198,14 +243,21 @@ def plot_run(dataset, path=None, modes=None) -> Figure:
     ``modes``: the Fourier modes of panel (c), default ``1 .. max(6, 2 k*)``.  Other
     geometries raise :class:`InputError` (circle only for now).
     """
-    _check_circle(dataset)
-    modes = _checked_modes(dataset, modes)
+    _check_plottable(dataset)
     fig = Figure(figsize=(16, 5), layout="constrained")
     fig.get_layout_engine().set(w_pad=0.08, wspace=0.04)
     axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.15, 1, 1]})
-    _density_panel(fig, axes[0], dataset)
+    if dataset.attrs["geometry"] == "circle":
+        _density_panel(fig, axes[0], dataset)
+    elif "theta" in dataset:
+        _token_histogram_panel(fig, axes[0], dataset)
+    else:
+        _inner_product_panel(fig, axes[0], dataset)
     _energy_panel(axes[1], dataset)
-    _modes_panel(axes[2], dataset, modes)
+    if "mode_amplitude" in dataset:
+        _modes_panel(axes[2], dataset, _checked_modes(dataset, modes))
+    else:
+        _clustered_fraction_panel(axes[2], dataset)
     fig.suptitle(_title(dataset))
     if path is not None:
         _save(fig, path)

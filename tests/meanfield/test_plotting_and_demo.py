@@ -30,7 +30,7 @@ def test_plot_run_writes_a_figure(tmp_path):
 
 def test_plot_refuses_other_geometries():
     ds = xr.Dataset(attrs={"geometry": "sphere"})
-    with pytest.raises(InputError, match="circle only"):
+    with pytest.raises(InputError, match="circle runs and particle runs only"):
         plot_run(ds)
 
 
@@ -39,3 +39,11 @@ def test_demo_predicts_and_finds_four_clusters(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "predicted clusters: 4" in out and out.split("observed at t = ")[1].split(": ")[1].startswith("4")
     assert (tmp_path / "run.nc").exists() and (tmp_path / "run.png").stat().st_size > 20_000
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_plot_particle_runs(dim, tmp_path):
+    from solvers.particle_run import simulate
+    ds = simulate(dim=dim, n=64, beta=4.0, init="uniform", seed=0, t_final=2.0, save_every=0.5)
+    fig = plot_run(ds, tmp_path / "p.png")
+    assert len(fig.axes) >= 3 and (tmp_path / "p.png").stat().st_size > 20_000
