@@ -156,3 +156,16 @@ def test_bad_particle_inputs(kwargs, words):
     settings = dict(dim=2, n=10, beta=1.0, t_final=1.0) | kwargs
     with pytest.raises(InputError, match=words):
         simulate(**settings)
+
+
+def test_euclidean_tokens_see_the_gaussian_affine_field(rng):
+    """In R^d, for mu = N(alpha, Sigma): Gamma_mu(x) = V (alpha + Sigma A x), A = K^T Q (MATH.md §3)."""
+    n, dim = 6000, 2
+    alpha, sigma = np.array([0.3, -0.2]), np.array([[0.2, 0.05], [0.05, 0.1]])
+    samples = rng.multivariate_normal(alpha, sigma, size=n)
+    Q, K, V = (np.eye(dim) + 0.3 * rng.standard_normal((dim, dim)) for _ in range(3))
+    scheme = ParticleScheme(Model("sa", 1.0, 0.0, dim), n, Q, K, V, sphere=False)
+    velocity = scheme.rhs(samples[None], 0.0)[0]
+    exact = (alpha + samples @ (sigma @ K.T @ Q).T) @ V.T
+    assert np.sqrt(np.mean(np.sum((velocity - exact) ** 2, axis=1))) < 0.05 * np.sqrt(np.mean(exact ** 2))
+    assert np.array_equal(scheme.after_step(samples[None], 0.1), samples[None])  # no projection in R^d
