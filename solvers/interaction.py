@@ -24,8 +24,9 @@ import numpy as np
 
 from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_over_beta
 
-#: Memory for one block of logits (and its exponentials).
-DEFAULT_BLOCK_BYTES = 256 * 2 ** 20
+#: Memory budget of one row block (logits take half of it): 4 MiB keeps a block in cache;
+#: 256 MiB blocks were 3-6x slower (freshly mapped memory every call; validation/bench_particles.py).
+DEFAULT_BLOCK_BYTES = 4 * 2 ** 20
 
 
 class DirectInteraction:

@@ -1,0 +1,336 @@
+"""Benchmark of the particle engine's right-hand side against baselines timed in the same process.
+
+This is a measurement, not a test: it prints ratios and asserts nothing about speed.
+Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weights.
+
+1. **Direct right-hand side vs its floor.**  One call of
+   ``ParticleScheme(Model(attention, beta=4, dim=3), n, fast_circle=False).rhs(x, 0.0)``
+   (``DirectInteraction`` with the default ``block_bytes``, then the tangent projection)
+   divided by the cost of the unavoidable ``n^2`` work: one ``(n, 3) @ (3, n)`` GEMM
+   forming all the logits into a preallocated ``n x n`` array plus ``np.exp`` on that
+   array in place.  The baseline is memory-bound at large ``n`` (the ``n x n`` array does
+   not fit in cache) while the engine works in row blocks, so with blocks small enough to
+   stay in cache the ratio could fall below 1.  Measured for SA and USA.
+2. **Engine vs a per-particle loop.**  The style of the papers' reference code: a Python
+   loop over ``i``, each step vectorised over ``j`` with numpy (weights
+   ``exp(beta <x_i, x_j>)``, normalised (SA), weighted mean of the tokens, tangent
+   projection).  Timed on all rows up to ``LOOP_FULL_MAX`` tokens;
+   above, on the first ``LOOP_ROWS`` rows and scaled by ``n / LOOP_ROWS`` (the table's
+   ``loop_rows`` column says which).  The engine time is the SA time of table 1, and the
+   loop's rows must agree with the engine's output (from a timed call) to ``1e-12``
+   relative: ``max_i |v_loop_i - v_engine_i| / max_i |v_engine_i|``.
+3. **Circle: O(n M) Fourier path vs direct.**  ``ParticleScheme(Model("sa", beta, dim=2), n)``
+   (``CircleFourierInteraction``) against the same scheme with ``fast_circle=False``, at
+   ``beta = 4`` and ``16``: speedup and the same relative difference as above
+   (``CIRCLE_SIZES``: without 16000, to keep the run short).
+4. **Block size.**  The SA right-hand side of table 1 at ``BLOCK_N`` tokens for several
+   ``block_bytes`` (``DEFAULT_BLOCK_BYTES`` of ``solvers/interaction.py`` first); the
+   speedup is relative to the default, and ``ratio_to_floor`` divides by the GEMM + exp
+   of table 1 done in small row blocks through one reused buffer (the in-cache floor,
+   cheaper than table 1's memory-bound ``n x n`` baseline).
+
+Timings use :func:`validation.bench_circle.best_times` (best of several interleaved runs
+after one warm-up call, per-call time in ms).  Calls of a second or more are expensive, so
+the number of runs falls with ``n`` (:func:`timing_for`): from ``n = 16000`` the direct
+right-hand sides, the baselines and the loop are timed by one call each, without warm-up
+(:func:`time_calls`), so those rows are noisier.  The whole run takes about a minute of
+CPU time; on a loaded machine the wall time (both are printed) is longer and every row
+noisier.  As in ``bench_circle``, when run as a script this module asks OpenBLAS for one
+thread (``OPENBLAS_NUM_THREADS``, unless already set) before numpy loads, so every side
+runs on one core.  Run with ``python -m validation.bench_particles [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+#: Whether numpy was loaded before this module (then the thread setting below has no effect).
+_NUMPY_PRELOADED = "numpy" in sys.modules
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from meanfield.model import Model  # noqa: E402
+from solvers.interaction import DEFAULT_BLOCK_BYTES  # noqa: E402
+from solvers.particles import ParticleScheme  # noqa: E402
+from validation.bench_circle import _clock, best_times  # noqa: E402
+
+SIZES = (1000, 2000, 4000, 8000, 16000, 20000)
+QUICK_SIZES = (1000, 4000)
+#: Sizes for the circle comparison (16000 left out: each direct call there costs seconds).
+CIRCLE_SIZES = (1000, 2000, 4000, 8000, 20000)
+BETA = 4.0
+CIRCLE_BETAS = (4.0, 16.0)
+#: Largest ``n`` at which the per-particle loop runs over every row.
+LOOP_FULL_MAX = 4000
+#: Rows timed (and checked) above ``LOOP_FULL_MAX``; the time is scaled by ``n / LOOP_ROWS``.
+LOOP_ROWS = 1000
+#: Required agreement of the loop with the engine.
+LOOP_TOL = 1e-12
+#: Tokens for the block-size sweep, and the sizes tried (the default first).
+BLOCK_N, QUICK_BLOCK_N = 8000, 4000
+BLOCK_SIZES = (DEFAULT_BLOCK_BYTES, 64 * 2 ** 20, 16 * 2 ** 20, 4 * 2 ** 20, 2 ** 20, 256 * 2 ** 10)
+#: Logits per block of the in-cache GEMM + exp floor of the block sweep (1 MiB of doubles).
+FLOOR_ENTRIES = 1 << 17
+SEED = 20240611
+
+MIB = 2.0 ** 20
+
+RHS_COLUMNS = (  # (header, row key, format)
+    ("n", "n", "d"),
+    ("rows/block", "block_rows", "d"),
+    ("rhs_sa_ms", "rhs_sa_ms", ".2f"),
+    ("rhs_usa_ms", "rhs_usa_ms", ".2f"),
+    ("gemm+exp_ms", "baseline_ms", ".2f"),
+    ("ratio_sa", "ratio_sa", ".2f"),
+    ("ratio_usa", "ratio_usa", ".2f"),
+    ("ns/entry_sa", "ns_per_entry_sa", ".2f"),
+)
+LOOP_COLUMNS = (
+    ("n", "n", "d"),
+    ("loop_rows", "loop_rows", "s"),
+    ("loop_ms", "loop_ms", ".1f"),
+    ("engine_ms", "engine_ms", ".2f"),
+    ("speedup", "speedup", ".2f"),
+    ("max_rel_diff", "max_rel_diff", ".2e"),
+)
+CIRCLE_COLUMNS = (
+    ("beta", "beta", "g"),
+    ("n", "n", "d"),
+    ("modes", "modes", "d"),
+    ("fourier_ms", "fourier_ms", ".3f"),
+    ("direct_ms", "direct_ms", ".1f"),
+    ("speedup", "speedup", ".0f"),
+    ("max_rel_diff", "max_rel_diff", ".2e"),
+)
+BLOCK_COLUMNS = (
+    ("block_MiB", "block_mib", "g"),
+    ("rows/block", "block_rows", "d"),
+    ("logits_MiB", "logits_mib", ".2f"),
+    ("rhs_sa_ms", "rhs_sa_ms", ".2f"),
+    ("speedup_vs_default", "speedup", ".2f"),
+    ("ratio_to_floor", "ratio_floor", ".2f"),
+)
+
+
+# -- inputs and references ------------------------------------------------------------------------
+def sphere_tokens(n: int, dim: int, seed: int = SEED) -> np.ndarray:
+    """``n`` tokens uniform on S^{dim-1}, shape ``(1, n, dim)`` (normalised Gaussians)."""
+    x = np.random.default_rng([seed, n, dim]).standard_normal((1, n, dim))
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def timing_for(n: int, quick: bool) -> dict:
+    """Timing settings for ``n`` tokens: fewer runs at the large, slow sizes (see :func:`time_calls`)."""
+    if quick:
+        return {"target": 0.05, "repeats": 2}
+    if n <= 4000:
+        return {"target": 0.3, "repeats": 5}
+    if n <= 8000:
+        return {"target": 0.3, "repeats": 2}
+    return {"single": True}
+
+
+def time_calls(fns, timing: dict) -> list[float]:
+    """Per-call seconds of ``fns``: :func:`best_times`, or one call each if ``timing["single"]``.
+
+    Single calls are for calls of seconds, where ``best_times``' warm-up call would double the
+    cost of the benchmark; nothing is lost for the engine, which allocates its blocks afresh at
+    every call, and the baseline's array is touched when it is created.
+    """
+    if timing.get("single"):
+        return [_clock(fn, 1) for fn in fns]
+    return best_times(fns, **timing)
+
+
+def gemm_exp_baseline(x: np.ndarray, beta: float):
+    """The bare ``n^2`` work: logits ``(beta x) @ x.T`` into a preallocated ``n x n`` array, then ``exp``."""
+    queries, keys = beta * x[0], x[0].copy()
+    logits = np.empty((len(keys), len(keys)))
+    logits.fill(0.0)  # first touch (page faults) outside the timing
+
+    def call():
+        np.matmul(queries, keys.T, out=logits)
+        np.exp(logits, out=logits)
+
+    return call
+
+
+def blocked_gemm_exp_baseline(x: np.ndarray, beta: float, entries: int = FLOOR_ENTRIES):
+    """The same ``n^2`` work in row blocks of about ``entries`` logits (one reused, in-cache buffer)."""
+    queries, keys = beta * x[0], x[0].copy()
+    n = len(keys)
+    rows = max(1, entries // n)
+    buffer = np.empty((rows, n))
+
+    def call():
+        for start in range(0, n, rows):
+            block = buffer[: min(n, start + rows) - start]
+            np.matmul(queries[start:start + rows], keys.T, out=block)
+            np.exp(block, out=block)
+
+    return call
+
+
+def loop_velocity(x: np.ndarray, beta: float, attention: str, rows: int | None = None) -> np.ndarray:
+    """Per-particle reference: for each ``i`` (of the first ``rows``) the tangent attention velocity.
+
+    Uniform weights, ``Q = K = V = I``, no max subtraction (fine at moderate ``beta``).
+    """
+    tokens = x[0]
+    n = len(tokens)
+    rows = n if rows is None else rows
+    out = np.empty((rows, tokens.shape[1]))
+    for i in range(rows):
+        xi = tokens[i]
+        weights = np.exp(beta * (tokens @ xi))
+        v = weights @ tokens
+        v /= weights.sum() if attention == "sa" else n
+        out[i] = v - (v @ xi) * xi
+    return out
+
+
+def max_relative_difference(approx: np.ndarray, exact: np.ndarray) -> float:
+    """``max_i |approx_i - exact_i| / max_i |exact_i|`` over tangent vectors (Euclidean norms)."""
+    diff = np.linalg.norm(approx - exact, axis=-1)
+    return float(np.max(diff) / np.max(np.linalg.norm(exact, axis=-1)))
+
+
+def _recording(fn, store: dict, key: str):
+    """``fn`` that also keeps its latest result in ``store[key]`` (so timed calls double as checks)."""
+    def call():
+        store[key] = fn()
+    return call
+
+
+# -- the benchmark --------------------------------------------------------------------------------
+def _rhs_row(n: int, timing: dict) -> tuple[dict, dict]:
+    """Direct SA and USA right-hand sides at ``n`` tokens in S^2 vs GEMM + exp; also the outputs."""
+    x = sphere_tokens(n, 3)
+    schemes = {a: ParticleScheme(Model(a, beta=BETA, dim=3), n, fast_circle=False) for a in ("sa", "usa")}
+    outputs = {}
+    calls = [_recording(lambda s=s: s.rhs(x, 0.0), outputs, a) for a, s in schemes.items()]
+    sa, usa, base = time_calls(calls + [gemm_exp_baseline(x, BETA)], timing)
+    row = {"n": n, "block_rows": schemes["sa"].interaction.block_rows(1, n),
+           "rhs_sa_ms": 1e3 * sa, "rhs_usa_ms": 1e3 * usa, "baseline_ms": 1e3 * base,
+           "ratio_sa": sa / base, "ratio_usa": usa / base, "ns_per_entry_sa": 1e9 * sa / n ** 2}
+    return row, {"x": x, **outputs}
+
+
+def _loop_row(n: int, engine_seconds: float, data: dict, timing: dict) -> dict:
+    """Per-particle loop (all rows, or the first ``LOOP_ROWS`` scaled up) vs the engine (SA)."""
+    rows = n if n <= LOOP_FULL_MAX else min(n, LOOP_ROWS)
+    store = {}
+    [seconds] = time_calls([_recording(lambda: loop_velocity(data["x"], BETA, "sa", rows), store, "v")],
+                           timing)
+    loop_seconds = seconds * n / rows
+    return {"n": n, "loop_rows": "all" if rows == n else f"{rows} (scaled)", "loop_ms": 1e3 * loop_seconds,
+            "engine_ms": 1e3 * engine_seconds, "speedup": loop_seconds / engine_seconds,
+            "max_rel_diff": max_relative_difference(store["v"], data["sa"][0, :rows])}
+
+
+def _circle_row(n: int, beta: float, timing: dict) -> dict:
+    """Circle SA: ``CircleFourierInteraction`` vs ``DirectInteraction`` at ``n`` tokens."""
+    theta = np.random.default_rng([SEED, n]).uniform(0.0, 2.0 * math.pi, n)
+    x = np.stack((np.cos(theta), np.sin(theta)), axis=-1)[None]
+    fast = ParticleScheme(Model("sa", beta=beta, dim=2), n)
+    direct = ParticleScheme(Model("sa", beta=beta, dim=2), n, fast_circle=False)
+    outputs = {}
+    fast_call = _recording(lambda: fast.rhs(x, 0.0), outputs, "fast")
+    direct_call = _recording(lambda: direct.rhs(x, 0.0), outputs, "direct")
+    if timing.get("single"):  # the Fourier path is fast: time it properly, the direct path once
+        [t_fast], [t_direct] = best_times([fast_call]), time_calls([direct_call], timing)
+    else:
+        t_fast, t_direct = best_times([fast_call, direct_call], **timing)
+    return {"beta": beta, "n": n, "modes": fast.interaction.modes.size, "fourier_ms": 1e3 * t_fast,
+            "direct_ms": 1e3 * t_direct, "speedup": t_direct / t_fast,
+            "max_rel_diff": max_relative_difference(outputs["fast"], outputs["direct"])}
+
+
+def _block_rows(n: int, timing: dict) -> list[dict]:
+    """SA right-hand side at ``n`` tokens for each of :data:`BLOCK_SIZES`."""
+    x = sphere_tokens(n, 3)
+    schemes = [ParticleScheme(Model("sa", beta=BETA, dim=3), n, fast_circle=False, block_bytes=b)
+               for b in BLOCK_SIZES]
+    *seconds, floor = time_calls([lambda s=s: s.rhs(x, 0.0) for s in schemes]
+                                 + [blocked_gemm_exp_baseline(x, BETA)], timing)
+    rows = []
+    for size, scheme, t in zip(BLOCK_SIZES, schemes, seconds):
+        block_rows = scheme.interaction.block_rows(1, n)
+        rows.append({"block_mib": size / MIB, "block_rows": block_rows,
+                     "logits_mib": 8 * block_rows * n / MIB, "rhs_sa_ms": 1e3 * t,
+                     "speedup": seconds[0] / t, "ratio_floor": t / floor, "floor_ms": 1e3 * floor})
+    return rows
+
+
+def run_benchmark(sizes=SIZES, circle_sizes=CIRCLE_SIZES, quick: bool = False) -> dict[str, list[dict]]:
+    """Measure everything; a dict of tables (``"rhs"``, ``"loop"``, ``"circle"``, ``"blocks"``).
+
+    Each table is a list of row dicts with the keys of the matching ``*_COLUMNS`` (times in ms).
+    ``quick`` uses :data:`QUICK_SIZES` for both ``sizes`` and ``circle_sizes`` (unless given
+    explicitly), shorter measurements and the block sweep at :data:`QUICK_BLOCK_N`.
+    """
+    if quick and tuple(sizes) == SIZES:
+        sizes = QUICK_SIZES
+    if quick and tuple(circle_sizes) == CIRCLE_SIZES:
+        circle_sizes = QUICK_SIZES
+    tables = {"rhs": [], "loop": [], "circle": [], "blocks": []}
+    for n in sizes:
+        timing = timing_for(n, quick)
+        row, data = _rhs_row(n, timing)
+        tables["rhs"].append(row)
+        tables["loop"].append(_loop_row(n, row["rhs_sa_ms"] / 1e3, data, timing))
+        del data
+    for beta in CIRCLE_BETAS:
+        tables["circle"] += [_circle_row(n, beta, timing_for(n, quick)) for n in circle_sizes]
+    block_n = QUICK_BLOCK_N if quick else BLOCK_N
+    tables["blocks"] = _block_rows(block_n, timing_for(block_n, quick))
+    return tables
+
+
+def format_table(rows: list[dict], columns=RHS_COLUMNS) -> str:
+    """An aligned text table of ``columns``; missing entries read 'skipped'."""
+    cells = [[h for h, _, _ in columns]]
+    cells += [["skipped" if row.get(key) is None else format(row[key], fmt) for _, key, fmt in columns]
+              for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
+
+
+def main(argv=None) -> None:
+    """Command line: ``python -m validation.bench_particles [--quick]``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="n = 1000, 4000 and shorter timings")
+    args = parser.parse_args(argv)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    tables = run_benchmark(quick=args.quick)
+    blas = os.environ.get("OPENBLAS_NUM_THREADS")
+    if _NUMPY_PRELOADED:
+        blas += " (not applied: numpy was loaded first)"
+    print(f"particle engine benchmark, OPENBLAS_NUM_THREADS = {blas}, times per call in ms, "
+          f"DEFAULT_BLOCK_BYTES = {DEFAULT_BLOCK_BYTES / MIB:g} MiB")
+    print(f"\n1. direct rhs on S^2 (beta = {BETA:g}, fast_circle=False) / (n x n GEMM + n^2 exp, "
+          f"preallocated n x n array)")
+    print(format_table(tables["rhs"], RHS_COLUMNS))
+    print(f"\n2. per-particle Python loop (numpy over j) vs engine, SA, beta = {BETA:g}; "
+          f"speedup = loop / engine; diff = max|dv| / max|v|")
+    print(format_table(tables["loop"], LOOP_COLUMNS))
+    bad = [row["n"] for row in tables["loop"] if not row["max_rel_diff"] <= LOOP_TOL]
+    print(f"loop agrees with engine to {LOOP_TOL:g}: " + ("yes" if not bad else f"NO at n = {bad}"))
+    print("\n3. circle SA: O(n M) Fourier path vs direct (fast_circle=False); speedup = direct / Fourier")
+    print(format_table(tables["circle"], CIRCLE_COLUMNS))
+    print(f"\n4. block size, SA rhs on S^2 at n = {QUICK_BLOCK_N if args.quick else BLOCK_N} "
+          f"(first row: the default); logits = one block of logits; floor = GEMM + exp in "
+          f"{FLOOR_ENTRIES * 8 / MIB:g} MiB row blocks ({tables['blocks'][0]['floor_ms']:.2f} ms)")
+    print(format_table(tables["blocks"], BLOCK_COLUMNS))
+    best = max(tables["blocks"], key=lambda row: row["speedup"])
+    print(f"best block: {best['block_mib']:g} MiB ({best['speedup']:.2f}x the default)")
+    print(f"total {time.perf_counter() - start:.1f} s wall, {time.process_time() - cpu_start:.1f} s CPU")
+
+
+if __name__ == "__main__":
+    main()
