@@ -246,6 +246,20 @@ def bench_circle(quick):
     click.echo(format_table(run_benchmark(quick=quick)))
 
 
+@validate.command("bench-particles")
+@click.option("--quick", is_flag=True, help="Fewer sizes and shorter timings.")
+def bench_particles(quick):
+    """Benchmark: particle right-hand side vs GEMM + exp, vs a per-particle loop; O(nM) circle path.
+
+    \b
+    Example:
+      meanfield validate bench-particles --quick
+    """
+    from validation.bench_particles import main as benchmark
+
+    benchmark(["--quick"] if quick else [])
+
+
 @validate.command("growth-circle")
 @click.option("--quick", is_flag=True, help="Fewer cases.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the table as netCDF.")
