@@ -27,6 +27,8 @@ from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_o
 #: Memory budget of one row block (logits take half of it): 4 MiB keeps a block in cache;
 #: 256 MiB blocks were 3-6x slower (freshly mapped memory every call; validation/bench_particles.py).
 DEFAULT_BLOCK_BYTES = 4 * 2 ** 20
+#: Fewer rows per block cost more in per-block overhead than they save (n = 10^5: 25 MB per block).
+MIN_BLOCK_ROWS = 16
 
 
 class DirectInteraction:
@@ -44,7 +46,8 @@ class DirectInteraction:
         return x if matrix is None else x @ matrix.T
 
     def block_rows(self, batch: int, n: int) -> int:
-        return max(1, min(n, self.block_bytes // (16 * batch * n)))
+        """Rows per block: the byte budget, but at least ``MIN_BLOCK_ROWS`` (per-block overhead)."""
+        return max(1, min(n, max(MIN_BLOCK_ROWS, self.block_bytes // (16 * batch * n))))
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """``v_i`` (before projection) for all tokens; ``x`` has shape ``(B, n, d)``."""

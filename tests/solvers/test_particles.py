@@ -96,7 +96,9 @@ def test_row_blocks_do_not_change_the_result(rng):
     x = uniform_sphere(n, dim, rng)[None]
     model = Model("sa", 5.0, 0.0, dim)
     whole = ParticleScheme(model, n).rhs(x, 0.0)
-    blocked = ParticleScheme(model, n, block_bytes=16 * n * 7).rhs(x, 0.0)  # 7 rows per block
+    scheme = ParticleScheme(model, n, block_bytes=16 * n * 7)
+    assert scheme.interaction.block_rows(1, n) == 16  # the minimum block
+    blocked = scheme.rhs(x, 0.0)
     assert np.max(np.abs(whole - blocked)) < 1e-15
 
 
