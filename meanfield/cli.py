@@ -279,6 +279,35 @@ def growth_circle(quick, out):
         click.echo(f"wrote {out}")
 
 
+def _study_command(name: str, module: str, out_dir: str, what: str):
+    """A ``meanfield validate NAME [--quick] [--out-dir DIR]`` command running ``module.run_study``."""
+
+    @click.option("--quick", is_flag=True, help="The small size the test suite uses.")
+    @click.option("--out-dir", type=click.Path(file_okay=False), default=out_dir, show_default=True,
+                  help="Folder for the netCDF table and the figure.")
+    def command(quick, out_dir):
+        import importlib
+
+        study = importlib.import_module(f"validation.{module}")
+        table = study.run_study(quick=quick, out_dir=out_dir)
+        click.echo(study.format_table(table))
+        click.echo(f"wrote {out_dir}/{module}.nc and {out_dir}/{module}.png")
+
+    command.__doc__ = f"""{what}
+
+    \b
+    Example:
+      meanfield validate {name} --quick --out-dir {out_dir}
+    """
+    return validate.command(name)(command)
+
+
+_study_command("mean-field", "mean_field", "mean-field-study",
+               "Particles -> PDE on the circle: W1 against n (i.i.d. and quadrature nodes), fitted slopes.")
+_study_command("cluster-formation", "cluster_formation", "cluster-formation-study",
+               "Cluster formation time of i.i.d. tokens against n, with log(n) / (2 lambda_k*) overlaid.")
+
+
 # --------------------------------------------------------------------------------------------- entry
 def main(argv=None) -> int:
     """Entry point: run the CLI, turning user mistakes into one line and exit status 2."""

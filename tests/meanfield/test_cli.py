@@ -117,7 +117,8 @@ def test_console_script_has_no_traceback_for_user_mistakes():
 
 def test_every_subcommand_has_help_with_an_example(capsys):
     for args in (["theory"], ["solve", "circle"], ["plot"], ["demo"], ["validate", "bench-circle"],
-                 ["validate", "growth-circle"], ["validate", "bench-particles"], ["particles"]):
+                 ["validate", "growth-circle"], ["validate", "bench-particles"], ["particles"],
+                 ["validate", "mean-field"], ["validate", "cluster-formation"]):
         code, out, _ = run_cli(capsys, *args, "--help")
         assert code == 0 and "Example:" in out and "meanfield" in out
 

@@ -1,0 +1,446 @@
+"""Study: the mean-field limit on the circle, particles -> PDE as n grows (MATH.md §1, §2, §4).
+
+One PDE run (MATH.md §2, §2.1; SA by default) and many particle runs (MATH.md §1) start
+from the same law, ``INIT = "vonmises:1@0+vonmises:1@3"`` (an equal mixture of two von
+Mises bumps of concentration 1 at angles 0 and 3) tabulated at ``INIT_RESOLUTION = 256``.
+Particles are either i.i.d. samples of that law (one run per seed) or the deterministic
+quadrature nodes ``2 pi (j + 1/2) / n`` with weights ``rho_0(theta_j)`` (one run per n;
+see :mod:`meanfield.sampling`).  At each study time the distance between the weighted
+empirical measure and the PDE density is the exact circle Wasserstein distance
+
+    W1(mu, nu) = min_c int_0^{2 pi} |F_mu - F_nu - c| dtheta          (MATH.md §4)
+
+computed by :func:`wasserstein1_circle`.  The rate is the least-squares slope of
+``log W1`` against ``log n``: Dobrushin's bound (MATH.md §4) predicts ``-1/2`` for i.i.d.
+tokens on a fixed time window.  Quadrature nodes are limited only by the discreteness of
+an n-atom measure: at t = 0, ``W1 = pi / (2n) + O(n^-2)`` for any smooth positive density
+(each cell of width ``2 pi / n`` contributes a sawtooth), so their slope is ``-1``, not
+spectral: W1 is a transport distance and does not see the quadrature rule's accuracy (a
+weak Fourier norm would).
+
+PDE resolution.  The initial law is tabulated at 256 points, but the spectral PDE run
+uses ``PDE_RESOLUTION = 2048``: at 256 points the run loses resolution at t ~ 4.5
+(beta = 4) and t ~ 5.6 (beta = 1), before the clusters have formed.  The von Mises
+mixture's trigonometric series has no content above mode ~40 (I_k(1) / I_0(1) < 1e-60
+there), so its 256- and 2048-point tabulations are the same law to round-off; the study
+measures that mismatch and stores it (attribute ``init_law_mismatch``).  At beta = 4 the
+two clusters (at ~0 and ~3) are formed by t = 6 (peak density ~ 28 x uniform); the
+2048-point run loses resolution at t ~ 6.7 (clusters narrow exponentially), so the full
+study stops at t = 6, not t = 8.  A PDE run that stops early raises, it is never used.
+
+Run: ``python -m validation.mean_field [--quick] [--out-dir DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time as _time
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from meanfield.errors import require
+from meanfield.initial import circle_density
+from meanfield.storage import netcdf_safe, package_version
+from solvers.particle_run import simulate
+from solvers.solve import solve
+
+INIT = "vonmises:1@0+vonmises:1@3"
+INIT_RESOLUTION = 256
+PDE_RESOLUTION = 2048
+PDE_RTOL = 1e-10
+PARTICLE_RTOL = 1e-8
+SAVE_EVERY = 0.5
+FULL = {"times": (0.5, 1.0, 2.0, 4.0, 6.0), "log2_n": tuple(range(7, 15)), "seeds": 8}
+QUICK = {"times": (0.5, 1.0, 2.0), "log2_n": tuple(range(7, 12)), "seeds": 4}
+#: Default points of the uniform sub-grid on which the W1 integrand is resolved.
+W1_GRID_POINTS = 2 ** 15
+#: Fourier coefficients below this fraction of ``rho_hat_0`` are dropped (|error in F| < 1e-13).
+COEFF_TRIM = 1e-15
+#: Intervals on which ``F_mu - F_nu`` varies less than this count as constant for the median.
+FLAT_WIDTH = 1e-12
+DPI = 130
+
+
+# ------------------------------------------------------------------------------------------ shared helpers
+def fit_line(x, y) -> tuple[float, float]:
+    """Least-squares ``(slope, intercept)`` of ``y = slope x + intercept``, ignoring non-finite points."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    if keep.sum() < 2:
+        return math.nan, math.nan
+    slope, intercept = np.polyfit(x[keep], y[keep], 1)
+    return float(slope), float(intercept)
+
+
+def fit_with_spread(x, mean_values, per_seed_values) -> tuple[float, float, float]:
+    """``(slope, intercept)`` fitted to ``mean_values`` against ``x``, and the spread of the slope:
+    the standard deviation (ddof 1) of the slopes fitted to each column of ``per_seed_values``
+    (shape ``(len(x), seeds)``) alone, i.e. the scatter of a one-seed experiment."""
+    slope, intercept = fit_line(x, mean_values)
+    per_seed = np.array([fit_line(x, column)[0] for column in np.asarray(per_seed_values, dtype=float).T])
+    per_seed = per_seed[np.isfinite(per_seed)]
+    spread = float(per_seed.std(ddof=1)) if per_seed.size > 1 else math.nan
+    return slope, intercept, spread
+
+
+def progress_bar(total: int, desc: str):
+    """A tqdm bar over study runs (hidden when stderr is not a terminal)."""
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=desc, unit="run", disable=None, leave=False)
+
+
+def save_figure(fig: Figure, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    return path
+
+
+def write_dataset(ds: xr.Dataset, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ds.to_netcdf(path)
+    return path
+
+
+# ------------------------------------------------------------------------------------- W1 on the circle
+def trig_coefficients(density) -> np.ndarray:
+    """``rho_hat_k`` (k = 0..K) of the trigonometric series through grid values, normalised to mass 1.
+
+    The Nyquist mode is dropped (as :class:`meanfield.sampling.TrigonometricDensity` does) and
+    the tail below ``COEFF_TRIM * rho_hat_0`` is trimmed.
+    """
+    density = np.asarray(density, dtype=float)
+    require(density.ndim == 1 and density.size >= 2, "density must be a 1-D array of grid values")
+    coeffs = np.fft.rfft(density, norm="forward")
+    if density.size % 2 == 0:
+        coeffs[-1] = 0.0
+    require(coeffs[0].real > 0, "density must have positive mass")
+    coeffs = coeffs / (2 * math.pi * coeffs[0].real)
+    kept = np.nonzero(np.abs(coeffs) > COEFF_TRIM * coeffs[0].real)[0]
+    return coeffs[:kept[-1] + 1]
+
+
+def _cdf_parts(coeffs: np.ndarray):
+    """``b_k = rho_hat_k / (i k)`` and the constant ``-2 Re sum b_k`` so that ``F(0) = 0``."""
+    k = np.arange(1, coeffs.size)
+    b = coeffs[1:] / (1j * k)
+    return b, -2.0 * float(np.sum(b).real)
+
+
+def cdf_and_density_at(coeffs: np.ndarray, theta: np.ndarray, block: int = 2048):
+    """Exact ``F(theta) = int_0^theta rho`` and ``rho(theta)`` of the series at scattered angles."""
+    theta = np.asarray(theta, dtype=float)
+    b, offset = _cdf_parts(coeffs)
+    k = np.arange(1, coeffs.size)
+    table = np.stack((b, coeffs[1:]), axis=1)
+    sums = np.zeros((theta.size, 2), dtype=complex)
+    for start in range(0, theta.size, block):
+        phases = np.exp(1j * np.outer(theta[start:start + block], k))
+        sums[start:start + block] = phases @ table
+    rho0 = coeffs[0].real
+    return rho0 * theta + 2 * sums[:, 0].real + offset, rho0 + 2 * sums[:, 1].real
+
+
+def cdf_and_density_on_grid(coeffs: np.ndarray, points: int):
+    """``F`` and ``rho`` on ``2 pi m / points`` by inverse FFT (``points > 2 K``)."""
+    require(points // 2 > coeffs.size - 1, "the sub-grid must resolve every Fourier mode")
+    b, offset = _cdf_parts(coeffs)
+    padded = np.zeros(points // 2 + 1, dtype=complex)
+    padded[1:coeffs.size] = b
+    grid = 2 * math.pi * np.arange(points) / points
+    cdf = coeffs[0].real * grid + np.fft.irfft(padded, points, norm="forward") + offset
+    padded[1:coeffs.size] = coeffs[1:]
+    density = coeffs[0].real + np.fft.irfft(padded, points, norm="forward")
+    return cdf, density
+
+
+def _breakpoints(theta, weights, coeffs, grid_points):
+    """Merged, sorted breakpoints with ``F_mu`` (right-continuous), ``F_nu`` and ``rho`` there.
+
+    The last breakpoint is ``2 pi`` (``F_nu = 1``); between consecutive breakpoints ``F_mu`` is
+    constant and ``F_nu`` smooth.
+    """
+    points = max(grid_points, 1 << int(math.ceil(math.log2(4 * coeffs.size))))
+    grid_cdf, grid_rho = cdf_and_density_on_grid(coeffs, points)
+    atom_cdf, atom_rho = cdf_and_density_at(coeffs, theta)
+    x = np.concatenate((2 * math.pi * np.arange(points) / points, theta, [2 * math.pi]))
+    f_nu = np.concatenate((grid_cdf, atom_cdf, [1.0]))
+    rho = np.concatenate((grid_rho, atom_rho, [grid_rho[0]]))
+    mass = np.concatenate((np.zeros(points), weights, [0.0]))
+    order = np.argsort(x, kind="stable")
+    return x[order], np.cumsum(mass[order]), f_nu[order], rho[order]
+
+
+def _weighted_median(g_left, g_right, lengths) -> float:
+    """The ``c`` with ``|{G < c}| = |{G > c}|`` for ``G`` linear on each interval (exact, by sorting).
+
+    ``m(c) = |{G < c}|`` is piecewise linear in ``c``: each interval adds a ramp of height
+    ``length`` between its end values (a jump when they differ by less than ``FLAT_WIDTH``).
+    """
+    lo, hi = np.minimum(g_left, g_right), np.maximum(g_left, g_right)
+    ramp = hi - lo > FLAT_WIDTH
+    rate = lengths[ramp] / (hi[ramp] - lo[ramp])
+    zeros = np.zeros(int(np.count_nonzero(~ramp)))
+    pos = np.concatenate((lo[ramp], hi[ramp], lo[~ramp]))
+    order = np.argsort(pos, kind="stable")
+    pos = pos[order]
+    if pos.size < 2:
+        return float(pos[0])
+    slope = np.cumsum(np.concatenate((rate, -rate, zeros))[order])
+    jump = np.concatenate((np.zeros(2 * rate.size), lengths[~ramp]))[order]
+    rise = slope[:-1] * np.diff(pos)
+    after = np.cumsum(jump) + np.concatenate(([0.0], np.cumsum(rise)))     # m just after each knot
+    before_next = after[:-1] + rise                                         # m just before the next knot
+    knots = np.repeat(pos, 2)[1:-1]
+    levels = np.maximum.accumulate(np.column_stack((after[:-1], before_next)).ravel())
+    return float(np.interp(0.5 * float(np.sum(lengths)), levels, knots))
+
+
+def _hermite(s, ga, gb, da, db):
+    """The cubic Hermite interpolant on ``[0, 1]`` (``da, db`` already times the interval length)."""
+    return (((2 * s - 3) * s * s + 1) * ga + ((s - 2) * s + 1) * s * da + (3 - 2 * s) * s * s * gb
+            + (s - 1) * s * s * db)
+
+
+def _hermite_integral(s, ga, gb, da, db):
+    """``int_0^s`` of :func:`_hermite` (per unit interval length)."""
+    s2, s3, s4 = s * s, s ** 3, s ** 4
+    return ((s4 / 2 - s3 + s) * ga + (s4 / 4 - 2 * s3 / 3 + s2 / 2) * da + (s3 - s4 / 2) * gb
+            + (s4 / 4 - s3 / 3) * db)
+
+
+def _cubic_root(ga, gb, da, db, iterations: int = 60):
+    """The root in ``(0, 1)`` of the Hermite cubic where ``ga`` and ``gb`` differ in sign (bisection)."""
+    left, right = np.zeros_like(ga), np.ones_like(ga)
+    sign_left = np.sign(ga)
+    for _ in range(iterations):
+        mid = 0.5 * (left + right)
+        same = np.sign(_hermite(mid, ga, gb, da, db)) == sign_left
+        left, right = np.where(same, mid, left), np.where(same, right, mid)
+    return 0.5 * (left + right)
+
+
+def _integral_of_abs(ga, gb, da, db, lengths) -> float:
+    """``sum_i int |g|`` over the intervals, ``g`` the Hermite cubic of each interval."""
+    whole = _hermite_integral(1.0, ga, gb, da, db)
+    total = np.abs(whole)
+    cross = ga * gb < 0
+    if np.any(cross):
+        a, b, p, q = ga[cross], gb[cross], da[cross], db[cross]
+        root = _cubic_root(a, b, p, q)
+        total[cross] = np.sign(a) * (2 * _hermite_integral(root, a, b, p, q) - whole[cross])
+    return float(np.sum(total * lengths))
+
+
+def wasserstein1_circle(theta, weights, density, grid_points: int = W1_GRID_POINTS) -> float:
+    """W1 between the weighted atoms ``(theta, weights)`` and the grid density ``density`` (MATH.md §4).
+
+    ``theta``: angles (taken mod ``2 pi``); ``weights``: non-negative, normalised here to sum 1;
+    ``density``: values on ``2 pi j / N``, read as the trigonometric series through them
+    (normalised to mass 1).  ``W1 = min_c int_0^{2 pi} |F_mu - F_nu - c|``: ``F_nu`` is the
+    exact CDF of the series, ``F_mu`` the step CDF; on each interval between consecutive
+    breakpoints (atoms and a uniform sub-grid of ``grid_points``) ``F_mu`` is constant and
+    ``F_nu`` is replaced by its cubic Hermite interpolant from the exact ``F_nu, rho`` at
+    the ends (error ``h^4 max|rho'''| / 384``, ``h = 2 pi / grid_points``), whose ``|.|``
+    is integrated exactly (roots by bisection).  ``c`` is the length-weighted median of
+    ``F_mu - F_nu`` with ``F_nu`` linear per interval; its error enters ``W1`` at second order.
+    """
+    theta = np.mod(np.asarray(theta, dtype=float).ravel(), 2 * math.pi)
+    theta[theta >= 2 * math.pi] = 0.0
+    weights = np.asarray(weights, dtype=float).ravel()
+    require(weights.shape == theta.shape, "theta and weights must have the same length")
+    require(bool(np.all(weights >= 0)) and weights.sum() > 0, "weights must be non-negative with a positive sum")
+    coeffs = trig_coefficients(density)
+    x, f_mu, f_nu, rho = _breakpoints(theta, weights / weights.sum(), coeffs, grid_points)
+    lengths = np.diff(x)
+    g_left, g_right = f_mu[:-1] - f_nu[:-1], f_mu[:-1] - f_nu[1:]
+    c = _weighted_median(g_left, g_right, lengths)
+    return _integral_of_abs(g_left - c, g_right - c, -rho[:-1] * lengths, -rho[1:] * lengths, lengths)
+
+
+# ------------------------------------------------------------------------------------------------ study
+def init_law_mismatch(pde_resolution: int) -> float:
+    """Largest ``|rho_hat_k|`` difference between the law at ``INIT_RESOLUTION`` and at the PDE's grid."""
+    low = np.fft.rfft(circle_density(INIT, INIT_RESOLUTION), norm="forward")[:INIT_RESOLUTION // 2]
+    high = np.fft.rfft(circle_density(INIT, pde_resolution), norm="forward")
+    padded = np.zeros_like(high)
+    padded[:low.size] = low
+    return float(np.max(np.abs(high - padded)))
+
+
+def _frames(run: xr.Dataset, name: str, times) -> np.ndarray:
+    frames = run[name].sel(time=list(times), method="nearest")
+    require(np.allclose(frames["time"].values, times, atol=1e-9), f"the run did not save times {times}")
+    return np.asarray(frames.values, dtype=float)
+
+
+def pde_densities(beta: float, attention: str, times, resolution: int = PDE_RESOLUTION) -> np.ndarray:
+    """PDE densities ``(time, theta)`` from ``INIT`` at the study times; raises if the run stopped early."""
+    run = solve("circle", attention=attention, beta=beta, resolution=resolution, init=INIT, seed=0,
+                t_final=float(max(times)), save_every=SAVE_EVERY, rtol=PDE_RTOL)
+    require(run.attrs["stop_reason"] == "completed",
+            f"PDE run (beta = {beta:g}) stopped early: {run.attrs['stop_reason']}")
+    return _frames(run, "density", times)
+
+
+def particle_distances(densities, beta: float, attention: str, times, n: int, seed: int, sampling: str):
+    """W1 between one particle run and the PDE densities, one value per study time."""
+    run = simulate(dim=2, n=n, attention=attention, beta=beta, init=INIT, seed=seed, resolution=INIT_RESOLUTION,
+                   sampling=sampling, t_final=float(max(times)), save_every=SAVE_EVERY, rtol=PARTICLE_RTOL)
+    require(run.attrs["stop_reason"] == "completed", f"particle run stopped early: {run.attrs['stop_reason']}")
+    theta, weights = _frames(run, "theta", times), run["weights"].values
+    return np.array([wasserstein1_circle(theta[i], weights, densities[i]) for i in range(len(times))])
+
+
+def _check_times(times) -> tuple:
+    times = tuple(float(t) for t in times)
+    require(all(t > 0 and abs(t / SAVE_EVERY - round(t / SAVE_EVERY)) < 1e-9 for t in times),
+            f"study times must be positive multiples of {SAVE_EVERY}")
+    return times
+
+
+def slopes(w1_iid: xr.DataArray, w1_quadrature: xr.DataArray) -> dict:
+    """Fitted log-log slopes, intercepts and the i.i.d. slope spread, arrays over ``(beta, time)``."""
+    log_n = np.log(w1_iid["n"].values.astype(float))
+    iid = w1_iid.transpose("beta", "time", "n", "seed").values
+    quad = w1_quadrature.transpose("beta", "time", "n").values
+    keys = ("slope_iid", "intercept_iid", "slope_iid_spread", "slope_quadrature", "intercept_quadrature")
+    out = {key: np.full(iid.shape[:2], np.nan) for key in keys}
+    for b, t in np.ndindex(*iid.shape[:2]):
+        fitted = fit_with_spread(log_n, np.log(iid[b, t].mean(axis=-1)), np.log(iid[b, t]))
+        out["slope_iid"][b, t], out["intercept_iid"][b, t], out["slope_iid_spread"][b, t] = fitted
+        out["slope_quadrature"][b, t], out["intercept_quadrature"][b, t] = fit_line(log_n, np.log(quad[b, t]))
+    out["slope_iid_stderr"] = out["slope_iid_spread"] / math.sqrt(iid.shape[-1])
+    return out
+
+
+def run_study(quick: bool = False, out_dir="mean-field-study", betas=(1.0, 4.0), attention: str = "sa",
+              times=None, log2_n=None, seeds=None) -> xr.Dataset:
+    """The mean-field study (module docstring); writes ``out_dir/mean_field.{nc,png}`` unless ``out_dir`` is None.
+
+    Variables: ``w1_iid(beta, time, n, seed)``, ``w1_quadrature(beta, time, n)``;
+    ``slope_iid(beta, time)``: least-squares slope of ``log mean_seed W1`` vs ``log n``;
+    ``slope_iid_spread``: standard deviation (ddof 1) of the slopes fitted to each seed
+    alone (the spread of a one-seed experiment; ``slope_iid_stderr`` = spread / sqrt(seeds)
+    is the matching standard error); ``slope_quadrature`` and the fitted intercepts.
+    """
+    preset = QUICK if quick else FULL
+    times = _check_times(preset["times"] if times is None else times)
+    sizes = [2 ** p for p in (preset["log2_n"] if log2_n is None else log2_n)]
+    seed_list = list(range(preset["seeds"] if seeds is None else seeds))
+    betas = tuple(float(b) for b in betas)
+    start = _time.perf_counter()
+    w1_iid = np.full((len(betas), len(times), len(sizes), len(seed_list)), np.nan)
+    w1_quad = np.full((len(betas), len(times), len(sizes)), np.nan)
+    bar = progress_bar(len(betas) * len(sizes) * (len(seed_list) + 1), "mean-field runs")
+    with bar:
+        for b, beta in enumerate(betas):
+            densities = pde_densities(beta, attention, times)
+            for i, n in enumerate(sizes):
+                for s, seed in enumerate(seed_list):
+                    w1_iid[b, :, i, s] = particle_distances(densities, beta, attention, times, n, seed, "iid")
+                    bar.update()
+                w1_quad[b, :, i] = particle_distances(densities, beta, attention, times, n, 0, "quadrature")
+                bar.update()
+    coords = {"beta": list(betas), "time": list(times), "n": sizes, "seed": seed_list}
+    ds = xr.Dataset({"w1_iid": (("beta", "time", "n", "seed"), w1_iid),
+                     "w1_quadrature": (("beta", "time", "n"), w1_quad)}, coords=coords)
+    for name, values in slopes(ds["w1_iid"], ds["w1_quadrature"]).items():
+        ds[name] = (("beta", "time"), values)
+    ds.attrs = netcdf_safe({
+        "study": "mean-field", "attention": attention, "init": INIT, "init_resolution": INIT_RESOLUTION,
+        "pde_resolution": PDE_RESOLUTION, "pde_rtol": PDE_RTOL, "particle_rtol": PARTICLE_RTOL,
+        "save_every": SAVE_EVERY, "seeds": len(seed_list), "quick": quick, "distance": "W1 (MATH.md section 4)",
+        "betas": list(betas), "times": list(times), "sizes": sizes, "pde_scheme": "spectral", "stepper": "dopri5",
+        "sampling": "iid: seeds 0..seeds-1; quadrature: nodes 2 pi (j + 1/2) / n, weights rho_0(node)",
+        "w1_grid_points": W1_GRID_POINTS, "init_law_mismatch": init_law_mismatch(PDE_RESOLUTION),
+        "slope_iid_spread_method": "std (ddof 1) of per-seed least-squares slopes",
+        "package_version": package_version(), "wall_time": _time.perf_counter() - start})
+    if out_dir is not None:
+        write_dataset(ds, Path(out_dir) / "mean_field.nc")
+        save_figure(plot_study(ds), Path(out_dir) / "mean_field.png")
+    return ds
+
+
+# --------------------------------------------------------------------------------------- figure, table
+def _colours(count: int) -> list:
+    import matplotlib as mpl
+    palette = mpl.colormaps["viridis"]
+    return [palette(i / max(1, count - 1) * 0.9) for i in range(count)]
+
+
+def _beta_panel(ax, ds: xr.Dataset, beta: float) -> None:
+    row = ds.sel(beta=beta)
+    n = ds["n"].values.astype(float)
+    for time, colour in zip(ds["time"].values, _colours(ds.sizes["time"])):
+        at = row.sel(time=time)
+        iid = at["w1_iid"].values
+        mean = iid.mean(axis=-1)
+        ax.errorbar(n, mean, yerr=(mean - iid.min(axis=-1), iid.max(axis=-1) - mean), fmt="o", color=colour, ms=4,
+                    capsize=2, label=f"t = {time:g}  (slope {float(at.slope_iid):.2f})")
+        ax.plot(n, np.exp(float(at.intercept_iid)) * n ** float(at.slope_iid), "--", color=colour, lw=1.2)
+        ax.plot(n, at["w1_quadrature"].values, "s", mfc="none", color=colour, ms=5)
+        ax.plot(n, np.exp(float(at.intercept_quadrature)) * n ** float(at.slope_quadrature), ":", color=colour, lw=1)
+    top = float(row["w1_iid"].mean("seed").max())
+    ax.plot(n, top * (n / n[0]) ** -0.5, "k-", lw=1.5, label=r"$n^{-1/2}$")
+    low = float(row["w1_quadrature"].isel(n=0).max())
+    ax.plot(n, low * (n / n[0]) ** -1.0, "-", color="grey", lw=1.2, label=r"$n^{-1}$")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("number of particles $n$")
+    ax.set_ylabel(r"$W_1(\mu^n_t, \rho_t)$")
+    ax.set_title(rf"$\beta$ = {beta:g}")
+    ax.grid(True, which="both", alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    handles += [Line2D([], [], color="grey", marker="o", ls="--"),
+                Line2D([], [], color="grey", marker="s", mfc="none", ls=":")]
+    labels += ["i.i.d.: seed mean, min-max bars, fit", "quadrature nodes, fit"]
+    ax.legend(handles, labels, fontsize="small", loc="lower left")
+
+
+def plot_study(ds: xr.Dataset) -> Figure:
+    """Log-log W1 against n, one panel per beta, one colour per time, fitted lines, reference slopes."""
+    count = ds.sizes["beta"]
+    fig = Figure(figsize=(6.5 * count, 5.2), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, count, squeeze=False)[0])
+    for ax, beta in zip(axes, ds["beta"].values):
+        _beta_panel(ax, ds, float(beta))
+    fig.suptitle(f"Mean-field limit on the circle: {str(ds.attrs['attention']).upper()}, init {ds.attrs['init']}, "
+                 f"{ds.attrs['seeds']} seeds")
+    return fig
+
+
+def format_table(ds: xr.Dataset) -> str:
+    """One line per (beta, time): slopes and the W1 values at the largest n."""
+    n_max = int(ds["n"].values[-1])
+    lines = [f"{'beta':>5} {'time':>5} {'slope iid ± spread':>20} {'slope quad':>10} "
+             f"{'W1 iid (n=' + str(n_max) + ')':>18} {'W1 quad':>10} {'iid/quad':>9}"]
+    for beta in ds["beta"].values:
+        for time in ds["time"].values:
+            row = ds.sel(beta=beta, time=time)
+            iid = float(row["w1_iid"].isel(n=-1).mean())
+            quad = float(row["w1_quadrature"].isel(n=-1))
+            lines.append(f"{beta:>5g} {time:>5g} {float(row.slope_iid):>+11.3f} ± {float(row.slope_iid_spread):<6.3f} "
+                         f"{float(row.slope_quadrature):>+10.3f} {iid:>18.3e} {quad:>10.3e} {iid / quad:>9.1f}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> xr.Dataset:
+    parser = argparse.ArgumentParser(description="Mean-field limit study on the circle (W1 vs n).")
+    parser.add_argument("--quick", action="store_true", help="small study (about a minute)")
+    parser.add_argument("--out-dir", default="mean-field-study")
+    args = parser.parse_args(argv)
+    ds = run_study(quick=args.quick, out_dir=args.out_dir)
+    print(format_table(ds))
+    print(f"wall time {ds.attrs['wall_time']:.1f} s; wrote {args.out_dir}/mean_field.nc and mean_field.png")
+    return ds
+
+
+if __name__ == "__main__":
+    main()
