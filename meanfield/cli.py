@@ -308,6 +308,59 @@ _study_command("cluster-formation", "cluster_formation", "cluster-formation-stud
                "Cluster formation time of i.i.d. tokens against n, with log(n) / (2 lambda_k*) overlaid.")
 
 
+# --------------------------------------------------------------------------------------------- sweep
+@cli.group()
+def sweep():
+    """Parameter sweeps on Dask (a local cluster by default, or --scheduler ADDRESS)."""
+
+
+def _number_list(text: str, name: str, kind=float) -> list:
+    """``"a,b,c"`` or ``"start:stop:count"`` (inclusive linspace)."""
+    try:
+        if ":" in text:
+            start, stop, count = text.split(":")
+            return [kind(v) for v in np.linspace(float(start), float(stop), int(count))]
+        return [kind(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(f"--{name} must be a comma-separated list or START:STOP:COUNT (got {text!r})") from None
+
+
+@sweep.command("phase-diagram")
+@click.option("--store", type=click.Path(file_okay=False), default="phase-diagram", show_default=True,
+              help="Folder of finished chunks; a re-run skips them.")
+@click.option("--dims", default="2,8,32,128", show_default=True, help="Dimensions d (list).")
+@click.option("--betas", default="0:9:19", show_default=True, help="Inverse temperatures: list or START:STOP:COUNT.")
+@click.option("--t-final", type=float, default=30.0, show_default=True)
+@click.option("--n-times", type=int, default=61, show_default=True, help="Saved times in [0, t-final].")
+@click.option("--realisations", type=int, default=1024, show_default=True, help="Independent starts per beta.")
+@click.option("--n", "n", type=int, default=32, show_default=True, help="Tokens per realisation.")
+@click.option("--delta", type=float, default=1e-3, show_default=True, help="Clustered: <x_1, x_2> >= 1 - delta.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--scheduler", default=None, help="Dask scheduler address, or 'synchronous' [default: local cluster].")
+@click.option("--quick", is_flag=True, help="The small sweep the test suite uses (overrides the grid).")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def phase_diagram(store, dims, betas, quick, no_progress, **settings):
+    """The rotf paper's Fig. 3: P(<x_1(t), x_2(t)> >= 1 - delta) over (t, beta), per d.
+
+    \b
+    Example:
+      meanfield sweep phase-diagram --store phase-diagram --dims 2,8 --betas 0:9:10 --realisations 256
+      meanfield sweep phase-diagram --scheduler tcp://scheduler:8786        # an existing Dask cluster
+    """
+    from validation.phase_diagram import QUICK, format_summary, plot_phase_diagram, run_sweep
+
+    grid = {"dims": _number_list(dims, "dims", int), "betas": _number_list(betas, "betas")}
+    if quick:
+        grid.update(QUICK)
+    settings = {key: value for key, value in settings.items() if key not in QUICK or not quick}
+    dataset = run_sweep(store, progress=not no_progress, **grid, **settings)
+    figure = Path(store) / "phase_diagram.png"
+    plot_phase_diagram(dataset, figure)
+    click.echo(format_summary(dataset))
+    click.echo(f"computed {dataset.attrs['computed_chunks']} chunks, reused {dataset.attrs['reused_chunks']}; "
+               f"wrote {Path(store) / 'phase_diagram.nc'} and {figure}")
+
+
 # --------------------------------------------------------------------------------------------- entry
 def main(argv=None) -> int:
     """Entry point: run the CLI, turning user mistakes into one line and exit status 2."""
