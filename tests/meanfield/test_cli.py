@@ -118,7 +118,7 @@ def test_console_script_has_no_traceback_for_user_mistakes():
 def test_every_subcommand_has_help_with_an_example(capsys):
     for args in (["theory"], ["solve", "circle"], ["plot"], ["demo"], ["validate", "bench-circle"],
                  ["validate", "growth-circle"], ["validate", "bench-particles"], ["particles"],
-                 ["validate", "mean-field"], ["validate", "cluster-formation"]):
+                 ["validate", "mean-field"], ["validate", "cluster-formation"], ["sweep", "phase-diagram"]):
         code, out, _ = run_cli(capsys, *args, "--help")
         assert code == 0 and "Example:" in out and "meanfield" in out
 
@@ -127,3 +127,15 @@ def test_version(capsys):
     from meanfield import __version__
     code, out, _ = run_cli(capsys, "--version")
     assert code == 0 and __version__ in out
+
+
+def test_sweep_quick_from_the_command_line(tmp_path, capsys):
+    store = tmp_path / "store"
+    args = ["sweep", "phase-diagram", "--quick", "--scheduler", "synchronous", "--store", store, "--no-progress"]
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 0 and "computed 6 chunks, reused 0" in out
+    assert (store / "phase_diagram.nc").exists() and (store / "phase_diagram.png").stat().st_size > 20_000
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 0 and "computed 0 chunks, reused 6" in out
+    code, _, err = run_cli(capsys, "sweep", "phase-diagram", "--dims", "2,x", "--store", store)
+    assert code == 2 and "--dims" in err
