@@ -292,12 +292,14 @@ def _grid_mismatch(attrs: dict, dim: int, beta: float) -> str | None:
 def dask_client(scheduler, workers: int):
     """A ``distributed.Client``: on a new ``LocalCluster`` (``scheduler=None``, ``workers``
     processes of one thread) or connected to ``scheduler`` (an address).  Closes what it opened."""
+    import dask
     from distributed import Client, LocalCluster
 
     with contextlib.ExitStack() as stack:
         if scheduler is None:
+            stack.enter_context(dask.config.set({"distributed.nanny.pre-spawn-environ": _worker_environ()}))
             cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                                       dashboard_address=None, silence_logs=logging.ERROR))
+                                                       dashboard_address=":0", silence_logs=logging.ERROR))
             client = stack.enter_context(Client(cluster))
         else:
             try:
@@ -305,6 +307,19 @@ def dask_client(scheduler, workers: int):
             except OSError as exc:
                 raise InputError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
         yield client
+
+
+def _worker_environ() -> dict:
+    """Dask's worker environment (one BLAS thread) without ``MALLOC_TRIM_THRESHOLD_``.
+
+    Setting it turns off glibc's adaptive mmap threshold, so each multi-MB array the stepper
+    allocates costs an ``mmap`` and fresh page faults: measured 25-30 % slower per chunk.
+    """
+    import dask
+
+    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}))
+    environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+    return environ
 
 
 def machine_cores() -> int:
@@ -478,7 +493,7 @@ def plot_phase_diagram(dataset: xr.Dataset, path=None):
     curve = _equiangular_curve(dataset)
     meshes = [_panel(ax, dataset, dim, curve) for ax, dim in zip(axes, dims)]
     axes[0].set_ylabel(r"$\beta$")
-    axes[0].legend(loc="upper right", fontsize="small", framealpha=0.85)
+    axes[-1].legend(loc="upper left", fontsize="small", framealpha=0.85)   # large d, large beta: p ~ 0 there
     fig.colorbar(meshes[-1], ax=list(axes), label=r"$\mathbb{P}(\langle x_1(t), x_2(t)\rangle \geq 1-\delta)$",
                  pad=0.01)
     attrs = dataset.attrs
