@@ -239,12 +239,13 @@ def run_benchmark(sizes=SIZES, beta: float = 9.0, quick: bool = False) -> list[d
     return rows
 
 
-def format_table(rows: list[dict]) -> str:
-    """An aligned text table of :data:`COLUMNS` (``rhs_us`` is SA); missing entries read 'skipped'."""
-    cells = [[h for h, _, _ in COLUMNS]]
-    cells += [["skipped" if row[key] is None else format(row[key], fmt) for _, key, fmt in COLUMNS]
+def format_table(rows: list[dict], columns=COLUMNS) -> str:
+    """An aligned text table of ``columns`` (default :data:`COLUMNS`; ``rhs_us`` is SA); missing
+    entries read 'skipped'."""
+    cells = [[h for h, _, _ in columns]]
+    cells += [["skipped" if row.get(key) is None else format(row[key], fmt) for _, key, fmt in columns]
               for row in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
 
 

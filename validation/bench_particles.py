@@ -57,7 +57,7 @@ import numpy as np  # noqa: E402
 from meanfield.model import Model  # noqa: E402
 from solvers.interaction import DEFAULT_BLOCK_BYTES  # noqa: E402
 from solvers.particles import ParticleScheme  # noqa: E402
-from validation.bench_circle import _clock, best_times  # noqa: E402
+from validation.bench_circle import _clock, best_times, format_table as circle_table  # noqa: E402
 
 SIZES = (1000, 2000, 4000, 8000, 16000, 20000)
 QUICK_SIZES = (1000, 4000)
@@ -293,12 +293,8 @@ def run_benchmark(sizes=SIZES, circle_sizes=CIRCLE_SIZES, quick: bool = False) -
 
 
 def format_table(rows: list[dict], columns=RHS_COLUMNS) -> str:
-    """An aligned text table of ``columns``; missing entries read 'skipped'."""
-    cells = [[h for h, _, _ in columns]]
-    cells += [["skipped" if row.get(key) is None else format(row[key], fmt) for _, key, fmt in columns]
-              for row in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
+    """An aligned text table of ``columns`` (the circle benchmark's layout)."""
+    return circle_table(rows, columns)
 
 
 def main(argv=None) -> None:
