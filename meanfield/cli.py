@@ -89,42 +89,57 @@ def solve():
     """Solve the mean-field PDE from a density (circle)."""
 
 
-@solve.command("circle")
-@_model_options
-@click.option("--dim", type=int, default=2, show_default=True, help="Must be 2 on the circle.")
-@click.option("--scheme", default="spectral", show_default=True, help="Discretisation: spectral.")
-@click.option("--stepper", default="dopri5", show_default=True, help="Time stepper: dopri5, rk4, etdrk4.")
-@click.option("--resolution", type=int, default=256, show_default=True, help="Grid points N (even).")
-@click.option("--init", "init", default="perturbed:1e-3", show_default=True,
-              help="uniform | perturbed:EPS | vonmises:KAPPA@MU[+...] | run.nc")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of perturbed starts.")
-@click.option("--t-final", type=float, required=True, help="Final time.")
-@click.option("--save-every", type=float, default=None, help="Save cadence [default: t-final/100].")
-@click.option("--rtol", type=float, default=1e-8, show_default=True, help="Relative tolerance (dopri5).")
-@click.option("--cfl", type=float, default=0.5, show_default=True, help="Fraction of the stable step.")
-@click.option("--resolution-tol", type=float, default=1e-6, show_default=True,
-              help="Stop when the spectral tail exceeds max(this, 10 x its initial value) x mean.")
-@click.option("--positivity-tol", type=float, default=1e-6, show_default=True,
-              help="Stop when min density < -this x mean density.")
-@click.option("--out", type=click.Path(dir_okay=False), default="run.nc", show_default=True, help="netCDF output.")
-@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def solve_circle(out, no_progress, **settings):
-    """Fourier pseudo-spectral solve on the circle (MATH.md §2.1).
+#: Per geometry: default dimension and resolution, what --resolution means, the MATH.md section.
+GEOMETRIES = {
+    "circle": {"dim": 2, "resolution": 256, "unit": "grid points N (even)", "section": "§2.1",
+               "what": "Fourier pseudo-spectral solve on the circle",
+               "example": "--attention sa --beta 9 --resolution 1024 --init perturbed:1e-4 --seed 0 "
+                          "--t-final 20 --save-every 0.1 --out run.nc"},
+}
+
+
+def _solve_command(geometry: str, spec: dict):
+    """``meanfield solve GEOMETRY``: the same flags for every geometry."""
+
+    @_model_options
+    @click.option("--dim", type=int, default=spec["dim"], show_default=True, help="Ambient dimension d.")
+    @click.option("--scheme", default="spectral", show_default=True, help="Discretisation.")
+    @click.option("--stepper", default="dopri5", show_default=True, help="Time stepper: dopri5, rk4, etdrk4.")
+    @click.option("--resolution", type=int, default=spec["resolution"], show_default=True, help=spec["unit"])
+    @click.option("--init", "init", default="perturbed:1e-3", show_default=True, help="Initial density (see README).")
+    @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of perturbed starts.")
+    @click.option("--t-final", type=float, required=True, help="Final time.")
+    @click.option("--save-every", type=float, default=None, help="Save cadence [default: t-final/100].")
+    @click.option("--rtol", type=float, default=1e-8, show_default=True, help="Relative tolerance (dopri5).")
+    @click.option("--cfl", type=float, default=0.5, show_default=True, help="Fraction of the stable step.")
+    @click.option("--resolution-tol", type=float, default=1e-6, show_default=True,
+                  help="Stop when the spectral tail exceeds max(this, 10 x its initial value) x mean.")
+    @click.option("--positivity-tol", type=float, default=1e-6, show_default=True,
+                  help="Stop when min density < -this x mean density.")
+    @click.option("--out", type=click.Path(dir_okay=False), default="run.nc", show_default=True, help="netCDF output.")
+    @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+    def command(out, no_progress, **settings):
+        from .storage import save_run
+        from solvers.solve import solve as run_solver
+
+        _check_writable(out)
+        dataset = run_solver(geometry, progress=not no_progress, **settings)
+        save_run(dataset, out)
+        _report_run(dataset, out)
+        if dataset.attrs["stop_reason"].startswith("interrupted"):
+            raise click.exceptions.Exit(EXIT_INTERRUPTED)
+
+    command.__doc__ = f"""{spec['what']} (MATH.md {spec['section']}).
 
     \b
     Example:
-      meanfield solve circle --attention sa --beta 9 --resolution 1024 \\
-          --init perturbed:1e-4 --seed 0 --t-final 20 --save-every 0.1 --out run.nc
+      meanfield solve {geometry} {spec['example']}
     """
-    from .storage import save_run
-    from solvers.solve import solve as run_solver
+    return solve.command(geometry)(command)
 
-    _check_writable(out)
-    dataset = run_solver("circle", progress=not no_progress, **settings)
-    save_run(dataset, out)
-    _report_run(dataset, out)
-    if dataset.attrs["stop_reason"].startswith("interrupted"):
-        raise click.exceptions.Exit(EXIT_INTERRUPTED)
+
+for _geometry, _spec in GEOMETRIES.items():
+    _solve_command(_geometry, _spec)
 
 
 def _check_writable(out):
@@ -137,11 +152,14 @@ def _report_run(dataset, out):
     from .diagnostics import detect_clusters
 
     attrs = dataset.attrs
-    clusters = detect_clusters(dataset["density"].values[-1])
     click.echo(f"stop_reason: {attrs['stop_reason']}")
     click.echo(f"saved {dataset.sizes['time']} frames up to t = {float(dataset.time[-1]):.6g} "
                f"({attrs['steps']} steps, {attrs['wall_time']:.2f} s) -> {out}")
-    click.echo(f"clusters in the last frame: {clusters.count} (dominant mode predicted: {attrs['dominant_mode']})")
+    if attrs["geometry"] == "circle":
+        clusters = detect_clusters(dataset["density"].values[-1])
+        click.echo(f"clusters in the last frame: {clusters.count} (dominant mode predicted: {attrs['dominant_mode']})")
+    else:
+        click.echo(f"dominant degree predicted by the linear theory: {attrs['dominant_mode']}")
 
 
 # --------------------------------------------------------------------------------------------- particles

@@ -21,7 +21,9 @@ from .runloop import run
 from .steppers import make_stepper
 
 SCHEMES = {"circle": {"spectral": CircleSpectral}}
-INITIAL_DATA = {"circle": circle_density}
+#: ``geometry -> callable(spec, discretisation, seed) -> density on the discretisation's grid``.
+DEFAULT_DIM = {"circle": 2, "sphere": 3, "zonal": 3}
+INITIAL_DATA = {"circle": lambda spec, scheme, seed: circle_density(spec, scheme.resolution, seed)}
 
 
 def check_run_length(t_final, save_every):
@@ -62,7 +64,7 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
     require(geometry in SCHEMES, f"geometry must be one of {', '.join(SCHEMES)} (got {geometry!r})")
     require(scheme in SCHEMES[geometry],
             f"--scheme must be one of {', '.join(SCHEMES[geometry])} for the {geometry} (got {scheme!r})")
-    dim = 2 if dim is None else dim
+    dim = DEFAULT_DIM[geometry] if dim is None else dim
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
     t_final, save_every = check_run_length(t_final, save_every)
     seed = check_seed(seed)
@@ -75,8 +77,8 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
     k_star = dominant_mode(model)
     require(k_star <= discretisation.basis.kmax,
             f"--resolution {resolution} keeps modes up to {discretisation.basis.kmax}, below the dominant mode "
-            f"{k_star} at beta = {model.beta:g}; use --resolution >= {3 * k_star + 1}")
-    density = INITIAL_DATA[geometry](init, discretisation.resolution, seed)
+            f"{k_star} at beta = {model.beta:g}; increase --resolution")
+    density = INITIAL_DATA[geometry](init, discretisation, seed)
     state = discretisation.state_from_density(density)
     time_stepper = make_stepper(stepper, discretisation, cfl=cfl, rtol=rtol, atol=atol)
     record = run(discretisation, time_stepper, state, t_final, save_every, progress=progress)
@@ -88,6 +90,6 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
                  command=canonical_command(["solve", geometry], settings), stop_reason=record.stop_reason,
                  t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,
                  rejected_steps=record.rejected_steps, atol=time_stepper.atol,
-                 fft_backend=discretisation.basis.backend, dealiased_modes=discretisation.basis.kmax,
+                 transform_backend=discretisation.basis.backend, dealiased_modes=discretisation.basis.kmax,
                  dominant_mode=k_star)
     return build_run_dataset(record.times, record.frames, discretisation.dims(), discretisation.coords(), attrs)

@@ -1,0 +1,279 @@
+"""Pseudo-spectral scheme for the mean-field PDE on the sphere S^2 (MATH.md §2, §2.2).
+
+State: the orthonormal spherical-harmonic coefficients ``rho_lm`` of the density,
+``l = 0 .. lmax``, ``m = 0 .. l`` (real field: ``rho_{l,-m} = (-1)^m conj(rho_lm)``), in
+ducc0's m-major layout (index ``m (2 lmax + 1 - m) / 2 + l``), Condon–Shortley phase,
+colatitude ``theta`` from the north pole.  ``m = 0`` coefficients are real.
+
+Transforms (ducc0.sht on a Gauss–Legendre grid, checked numerically in
+tests/solvers/test_sphere.py):
+
+* gradient of ``f``: spin-1 synthesis with ``E_lm = +sqrt(l(l+1)) f_lm``, ``B = 0``; the
+  two maps are ``(d f/d theta, (1/sin theta) d f/d phi)``;
+* divergence of ``(v_theta, v_phi)``: spin-1 analysis, then ``(div v)_lm = -sqrt(l(l+1)) E_lm``;
+  so ``div grad = -l(l+1)`` (the Laplacian).
+
+The grid has ``nlat >= ceil(3 (lmax + 1) / 2)`` Gauss–Legendre rings and ``nlon >= 3 lmax + 1``
+(an FFT-friendly size) longitudes: the product of two degree-``lmax`` fields is then
+analysed back to degree ``lmax`` without aliasing (the quadrature is exact for
+degree ``3 lmax`` in both ``cos theta`` and ``phi``).  One right-hand side:
+
+    rho        = synthesis(rho_lm)
+    (v_th, v_ph) = gradient(w_l rho_lm)                           w_l = exp(beta) c_l / beta   (USA)
+                                                                   w_l = c_l / beta              (SA)
+    SA only:   (v_th, v_ph) /= synthesis(c_l rho_lm)
+    d rho_lm/dt = -divergence(rho v)_lm                           + the exact noise term -nu l(l+1)
+
+with ``c_l = exp(-beta) kappa_l`` (scaled Funk–Hecke, d = 3).  For SA the ``exp(beta)``
+cancels in the ratio ``grad(K*rho) / (beta K*rho)``.  Two (USA) or three (SA) scalar
+syntheses-equivalents plus one vector synthesis and one vector analysis per evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ducc0
+import numpy as np
+
+from meanfield.errors import require
+from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_over_beta
+from meanfield.model import Model
+from meanfield.theory import growth_rates
+
+
+def _dealiased_grid(lmax: int) -> tuple[int, int]:
+    """``(nlat, nlon)`` for unaliased quadratic products of degree-``lmax`` fields."""
+    nlat = -(-3 * (lmax + 1) // 2)
+    nlon = int(ducc0.fft.good_size(3 * lmax + 1, True))
+    if nlon % 2:  # even nlon keeps the grid symmetric under phi -> phi + pi
+        nlon = int(ducc0.fft.good_size(nlon + 1, True))
+    return nlat, nlon
+
+
+class SphereBasis:
+    """Spherical harmonics of degree ``<= lmax`` on a dealiased Gauss–Legendre grid (ducc0).
+
+    Grids are ``(nlat, nlon)`` arrays, rows from the north pole (``colatitude`` increasing),
+    columns at ``longitude = 2 pi j / nlon``.  Returned grids and coefficient arrays are
+    fresh arrays unless a method says otherwise.
+    """
+
+    backend = "ducc0"
+
+    def __init__(self, lmax: int, nthreads: int = 1):
+        require(isinstance(lmax, (int, np.integer)) and lmax >= 1, f"lmax must be an integer >= 1 (got {lmax!r})")
+        self.lmax = self.kmax = int(lmax)
+        self.nthreads = int(nthreads)
+        self.nlat, self.nlon = _dealiased_grid(self.lmax)
+        self.shape = (self.nlat, self.nlon)
+        self.nalm = (self.lmax + 1) * (self.lmax + 2) // 2
+        self.colatitude = np.asarray(ducc0.misc.GL_thetas(self.nlat), dtype=float)
+        self.longitude = 2.0 * math.pi * np.arange(self.nlon) / self.nlon
+        self.lat = 90.0 - np.degrees(self.colatitude)
+        self.lon = np.degrees(self.longitude)
+        #: Quadrature weights per grid point (``sum(weights * grid)`` integrates over S^2).
+        self.weights = np.asarray(ducc0.misc.GL_weights(self.nlat, self.nlon), dtype=float)[:, None] \
+            * np.ones((1, self.nlon))
+        m = np.concatenate([np.full(self.lmax + 1 - mm, mm) for mm in range(self.lmax + 1)])
+        l = np.concatenate([np.arange(mm, self.lmax + 1) for mm in range(self.lmax + 1)])
+        self.degree_of_index, self.m_of_index = l, m
+        self.zonal = slice(0, self.lmax + 1)  # the m = 0 block of the layout
+        #: ``sqrt(l(l+1))`` per coefficient (spin-0 <-> spin-1 ladder factor).
+        self.ladder = np.sqrt(l * (l + 1.0))
+        #: Multiplicity of each stored coefficient in ``sum over all m`` (m < 0 counted).
+        self.multiplicity = np.where(m == 0, 1.0, 2.0)
+        # preallocated buffers
+        self._map0 = np.empty((1, self.nlat, self.nlon))
+        self._map1 = np.empty((2, self.nlat, self.nlon))
+        self._alm0 = np.empty((1, self.nalm), dtype=complex)
+        self._alm1 = np.zeros((2, self.nalm), dtype=complex)  # B stays 0 for gradients
+
+    def _kw(self):
+        return dict(lmax=self.lmax, geometry="GL", nthreads=self.nthreads)
+
+    # -- transforms --------------------------------------------------------------------------
+    def synthesise(self, alm: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``f(theta, phi) = sum_lm f_lm Y_lm`` (real field), shape ``(nlat, nlon)``."""
+        self._alm0[0] = alm
+        out = np.empty(self.shape) if out is None else out
+        ducc0.sht.synthesis_2d(alm=self._alm0, map=out[None], spin=0, **self._kw())
+        return out
+
+    def analyse(self, grid: np.ndarray) -> np.ndarray:
+        """Orthonormal coefficients ``f_lm``, ``l <= lmax`` (exact for degree <= 2 nlat - 1 - lmax)."""
+        self._map0[0] = grid
+        ducc0.sht.analysis_2d(map=self._map0, alm=self._alm0, spin=0, **self._kw())
+        out = self._alm0[0].copy()
+        out[self.zonal] = out[self.zonal].real
+        return out
+
+    def gradient(self, alm: np.ndarray, out: np.ndarray | None = None):
+        """``(d f/d theta, (1/sin theta) d f/d phi)`` of ``f = sum f_lm Y_lm``: a ``(2, nlat, nlon)`` array."""
+        np.multiply(alm, self.ladder, out=self._alm1[0])
+        self._alm1[1] = 0.0
+        out = np.empty((2,) + self.shape) if out is None else out
+        ducc0.sht.synthesis_2d(alm=self._alm1, map=out, spin=1, **self._kw())
+        return out
+
+    def divergence(self, v_theta: np.ndarray, v_phi: np.ndarray | None = None) -> np.ndarray:
+        """Coefficients of ``div v`` for the tangent field ``(v_theta, v_phi)`` (or a stacked (2, ...) array)."""
+        if v_phi is None:
+            vec = np.asarray(v_theta)
+        else:
+            self._map1[0], self._map1[1] = v_theta, v_phi
+            vec = self._map1
+        ducc0.sht.analysis_2d(map=vec, alm=self._alm1, spin=1, **self._kw())
+        out = -self.ladder * self._alm1[0]
+        out[self.zonal] = out[self.zonal].real
+        return out
+
+    # -- quadrature and spectra ----------------------------------------------------------------
+    def integrate(self, grid: np.ndarray) -> float:
+        """Gauss–Legendre quadrature over S^2: exact for band-limited fields of degree <= 2 nlat - 1."""
+        return float(np.sum(self.weights * grid))
+
+    def degree_amplitude(self, alm: np.ndarray) -> np.ndarray:
+        """``sqrt(sum_{m=-l..l} |rho_lm|^2)`` for ``l = 0 .. lmax`` (real field)."""
+        power = np.bincount(self.degree_of_index, weights=self.multiplicity * np.abs(alm) ** 2,
+                            minlength=self.lmax + 1)
+        return np.sqrt(power)
+
+    def resample(self, alm: np.ndarray, lmax_new: int) -> np.ndarray:
+        """The same coefficients in the layout of ``lmax_new`` (truncate or zero-pad)."""
+        old = int(round((math.sqrt(8 * len(alm) + 1) - 3) / 2))
+        out = np.zeros((lmax_new + 1) * (lmax_new + 2) // 2, dtype=complex)
+        for m in range(min(old, lmax_new) + 1):
+            top = min(old, lmax_new)
+            src = m * (2 * old + 1 - m) // 2
+            dst = m * (2 * lmax_new + 1 - m) // 2
+            out[dst:dst + top + 1 - m] = alm[src:src + top + 1 - m]
+        return out
+
+
+class SphereSpectral:
+    """Pseudo-spectral right-hand side on S^2; see the module docstring.
+
+    ``resolution`` is ``lmax``; densities live on the dealiased Gauss–Legendre grid of
+    :class:`SphereBasis` (``frame()["density"]`` is on that grid, ``lat`` descending from
+    the north pole).
+    """
+
+    geometry = "sphere"
+    name = "spectral"
+
+    def __init__(self, model: Model, resolution: int, backend: str | None = None,
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, nthreads: int = 1):
+        require(model.dim == 3, f"--dim must be 3 for the sphere (got {model.dim})")
+        require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
+        require(isinstance(resolution, (int, np.integer)) and resolution >= 6,
+                f"--resolution (lmax) must be an integer >= 6 (got {resolution!r})")
+        require(backend in (None, "ducc0"), f"--backend must be ducc0 for the sphere (got {backend!r})")
+        self.model = model
+        self.basis = basis = SphereBasis(int(resolution), nthreads)
+        self.resolution = basis.lmax
+        l = basis.degree_of_index
+        self.conv = scaled_funk_hecke(l, model.beta, 3)                       # exp(-beta) kappa_l
+        velocity = scaled_funk_hecke_over_beta(l, model.beta, 3) * basis.ladder
+        if model.attention == "usa":
+            velocity = velocity * math.exp(model.beta)
+        self.velocity = velocity                                              # E_lm multiplier
+        self.linear = None if model.nu == 0 else -model.nu * (l * (l + 1.0))
+        degrees = np.arange(1, basis.lmax + 1)
+        self.max_rate = float(max(np.max(growth_rates(Model(model.attention, model.beta, 0.0, 3), degrees)), 1e-300))
+        self.state_scale = 1.0 / (4 * math.pi)
+        self.positivity_tol = positivity_tol
+        self.resolution_tol = resolution_tol
+        tail_start = max(1, (5 * basis.lmax) // 6)
+        self._tail = slice(tail_start, basis.lmax + 1)
+        self._tail_floor = 0.0
+        self.max_speed = 0.0
+        nlat, nlon = basis.shape
+        self._rho = np.empty((1, nlat, nlon))
+        self._conv_grid = np.empty((1, nlat, nlon))
+        self._vel = np.empty((2, nlat, nlon))
+        self._alm0 = np.empty((1, basis.nalm), dtype=complex)
+        self._alm1 = np.zeros((2, basis.nalm), dtype=complex)
+        self._kw = dict(lmax=basis.lmax, geometry="GL", nthreads=basis.nthreads)
+
+    # -- state <-> density ------------------------------------------------------------------------
+    def state_from_density(self, density: np.ndarray) -> np.ndarray:
+        """Coefficients ``l <= lmax`` of a density on the basis grid; records the initial spectral tail."""
+        state = self.basis.analyse(density)
+        self._tail_floor = self.spectral_tail(state)
+        return state
+
+    def density(self, state: np.ndarray) -> np.ndarray:
+        return self.basis.synthesise(state)
+
+    # -- dynamics ---------------------------------------------------------------------------------
+    def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
+        """The transport term ``-div(rho X[rho])`` in coefficient space (MATH.md §2)."""
+        sht, kw = ducc0.sht, self._kw
+        self._alm0[0] = state
+        sht.synthesis_2d(alm=self._alm0, map=self._rho, spin=0, **kw)
+        np.multiply(state, self.velocity, out=self._alm1[0])
+        self._alm1[1] = 0.0
+        vel = self._vel
+        sht.synthesis_2d(alm=self._alm1, map=vel, spin=1, **kw)
+        if self.model.attention == "sa":
+            np.multiply(state, self.conv, out=self._alm0[0])
+            sht.synthesis_2d(alm=self._alm0, map=self._conv_grid, spin=0, **kw)
+            np.divide(vel, self._conv_grid, out=vel)
+        self.max_speed = math.sqrt(float(np.max(vel[0] ** 2 + vel[1] ** 2)))
+        np.multiply(vel, self._rho, out=vel)
+        sht.analysis_2d(map=vel, alm=self._alm1, spin=1, **kw)
+        out = self._alm1[0] * self.basis.ladder
+        np.negative(out, out=out)
+        out[self.basis.zonal] = out[self.basis.zonal].real
+        return out
+
+    def stable_dt(self, cfl: float) -> float:
+        """Largest step the field allows: ``cfl / max(lmax max|X|, lambda_max)`` (as on the circle)."""
+        return cfl / max(self.basis.lmax * self.max_speed, self.max_rate)
+
+    # -- diagnostics --------------------------------------------------------------------------------
+    def energy(self, state: np.ndarray) -> float:
+        """``exp(-beta) E``, ``E = (1 / 2 beta) sum_{l,m} kappa_l |rho_lm|^2`` (m < 0 counted; MATH.md §2.2)."""
+        b = self.basis
+        return float(np.sum(b.multiplicity * self.conv * np.abs(state) ** 2) / (2.0 * self.model.beta))
+
+    def spectral_tail(self, state: np.ndarray) -> float:
+        """Largest degree amplitude in the top sixth of degrees, relative to the degree-0 amplitude."""
+        amp = self.basis.degree_amplitude(state)
+        return float(np.max(amp[self._tail]) / amp[0])
+
+    def validity(self, state: np.ndarray, t: float) -> str | None:
+        """``None`` while the state is trustworthy; otherwise why not (same checks as the circle).
+
+        * finiteness: every coefficient finite;
+        * positivity: ``min rho >= -positivity_tol * mean(rho)`` on the grid;
+        * resolution: the degree-spectrum tail stays below ``max(resolution_tol, 10 x its initial value)``.
+        """
+        if not np.all(np.isfinite(state)):
+            return f"non-finite values at t = {t:.6g}"
+        mean = state[0].real / math.sqrt(4 * math.pi)
+        low = float(np.min(self.basis.synthesise(state)))
+        if low < -self.positivity_tol * mean:
+            return (f"positivity lost at t = {t:.6g}: min density {low:.3g} < "
+                    f"-{self.positivity_tol:g} x mean density")
+        tail, limit = self.spectral_tail(state), max(self.resolution_tol, 10 * self._tail_floor)
+        if tail > limit:
+            return (f"resolution lost at t = {t:.6g}: spectral tail {tail:.3g} > {limit:.3g} "
+                    f"(increase --resolution or use a scheme that follows clusters)")
+        return None
+
+    def frame(self, state: np.ndarray) -> dict:
+        """What one saved frame records (DESIGN.md data contract); density on the basis GL grid."""
+        density = self.density(state)
+        return {"density": density, "mass": self.basis.integrate(density),
+                "energy": self.energy(state), "mode_amplitude": self.basis.degree_amplitude(state)}
+
+    def coords(self) -> dict:
+        b = self.basis
+        return {"lat": ("lat", b.lat, {"long_name": "latitude (Gauss-Legendre nodes)", "units": "degrees_north"}),
+                "lon": ("lon", b.lon, {"long_name": "longitude", "units": "degrees_east"}),
+                "mode": ("mode", np.arange(b.lmax + 1), {"long_name": "spherical-harmonic degree l"})}
+
+    def dims(self) -> dict:
+        return {"density": ("lat", "lon"), "mode_amplitude": ("mode",)}
