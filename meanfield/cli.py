@@ -95,6 +95,14 @@ GEOMETRIES = {
                "what": "Fourier pseudo-spectral solve on the circle",
                "example": "--attention sa --beta 9 --resolution 1024 --init perturbed:1e-4 --seed 0 "
                           "--t-final 20 --save-every 0.1 --out run.nc"},
+    "sphere": {"dim": 3, "resolution": 63, "unit": "largest spherical-harmonic degree lmax", "section": "§2.2",
+               "what": "Spherical-harmonic pseudo-spectral solve on S^2 (ducc0)",
+               "example": "--attention sa --beta 9 --resolution 63 --init perturbed:1e-4 --t-final 20 "
+                          "--save-every 0.5 --out sphere.nc"},
+    "zonal": {"dim": 3, "resolution": 64, "unit": "largest Gegenbauer degree L", "section": "§2.2",
+              "what": "Zonal densities on S^{d-1}: Galerkin solve in Gegenbauer polynomials",
+              "example": "--dim 8 --attention sa --beta 9 --resolution 64 --init vmf:2+perturbed:1e-3 "
+                         "--t-final 10 --out zonal.nc"},
 }
 
 
@@ -103,7 +111,7 @@ def _solve_command(geometry: str, spec: dict):
 
     @_model_options
     @click.option("--dim", type=int, default=spec["dim"], show_default=True, help="Ambient dimension d.")
-    @click.option("--scheme", default="spectral", show_default=True, help="Discretisation.")
+    @click.option("--scheme", default=None, help="Discretisation [default: the geometry's spectral scheme].")
     @click.option("--stepper", default="dopri5", show_default=True, help="Time stepper: dopri5, rk4, etdrk4.")
     @click.option("--resolution", type=int, default=spec["resolution"], show_default=True, help=spec["unit"])
     @click.option("--init", "init", default="perturbed:1e-3", show_default=True, help="Initial density (see README).")

@@ -55,11 +55,11 @@ def von_mises(theta: np.ndarray, kappa: float, mu: float) -> np.ndarray:
     return np.exp(kappa * (np.cos(theta - mu) - 1.0)) / (2.0 * math.pi * ive(0, kappa))
 
 
-def _number(text: str, what: str) -> float:
+def _number(text: str, what: str, expected: str = INIT_HELP) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise InputError(f"--init: {what} must be a number (got {text!r}); expected {INIT_HELP}") from None
+        raise InputError(f"--init: {what} must be a number (got {text!r}); expected {expected}") from None
     require(math.isfinite(value), f"--init: {what} must be finite (got {text!r})")
     return value
 

@@ -6,4 +6,7 @@ from .runloop import run
 from .solve import SCHEMES, solve
 from .steppers import STEPPERS, make_stepper
 
-__all__ = ["CircleSpectral", "FourierBasis", "run", "solve", "SCHEMES", "STEPPERS", "make_stepper"]
+from .sphere import SphereBasis, SphereSpectral
+from .zonal import ZonalBasis, ZonalGalerkin
+
+__all__ = ["SphereBasis", "SphereSpectral", "ZonalBasis", "ZonalGalerkin", "CircleSpectral", "FourierBasis", "run", "solve", "SCHEMES", "STEPPERS", "make_stepper"]

@@ -12,18 +12,26 @@ import shlex
 
 from meanfield.errors import require
 from meanfield.initial import circle_density
+from meanfield.initial_sphere import sphere_density
+from meanfield.initial_zonal import zonal_density
 from meanfield.model import Model
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 
 from .circle import CircleSpectral
 from .runloop import run
+from .sphere import SphereSpectral
 from .steppers import make_stepper
+from .zonal import ZonalGalerkin
 
-SCHEMES = {"circle": {"spectral": CircleSpectral}}
+SCHEMES = {"circle": {"spectral": CircleSpectral}, "sphere": {"spectral": SphereSpectral},
+           "zonal": {"galerkin": ZonalGalerkin}}
+DEFAULT_SCHEME = {"circle": "spectral", "sphere": "spectral", "zonal": "galerkin"}
 #: ``geometry -> callable(spec, discretisation, seed) -> density on the discretisation's grid``.
 DEFAULT_DIM = {"circle": 2, "sphere": 3, "zonal": 3}
-INITIAL_DATA = {"circle": lambda spec, scheme, seed: circle_density(spec, scheme.resolution, seed)}
+INITIAL_DATA = {"circle": lambda spec, scheme, seed: circle_density(spec, scheme.resolution, seed),
+                "sphere": lambda spec, scheme, seed: sphere_density(spec, scheme.basis, seed),
+                "zonal": lambda spec, scheme, seed: zonal_density(spec, scheme.basis, seed)}
 
 
 def check_run_length(t_final, save_every):
@@ -53,7 +61,7 @@ def canonical_command(subcommand: list[str], settings: dict) -> str:
 
 def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0, nu: float = 0.0,
           dim: int | None = None, resolution: int = 256, init: str = "perturbed:1e-3", seed: int | None = 0,
-          t_final: float = 10.0, save_every: float | None = None, scheme: str = "spectral",
+          t_final: float = 10.0, save_every: float | None = None, scheme: str | None = None,
           stepper: str = "dopri5", rtol: float = 1e-8, atol: float | None = None, cfl: float = 0.5, resolution_tol: float = 1e-6,
           positivity_tol: float = 1e-6, progress: bool = False, backend: str | None = None):
     """Solve the mean-field PDE (MATH.md §2) and return the run as an ``xarray.Dataset``.
@@ -62,6 +70,7 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
     resolution or finiteness; interrupted); every frame saved before that is kept.
     """
     require(geometry in SCHEMES, f"geometry must be one of {', '.join(SCHEMES)} (got {geometry!r})")
+    scheme = DEFAULT_SCHEME[geometry] if scheme is None else scheme
     require(scheme in SCHEMES[geometry],
             f"--scheme must be one of {', '.join(SCHEMES[geometry])} for the {geometry} (got {scheme!r})")
     dim = DEFAULT_DIM[geometry] if dim is None else dim

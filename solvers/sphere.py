@@ -145,8 +145,8 @@ class SphereBasis:
         out = np.zeros((lmax_new + 1) * (lmax_new + 2) // 2, dtype=complex)
         for m in range(min(old, lmax_new) + 1):
             top = min(old, lmax_new)
-            src = m * (2 * old + 1 - m) // 2
-            dst = m * (2 * lmax_new + 1 - m) // 2
+            src = m * (2 * old + 1 - m) // 2 + m      # index of (l = m, m)
+            dst = m * (2 * lmax_new + 1 - m) // 2 + m
             out[dst:dst + top + 1 - m] = alm[src:src + top + 1 - m]
         return out
 
@@ -223,8 +223,7 @@ class SphereSpectral:
         self.max_speed = math.sqrt(float(np.max(vel[0] ** 2 + vel[1] ** 2)))
         np.multiply(vel, self._rho, out=vel)
         sht.analysis_2d(map=vel, alm=self._alm1, spin=1, **kw)
-        out = self._alm1[0] * self.basis.ladder
-        np.negative(out, out=out)
+        out = self._alm1[0] * self.basis.ladder        # -div(rho X) = +sqrt(l(l+1)) E_lm
         out[self.basis.zonal] = out[self.basis.zonal].real
         return out
 

@@ -118,7 +118,8 @@ def test_console_script_has_no_traceback_for_user_mistakes():
 def test_every_subcommand_has_help_with_an_example(capsys):
     for args in (["theory"], ["solve", "circle"], ["plot"], ["demo"], ["validate", "bench-circle"],
                  ["validate", "growth-circle"], ["validate", "bench-particles"], ["particles"],
-                 ["validate", "mean-field"], ["validate", "cluster-formation"], ["sweep", "phase-diagram"]):
+                 ["validate", "mean-field"], ["validate", "cluster-formation"], ["sweep", "phase-diagram"],
+                 ["solve", "zonal"]):
         code, out, _ = run_cli(capsys, *args, "--help")
         assert code == 0 and "Example:" in out and "meanfield" in out
 
@@ -139,3 +140,16 @@ def test_sweep_quick_from_the_command_line(tmp_path, capsys):
     assert code == 0 and "computed 0 chunks, reused 6" in out
     code, _, err = run_cli(capsys, "sweep", "phase-diagram", "--dims", "2,x", "--store", store)
     assert code == 2 and "--dims" in err
+
+
+def test_solve_zonal_from_the_command_line(tmp_path, capsys):
+    out = tmp_path / "zonal.nc"
+    code, text, _ = run_cli(capsys, "solve", "zonal", "--dim", 4, "--beta", 4, "--resolution", 32,
+                            "--init", "vmf:2+perturbed:1e-3", "--t-final", 1, "--save-every", 0.5, "--out", out,
+                            "--no-progress")
+    assert code == 0 and "stop_reason: completed" in text
+    with xr.open_dataset(out) as ds:
+        assert ds["density"].dims == ("time", "polar") and ds.attrs["dim"] == 4 and ds.attrs["geometry"] == "zonal"
+        assert np.max(np.abs(ds["mass"].values - 1)) < 1e-12
+    code, _, err = run_cli(capsys, "solve", "zonal", "--dim", 2, "--beta", 4, "--t-final", 1, "--out", out)
+    assert code == 2 and "--dim" in err

@@ -1,0 +1,142 @@
+"""Initial densities on the sphere S^2 from a text spec (the ``--init`` flag).
+
+Specs (every density integrates to 1 over S^2 unless read from a file):
+
+``uniform``               ``1 / (4 pi)``.
+``perturbed:EPS``         ``(1 + EPS * noise) / (4 pi)``; ``noise`` is a real band-limited field with
+                          independent standard Gaussian coefficients (real basis) in every degree
+                          ``1..lmax`` and every order ``m``, scaled to unit RMS on the sphere, drawn
+                          from ``numpy.random.default_rng(--seed)``.
+``vmf:KAPPA@LAT,LON``     the von Mises–Fisher density ``kappa / (4 pi sinh kappa) exp(kappa <x, mu>)``
+                          centred at latitude ``LAT``, longitude ``LON`` (degrees; ``@LAT,LON``
+                          optional, default the north pole), computed without overflow.
+``A+B+...``               the equal-weight mixture of the terms (split only at '+' followed by a letter).
+``run.nc``                the last frame of an earlier sphere run, resampled spectrally to ``lmax``.
+
+Anything else, a density that is negative somewhere or does not integrate to a positive
+number, and a density the basis cannot resolve (it differs from its degree-``lmax``
+projection by more than 1e-3 of the mean density) is refused with one line naming
+``--init``.  This module never imports :mod:`solvers`: it works with the basis object it is given
+(grid ``basis.colatitude`` x ``basis.longitude``, ``analyse``/``synthesise``/``integrate``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from .errors import InputError, require
+from .initial import UNRESOLVED_TOL
+from .storage import last_valid_density, load_run
+
+SPHERE_INIT_HELP = ("uniform, perturbed:EPS, vmf:KAPPA@LAT,LON (LAT/LON in degrees; sums with '+'), "
+                    "or an earlier sphere run's .nc file")
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"--init: {what} must be a number (got {text!r}); expected {SPHERE_INIT_HELP}") from None
+    require(math.isfinite(value), f"--init: {what} must be finite (got {text!r})")
+    return value
+
+
+def unit_vectors(basis) -> np.ndarray:
+    """Cartesian coordinates ``(3, nlat, nlon)`` of the grid points of ``basis``."""
+    theta = np.asarray(basis.colatitude)[:, None]
+    phi = np.asarray(basis.longitude)[None, :]
+    return np.stack(np.broadcast_arrays(np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi),
+                                        np.cos(theta) + 0.0 * phi))
+
+
+def direction(lat_deg: float, lon_deg: float) -> np.ndarray:
+    """The unit vector at latitude ``lat_deg`` and longitude ``lon_deg`` (degrees)."""
+    lat, lon = math.radians(lat_deg), math.radians(lon_deg)
+    return np.array([math.cos(lat) * math.cos(lon), math.cos(lat) * math.sin(lon), math.sin(lat)])
+
+
+def von_mises_fisher(basis, kappa: float, mu: np.ndarray) -> np.ndarray:
+    """``kappa / (4 pi sinh kappa) exp(kappa <x, mu>)`` on the grid, overflow-free:
+    ``= kappa / (2 pi (1 - exp(-2 kappa))) exp(kappa (<x, mu> - 1))``; ``1 / (4 pi)`` at ``kappa = 0``."""
+    cosine = np.tensordot(mu, unit_vectors(basis), axes=1)
+    if kappa == 0.0:
+        return np.full(cosine.shape, 1.0 / (4 * math.pi))
+    return kappa / (2.0 * math.pi * -math.expm1(-2.0 * kappa)) * np.exp(kappa * (np.minimum(cosine, 1.0) - 1.0))
+
+
+def random_sphere_noise(basis, seed) -> np.ndarray:
+    """Unit-RMS real field with i.i.d. standard Gaussian real-basis coefficients in degrees 1..lmax."""
+    rng = np.random.default_rng(seed)
+    l, m = np.asarray(basis.degree_of_index), np.asarray(basis.m_of_index)
+    re_im = rng.standard_normal((l.size, 2))
+    # real field in the complex orthonormal basis: a_l0 = x, a_lm = (x - i y) / sqrt(2) for m > 0
+    coeffs = np.where(m == 0, re_im[:, 0], (re_im[:, 0] - 1j * re_im[:, 1]) / math.sqrt(2.0))
+    coeffs[l == 0] = 0.0
+    multiplicity = np.where(m == 0, 1.0, 2.0)
+    rms = math.sqrt(float(np.sum(multiplicity * np.abs(coeffs) ** 2)) / (4 * math.pi))
+    return basis.synthesise(coeffs / rms)
+
+
+def _term(term: str, basis, seed) -> np.ndarray:
+    name, _, arg = term.partition(":")
+    name = name.strip().lower()
+    if name == "uniform" and not arg:
+        return np.full((basis.colatitude.size, basis.longitude.size), 1.0 / (4 * math.pi))
+    if name == "perturbed" and arg:
+        eps = _number(arg, "perturbed:EPS")
+        require(eps >= 0, f"--init: perturbed:EPS needs EPS >= 0 (got {eps:g})")
+        return (1.0 + eps * random_sphere_noise(basis, seed)) / (4 * math.pi)
+    if name == "vmf" and arg:
+        kappa_text, at, where = arg.partition("@")
+        kappa = _number(kappa_text, "vmf:KAPPA")
+        require(kappa >= 0, f"--init: vmf:KAPPA needs KAPPA >= 0 (got {kappa:g})")
+        lat, lon = 90.0, 0.0
+        if at:
+            parts = where.split(",")
+            require(len(parts) == 2, f"--init: vmf:KAPPA@LAT,LON needs two numbers after '@' (got {where!r})")
+            lat, lon = _number(parts[0], "vmf LAT"), _number(parts[1], "vmf LON")
+            require(-90.0 <= lat <= 90.0, f"--init: vmf LAT must be in [-90, 90] degrees (got {lat:g})")
+        return von_mises_fisher(basis, kappa, direction(lat, lon))
+    raise InputError(f"--init: unknown initial condition {term!r}; expected {SPHERE_INIT_HELP}")
+
+
+def _from_file(path: str, basis) -> np.ndarray:
+    dataset = load_run(path, geometry="sphere")
+    density = last_valid_density(dataset, path)
+    require("mode" in dataset.coords, f"{path}: the run has no 'mode' coordinate (degrees)")
+    lmax_old = int(dataset["mode"].values.max())
+    old = type(basis)(lmax_old)
+    require(density.shape == (old.colatitude.size, old.longitude.size),
+            f"--init {path}: density grid {density.shape} is not the grid of a degree-{lmax_old} sphere run")
+    return basis.synthesise(old.resample(old.analyse(density), basis.lmax))
+
+
+def sphere_density(spec: str, basis, seed=None) -> np.ndarray:
+    """The initial density of ``spec`` on the grid of ``basis`` (``nlat x nlon``)."""
+    require(isinstance(spec, str) and spec.strip() != "", f"--init must be one of: {SPHERE_INIT_HELP}")
+    spec = spec.strip()
+    if spec.endswith(".nc"):
+        density = _from_file(spec, basis)
+    else:
+        terms = re.split(r"\+(?=[A-Za-z])", spec)
+        density = sum(_term(t, basis, seed) for t in terms) / len(terms)
+    check_sphere_density(density, spec, basis)
+    return density
+
+
+def check_sphere_density(density: np.ndarray, spec: str, basis) -> None:
+    """Refuse a density that is not finite, negative, massless, or unresolved at ``basis.lmax``."""
+    require(bool(np.all(np.isfinite(density))), f"--init {spec!r}: the density is not finite")
+    mass = basis.integrate(density)
+    require(mass > 0, f"--init {spec!r}: the density must integrate to a positive number (got {mass:.3g})")
+    mean = mass / (4 * math.pi)
+    low = float(np.min(density))
+    require(low >= -1e-12 * mean,
+            f"--init {spec!r}: the density is negative somewhere (min {low:.3g}); lower EPS or use another start")
+    residual = float(np.max(np.abs(density - basis.synthesise(basis.analyse(density))))) / mean
+    require(residual <= UNRESOLVED_TOL,
+            f"--init {spec!r}: not resolved at --resolution {basis.lmax} (content {residual:.2g} x mean past "
+            f"degree {basis.lmax}); increase --resolution")

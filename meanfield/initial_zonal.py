@@ -1,0 +1,115 @@
+"""Initial zonal densities on S^{d-1} from a text spec (the ``--init`` flag), d >= 3.
+
+Densities are returned as values at the nodes of a zonal basis (``solvers.zonal.ZonalBasis``
+or anything with ``nodes``, ``lmax``, ``dim``, ``synthesise``, ``polynomials`` and
+``interpolant_coeffs``),
+ordered as the basis orders them.  Specs (MATH.md §2.2 normalisation; every density
+integrates to 1 over S^{d-1} unless read from a file):
+
+``uniform``           ``1 / |S^{d-1}|``.
+``perturbed:EPS``     ``(1 + EPS * noise) / |S^{d-1}|``; ``noise`` is zonal with independent standard
+                      Gaussian coefficients (normalised Gegenbauer basis) in every degree 1..lmax,
+                      scaled to unit RMS on the sphere, drawn from ``--seed``.
+``vmf:KAPPA``         von Mises–Fisher centred on the pole:
+                      ``kappa^{d/2-1} exp(KAPPA x_d) / ((2 pi)^{d/2} I_{d/2-1}(KAPPA))``, via ``ive``.
+``A+B+...``           the equal-weight mixture of the terms.
+``run.nc``            the last frame of an earlier zonal run in the same dimension, resampled spectrally.
+
+Anything else, a density that is negative somewhere, massless, or unresolved (content past
+degree lmax larger than 1e-3 of the mean) is refused with one line naming ``--init``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+from scipy.special import ive
+
+from .errors import InputError, require
+from .geometry import sphere_area
+from .initial import UNRESOLVED_TOL, _number
+from .storage import last_valid_density, load_run
+
+INIT_HELP = "uniform, perturbed:EPS, vmf:KAPPA (sums with '+'), or an earlier zonal run's .nc file"
+
+
+def von_mises_fisher(t: np.ndarray, kappa: float, dim: int) -> np.ndarray:
+    """Normalised von Mises–Fisher density on S^{dim-1} at ``x_d = t``, overflow-free via ``ive``."""
+    if kappa == 0.0:
+        return np.full(np.shape(t), 1.0 / sphere_area(dim))
+    order = dim / 2.0 - 1.0
+    log_norm = order * math.log(kappa) - (dim / 2.0) * math.log(2 * math.pi) - math.log(ive(order, kappa))
+    return np.exp(kappa * (np.asarray(t) - 1.0) + log_norm)
+
+
+def random_zonal_noise(basis, seed) -> np.ndarray:
+    """Unit-RMS zonal field with i.i.d. standard Gaussian coefficients in degrees 1..lmax, at the nodes."""
+    rng = np.random.default_rng(seed)
+    coeffs = np.zeros(basis.lmax + 1)
+    coeffs[1:] = rng.standard_normal(basis.lmax)
+    rms = math.sqrt(float(np.sum(coeffs ** 2)) / sphere_area(basis.dim))
+    return basis.synthesise(coeffs / rms)
+
+
+def _term(term: str, basis, seed) -> np.ndarray:
+    name, _, arg = term.partition(":")
+    name = name.strip().lower()
+    area = sphere_area(basis.dim)
+    if name == "uniform" and not arg:
+        return np.full(basis.nodes.shape, 1.0 / area)
+    if name == "perturbed" and arg:
+        eps = _number(arg, "perturbed:EPS", INIT_HELP)
+        require(eps >= 0, f"--init: perturbed:EPS needs EPS >= 0 (got {eps:g})")
+        return (1.0 + eps * random_zonal_noise(basis, seed)) / area
+    if name == "vmf" and arg:
+        kappa = _number(arg, "vmf:KAPPA", INIT_HELP)
+        require(kappa >= 0, f"--init: vmf:KAPPA needs KAPPA >= 0 (got {kappa:g})")
+        return von_mises_fisher(basis.nodes, kappa, basis.dim)
+    raise InputError(f"--init: unknown initial condition {term!r} for zonal densities; expected {INIT_HELP}")
+
+
+def _resample(path: str, basis) -> np.ndarray:
+    """The last density of an earlier zonal run, re-expanded in degrees <= its lmax at the new nodes."""
+    dataset = load_run(path, geometry="zonal")
+    old_dim = int(dataset.attrs.get("dim", -1))
+    require(old_dim == basis.dim,
+            f"--init {path}: a zonal run in dimension {old_dim}, but --dim is {basis.dim}")
+    density = last_valid_density(dataset, path)
+    require("polar" in dataset.coords, f"--init {path}: the run has no polar-angle coordinate")
+    t_old = np.cos(np.asarray(dataset["polar"].values, dtype=float))
+    old_lmax = int(dataset.attrs.get("resolution", t_old.size - 1))
+    degree = min(old_lmax, t_old.size - 1)
+    old = basis.polynomials(t_old, degree)
+    coeffs, *_ = np.linalg.lstsq(old, density, rcond=None)
+    return basis.polynomials(basis.nodes, degree) @ coeffs
+
+
+def zonal_density(spec: str, basis, seed=None) -> np.ndarray:
+    """The initial density of ``spec`` at the nodes of ``basis`` (see the module docstring)."""
+    require(isinstance(spec, str) and spec.strip() != "", f"--init must be one of: {INIT_HELP}")
+    spec = spec.strip()
+    if spec.endswith(".nc"):
+        density = _resample(spec, basis)
+    else:
+        terms = re.split(r"\+(?=[A-Za-z])", spec)
+        density = sum(_term(t, basis, seed) for t in terms) / len(terms)
+    check_zonal_density(density, spec, basis)
+    return density
+
+
+def check_zonal_density(density: np.ndarray, spec: str, basis) -> None:
+    """Refuse a density that is not finite, negative, massless, or unresolved by the basis."""
+    require(bool(np.all(np.isfinite(density))), f"--init {spec!r}: the density is not finite")
+    coeffs = basis.interpolant_coeffs(density)
+    mass = float(coeffs[0]) * math.sqrt(sphere_area(basis.dim))  # g_0 = mass / sqrt(|S^{d-1}|)
+    require(mass > 0, f"--init {spec!r}: the density must integrate to a positive number (got {mass:.3g})")
+    mean = mass / sphere_area(basis.dim)
+    low = float(np.min(density))
+    require(low >= -1e-12 * mean,
+            f"--init {spec!r}: the density is negative somewhere (min {low:.3g}); lower EPS or use another start")
+    unresolved = float(np.max(np.abs(coeffs[basis.lmax + 1:]), initial=0.0)) / abs(coeffs[0])
+    require(unresolved <= UNRESOLVED_TOL,
+            f"--init {spec!r}: not resolved at --resolution {basis.lmax} (content {unresolved:.2g} x mean "
+            f"past degree {basis.lmax}); increase --resolution")

@@ -1,0 +1,239 @@
+"""Galerkin scheme for zonal densities on S^{d-1}, any d >= 3 (MATH.md §2, §2.2, §2.3).
+
+A zonal density ``rho(x) = g(<x, e>)`` stays zonal: a 1-D problem in ``t = cos th``
+with the measure ``|S^{d-2}| (1 - t^2)^{(d-3)/2} dt`` (MATH.md §2.2).  State: the
+coefficients ``g_l``, ``l = 0 .. L``, of ``g`` in the normalised Gegenbauer polynomials
+``P_l = C_l^lam / ||C_l^lam||`` (``lam = (d-2)/2``), orthonormal on the sphere:
+``int_{S^{d-1}} P_l(x_d) P_k(x_d) dsigma = delta_lk``.
+
+Weak form.  For ``u(x) = U(x_d)`` the spherical gradient is ``U'(t) (e - t x)`` and
+``|e - t x|^2 = 1 - t^2``.  Testing ``d rho/dt + div(rho X) = nu Laplace rho`` against
+``P_l`` and integrating by parts (no boundary on the sphere):
+
+    d g_l/dt = int rho X . grad P_l dsigma - nu l(l+d-2) g_l
+             = |S^{d-2}| sum_j w_j rho(t_j) V(t_j) (1 - t_j^2) P_l'(t_j) - nu l(l+d-2) g_l
+
+with ``X = V(t) (e - t x)``, ``V = U'/(beta U)`` (SA) or ``exp(beta) U_s'/beta`` (USA), where
+``U = sum_l c_l g_l P_l`` and ``c_l = exp(-beta) kappa_l`` (Funk–Hecke; the ``exp(beta)``
+cancels in SA's ratio).  Degree 0 has ``P_0' = 0``: mass is conserved exactly, and no
+``1/sin th`` appears.  Gauss–Jacobi quadrature with ``Q >= ceil(3(L+1)/2)`` nodes
+integrates the degree-``3L`` USA integrand (and the linearised SA one) exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import roots_jacobi
+
+from meanfield.errors import require
+from meanfield.geometry import laplace_eigenvalue, sphere_area
+from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_over_beta
+from meanfield.model import Model
+from meanfield.theory import growth_rates
+
+
+def normalised_gegenbauer(t, lmax: int, dim: int, derivative: bool = False):
+    """``P_l(t)`` (and ``P_l'(t)``), ``l = 0..lmax``, as arrays of shape ``t.shape + (lmax+1,)``.
+
+    Three-term recurrence of the orthonormal polynomials for the weight
+    ``|S^{d-2}| (1 - t^2)^{(d-3)/2}`` on ``[-1, 1]``:
+    ``t P_l = a_{l+1} P_{l+1} + a_l P_{l-1}``, ``a_l^2 = l (l + 2 lam - 1) / (4 (l + lam)(l + lam - 1))``,
+    ``P_0 = 1 / sqrt(|S^{d-1}|)``; the derivative follows by differentiating the recurrence.
+    """
+    require(dim >= 3, f"--dim must be >= 3 for the zonal solver (got {dim})")
+    t = np.asarray(t, dtype=float)
+    lam = (dim - 2) / 2.0
+    ell = np.arange(1, lmax + 2, dtype=float)
+    a = np.sqrt(ell * (ell + 2 * lam - 1) / (4 * (ell + lam) * (ell + lam - 1)))  # a[l-1] = a_l
+    p = np.zeros(t.shape + (lmax + 1,))
+    dp = np.zeros_like(p)
+    p[..., 0] = 1.0 / math.sqrt(sphere_area(dim))
+    if lmax >= 1:
+        p[..., 1] = t * p[..., 0] / a[0]
+        dp[..., 1] = p[..., 0] / a[0]
+    for l in range(1, lmax):
+        p[..., l + 1] = (t * p[..., l] - a[l - 1] * p[..., l - 1]) / a[l]
+        dp[..., l + 1] = (t * dp[..., l] + p[..., l] - a[l - 1] * dp[..., l - 1]) / a[l]
+    return (p, dp) if derivative else p
+
+
+class ZonalBasis:
+    """Normalised Gegenbauer polynomials of degree ``<= lmax`` at ``Q = ceil(3(lmax+1)/2)`` Gauss–Jacobi nodes.
+
+    Nodes are ordered by increasing polar angle (``t = cos th`` decreasing), so values at
+    the nodes are already the output order.  ``P[j, l] = P_l(t_j)``, ``D[j, l] = P_l'(t_j)``.
+    """
+
+    backend = "gegenbauer"
+
+    def __init__(self, lmax: int, dim: int, nodes: int | None = None):
+        require(isinstance(lmax, (int, np.integer)) and lmax >= 2,
+                f"--resolution must be an integer >= 2 for the zonal solver (got {lmax!r})")
+        require(isinstance(dim, (int, np.integer)) and dim >= 3,
+                f"--dim must be >= 3 for the zonal solver (got {dim!r})")
+        self.lmax = self.kmax = int(lmax)
+        self.dim = int(dim)
+        self.degrees = np.arange(self.lmax + 1)
+        q = int(nodes) if nodes is not None else math.ceil(3 * (self.lmax + 1) / 2)
+        alpha = (dim - 3) / 2.0
+        t, w = roots_jacobi(q, alpha, alpha)
+        order = np.argsort(-t)
+        self.nodes = t[order]
+        self.weights = w[order]
+        self.polar = np.arccos(np.clip(self.nodes, -1.0, 1.0))
+        self.area_ratio = sphere_area(dim - 1)  # |S^{d-2}|
+        self.quad = self.area_ratio * self.weights  # integrate(f) = quad @ f
+        self.P, self.D = normalised_gegenbauer(self.nodes, self.lmax, dim, derivative=True)
+        self._analysis = self.P.T * self.quad
+
+    @property
+    def size(self) -> int:
+        return self.nodes.size
+
+    def synthesise(self, coeffs: np.ndarray) -> np.ndarray:
+        """Values at the nodes of ``sum_l coeffs_l P_l``."""
+        return self.P @ coeffs
+
+    def derivative(self, coeffs: np.ndarray) -> np.ndarray:
+        """Values at the nodes of ``sum_l coeffs_l P_l'``."""
+        return self.D @ coeffs
+
+    def analyse(self, values: np.ndarray) -> np.ndarray:
+        """``g_l = int_{S^{d-1}} f P_l dsigma`` by quadrature (exact for degree <= 2Q - 1 - lmax)."""
+        return self._analysis @ values
+
+    def integrate(self, values: np.ndarray) -> float:
+        """``int_{S^{d-1}} f dsigma = |S^{d-2}| sum_j w_j f(t_j)``."""
+        return float(self.quad @ values)
+
+    def polynomials(self, t, degree: int) -> np.ndarray:
+        """``P_l(t)``, ``l = 0..degree``, at arbitrary points (shape ``t.shape + (degree+1,)``)."""
+        return normalised_gegenbauer(t, degree, self.dim)
+
+    def interpolant_coeffs(self, values: np.ndarray) -> np.ndarray:
+        """Coefficients in degrees ``0..Q-1`` of the polynomial interpolating ``values`` at the nodes.
+
+        Gauss quadrature is exact for the products of those degrees, so this is the discrete
+        transform; the degrees above ``lmax`` measure what the basis cannot represent.
+        """
+        full = self.polynomials(self.nodes, self.size - 1)
+        return (full.T * self.quad) @ values
+
+
+class ZonalGalerkin:
+    """Galerkin right-hand side for zonal densities on S^{d-1}; see the module docstring."""
+
+    geometry = "zonal"
+    name = "galerkin"
+
+    def __init__(self, model: Model, resolution: int, backend: str | None = None,
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6):
+        require(model.dim >= 3, f"--dim must be >= 3 for zonal densities (got {model.dim})")
+        require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
+        require(backend in (None, "gegenbauer"),
+                f"--backend must be gegenbauer for the zonal solver (got {backend!r})")
+        require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
+                and resolution >= 8, f"--resolution (lmax) must be an integer >= 8 (got {resolution!r})")
+        self.model = model
+        self.basis = basis = ZonalBasis(int(resolution), model.dim)
+        self.resolution = basis.lmax
+        ell = basis.degrees
+        beta = model.beta
+        self.conv = scaled_funk_hecke(ell, beta, model.dim)                 # exp(-beta) kappa_l
+        velocity = scaled_funk_hecke_over_beta(ell, beta, model.dim)        # exp(-beta) kappa_l / beta
+        if model.attention == "usa":
+            velocity = velocity * math.exp(beta)
+        self.velocity = velocity
+        self._sin2 = 1.0 - basis.nodes ** 2
+        self._sin = np.sqrt(self._sin2)
+        self._flux_weight = basis.quad * self._sin2                          # |S^{d-2}| w_j (1 - t_j^2)
+        self._divergence = basis.D.T                                         # test functions P_l'
+        eig = laplace_eigenvalue(ell, model.dim).astype(float)
+        self.linear = None if model.nu == 0 else -model.nu * eig
+        self.max_rate = float(max(np.max(growth_rates(Model(model.attention, beta, 0.0, model.dim),
+                                                      ell[1:])), 1e-300))
+        self.state_scale = 1.0 / sphere_area(model.dim)
+        self.positivity_tol = positivity_tol
+        self.resolution_tol = resolution_tol
+        tail_start = max(1, (5 * basis.lmax) // 6)
+        self._tail = slice(tail_start, basis.lmax + 1)
+        self._tail_floor = 0.0
+        self.max_speed = 0.0
+
+    # -- state <-> density ------------------------------------------------------------------------
+    @property
+    def coordinate(self):
+        return self.basis.polar
+
+    def state_from_density(self, density: np.ndarray) -> np.ndarray:
+        """Coefficients ``g_0..g_L`` of a density given at the nodes; records the initial spectral tail."""
+        state = self.basis.analyse(np.asarray(density, dtype=float))
+        self._tail_floor = self.spectral_tail(state)
+        return state
+
+    def density(self, state: np.ndarray) -> np.ndarray:
+        return self.basis.synthesise(state)
+
+    # -- dynamics ---------------------------------------------------------------------------------
+    def speed_profile(self, state: np.ndarray) -> np.ndarray:
+        """``V(t_j)`` with ``X = V (e - t x)``: the meridional velocity is ``-sin th V``."""
+        basis = self.basis
+        speed = basis.derivative(state * self.velocity)
+        if self.model.attention == "sa":
+            speed = speed / basis.synthesise(state * self.conv)
+        return speed
+
+    def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
+        """``d g_l/dt = int rho X . grad P_l dsigma`` by quadrature (the transport term of MATH.md §2)."""
+        rho = self.basis.synthesise(state)
+        speed = self.speed_profile(state)
+        self.max_speed = float(np.max(np.abs(speed) * self._sin))
+        return self._divergence @ (self._flux_weight * rho * speed)
+
+    def stable_dt(self, cfl: float) -> float:
+        """``cfl / max(lmax max|X|, lambda_max)``: advection CFL and the fastest linear growth (MATH.md §2.3)."""
+        return cfl / max(self.basis.lmax * self.max_speed, self.max_rate)
+
+    # -- diagnostics --------------------------------------------------------------------------------
+    def energy(self, state: np.ndarray) -> float:
+        """``exp(-beta) E = (1 / 2 beta) sum_l exp(-beta) kappa_l g_l^2`` (MATH.md §2, §2.2)."""
+        return float(np.sum(self.conv * state ** 2) / (2.0 * self.model.beta))
+
+    def spectral_tail(self, state: np.ndarray) -> float:
+        """Largest ``|g_l|`` in the top sixth of the degrees, relative to ``g_0``."""
+        return float(np.max(np.abs(state[self._tail])) / abs(state[0]))
+
+    def validity(self, state: np.ndarray, t: float) -> str | None:
+        """``None`` while the state is trustworthy; otherwise why not (same checks as the circle).
+
+        * finiteness: every coefficient finite;
+        * positivity: ``min rho >= -positivity_tol * mean(rho)`` on the nodes;
+        * resolution: the spectral tail stays below ``max(resolution_tol, 10 x its initial value)``.
+        """
+        if not np.all(np.isfinite(state)):
+            return f"non-finite values at t = {t:.6g}"
+        mean = state[0] * self.basis.P[0, 0]  # g_0 / sqrt(|S^{d-1}|)
+        low = float(np.min(self.basis.synthesise(state)))
+        if low < -self.positivity_tol * mean:
+            return (f"positivity lost at t = {t:.6g}: min density {low:.3g} < "
+                    f"-{self.positivity_tol:g} x mean density")
+        tail, limit = self.spectral_tail(state), max(self.resolution_tol, 10 * self._tail_floor)
+        if tail > limit:
+            return (f"resolution lost at t = {t:.6g}: spectral tail {tail:.3g} > {limit:.3g} "
+                    f"(increase --resolution or use a scheme that follows clusters)")
+        return None
+
+    def frame(self, state: np.ndarray) -> dict:
+        """What one saved frame records (DESIGN.md data contract)."""
+        density = self.density(state)
+        return {"density": density, "mass": self.basis.integrate(density),
+                "energy": self.energy(state), "mode_amplitude": np.abs(state)}
+
+    def coords(self) -> dict:
+        return {"polar": ("polar", self.basis.polar, {"long_name": "polar angle from the pole e", "units": "rad"}),
+                "mode": ("mode", self.basis.degrees, {"long_name": "spherical-harmonic degree l"})}
+
+    def dims(self) -> dict:
+        return {"density": ("polar",), "mode_amplitude": ("mode",)}

@@ -1,0 +1,95 @@
+"""Benchmark of the S^2 pseudo-spectral scheme: one right-hand side against its bare transforms.
+
+This is a measurement, not a test: it prints times and ratios and asserts nothing about speed.
+
+One ``SphereSpectral.rhs`` call (``solvers/sphere.py``) does, on the dealiased
+Gauss–Legendre grid of ``SphereBasis(lmax)``: a spin-0 synthesis of ``rho``, a spin-1
+synthesis of the velocity potential's gradient, (SA only) a spin-0 synthesis of
+``K*rho``, and one spin-1 analysis of the flux.  Its cost is divided by the cost of
+exactly those ducc0 transforms, called on the scheme's own preallocated buffers
+(SA: 2 spin-0 syntheses + 1 spin-1 synthesis + 1 spin-1 analysis; USA one spin-0
+synthesis fewer).  A ratio close to 1 means the right-hand side costs little beyond
+its transforms.  Single thread (``nthreads = 1``).
+Run with ``python -m validation.bench_sphere [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import ducc0
+import numpy as np
+
+from meanfield.initial_sphere import sphere_density
+from meanfield.model import Model
+from solvers.sphere import SphereSpectral
+from validation.bench_circle import best_times, format_table
+
+LMAXES = (63, 127, 255, 511)
+QUICK_LMAXES = (63, 127, 255)
+
+COLUMNS = (  # (header, row key, format)
+    ("lmax", "lmax", "d"),
+    ("nlat", "nlat", "d"),
+    ("nlon", "nlon", "d"),
+    ("rhs_sa_ms", "rhs_sa_ms", ".3f"),
+    ("sht_sa_ms", "sht_sa_ms", ".3f"),
+    ("ratio_sa", "ratio_sa", ".2f"),
+    ("rhs_usa_ms", "rhs_usa_ms", ".3f"),
+    ("sht_usa_ms", "sht_usa_ms", ".3f"),
+    ("ratio_usa", "ratio_usa", ".2f"),
+)
+
+
+def transforms(scheme: SphereSpectral, sa: bool):
+    """The bare ducc0 transforms of one right-hand side, on the scheme's own buffers."""
+    sht, kw = ducc0.sht, scheme._kw
+
+    def call():
+        sht.synthesis_2d(alm=scheme._alm0, map=scheme._rho, spin=0, **kw)
+        sht.synthesis_2d(alm=scheme._alm1, map=scheme._vel, spin=1, **kw)
+        if sa:
+            sht.synthesis_2d(alm=scheme._alm0, map=scheme._conv_grid, spin=0, **kw)
+        sht.analysis_2d(map=scheme._vel, alm=scheme._alm1, spin=1, **kw)
+    return call
+
+
+def measure(lmax: int, beta: float, timing: dict) -> dict:
+    row = {"lmax": lmax}
+    for attention in ("sa", "usa"):
+        scheme = SphereSpectral(Model(attention, beta, 0.0, 3), lmax)
+        row["nlat"], row["nlon"] = scheme.basis.shape
+        state = scheme.state_from_density(sphere_density("perturbed:0.1", scheme.basis, 1))
+        scheme.rhs(state, 0.0)  # fill the buffers with realistic data
+        rhs_time, sht_time = best_times([lambda: scheme.rhs(state, 0.0), transforms(scheme, attention == "sa")],
+                                        **timing)
+        row[f"rhs_{attention}_ms"] = 1e3 * rhs_time
+        row[f"sht_{attention}_ms"] = 1e3 * sht_time
+        row[f"ratio_{attention}"] = rhs_time / sht_time
+    return row
+
+
+def run_benchmark(beta: float = 9.0, quick: bool = False, lmaxes=None) -> list[dict]:
+    lmaxes = lmaxes or (QUICK_LMAXES if quick else LMAXES)
+    timing = {"target": 0.1, "repeats": 3} if quick else {"target": 0.5, "repeats": 5}
+    return [measure(lmax, beta, timing) for lmax in lmaxes]
+
+
+def main(argv=None) -> None:
+    """Command line: ``python -m validation.bench_sphere [--quick] [--beta B]``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="lmax = 63, 127, 255 and shorter timings")
+    parser.add_argument("--beta", type=float, default=9.0, help="inverse temperature (default 9)")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    rows = run_benchmark(beta=args.beta, quick=args.quick)
+    print(f"S^2 pseudo-spectral benchmark (ducc0, 1 thread), beta = {args.beta:g}; times per call in ms; "
+          f"ratio = rhs / its bare transforms")
+    print(format_table(rows, COLUMNS))
+    print(f"total {time.perf_counter() - start:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
