@@ -286,6 +286,20 @@ def bench_particles(quick):
     benchmark(["--quick"] if quick else [])
 
 
+@validate.command("bench-sphere")
+@click.option("--quick", is_flag=True, help="Fewer degrees and shorter timings.")
+def bench_sphere(quick):
+    """Benchmark: one S^2 right-hand side against the bare ducc0 transforms it performs.
+
+    \b
+    Example:
+      meanfield validate bench-sphere --quick
+    """
+    from validation.bench_sphere import main as benchmark
+
+    benchmark(["--quick"] if quick else [])
+
+
 @validate.command("growth-circle")
 @click.option("--quick", is_flag=True, help="Fewer cases.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the table as netCDF.")

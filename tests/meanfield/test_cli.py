@@ -119,7 +119,7 @@ def test_every_subcommand_has_help_with_an_example(capsys):
     for args in (["theory"], ["solve", "circle"], ["plot"], ["demo"], ["validate", "bench-circle"],
                  ["validate", "growth-circle"], ["validate", "bench-particles"], ["particles"],
                  ["validate", "mean-field"], ["validate", "cluster-formation"], ["sweep", "phase-diagram"],
-                 ["solve", "zonal"]):
+                 ["solve", "zonal"], ["solve", "sphere"], ["validate", "bench-sphere"]):
         code, out, _ = run_cli(capsys, *args, "--help")
         assert code == 0 and "Example:" in out and "meanfield" in out
 
@@ -153,3 +153,18 @@ def test_solve_zonal_from_the_command_line(tmp_path, capsys):
         assert np.max(np.abs(ds["mass"].values - 1)) < 1e-12
     code, _, err = run_cli(capsys, "solve", "zonal", "--dim", 2, "--beta", 4, "--t-final", 1, "--out", out)
     assert code == 2 and "--dim" in err
+
+
+def test_solve_sphere_from_the_command_line(tmp_path, capsys):
+    out = tmp_path / "sphere.nc"
+    code, text, _ = run_cli(capsys, "solve", "sphere", "--beta", 4, "--resolution", 12, "--init",
+                            "vmf:3@45,30+perturbed:1e-3", "--t-final", 0.5, "--save-every", 0.25, "--out", out,
+                            "--no-progress")
+    assert code == 0 and "stop_reason: completed" in text
+    with xr.open_dataset(out) as ds:
+        assert ds["density"].dims == ("time", "lat", "lon") and ds.attrs["geometry"] == "sphere"
+        assert ds["mode_amplitude"].sizes["mode"] == 13
+        assert np.max(np.abs(ds["mass"].values - 1)) < 1e-12
+    code, _, err = run_cli(capsys, "solve", "sphere", "--beta", 4, "--init", "vmf:3@95,0", "--t-final", 1,
+                           "--out", out)
+    assert code == 2 and "--init" in err and err.count("\n") == 1
