@@ -40,18 +40,21 @@ COLORMAP = "magma"
 TITLE_REASON_CHARS = 60
 
 
-PLOTTABLE = ("circle", "particles")
+PLOTTABLE = ("circle", "sphere", "zonal", "particles")
+#: Densities at this many times (first, ..., last) in the sphere figure's map row.
+SPHERE_FRAMES = 4
 
 
 def _check_plottable(dataset) -> None:
     geometry = dataset.attrs.get("geometry", "unknown")
     if geometry not in PLOTTABLE:
-        raise InputError(f"plot: geometry {geometry} is not supported yet (circle runs and particle runs only)")
+        raise InputError(f"plot: geometry {geometry} is not supported (circle, sphere, zonal and particle runs only)")
 
 
 def _model(dataset) -> Model:
     attrs = dataset.attrs
-    return Model(attention=attrs["attention"], beta=attrs["beta"], nu=attrs["nu"], dim=2)
+    return Model(attention=attrs["attention"], beta=attrs["beta"], nu=attrs["nu"],
+                 dim=int(attrs.get("dim", 2)))
 
 
 def _dominant_mode(dataset) -> int:
@@ -106,11 +109,19 @@ def _density_norm(density: np.ndarray) -> LogNorm:
     return LogNorm(vmin=min(floor, top / 10.0), vmax=top)
 
 
+def _angle_axis(ax, top: float, ticks: list[str], label: str) -> None:
+    ax.set_xlim(0.0, top)
+    ax.set_xticks(np.linspace(0.0, top, len(ticks)))
+    ax.set_xticklabels(ticks)
+    ax.set_xlabel(label)
+
+
 def _theta_axis(ax) -> None:
-    ax.set_xlim(0.0, 2.0 * math.pi)
-    ax.set_xticks(np.arange(5) * math.pi / 2.0)
-    ax.set_xticklabels(["0", r"$\pi/2$", r"$\pi$", r"$3\pi/2$", r"$2\pi$"])
-    ax.set_xlabel(r"$\theta$")
+    _angle_axis(ax, 2.0 * math.pi, ["0", r"$\pi/2$", r"$\pi$", r"$3\pi/2$", r"$2\pi$"], r"$\theta$")
+
+
+def _polar_axis(ax) -> None:
+    _angle_axis(ax, math.pi, ["0", r"$\pi/4$", r"$\pi/2$", r"$3\pi/4$", r"$\pi$"], r"polar angle $\vartheta$")
 
 
 def _heat_map(fig: Figure, ax, x, times, values, label: str, zero: str = r"$\leq 0$") -> None:
@@ -127,6 +138,59 @@ def _density_panel(fig: Figure, ax, dataset) -> None:
     _heat_map(fig, ax, dataset["theta"].values, dataset["time"].values, density, r"$\rho$")
     _theta_axis(ax)
     ax.set_title(r"(a) density $\rho(t,\theta)$")
+
+
+def _zonal_density_panel(fig: Figure, ax, dataset) -> None:
+    density = np.asarray(dataset["density"].values, dtype=float)
+    _heat_map(fig, ax, dataset["polar"].values, dataset["time"].values, density, r"$\rho$")
+    _polar_axis(ax)
+    ax.set_title(r"(a) zonal density $\rho(t,\vartheta)$")
+
+
+def _frame_indices(count: int, frames: int = SPHERE_FRAMES) -> list[int]:
+    """``frames`` evenly spaced frame indices from first to last, without repeats."""
+    return sorted(set(np.linspace(0, count - 1, frames).round().astype(int).tolist()))
+
+
+def _cell_edges(centres: np.ndarray, low: float, high: float) -> np.ndarray:
+    """Cell boundaries halfway between monotone ``centres``, closed by ``low`` and ``high``."""
+    inner = 0.5 * (centres[1:] + centres[:-1])
+    return np.concatenate([[low], inner, [high]]) if centres[-1] > centres[0] else \
+        np.concatenate([[high], inner, [low]])
+
+
+def _map_grid(dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Longitude edges in [-pi, pi], latitude edges in [-pi/2, pi/2], and the column order.
+
+    Longitudes are wrapped to [-pi, pi) and sorted; the first column is repeated at +pi so
+    the map closes without a gap at the antimeridian.
+    """
+    lon = np.deg2rad((np.asarray(dataset["lon"].values, dtype=float) + 180.0) % 360.0 - 180.0)
+    order = np.argsort(lon)
+    lon = np.append(lon[order], math.pi)
+    order = np.append(order, order[0])
+    lat = np.deg2rad(np.asarray(dataset["lat"].values, dtype=float))
+    return _cell_edges(lon, -math.pi, math.pi), _cell_edges(lat, -math.pi / 2, math.pi / 2), order
+
+
+def _sphere_maps(fig, dataset) -> None:
+    """Row of equal-area (Mollweide) maps of the density at a few times, one shared log colour scale."""
+    indices = _frame_indices(dataset.sizes["time"])
+    lon_edges, lat_edges, order = _map_grid(dataset)
+    frames = np.asarray(dataset["density"].values, dtype=float)[indices][:, :, order]
+    norm = _density_norm(frames)
+    cmap = mpl.colormaps[COLORMAP].with_extremes(bad="white")
+    axes = [fig.add_subplot(1, len(indices), i + 1, projection="mollweide") for i in range(len(indices))]
+    for ax, index, frame in zip(axes, indices, frames):
+        mesh = ax.pcolormesh(lon_edges, lat_edges, frame, shading="flat", cmap=cmap, norm=norm, rasterized=True)
+        ax.set_xticklabels([])
+        ax.tick_params(labelsize="x-small")
+        ax.grid(True, alpha=0.3)
+        ax.set_title(f"t = {float(dataset['time'].values[index]):g}", fontsize="medium")
+    label = r"$\rho$ (log scale)" + (r";  white: $\leq 0$" if np.any(frames <= 0) else "")
+    fig.colorbar(mesh, ax=axes, label=label, extend="min", shrink=0.8, pad=0.02)
+    fig.suptitle(r"(a) density $\rho(t, x)$ on $S^2$ (Mollweide equal-area maps; longitude $-\pi..\pi$)",
+                 fontsize="medium")
 
 
 def _token_histogram_panel(fig: Figure, ax, dataset, bins: int = 128) -> None:
@@ -183,6 +247,13 @@ def _clipped(curve: np.ndarray, ceiling: float) -> np.ndarray:
     return np.where(curve <= ceiling, curve, np.nan)
 
 
+def _mode_names(dataset) -> tuple[str, str, str]:
+    """(index symbol, amplitude symbol, panel title): Fourier modes on the circle, degrees on S^{d-1}."""
+    if dataset.attrs.get("geometry") in ("sphere", "zonal"):
+        return r"\ell", r"a_\ell", "degree amplitudes"
+    return "k", r"|\hat\rho_k|", "Fourier modes"
+
+
 def _modes_panel(ax, dataset, modes) -> None:
     times = dataset["time"].values
     observed = _observed(dataset, modes)
@@ -191,20 +262,21 @@ def _modes_panel(ax, dataset, modes) -> None:
     theory = theory_curves(dataset, modes)
     k_star = _dominant_mode(dataset)
     colours = _mode_colours(len(modes))
+    index, amplitude, name = _mode_names(dataset)
     for column, (k, colour) in enumerate(zip(modes, colours)):
         width = 2.8 if k == k_star else 1.2
-        label = f"$k={k}$" + (r" ($k^*$)" if k == k_star else "")
+        label = f"${index}={k}$" + (f" (${index}^*$)" if k == k_star else "")
         ax.plot(times, np.where(observed[:, column] > 0, observed[:, column], np.nan),
                 color=colour, lw=width, label=label)
         ax.plot(times, _clipped(theory[:, column], ceiling), color=colour, lw=width * 0.7, ls="--")
     ax.set_yscale("log")
     ax.set_ylim(0.5 * float(visible.min()), ceiling)
     _time_axis(ax, dataset)
-    ax.set_ylabel(r"$|\hat\rho_k(t)|$")
-    ax.set_title(r"(c) Fourier modes vs linear theory (dashed)")
+    ax.set_ylabel(f"${amplitude}(t)$")
+    ax.set_title(f"(c) {name} vs linear theory (dashed)")
     handles, labels = ax.get_legend_handles_labels()
     handles.append(Line2D([], [], color="grey", ls="--", lw=1.2))
-    labels.append(r"$|\hat\rho_k(0)|\,e^{\lambda_k t}$")
+    labels.append(f"${amplitude}(0)\\,e^{{\\lambda_{index} t}}$")
     ax.legend(handles, labels, fontsize="small", ncol=2, loc="upper left", framealpha=0.85)
 
 
@@ -225,6 +297,8 @@ def _title(dataset) -> str:
     where = "on the circle" if int(attrs.get("dim", 2)) == 2 else f"on $S^{{{int(attrs['dim']) - 1}}}$"
     if attrs.get("geometry") == "particles":
         where = f"{attrs.get('n', '')} tokens " + where
+    elif attrs.get("geometry") == "zonal":
+        where = "zonal density " + where
     title = (f"{str(attrs['attention']).upper()} {where}:  $\\beta$ = {float(attrs['beta']):g},  "
              f"$\\nu$ = {float(attrs['nu']):g},  init {attrs.get('init', '?')}")
     reason = str(attrs.get("stop_reason", "completed"))
@@ -237,18 +311,16 @@ def _save(fig: Figure, path) -> None:
     fig.savefig(path, dpi=DPI)
 
 
-def plot_run(dataset, path=None, modes=None) -> Figure:
-    """The standard three-panel figure of a circle run; saved to ``path`` if given.
-
-    ``modes``: the Fourier modes of panel (c), default ``1 .. max(6, 2 k*)``.  Other
-    geometries raise :class:`InputError` (circle only for now).
-    """
-    _check_plottable(dataset)
+def _row_figure(dataset, modes) -> Figure:
+    """Circle, zonal and particle runs: (a) density heat map, (b) energy, (c) modes or clustering."""
     fig = Figure(figsize=(16, 5), layout="constrained")
     fig.get_layout_engine().set(w_pad=0.08, wspace=0.04)
     axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.15, 1, 1]})
-    if dataset.attrs["geometry"] == "circle":
+    geometry = dataset.attrs["geometry"]
+    if geometry == "circle":
         _density_panel(fig, axes[0], dataset)
+    elif geometry == "zonal":
+        _zonal_density_panel(fig, axes[0], dataset)
     elif "theta" in dataset:
         _token_histogram_panel(fig, axes[0], dataset)
     else:
@@ -258,6 +330,31 @@ def plot_run(dataset, path=None, modes=None) -> Figure:
         _modes_panel(axes[2], dataset, _checked_modes(dataset, modes))
     else:
         _clustered_fraction_panel(axes[2], dataset)
+    return fig
+
+
+def _sphere_figure(dataset, modes) -> Figure:
+    """Sphere runs: (a) Mollweide maps of the density at a few times; (b) energy; (c) degree amplitudes."""
+    fig = Figure(figsize=(16, 8.5), layout="constrained")
+    maps, curves = fig.subfigures(2, 1, height_ratios=[0.62, 1])
+    _sphere_maps(maps, dataset)
+    axes = curves.subplots(1, 2)
+    _energy_panel(axes[0], dataset)
+    _modes_panel(axes[1], dataset, _checked_modes(dataset, modes))
+    return fig
+
+
+def plot_run(dataset, path=None, modes=None) -> Figure:
+    """The standard figure of a run, chosen by its ``geometry`` attribute; saved to ``path`` if given.
+
+    Circle, zonal and particle runs get three panels in a row; sphere runs get a row of
+    equal-area density maps above the energy and degree-amplitude panels.  ``modes``: the
+    Fourier modes / degrees of panel (c), default ``1 .. max(6, 2 k*)``.  Other geometries
+    raise :class:`InputError`.
+    """
+    _check_plottable(dataset)
+    build = _sphere_figure if dataset.attrs["geometry"] == "sphere" else _row_figure
+    fig = build(dataset, modes)
     fig.suptitle(_title(dataset))
     if path is not None:
         _save(fig, path)

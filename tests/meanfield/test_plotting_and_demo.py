@@ -29,8 +29,8 @@ def test_plot_run_writes_a_figure(tmp_path):
 
 
 def test_plot_refuses_other_geometries():
-    ds = xr.Dataset(attrs={"geometry": "sphere"})
-    with pytest.raises(InputError, match="circle runs and particle runs only"):
+    ds = xr.Dataset(attrs={"geometry": "torus"})
+    with pytest.raises(InputError, match="circle, sphere, zonal and particle runs only"):
         plot_run(ds)
 
 

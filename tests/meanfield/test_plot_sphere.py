@@ -1,0 +1,34 @@
+"""The standard figure of sphere and zonal runs."""
+
+import numpy as np
+import pytest
+
+from meanfield import Model, growth_rates
+from meanfield.plotting import plot_run, theory_curves
+from solvers import solve
+
+RUNS = {
+    "sphere": lambda: solve("sphere", attention="sa", beta=4.0, resolution=12, init="perturbed:1e-3", seed=0,
+                            t_final=1.0, save_every=0.25),
+    "zonal": lambda: solve("zonal", dim=4, attention="sa", beta=4.0, resolution=16, init="perturbed:1e-3",
+                           seed=0, t_final=1.0, save_every=0.25),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(RUNS))
+def run(request):
+    return RUNS[request.param]()
+
+
+def test_plot_run_writes_a_figure(run, tmp_path):
+    fig = plot_run(run, tmp_path / "f.png")
+    assert len(fig.axes) >= 3 and (tmp_path / "f.png").stat().st_size > 20_000
+
+
+def test_theory_curves_use_the_run_dimension(run):
+    attrs = run.attrs
+    model = Model(attrs["attention"], float(attrs["beta"]), float(attrs["nu"]), int(attrs["dim"]))
+    times = run["time"].values
+    expected = (run["mode_amplitude"].sel(mode=[1, 2]).values[0]
+                * np.exp(np.outer(times - times[0], growth_rates(model, [1, 2]))))
+    assert np.allclose(theory_curves(run, [1, 2]), expected, rtol=1e-12, atol=0)
