@@ -151,6 +151,78 @@ class SphereBasis:
         return out
 
 
+class ShtnsSphereBasis(SphereBasis):
+    """The same grid, coefficient layout and methods as :class:`SphereBasis`, with SHTns transforms.
+
+    SHTns (orthonormal, Condon–Shortley phase) stores ``m >= 0`` in the same m-major order as
+    ducc0, so coefficients are interchangeable.  Its vector convention is
+    ``v = grad S - r x grad T``: the gradient of ``f`` is the spheroidal synthesis of ``f_lm``
+    and ``(div v)_lm = -l(l+1) S_lm``.  SHTns needs at least 32 latitudes (``lmax >= 21``).
+    """
+
+    backend = "shtns"
+    MIN_NLAT = 32
+
+    def __init__(self, lmax: int, nthreads: int = 1):
+        import shtns
+
+        super().__init__(lmax, nthreads)
+        require(self.nlat >= self.MIN_NLAT, f"--backend shtns needs lmax >= 21 (got lmax = {lmax})")
+        self._sht = shtns.sht(self.lmax, self.lmax, 1, shtns.sht_orthonormal)
+        self._sht.set_grid(self.nlat, self.nlon, shtns.sht_quick_init | shtns.SHT_PHI_CONTIGUOUS, 0.0)  # exact: no polar cut
+        self._laplace = -(self.degree_of_index * (self.degree_of_index + 1.0))
+        self._zero = np.zeros(self.nalm, dtype=complex)
+        self._spheroidal = np.empty(self.nalm, dtype=complex)
+        self._toroidal = np.empty(self.nalm, dtype=complex)
+
+    def synthesise(self, alm: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        out = np.empty(self.shape) if out is None else out
+        self._sht.SH_to_spat(np.ascontiguousarray(alm, dtype=complex), out)
+        return out
+
+    def analyse(self, grid: np.ndarray) -> np.ndarray:
+        out = np.empty(self.nalm, dtype=complex)
+        self._sht.spat_to_SH(np.array(grid, dtype=float), out)
+        out[self.zonal] = out[self.zonal].real
+        return out
+
+    def gradient(self, alm: np.ndarray, out: np.ndarray | None = None):
+        out = np.empty((2,) + self.shape) if out is None else out
+        self._sht.SHsph_to_spat(np.ascontiguousarray(alm, dtype=complex), out[0], out[1])
+        return out
+
+    def divergence(self, v_theta: np.ndarray, v_phi: np.ndarray | None = None) -> np.ndarray:
+        vec = np.asarray(v_theta) if v_phi is None else np.stack((v_theta, v_phi))
+        self._sht.spat_to_SHsphtor(np.array(vec[0]), np.array(vec[1]), self._spheroidal, self._toroidal)
+        out = self._laplace * self._spheroidal
+        out[self.zonal] = out[self.zonal].real
+        return out
+
+
+def shtns_available() -> bool:
+    try:
+        import shtns  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+SPHERE_BACKENDS = {"ducc0": SphereBasis, "shtns": ShtnsSphereBasis}
+
+
+def make_sphere_basis(lmax: int, backend: str | None = None, nthreads: int = 1) -> SphereBasis:
+    """The sphere basis of ``backend``: ``"ducc0"`` (required), ``"shtns"`` (optional, faster), or
+    ``None``: SHTns when it is importable and the grid is large enough for it, else ducc0."""
+    require(backend in (None, *SPHERE_BACKENDS),
+            f"--backend must be one of {', '.join(SPHERE_BACKENDS)} for the sphere (got {backend!r})")
+    if backend is None:
+        big_enough = _dealiased_grid(lmax)[0] >= ShtnsSphereBasis.MIN_NLAT
+        backend = "shtns" if shtns_available() and big_enough else "ducc0"
+    if backend == "shtns":
+        require(shtns_available(), "--backend shtns: the shtns package is not installed (pip install shtns)")
+    return SPHERE_BACKENDS[backend](lmax, nthreads)
+
+
 class SphereSpectral:
     """Pseudo-spectral right-hand side on S^2; see the module docstring.
 
@@ -168,16 +240,15 @@ class SphereSpectral:
         require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
         require(isinstance(resolution, (int, np.integer)) and resolution >= 6,
                 f"--resolution (lmax) must be an integer >= 6 (got {resolution!r})")
-        require(backend in (None, "ducc0"), f"--backend must be ducc0 for the sphere (got {backend!r})")
         self.model = model
-        self.basis = basis = SphereBasis(int(resolution), nthreads)
+        self.basis = basis = make_sphere_basis(int(resolution), backend, nthreads)
         self.resolution = basis.lmax
         l = basis.degree_of_index
         self.conv = scaled_funk_hecke(l, model.beta, 3)                       # exp(-beta) kappa_l
-        velocity = scaled_funk_hecke_over_beta(l, model.beta, 3) * basis.ladder
+        potential = scaled_funk_hecke_over_beta(l, model.beta, 3)
         if model.attention == "usa":
-            velocity = velocity * math.exp(model.beta)
-        self.velocity = velocity                                              # E_lm multiplier
+            potential = potential * math.exp(model.beta)
+        self.potential = potential              # X = grad(potential * rho) (USA), / (conv * rho) (SA)
         self.linear = None if model.nu == 0 else -model.nu * (l * (l + 1.0))
         degrees = np.arange(1, basis.lmax + 1)
         self.max_rate = float(max(np.max(growth_rates(Model(model.attention, model.beta, 0.0, 3), degrees)), 1e-300))
@@ -192,9 +263,6 @@ class SphereSpectral:
         self._rho = np.empty((1, nlat, nlon))
         self._conv_grid = np.empty((1, nlat, nlon))
         self._vel = np.empty((2, nlat, nlon))
-        self._alm0 = np.empty((1, basis.nalm), dtype=complex)
-        self._alm1 = np.zeros((2, basis.nalm), dtype=complex)
-        self._kw = dict(lmax=basis.lmax, geometry="GL", nthreads=basis.nthreads)
 
     # -- state <-> density ------------------------------------------------------------------------
     def state_from_density(self, density: np.ndarray) -> np.ndarray:
@@ -209,23 +277,14 @@ class SphereSpectral:
     # -- dynamics ---------------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """The transport term ``-div(rho X[rho])`` in coefficient space (MATH.md §2)."""
-        sht, kw = ducc0.sht, self._kw
-        self._alm0[0] = state
-        sht.synthesis_2d(alm=self._alm0, map=self._rho, spin=0, **kw)
-        np.multiply(state, self.velocity, out=self._alm1[0])
-        self._alm1[1] = 0.0
-        vel = self._vel
-        sht.synthesis_2d(alm=self._alm1, map=vel, spin=1, **kw)
+        basis = self.basis
+        rho = basis.synthesise(state, out=self._rho[0])
+        vel = basis.gradient(state * self.potential, out=self._vel)
         if self.model.attention == "sa":
-            np.multiply(state, self.conv, out=self._alm0[0])
-            sht.synthesis_2d(alm=self._alm0, map=self._conv_grid, spin=0, **kw)
-            np.divide(vel, self._conv_grid, out=vel)
+            np.divide(vel, basis.synthesise(state * self.conv, out=self._conv_grid[0]), out=vel)
         self.max_speed = math.sqrt(float(np.max(vel[0] ** 2 + vel[1] ** 2)))
-        np.multiply(vel, self._rho, out=vel)
-        sht.analysis_2d(map=vel, alm=self._alm1, spin=1, **kw)
-        out = self._alm1[0] * self.basis.ladder        # -div(rho X) = +sqrt(l(l+1)) E_lm
-        out[self.basis.zonal] = out[self.basis.zonal].real
-        return out
+        np.multiply(vel, rho, out=vel)
+        return -basis.divergence(vel)
 
     def stable_dt(self, cfl: float) -> float:
         """Largest step the field allows: ``cfl / max(lmax max|X|, lambda_max)`` (as on the circle)."""
