@@ -393,10 +393,16 @@ def phase_diagram(store, dims, betas, quick, no_progress, **settings):
     if quick:
         grid.update(QUICK)
     settings = {key: value for key, value in settings.items() if key not in QUICK or not quick}
-    dataset = run_sweep(store, progress=not no_progress, **grid, **settings)
+    try:
+        dataset = run_sweep(store, progress=not no_progress, **grid, **settings)
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: the chunks finished so far are stored in {store}; re-run to resume", err=True)
+        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     figure = Path(store) / "phase_diagram.png"
     plot_phase_diagram(dataset, figure)
     click.echo(format_summary(dataset))
+    if dataset.attrs.get("incomplete_chunks", 0):
+        click.echo(f"warning: {dataset.attrs['incomplete_chunks']} chunks stopped early (see stop_reason)", err=True)
     click.echo(f"computed {dataset.attrs['computed_chunks']} chunks, reused {dataset.attrs['reused_chunks']}; "
                f"wrote {Path(store) / 'phase_diagram.nc'} and {figure}")
 

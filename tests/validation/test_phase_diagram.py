@@ -93,3 +93,15 @@ def test_local_dask_cluster(tmp_path):
     reference = run_sweep(tmp_path / "sync", dims=(2,), betas=(0.0, 1.0), t_final=2.0, n_times=3,
                           realisations=8, scheduler=SYNC, progress=False)
     assert np.array_equal(ds["probability"].values, reference["probability"].values)
+
+
+def test_equiangular_time_matches_closed_form_and_quadrature():
+    from scipy.integrate import quad
+    n, delta = 32, 1e-3
+    assert equiangular_time(0.0, n, delta) == pytest.approx(0.5 * math.log((1 + 31 * 0.999) / 1e-3), rel=1e-10)
+    for beta in (4.0, 9.0, 60.0):  # t* = int_0^{1-delta} dg / g'(g), MATH.md §1
+        exact = quad(lambda g: (math.exp(beta * (1 - g)) + n - 1) / (2 * (1 - g) * (1 + (n - 1) * g)), 0.0, 1 - delta,
+                     epsabs=0, epsrel=1e-13, limit=400, points=[1 / beta])[0]
+        assert equiangular_time(beta, n, delta) == pytest.approx(exact, rel=1e-9)
+    times = [equiangular_time(b, n, delta) for b in np.linspace(0, 9, 10)]
+    assert np.all(np.diff(times) > 0)
