@@ -73,8 +73,7 @@ def simulate(*, dim: int = 2, n: int = 256, attention: str = "sa", beta: float =
     if dt_max is None:
         dt_max = 1e-2 if nu > 0 else math.inf
     time_stepper = make_stepper(stepper, scheme, cfl=cfl, rtol=rtol, dt_max=dt_max)
-    state = scheme.after_step(positions[None], 0.0) if nu == 0 else positions[None] / np.linalg.norm(
-        positions[None], axis=-1, keepdims=True)
+    state = positions[None] / np.linalg.norm(positions, axis=-1, keepdims=True)[None]  # onto the sphere
     record = run(scheme, time_stepper, state, t_final, save_every, progress=progress)
     dims, coords = scheme.dims(), scheme.coords()
     frames = record.frames
