@@ -28,10 +28,11 @@ from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_over_beta
 from meanfield.model import Model
 from meanfield.theory import growth_rates
 
+from .density_scheme import DensityScheme
 from .fourier import FourierBasis
 
 
-class CircleSpectral:
+class CircleSpectral(DensityScheme):
     """Pseudo-spectral right-hand side on the circle; see the module docstring."""
 
     geometry = "circle"
@@ -61,7 +62,6 @@ class CircleSpectral:
         self.resolution_tol = resolution_tol
         tail_start = max(1, (5 * basis.kmax) // 6)
         self._tail = slice(tail_start, basis.kmax + 1)
-        self._tail_floor = 0.0
         self.max_speed = 0.0
 
     # -- state <-> density ------------------------------------------------------------------------
@@ -72,8 +72,7 @@ class CircleSpectral:
     def state_from_density(self, density: np.ndarray) -> np.ndarray:
         """Dealiased coefficients of a grid density; records the initial spectral tail."""
         state = self.basis.to_coeffs(density) * self.basis.dealias
-        self._tail_floor = self.spectral_tail(state)
-        return state
+        return self.record_initial_tail(state)
 
     def density(self, state: np.ndarray) -> np.ndarray:
         return self.basis.to_grid(state).copy()
@@ -109,31 +108,11 @@ class CircleSpectral:
         """Largest ``|rho_hat_k|`` in the top sixth of the retained modes, relative to ``rho_hat_0``."""
         return float(np.max(np.abs(state[self._tail])) / abs(state[0]))
 
-    def validity(self, state: np.ndarray, t: float) -> str | None:
-        """``None`` while the state is trustworthy; otherwise why not.
+    def mean_density(self, state: np.ndarray) -> float:
+        return float(state[0].real)
 
-        * finiteness: every coefficient finite;
-        * positivity: ``min rho >= -positivity_tol * mean(rho)``;
-        * resolution: the spectral tail stays below ``max(resolution_tol, 10 x its initial value)``.
-        """
-        if not np.all(np.isfinite(state)):
-            return f"non-finite values at t = {t:.6g}"
-        mean = state[0].real
-        low = float(np.min(self.basis.to_grid(state)))
-        if low < -self.positivity_tol * mean:
-            return (f"positivity lost at t = {t:.6g}: min density {low:.3g} < "
-                    f"-{self.positivity_tol:g} x mean density")
-        tail, limit = self.spectral_tail(state), max(self.resolution_tol, 10 * self._tail_floor)
-        if tail > limit:
-            return (f"resolution lost at t = {t:.6g}: spectral tail {tail:.3g} > {limit:.3g} "
-                    f"(increase --resolution or use a scheme that follows clusters)")
-        return None
-
-    def frame(self, state: np.ndarray) -> dict:
-        """What one saved frame records (DESIGN.md data contract)."""
-        density = self.density(state)
-        return {"density": density, "mass": self.basis.integrate(density),
-                "energy": self.energy(state), "mode_amplitude": np.abs(state)}
+    def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
+        return np.abs(state)
 
     def coords(self) -> dict:
         return {"theta": ("theta", self.basis.theta, {"long_name": "angle", "units": "rad"}),

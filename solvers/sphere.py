@@ -41,6 +41,8 @@ from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_over_beta
 from meanfield.model import Model
 from meanfield.theory import growth_rates
 
+from .density_scheme import DensityScheme
+
 
 def _dealiased_grid(lmax: int) -> tuple[int, int]:
     """``(nlat, nlon)`` for unaliased quadratic products of degree-``lmax`` fields."""
@@ -223,7 +225,7 @@ def make_sphere_basis(lmax: int, backend: str | None = None, nthreads: int = 1) 
     return SPHERE_BACKENDS[backend](lmax, nthreads)
 
 
-class SphereSpectral:
+class SphereSpectral(DensityScheme):
     """Pseudo-spectral right-hand side on S^2; see the module docstring.
 
     ``resolution`` is ``lmax``; densities live on the dealiased Gauss–Legendre grid of
@@ -257,7 +259,6 @@ class SphereSpectral:
         self.resolution_tol = resolution_tol
         tail_start = max(1, (5 * basis.lmax) // 6)
         self._tail = slice(tail_start, basis.lmax + 1)
-        self._tail_floor = 0.0
         self.max_speed = 0.0
         nlat, nlon = basis.shape
         self._rho = np.empty((1, nlat, nlon))
@@ -268,8 +269,7 @@ class SphereSpectral:
     def state_from_density(self, density: np.ndarray) -> np.ndarray:
         """Coefficients ``l <= lmax`` of a density on the basis grid; records the initial spectral tail."""
         state = self.basis.analyse(density)
-        self._tail_floor = self.spectral_tail(state)
-        return state
+        return self.record_initial_tail(state)
 
     def density(self, state: np.ndarray) -> np.ndarray:
         return self.basis.synthesise(state)
@@ -301,31 +301,11 @@ class SphereSpectral:
         amp = self.basis.degree_amplitude(state)
         return float(np.max(amp[self._tail]) / amp[0])
 
-    def validity(self, state: np.ndarray, t: float) -> str | None:
-        """``None`` while the state is trustworthy; otherwise why not (same checks as the circle).
+    def mean_density(self, state: np.ndarray) -> float:
+        return float(state[0].real / math.sqrt(4 * math.pi))
 
-        * finiteness: every coefficient finite;
-        * positivity: ``min rho >= -positivity_tol * mean(rho)`` on the grid;
-        * resolution: the degree-spectrum tail stays below ``max(resolution_tol, 10 x its initial value)``.
-        """
-        if not np.all(np.isfinite(state)):
-            return f"non-finite values at t = {t:.6g}"
-        mean = state[0].real / math.sqrt(4 * math.pi)
-        low = float(np.min(self.basis.synthesise(state)))
-        if low < -self.positivity_tol * mean:
-            return (f"positivity lost at t = {t:.6g}: min density {low:.3g} < "
-                    f"-{self.positivity_tol:g} x mean density")
-        tail, limit = self.spectral_tail(state), max(self.resolution_tol, 10 * self._tail_floor)
-        if tail > limit:
-            return (f"resolution lost at t = {t:.6g}: spectral tail {tail:.3g} > {limit:.3g} "
-                    f"(increase --resolution or use a scheme that follows clusters)")
-        return None
-
-    def frame(self, state: np.ndarray) -> dict:
-        """What one saved frame records (DESIGN.md data contract); density on the basis GL grid."""
-        density = self.density(state)
-        return {"density": density, "mass": self.basis.integrate(density),
-                "energy": self.energy(state), "mode_amplitude": self.basis.degree_amplitude(state)}
+    def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
+        return self.basis.degree_amplitude(state)
 
     def coords(self) -> dict:
         b = self.basis

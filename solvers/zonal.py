@@ -33,6 +33,8 @@ from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_over_beta
 from meanfield.model import Model
 from meanfield.theory import growth_rates
 
+from .density_scheme import DensityScheme
+
 
 def normalised_gegenbauer(t, lmax: int, dim: int, derivative: bool = False):
     """``P_l(t)`` (and ``P_l'(t)``), ``l = 0..lmax``, as arrays of shape ``t.shape + (lmax+1,)``.
@@ -122,7 +124,7 @@ class ZonalBasis:
         return (full.T * self.quad) @ values
 
 
-class ZonalGalerkin:
+class ZonalGalerkin(DensityScheme):
     """Galerkin right-hand side for zonal densities on S^{d-1}; see the module docstring."""
 
     geometry = "zonal"
@@ -159,7 +161,6 @@ class ZonalGalerkin:
         self.resolution_tol = resolution_tol
         tail_start = max(1, (5 * basis.lmax) // 6)
         self._tail = slice(tail_start, basis.lmax + 1)
-        self._tail_floor = 0.0
         self.max_speed = 0.0
 
     # -- state <-> density ------------------------------------------------------------------------
@@ -170,8 +171,7 @@ class ZonalGalerkin:
     def state_from_density(self, density: np.ndarray) -> np.ndarray:
         """Coefficients ``g_0..g_L`` of a density given at the nodes; records the initial spectral tail."""
         state = self.basis.analyse(np.asarray(density, dtype=float))
-        self._tail_floor = self.spectral_tail(state)
-        return state
+        return self.record_initial_tail(state)
 
     def density(self, state: np.ndarray) -> np.ndarray:
         return self.basis.synthesise(state)
@@ -205,31 +205,11 @@ class ZonalGalerkin:
         """Largest ``|g_l|`` in the top sixth of the degrees, relative to ``g_0``."""
         return float(np.max(np.abs(state[self._tail])) / abs(state[0]))
 
-    def validity(self, state: np.ndarray, t: float) -> str | None:
-        """``None`` while the state is trustworthy; otherwise why not (same checks as the circle).
+    def mean_density(self, state: np.ndarray) -> float:
+        return float(state[0] * self.basis.P[0, 0])
 
-        * finiteness: every coefficient finite;
-        * positivity: ``min rho >= -positivity_tol * mean(rho)`` on the nodes;
-        * resolution: the spectral tail stays below ``max(resolution_tol, 10 x its initial value)``.
-        """
-        if not np.all(np.isfinite(state)):
-            return f"non-finite values at t = {t:.6g}"
-        mean = state[0] * self.basis.P[0, 0]  # g_0 / sqrt(|S^{d-1}|)
-        low = float(np.min(self.basis.synthesise(state)))
-        if low < -self.positivity_tol * mean:
-            return (f"positivity lost at t = {t:.6g}: min density {low:.3g} < "
-                    f"-{self.positivity_tol:g} x mean density")
-        tail, limit = self.spectral_tail(state), max(self.resolution_tol, 10 * self._tail_floor)
-        if tail > limit:
-            return (f"resolution lost at t = {t:.6g}: spectral tail {tail:.3g} > {limit:.3g} "
-                    f"(increase --resolution or use a scheme that follows clusters)")
-        return None
-
-    def frame(self, state: np.ndarray) -> dict:
-        """What one saved frame records (DESIGN.md data contract)."""
-        density = self.density(state)
-        return {"density": density, "mass": self.basis.integrate(density),
-                "energy": self.energy(state), "mode_amplitude": np.abs(state)}
+    def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
+        return np.abs(state)
 
     def coords(self) -> dict:
         return {"polar": ("polar", self.basis.polar, {"long_name": "polar angle from the pole e", "units": "rad"}),

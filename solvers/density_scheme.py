@@ -1,0 +1,46 @@
+"""What every density scheme shares: the validity monitor and the saved frame (DESIGN.md).
+
+A scheme subclassing :class:`DensityScheme` provides ``basis.integrate``, ``density(state)``
+(grid values), ``mean_density(state)``, ``energy(state)``, ``mode_amplitudes(state)``,
+``spectral_tail(state)`` and the tolerances ``positivity_tol`` and ``resolution_tol``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class DensityScheme:
+    """Shared checks and records of the circle, sphere and zonal schemes."""
+
+    _tail_floor = 0.0
+
+    def record_initial_tail(self, state: np.ndarray) -> np.ndarray:
+        """Remember the initial spectral tail (the resolution monitor's reference); returns ``state``."""
+        self._tail_floor = self.spectral_tail(state)
+        return state
+
+    def validity(self, state: np.ndarray, t: float) -> str | None:
+        """``None`` while the state is trustworthy; otherwise why not.
+
+        * finiteness: every coefficient finite;
+        * positivity: ``min rho >= -positivity_tol * mean(rho)`` on the grid;
+        * resolution: the spectral tail stays below ``max(resolution_tol, 10 x its initial value)``.
+        """
+        if not np.all(np.isfinite(state)):
+            return f"non-finite values at t = {t:.6g}"
+        low = float(np.min(self.density(state)))
+        if low < -self.positivity_tol * self.mean_density(state):
+            return (f"positivity lost at t = {t:.6g}: min density {low:.3g} < "
+                    f"-{self.positivity_tol:g} x mean density")
+        tail, limit = self.spectral_tail(state), max(self.resolution_tol, 10 * self._tail_floor)
+        if tail > limit:
+            return (f"resolution lost at t = {t:.6g}: spectral tail {tail:.3g} > {limit:.3g} "
+                    f"(increase --resolution or use a scheme that follows clusters)")
+        return None
+
+    def frame(self, state: np.ndarray) -> dict:
+        """What one saved frame records (DESIGN.md data contract)."""
+        density = self.density(state)
+        return {"density": density, "mass": self.basis.integrate(density),
+                "energy": self.energy(state), "mode_amplitude": self.mode_amplitudes(state)}
