@@ -7,7 +7,6 @@ Flags are spelled the same in every subcommand.  A user mistake prints one line,
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 

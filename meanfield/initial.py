@@ -92,30 +92,47 @@ def _from_file(path: str, n: int) -> np.ndarray:
     return np.fft.irfft(resampled, n, norm="forward")
 
 
+def density_from_spec(spec: str, help_text: str, read_file, term) -> tuple[str, np.ndarray]:
+    """``(stripped spec, density)``: ``read_file(path)`` for a ``.nc`` spec, else the equal-weight
+    mixture of ``term(text)`` over the ``+``-separated terms (split only before a letter)."""
+    require(isinstance(spec, str) and spec.strip() != "", f"--init must be one of: {help_text}")
+    spec = spec.strip()
+    if spec.endswith(".nc"):
+        return spec, read_file(spec)
+    terms = re.split(r"\+(?=[A-Za-z])", spec)
+    return spec, sum(term(t) for t in terms) / len(terms)
+
+
+def check_sign_and_mass(density: np.ndarray, spec: str, mass: float, area: float) -> float:
+    """Refuse a non-finite, massless or negative density; returns its mean ``mass / area``."""
+    require(bool(np.all(np.isfinite(density))) and math.isfinite(mass), f"--init {spec!r}: the density is not finite")
+    require(mass > 0, f"--init {spec!r}: the density must integrate to a positive number (got {mass:.3g})")
+    mean = mass / area
+    low = float(np.min(density))
+    require(low >= -1e-12 * mean,
+            f"--init {spec!r}: the density is negative somewhere (min {low:.3g}); lower EPS or use another start")
+    return mean
+
+
+def require_resolved(unresolved: float, spec: str, resolution: int, band: str) -> None:
+    """Refuse a start whose content past the kept band exceeds ``UNRESOLVED_TOL`` x mean."""
+    require(unresolved <= UNRESOLVED_TOL,
+            f"--init {spec!r}: not resolved at --resolution {resolution} (content {unresolved:.2g} x mean past "
+            f"{band}); increase --resolution")
+
+
 def circle_density(spec: str, n: int, seed=None) -> np.ndarray:
     """The initial density of ``spec`` on the N-point grid ``theta_j = 2 pi j / N``."""
-    require(isinstance(spec, str) and spec.strip() != "", f"--init must be one of: {INIT_HELP}")
-    spec = spec.strip()
     theta = 2 * math.pi * np.arange(n) / n
-    if spec.endswith(".nc"):
-        density = _from_file(spec, n)
-    else:
-        terms = [t for t in re.split(r"\+(?=[A-Za-z])", spec)]
-        density = sum(_term(t, theta, seed) for t in terms) / len(terms)
+    spec, density = density_from_spec(spec, INIT_HELP, lambda path: _from_file(path, n),
+                                      lambda text: _term(text, theta, seed))
     check_density(density, spec, n)
     return density
 
 
 def check_density(density: np.ndarray, spec: str, n: int) -> None:
     """Refuse a density that is not finite, negative, massless, or unresolved on the grid."""
-    require(bool(np.all(np.isfinite(density))), f"--init {spec!r}: the density is not finite")
-    mean = float(np.mean(density))
-    require(mean > 0, f"--init {spec!r}: the density must integrate to a positive number (got {2 * math.pi * mean:.3g})")
-    low = float(np.min(density))
-    require(low >= -1e-12 * mean,
-            f"--init {spec!r}: the density is negative somewhere (min {low:.3g}); lower EPS or use another start")
+    mean = check_sign_and_mass(density, spec, 2 * math.pi * float(np.mean(density)), 2 * math.pi)
     coeffs = np.abs(np.fft.rfft(density, norm="forward"))
-    unresolved = float(np.max(coeffs[dealiased_band(n) + 1:], initial=0.0)) / mean
-    require(unresolved <= UNRESOLVED_TOL,
-            f"--init {spec!r}: not resolved at --resolution {n} (content {unresolved:.2g} x mean past mode "
-            f"{dealiased_band(n)}); increase --resolution")
+    require_resolved(float(np.max(coeffs[dealiased_band(n) + 1:], initial=0.0)) / mean, spec, n,
+                     f"mode {dealiased_band(n)}")

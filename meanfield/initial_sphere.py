@@ -23,12 +23,11 @@ projection by more than 1e-3 of the mean density) is refused with one line namin
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 
 from .errors import InputError, require
-from .initial import UNRESOLVED_TOL
+from .initial import check_sign_and_mass, density_from_spec, require_resolved
 from .storage import last_valid_density, load_run
 
 SPHERE_INIT_HELP = ("uniform, perturbed:EPS, vmf:KAPPA@LAT,LON (LAT/LON in degrees; sums with '+'), "
@@ -116,13 +115,8 @@ def _from_file(path: str, basis) -> np.ndarray:
 
 def sphere_density(spec: str, basis, seed=None) -> np.ndarray:
     """The initial density of ``spec`` on the grid of ``basis`` (``nlat x nlon``)."""
-    require(isinstance(spec, str) and spec.strip() != "", f"--init must be one of: {SPHERE_INIT_HELP}")
-    spec = spec.strip()
-    if spec.endswith(".nc"):
-        density = _from_file(spec, basis)
-    else:
-        terms = re.split(r"\+(?=[A-Za-z])", spec)
-        density = sum(_term(t, basis, seed) for t in terms) / len(terms)
+    spec, density = density_from_spec(spec, SPHERE_INIT_HELP, lambda path: _from_file(path, basis),
+                                      lambda text: _term(text, basis, seed))
     check_sphere_density(density, spec, basis)
     return density
 
@@ -130,13 +124,6 @@ def sphere_density(spec: str, basis, seed=None) -> np.ndarray:
 def check_sphere_density(density: np.ndarray, spec: str, basis) -> None:
     """Refuse a density that is not finite, negative, massless, or unresolved at ``basis.lmax``."""
     require(bool(np.all(np.isfinite(density))), f"--init {spec!r}: the density is not finite")
-    mass = basis.integrate(density)
-    require(mass > 0, f"--init {spec!r}: the density must integrate to a positive number (got {mass:.3g})")
-    mean = mass / (4 * math.pi)
-    low = float(np.min(density))
-    require(low >= -1e-12 * mean,
-            f"--init {spec!r}: the density is negative somewhere (min {low:.3g}); lower EPS or use another start")
+    mean = check_sign_and_mass(density, spec, basis.integrate(density), 4 * math.pi)
     residual = float(np.max(np.abs(density - basis.synthesise(basis.analyse(density))))) / mean
-    require(residual <= UNRESOLVED_TOL,
-            f"--init {spec!r}: not resolved at --resolution {basis.lmax} (content {residual:.2g} x mean past "
-            f"degree {basis.lmax}); increase --resolution")
+    require_resolved(residual, spec, basis.lmax, f"degree {basis.lmax}")

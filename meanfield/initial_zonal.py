@@ -22,14 +22,13 @@ degree lmax larger than 1e-3 of the mean) is refused with one line naming ``--in
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 from scipy.special import ive
 
 from .errors import InputError, require
 from .geometry import sphere_area
-from .initial import UNRESOLVED_TOL, _number
+from .initial import _number, check_sign_and_mass, density_from_spec, require_resolved
 from .storage import last_valid_density, load_run
 
 INIT_HELP = "uniform, perturbed:EPS, vmf:KAPPA (sums with '+'), or an earlier zonal run's .nc file"
@@ -88,13 +87,8 @@ def _resample(path: str, basis) -> np.ndarray:
 
 def zonal_density(spec: str, basis, seed=None) -> np.ndarray:
     """The initial density of ``spec`` at the nodes of ``basis`` (see the module docstring)."""
-    require(isinstance(spec, str) and spec.strip() != "", f"--init must be one of: {INIT_HELP}")
-    spec = spec.strip()
-    if spec.endswith(".nc"):
-        density = _resample(spec, basis)
-    else:
-        terms = re.split(r"\+(?=[A-Za-z])", spec)
-        density = sum(_term(t, basis, seed) for t in terms) / len(terms)
+    spec, density = density_from_spec(spec, INIT_HELP, lambda path: _resample(path, basis),
+                                      lambda text: _term(text, basis, seed))
     check_zonal_density(density, spec, basis)
     return density
 
@@ -104,12 +98,6 @@ def check_zonal_density(density: np.ndarray, spec: str, basis) -> None:
     require(bool(np.all(np.isfinite(density))), f"--init {spec!r}: the density is not finite")
     coeffs = basis.interpolant_coeffs(density)
     mass = float(coeffs[0]) * math.sqrt(sphere_area(basis.dim))  # g_0 = mass / sqrt(|S^{d-1}|)
-    require(mass > 0, f"--init {spec!r}: the density must integrate to a positive number (got {mass:.3g})")
-    mean = mass / sphere_area(basis.dim)
-    low = float(np.min(density))
-    require(low >= -1e-12 * mean,
-            f"--init {spec!r}: the density is negative somewhere (min {low:.3g}); lower EPS or use another start")
-    unresolved = float(np.max(np.abs(coeffs[basis.lmax + 1:]), initial=0.0)) / abs(coeffs[0])
-    require(unresolved <= UNRESOLVED_TOL,
-            f"--init {spec!r}: not resolved at --resolution {basis.lmax} (content {unresolved:.2g} x mean "
-            f"past degree {basis.lmax}); increase --resolution")
+    check_sign_and_mass(density, spec, mass, sphere_area(basis.dim))
+    require_resolved(float(np.max(np.abs(coeffs[basis.lmax + 1:]), initial=0.0)) / abs(coeffs[0]), spec,
+                     basis.lmax, f"degree {basis.lmax}")

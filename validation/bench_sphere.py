@@ -16,10 +16,8 @@ Run with ``python -m validation.bench_sphere [--quick]``.
 from __future__ import annotations
 
 import argparse
-import math
 import time
 
-import numpy as np
 
 from meanfield.initial_sphere import sphere_density
 from meanfield.model import Model

@@ -181,8 +181,8 @@ def plot_study(ds: xr.Dataset) -> Figure:
     ax = fig.subplots()
     n = ds["n"].values
     log_n = np.log(n.astype(float))
-    _criterion_points(ax, ds, log_n, "", "C0", rf"$2\pi|\hat\rho_{{k^*}}| > 1/2$", -0.03)
-    _criterion_points(ax, ds, log_n, "_any_mode", "C3", rf"$\max_k 2\pi|\hat\rho_k| > 1/2$", 0.03)
+    _criterion_points(ax, ds, log_n, "", "C0", r"$2\pi|\hat\rho_{{k^*}}| > 1/2$", -0.03)
+    _criterion_points(ax, ds, log_n, "_any_mode", "C3", r"$\max_k 2\pi|\hat\rho_k| > 1/2$", 0.03)
     ax.plot([], [], "k-",
             label=rf"prediction $\log n / (2\lambda_{{k^*}}) + c$, slope {attrs['theoretical_slope']:.3f}")
     ax.plot([], [], "k--", lw=1, label="least-squares fit of the means")

@@ -7,9 +7,9 @@ import pytest
 
 from meanfield import Model, critical_noise
 from meanfield.diagnostics import detect_clusters
-from meanfield.initial import circle_density, von_mises
+from meanfield.initial import circle_density
 from solvers import CircleSpectral, make_stepper, run, solve
-from validation.growth_rates import MODES, fitted_rates
+from validation.growth_rates import fitted_rates
 
 
 @pytest.mark.parametrize("attention", ["sa", "usa"])
