@@ -9,6 +9,7 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
 * diagnostics — :func:`detect_clusters`, :func:`fit_growth_rates`.
 * :func:`solve` — run the PDE, returns an ``xarray.Dataset``; :func:`load_run`, :func:`save_run`.
 * :func:`plot_run` — the standard figure of a run.
+* :mod:`meanfield.gaussian` — the Castin et al. mean/covariance ODEs (MATH.md §3).
 """
 
 from importlib.metadata import PackageNotFoundError, version as _version
@@ -18,6 +19,7 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0+unknown"
 
+from . import gaussian
 from .diagnostics import detect_clusters, fit_growth_rates, interaction_energy
 from .errors import InputError
 from .geometry import sphere_area
@@ -39,6 +41,6 @@ def plot_run(dataset, path=None, modes=None):
     return _plot_run(dataset, path, modes)
 
 
-__all__ = ["InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
+__all__ = ["gaussian", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
            "growth_rates", "load_run", "save_run", "scaled_funk_hecke", "solve", "sphere_area",
            "__version__"]
