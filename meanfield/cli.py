@@ -213,6 +213,44 @@ def particles(out, no_progress, **settings):
         raise click.exceptions.Exit(EXIT_INTERRUPTED)
 
 
+# --------------------------------------------------------------------------------------------- gaussian
+@cli.command()
+@click.option("--attention", type=click.Choice(["softmax", "l2"]), default="softmax", show_default=True,
+              help="Softmax weights exp(<Qx, Ky>) or L2 weights exp(-|Qx - Ky|^2 / 2).")
+@click.option("--dim", type=int, default=2, show_default=True, help="Token dimension d (tokens in R^d).")
+@click.option("--case", type=click.Choice(["identity", "random"]), default="identity", show_default=True,
+              help="V = Q = K = I with a random covariance, or random V, Q, K, mean and covariance.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--scaled", is_flag=True, help="Scale the logits by 1/sqrt(k) as in transformers.")
+@click.option("--t-final", type=float, required=True, help="Final time.")
+@click.option("--save-every", type=float, default=None, help="Save cadence [default: every accepted step].")
+@click.option("--out", type=click.Path(dir_okay=False), default="gaussian.nc", show_default=True)
+def gaussian(attention, dim, case, seed, scaled, t_final, save_every, out):
+    """Mean and covariance of Gaussian tokens in R^d (Castin et al., MATH.md §3).
+
+    \b
+    Example:
+      meanfield gaussian --attention softmax --dim 2 --case identity --t-final 1 --out gaussian.nc
+    """
+    from .gaussian import solve as solve_moments
+    from .gaussian_cases import gaussian_case
+    from .storage import save_run
+
+    _check_writable(out)
+    data = gaussian_case(case, dim, seed)
+    dataset = solve_moments(data["mean"], data["cov"], V=data["V"], Q=data["Q"], K=data["K"], t_final=t_final,
+                            attention=attention, save_every=save_every, scaled=scaled)
+    dataset.attrs.update(case=case, seed=seed, command=" ".join(
+        ["meanfield", "gaussian", "--attention", attention, "--dim", str(dim), "--case", case, "--seed", str(seed),
+         "--t-final", str(t_final)] + (["--scaled"] if scaled else [])
+        + (["--save-every", str(save_every)] if save_every else [])))
+    for name in ("V", "Q", "K"):
+        dataset[name] = (("row", "column"), data[name])
+    save_run(dataset, out)
+    click.echo(f"stop_reason: {dataset.attrs['stop_reason']}   blowup_time: {dataset.attrs['blowup_time']}")
+    click.echo(f"saved {dataset.sizes['time']} times up to t = {float(dataset.time[-1]):.6g} -> {out}")
+
+
 # --------------------------------------------------------------------------------------------- plot
 @cli.command()
 @click.argument("run", type=click.Path(dir_okay=False))

@@ -40,7 +40,9 @@ COLORMAP = "magma"
 TITLE_REASON_CHARS = 60
 
 
-PLOTTABLE = ("circle", "sphere", "zonal", "particles")
+PLOTTABLE = ("circle", "sphere", "zonal", "particles", "gaussian")
+#: Covariance ellipses drawn in the Gaussian figure.
+GAUSSIAN_ELLIPSES = 8
 #: Densities at this many times (first, ..., last) in the sphere figure's map row.
 SPHERE_FRAMES = 4
 
@@ -48,7 +50,7 @@ SPHERE_FRAMES = 4
 def _check_plottable(dataset) -> None:
     geometry = dataset.attrs.get("geometry", "unknown")
     if geometry not in PLOTTABLE:
-        raise InputError(f"plot: geometry {geometry} is not supported (circle, sphere, zonal and particle runs only)")
+        raise InputError(f"plot: geometry {geometry} is not supported (circle, sphere, zonal, particle and gaussian runs only)")
 
 
 def _model(dataset) -> Model:
@@ -344,6 +346,72 @@ def _sphere_figure(dataset, modes) -> Figure:
     return fig
 
 
+def _ellipse(covariance: np.ndarray, points: int = 120) -> np.ndarray:
+    """The 1-sigma ellipse ``{Sigma^{1/2} u : |u| = 1}`` of a 2 x 2 covariance, shape (2, points)."""
+    values, vectors = np.linalg.eigh(covariance)
+    angle = np.linspace(0.0, 2 * math.pi, points)
+    return vectors @ (np.sqrt(np.clip(values, 0.0, None))[:, None] * np.stack((np.cos(angle), np.sin(angle))))
+
+
+def _ellipses_panel(fig: Figure, ax, dataset) -> None:
+    """Covariance ellipses of the first two coordinates, centred at the mean, at several times."""
+    times = dataset["time"].values
+    # evenly spaced in time; before a blow-up stop short of it, where the ellipse is unbounded
+    end = times[-1] if dataset.attrs.get("blowup_time", "none") == "none" else times[0] + 0.9 * (times[-1] - times[0])
+    picks = np.unique(np.searchsorted(times, np.linspace(times[0], end, GAUSSIAN_ELLIPSES)).clip(0, times.size - 1))
+    cmap = mpl.colormaps["viridis"]
+    for index in picks:
+        centre = dataset["mean"].values[index, :2]
+        curve = _ellipse(dataset["covariance"].values[index, :2, :2])
+        colour = cmap((times[index] - times[0]) / max(times[-1] - times[0], 1e-300))
+        ax.plot(centre[0] + curve[0], centre[1] + curve[1], color=colour, lw=1.4)
+        ax.plot(*centre, "o", color=colour, ms=3)
+    mappable = mpl.cm.ScalarMappable(norm=mpl.colors.Normalize(times[0], times[-1]), cmap=cmap)
+    fig.colorbar(mappable, ax=ax, label="time $t$", pad=0.02)
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("$x_1$")
+    ax.set_ylabel("$x_2$")
+    ax.set_title(r"(a) mean and 1-$\sigma$ covariance ellipses" + (" ($x_1, x_2$)" if dataset.sizes["i"] > 2 else ""))
+
+
+def _eigenvalue_panel(ax, dataset) -> None:
+    eigenvalues = np.linalg.eigvalsh(dataset["covariance"].values)
+    ax.plot(dataset["time"].values, np.clip(eigenvalues, 1e-300, None), lw=1.5)
+    ax.set_yscale("log")
+    _time_axis(ax, dataset)
+    ax.set_ylabel(r"eigenvalues of $\Sigma(t)$")
+    ax.set_title("(b) covariance spectrum")
+    blowup = dataset.attrs.get("blowup_time", "none")
+    if blowup != "none":
+        ax.axvline(float(blowup), color="r", ls="--", lw=1, label=f"blow-up $t^*$ = {float(blowup):.4g}")
+        ax.legend(fontsize="small")
+
+
+def _mean_panel(ax, dataset) -> None:
+    ax.plot(dataset["time"].values, dataset["mean"].values, lw=1.5)
+    _time_axis(ax, dataset)
+    ax.set_ylabel(r"mean $\alpha_i(t)$")
+    ax.set_title("(c) mean")
+
+
+def _gaussian_figure(dataset, modes=None) -> Figure:
+    """Castin et al.'s picture (MATH.md §3): ellipses in the plane, covariance spectrum, mean."""
+    fig = Figure(figsize=(16, 5), layout="constrained")
+    axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.15, 1, 1]})
+    _ellipses_panel(fig, axes[0], dataset)
+    _eigenvalue_panel(axes[1], dataset)
+    _mean_panel(axes[2], dataset)
+    return fig
+
+
+def _gaussian_title(dataset) -> str:
+    attrs = dataset.attrs
+    title = (f"Gaussian tokens in $R^{{{dataset.sizes['i']}}}$, {attrs.get('attention')} attention"
+             f"{', case ' + str(attrs['case']) if 'case' in attrs else ''}")
+    reason = str(attrs.get("stop_reason", "completed"))
+    return title if reason == "completed" else f"{title}\nstopped: {_short_reason(reason)}"
+
+
 def plot_run(dataset, path=None, modes=None) -> Figure:
     """The standard figure of a run, chosen by its ``geometry`` attribute; saved to ``path`` if given.
 
@@ -353,9 +421,9 @@ def plot_run(dataset, path=None, modes=None) -> Figure:
     raise :class:`InputError`.
     """
     _check_plottable(dataset)
-    build = _sphere_figure if dataset.attrs["geometry"] == "sphere" else _row_figure
-    fig = build(dataset, modes)
-    fig.suptitle(_title(dataset))
+    builders = {"sphere": _sphere_figure, "gaussian": _gaussian_figure}
+    fig = builders.get(dataset.attrs["geometry"], _row_figure)(dataset, modes)
+    fig.suptitle(_gaussian_title(dataset) if dataset.attrs["geometry"] == "gaussian" else _title(dataset))
     if path is not None:
         _save(fig, path)
     return fig

@@ -119,7 +119,7 @@ def test_every_subcommand_has_help_with_an_example(capsys):
     for args in (["theory"], ["solve", "circle"], ["plot"], ["demo"], ["validate", "bench-circle"],
                  ["validate", "growth-circle"], ["validate", "bench-particles"], ["particles"],
                  ["validate", "mean-field"], ["validate", "cluster-formation"], ["sweep", "phase-diagram"],
-                 ["solve", "zonal"], ["solve", "sphere"], ["validate", "bench-sphere"]):
+                 ["solve", "zonal"], ["solve", "sphere"], ["validate", "bench-sphere"], ["gaussian"]):
         code, out, _ = run_cli(capsys, *args, "--help")
         assert code == 0 and "Example:" in out and "meanfield" in out
 
@@ -168,3 +168,17 @@ def test_solve_sphere_from_the_command_line(tmp_path, capsys):
     code, _, err = run_cli(capsys, "solve", "sphere", "--beta", 4, "--init", "vmf:3@95,0", "--t-final", 1,
                            "--out", out)
     assert code == 2 and "--init" in err and err.count("\n") == 1
+
+
+def test_gaussian_from_the_command_line(tmp_path, capsys):
+    out = tmp_path / "g.nc"
+    code, text, _ = run_cli(capsys, "gaussian", "--dim", 3, "--case", "identity", "--t-final", 1, "--out", out)
+    assert code == 0 and "stop_reason: blowup" in text
+    with xr.open_dataset(out) as ds:
+        sigma0 = ds["covariance"].values[0]
+        assert float(ds.attrs["blowup_time"]) == pytest.approx(1 / (2 * np.linalg.eigvalsh(sigma0)[-1]), abs=1e-6)
+        assert ds["covariance"].dims == ("time", "i", "j")
+    code, text, _ = run_cli(capsys, "plot", out, "-o", tmp_path / "g.png")
+    assert code == 0 and (tmp_path / "g.png").stat().st_size > 20_000
+    code, _, err = run_cli(capsys, "gaussian", "--dim", 0, "--t-final", 1, "--out", out)
+    assert code == 2 and "--dim" in err

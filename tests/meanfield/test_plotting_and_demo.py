@@ -30,7 +30,7 @@ def test_plot_run_writes_a_figure(tmp_path):
 
 def test_plot_refuses_other_geometries():
     ds = xr.Dataset(attrs={"geometry": "torus"})
-    with pytest.raises(InputError, match="circle, sphere, zonal and particle runs only"):
+    with pytest.raises(InputError, match="circle, sphere, zonal, particle and gaussian runs only"):
         plot_run(ds)
 
 

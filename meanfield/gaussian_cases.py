@@ -1,0 +1,39 @@
+"""Named Gaussian test cases for ``meanfield gaussian`` (MATH.md §3).
+
+``identity``: ``V = Q = K = I``, zero mean, a random covariance with largest eigenvalue 1 drawn
+from ``--seed``; the exact solution ``Sigma_0 (I - 2 t Sigma_0)^{-1}`` blows up at ``t* = 1/2``.
+``random``: ``V, Q, K`` with i.i.d. ``N(0, 1/d)`` entries, a ``N(0, I/d)`` mean and a random
+covariance, all from ``--seed``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import require
+from .seeding import stream
+
+CASES = ("identity", "random")
+
+
+def random_covariance(dim: int, rng) -> np.ndarray:
+    """A symmetric positive definite matrix with largest eigenvalue 1 (Wishart with 2d samples)."""
+    samples = rng.standard_normal((dim, 2 * dim))
+    cov = samples @ samples.T
+    return cov / np.linalg.eigvalsh(cov)[-1]
+
+
+def gaussian_case(case: str, dim: int, seed=None) -> dict:
+    """``mean, cov, V, Q, K`` of a named case (see the module docstring)."""
+    require(case in CASES, f"--case must be one of {', '.join(CASES)} (got {case!r})")
+    require(isinstance(dim, int) and dim >= 1, f"--dim must be a positive integer (got {dim!r})")
+    rng = stream(seed, "matrices")
+    cov = random_covariance(dim, rng)
+    if case == "identity":
+        eye = np.eye(dim)
+        return {"mean": np.zeros(dim), "cov": cov, "V": eye, "Q": eye, "K": eye}
+    scale = 1.0 / math.sqrt(dim)
+    V, Q, K = (scale * rng.standard_normal((dim, dim)) for _ in range(3))
+    return {"mean": scale * rng.standard_normal(dim), "cov": cov, "V": V, "Q": Q, "K": K}
