@@ -9,6 +9,12 @@ with weights ``w_j`` (summing to 1; uniform ``1/n`` for i.i.d. tokens):
 and on the sphere the tangent part ``P_{x_i} v_i``.  With uniform weights USA is MATH.md's
 ``1/n`` normalisation; both are the PDE's ``X[rho]`` evaluated on the empirical measure.
 
+Generalisations (tokens in R^d, MATH.md §3): ``Q, K`` may be rectangular ``k x d`` (same
+``k``; ``V`` stays ``d x d``); ``kernel="l2"`` replaces ``<Q x_i, K x_j>`` by
+``-|Q x_i - K x_j|^2 / 2``, computed as the logits ``<Q x_i, K x_j> - |K x_j|^2 / 2``
+(the ``-|Q x_i|^2 / 2`` term is constant in ``j`` and cancels in SA's normalisation; USA
+keeps it); ``heads = [(Q_h, K_h, V_h), ...]`` sums the velocities of the heads.
+
 :class:`DirectInteraction` forms the ``n x n`` logits in row blocks (memory bounded by
 ``block_bytes``), with one GEMM per block and the row maximum subtracted before ``exp``
 for SA (so no overflow at any beta).  :class:`CircleFourierInteraction` is the
@@ -31,15 +37,25 @@ DEFAULT_BLOCK_BYTES = 4 * 2 ** 20
 MIN_BLOCK_ROWS = 16
 
 
+KERNELS = ("dot", "l2")
+
+
 class DirectInteraction:
-    """General ``Q, K, V`` (square, ``d x d``), any ``d``; cost ``O(B n^2 d)`` in row blocks."""
+    """General ``Q, K`` (``k x d``), ``V`` (``d x d``), any ``d``; cost ``O(B n^2 (k + d))`` in row blocks.
+
+    ``kernel``: ``"dot"`` (weights ``exp(beta <Q x_i, K x_j>)``) or ``"l2"`` (weights
+    ``exp(-beta |Q x_i - K x_j|^2 / 2)``).  ``heads``: optional list of ``(Q_h, K_h, V_h)``
+    (``None`` entries: identity) whose velocities are summed; then ``Q, K, V`` must be ``None``.
+    """
 
     def __init__(self, beta: float, attention: str, Q=None, K=None, V=None, weights=None,
-                 block_bytes: int = DEFAULT_BLOCK_BYTES):
+                 block_bytes: int = DEFAULT_BLOCK_BYTES, kernel: str = "dot", heads=None):
         self.beta, self.attention = beta, attention
         self.Q, self.K, self.V = Q, K, V
         self.weights = weights
         self.block_bytes = block_bytes
+        self.kernel = kernel
+        self.heads = None if heads is None else [tuple(head) for head in heads]
 
     @staticmethod
     def _apply(matrix, x):
@@ -49,8 +65,19 @@ class DirectInteraction:
         """Rows per block: the byte budget, but at least ``MIN_BLOCK_ROWS`` (per-block overhead)."""
         return max(1, min(n, max(MIN_BLOCK_ROWS, self.block_bytes // (16 * batch * n))))
 
+    @property
+    def general(self) -> bool:
+        """Whether the L2 kernel or several heads are in use (the generalised path)."""
+        return self.kernel != "dot" or self.heads is not None
+
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """``v_i`` (before projection) for all tokens; ``x`` has shape ``(B, n, d)``."""
+        if self.general:
+            heads = self.heads if self.heads is not None else [(self.Q, self.K, self.V)]
+            out = self._head_velocity(x, *heads[0])
+            for head in heads[1:]:
+                out += self._head_velocity(x, *head)
+            return out
         batch, n, _ = x.shape
         queries = self.beta * self._apply(self.Q, x)
         keys = self._apply(self.K, x)
@@ -65,6 +92,33 @@ class DirectInteraction:
                 logits -= logits.max(axis=2, keepdims=True)
             np.exp(logits, out=logits)
             logits *= weights
+            out[:, block] = logits @ values
+            if self.attention == "sa":
+                out[:, block] /= logits.sum(axis=2, keepdims=True)
+        return out
+
+    def _head_velocity(self, x: np.ndarray, Q, K, V) -> np.ndarray:
+        """One head's ``v_i`` with either kernel (see the module docstring)."""
+        batch, n, _ = x.shape
+        queries = self.beta * self._apply(Q, x)
+        keys = self._apply(K, x)
+        values = self._apply(V, x)
+        if self.kernel == "l2":  # the biases ride in the GEMM as extra columns
+            ones = np.ones(queries.shape[:-1] + (1,))
+            key_bias = -0.5 * self.beta * np.sum(keys * keys, axis=-1, keepdims=True)
+            queries, keys = np.concatenate((queries, ones), -1), np.concatenate((keys, key_bias), -1)
+            if self.attention != "sa" and self.beta > 0:
+                query_bias = -0.5 * np.sum(queries[..., :-1] ** 2, axis=-1, keepdims=True) / self.beta
+                queries, keys = np.concatenate((queries, query_bias), -1), np.concatenate((keys, ones), -1)
+        out = np.empty_like(values)
+        rows = self.block_rows(batch, n)
+        for start in range(0, n, rows):
+            block = slice(start, min(n, start + rows))
+            logits = queries[:, block] @ keys.transpose(0, 2, 1)          # (B, b, n)
+            if self.attention == "sa":
+                logits -= logits.max(axis=2, keepdims=True)
+            np.exp(logits, out=logits)
+            logits *= self.weights
             out[:, block] = logits @ values
             if self.attention == "sa":
                 out[:, block] /= logits.sum(axis=2, keepdims=True)

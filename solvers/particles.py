@@ -25,7 +25,7 @@ from meanfield.errors import require
 from meanfield.model import Model
 from meanfield.seeding import stream
 
-from .interaction import CircleFourierInteraction, DirectInteraction
+from .interaction import KERNELS, CircleFourierInteraction, DirectInteraction
 
 #: Tokens further than this from the unit sphere mean the run has lost validity.
 SPHERE_TOL = 1e-10
@@ -45,6 +45,26 @@ def check_matrix(name: str, matrix, dim: int):
     return matrix
 
 
+def check_projection(name: str, matrix, dim: int):
+    """A ``k x dim`` finite float matrix (any ``k >= 1``), or ``None`` for the identity."""
+    if matrix is None:
+        return None
+    matrix = np.asarray(matrix, dtype=float)
+    require(matrix.ndim == 2 and matrix.shape[0] >= 1 and matrix.shape[1] == dim,
+            f"{name} must be a k x {dim} matrix (got shape {matrix.shape})")
+    require(bool(np.all(np.isfinite(matrix))), f"{name} must be finite")
+    return matrix
+
+
+def check_head(label: str, Q, K, V, dim: int) -> tuple:
+    """``(Q, K, V)`` with ``Q, K`` of one shape ``k x dim`` (``None``: identity) and ``V`` ``dim x dim``."""
+    Q, K = check_projection(f"Q{label}", Q, dim), check_projection(f"K{label}", K, dim)
+    rows = lambda m: dim if m is None else m.shape[0]
+    require(rows(Q) == rows(K), f"Q{label} and K{label} must have the same number of rows "
+                                f"(got {rows(Q)} and {rows(K)})")
+    return Q, K, check_matrix(f"V{label}", V, dim)
+
+
 def normalised_weights(weights, n: int) -> np.ndarray:
     """Weights summing to 1 (uniform ``1/n`` if ``None``); refuse negative or massless ones."""
     if weights is None:
@@ -60,7 +80,10 @@ class ParticleScheme:
     """Right-hand side, post-step map and checks for particle runs; see the module docstring.
 
     ``model``    attention, beta, nu, dim (the tokens' dimension d).
-    ``Q, K, V``  square ``d x d`` matrices (``None``: identity).
+    ``Q, K, V``  ``d x d`` matrices (``None``: identity); in R^d ``Q, K`` may be ``k x d`` (same ``k``).
+    ``kernel``   ``"dot"`` (weights ``exp(beta <Qx, Ky>)``) or ``"l2"`` (``exp(-beta |Qx - Ky|^2 / 2)``,
+                 R^d only).
+    ``heads``    optional list of ``(Q_h, K_h, V_h)`` (R^d only, instead of ``Q, K, V``): velocities summed.
     ``weights``  per-token weights, normalised to sum 1 (``None``: uniform).
     ``sphere``   tokens on S^{d-1} (projected dynamics) or in R^d (no projection, no noise).
     ``seed``     seeds the noise.
@@ -72,20 +95,39 @@ class ParticleScheme:
     name = "particles"
 
     def __init__(self, model: Model, n: int, Q=None, K=None, V=None, weights=None, sphere: bool = True,
-                 seed=None, observe=None, block_bytes: int | None = None, fast_circle: bool = True):
+                 seed=None, observe=None, block_bytes: int | None = None, fast_circle: bool = True,
+                 kernel: str = "dot", heads=None):
         require(isinstance(n, (int, np.integer)) and n >= 1, f"--n must be a positive integer (got {n!r})")
         dim = model.dim
         self.model, self.n, self.dim, self.sphere = model, int(n), dim, sphere
-        self.Q, self.K, self.V = (check_matrix(name, m, dim) for name, m in (("Q", Q), ("K", K), ("V", V)))
+        require(isinstance(kernel, str) and kernel in KERNELS,
+                f"kernel must be one of {', '.join(KERNELS)} (got {kernel!r})")
+        require(sphere is False or (kernel == "dot" and heads is None),
+                "kernel='l2' and heads need tokens in R^d (sphere=False)")
+        self.kernel = kernel
+        if sphere:
+            self.Q, self.K, self.V = (check_matrix(name, m, dim) for name, m in (("Q", Q), ("K", K), ("V", V)))
+        else:
+            self.Q, self.K, self.V = check_head("", Q, K, V, dim)
+        self.heads = None
+        if heads is not None:
+            require(Q is None and K is None and V is None, "pass either Q, K, V or heads, not both")
+            require(isinstance(heads, (list, tuple)) and len(heads) >= 1
+                    and all(isinstance(h, (list, tuple)) and len(h) == 3 for h in heads),
+                    "heads must be a non-empty list of (Q, K, V) triples")
+            self.heads = [check_head(f"[{h}]", *head, dim) for h, head in enumerate(heads)]
         self.weights = normalised_weights(weights, self.n)
         require(sphere or model.nu == 0, "--nu must be 0 for tokens in R^d (noise is defined on the sphere)")
-        identity = all(_is_identity(m, dim) for m in (self.Q, self.K, self.V))
+        identity = heads is None and all(_is_identity(m, dim) for m in (self.Q, self.K, self.V))
         kwargs = {} if block_bytes is None else {"block_bytes": block_bytes}
         if fast_circle and sphere and dim == 2 and identity:
             self.interaction = CircleFourierInteraction(model.beta, model.attention, self.weights)
-        else:
+        elif kernel == "dot" and heads is None:
             self.interaction = DirectInteraction(model.beta, model.attention, self.Q, self.K, self.V,
                                                  self.weights, **kwargs)
+        else:
+            self.interaction = DirectInteraction(model.beta, model.attention, self.Q, self.K, self.V,
+                                                 self.weights, kernel=kernel, heads=self.heads, **kwargs)
         self.identity = identity
         self.rng = stream(seed, "noise")
         self.observe = observe
@@ -102,7 +144,12 @@ class ParticleScheme:
     def stable_dt(self, cfl: float) -> float:
         """``cfl / ((1 + beta |Q||K|) max|v|)``: the field's speed times a Lipschitz estimate."""
         norm = lambda m: 1.0 if m is None else float(np.linalg.norm(m, 2))
-        lipschitz = 1.0 + self.model.beta * norm(self.Q) * norm(self.K)
+        if self.heads is None and self.kernel == "dot":
+            lipschitz = 1.0 + self.model.beta * norm(self.Q) * norm(self.K)
+        else:  # every head's |V| (1 + beta |K| (|Q| + |K|)): the L2 logits also carry K^T K
+            heads = self.heads if self.heads is not None else [(self.Q, self.K, self.V)]
+            lipschitz = sum(norm(v) * (1.0 + self.model.beta * norm(k) * (norm(q) + norm(k)))
+                            for q, k, v in heads)
         return cfl / max(lipschitz * self.max_speed, 1e-300)
 
     def after_step(self, x: np.ndarray, h: float) -> np.ndarray:
@@ -129,7 +176,9 @@ class ParticleScheme:
 
     def scaled_energy(self, x: np.ndarray) -> np.ndarray:
         """``exp(-beta) E`` per system (MATH.md §2); at ``beta = 0`` the limit ``|sum_i w_i x_i|^2 / 2``
-        of ``E - 1/(2 beta)``."""
+        of ``E - 1/(2 beta)``.  Defined for the single-head dot-product kernel only."""
+        require(self.heads is None and self.kernel == "dot",
+                "the interaction energy is defined only for the single-head dot-product kernel")
         if self.model.beta == 0:
             mean = np.einsum("bnd,n->bd", x, self.weights)
             return 0.5 * np.sum(mean * mean, axis=-1)
@@ -138,7 +187,9 @@ class ParticleScheme:
     def frame(self, x: np.ndarray) -> dict:
         if self.observe is not None:
             return self.observe(x)
-        record = {"positions": x[0].copy(), "energy": float(self.scaled_energy(x)[0])}
+        record = {"positions": x[0].copy()}
+        if self.heads is None and self.kernel == "dot":
+            record["energy"] = float(self.scaled_energy(x)[0])
         if self.dim == 2 and self.sphere:
             record["theta"] = np.mod(np.arctan2(x[0, :, 1], x[0, :, 0]), 2 * math.pi)
         return record
