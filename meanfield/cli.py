@@ -385,6 +385,25 @@ _study_command("cluster-formation", "cluster_formation", "cluster-formation-stud
                "Cluster formation time of i.i.d. tokens against n, with log(n) / (2 lambda_k*) overlaid.")
 
 
+_study_command("gaussian", "gaussian", "gaussian-study",
+               "Gaussian tokens: particle moments against the Castin et al. ODEs, error against n.")
+
+
+@validate.command("castin-figures")
+@click.option("--quick", is_flag=True, help="20 samples per rank histogram instead of 200.")
+@click.option("--out-dir", type=click.Path(file_okay=False), default="castin-figures", show_default=True)
+def castin_figures(quick, out_dir):
+    """Castin et al.'s figures: 2x2 covariance paths in the PSD cone, blow-up times, limit ranks.
+
+    \b
+    Example:
+      meanfield validate castin-figures --quick --out-dir castin-figures
+    """
+    from validation.castin_figures import main as figures
+
+    figures((["--quick"] if quick else []) + ["--out-dir", out_dir])
+
+
 # --------------------------------------------------------------------------------------------- sweep
 @cli.group()
 def sweep():

@@ -119,7 +119,8 @@ def test_every_subcommand_has_help_with_an_example(capsys):
     for args in (["theory"], ["solve", "circle"], ["plot"], ["demo"], ["validate", "bench-circle"],
                  ["validate", "growth-circle"], ["validate", "bench-particles"], ["particles"],
                  ["validate", "mean-field"], ["validate", "cluster-formation"], ["sweep", "phase-diagram"],
-                 ["solve", "zonal"], ["solve", "sphere"], ["validate", "bench-sphere"], ["gaussian"]):
+                 ["solve", "zonal"], ["solve", "sphere"], ["validate", "bench-sphere"], ["gaussian"],
+                 ["validate", "gaussian"], ["validate", "castin-figures"]):
         code, out, _ = run_cli(capsys, *args, "--help")
         assert code == 0 and "Example:" in out and "meanfield" in out
 
