@@ -78,38 +78,11 @@ class DirectInteraction:
             for head in heads[1:]:
                 out += self._head_velocity(x, *head)
             return out
-        batch, n, _ = x.shape
-        queries = self.beta * self._apply(self.Q, x)
-        keys = self._apply(self.K, x)
-        values = self._apply(self.V, x)
-        weights = self.weights
-        out = np.empty_like(values)
-        rows = self.block_rows(batch, n)
-        for start in range(0, n, rows):
-            block = slice(start, min(n, start + rows))
-            logits = queries[:, block] @ keys.transpose(0, 2, 1)          # (B, b, n)
-            if self.attention == "sa":
-                logits -= logits.max(axis=2, keepdims=True)
-            np.exp(logits, out=logits)
-            logits *= weights
-            out[:, block] = logits @ values
-            if self.attention == "sa":
-                out[:, block] /= logits.sum(axis=2, keepdims=True)
-        return out
+        return self._attend(self.beta * self._apply(self.Q, x), self._apply(self.K, x), self._apply(self.V, x))
 
-    def _head_velocity(self, x: np.ndarray, Q, K, V) -> np.ndarray:
-        """One head's ``v_i`` with either kernel (see the module docstring)."""
-        batch, n, _ = x.shape
-        queries = self.beta * self._apply(Q, x)
-        keys = self._apply(K, x)
-        values = self._apply(V, x)
-        if self.kernel == "l2":  # the biases ride in the GEMM as extra columns
-            ones = np.ones(queries.shape[:-1] + (1,))
-            key_bias = -0.5 * self.beta * np.sum(keys * keys, axis=-1, keepdims=True)
-            queries, keys = np.concatenate((queries, ones), -1), np.concatenate((keys, key_bias), -1)
-            if self.attention != "sa" and self.beta > 0:
-                query_bias = -0.5 * np.sum(queries[..., :-1] ** 2, axis=-1, keepdims=True) / self.beta
-                queries, keys = np.concatenate((queries, query_bias), -1), np.concatenate((keys, ones), -1)
+    def _attend(self, queries: np.ndarray, keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """``sum_j w_j exp(<q_i, k_j>) v_j`` (SA: normalised, row max subtracted) in row blocks."""
+        batch, n, _ = queries.shape
         out = np.empty_like(values)
         rows = self.block_rows(batch, n)
         for start in range(0, n, rows):
@@ -123,6 +96,20 @@ class DirectInteraction:
             if self.attention == "sa":
                 out[:, block] /= logits.sum(axis=2, keepdims=True)
         return out
+
+    def _head_velocity(self, x: np.ndarray, Q, K, V) -> np.ndarray:
+        """One head's ``v_i`` with either kernel (see the module docstring)."""
+        queries = self.beta * self._apply(Q, x)
+        keys = self._apply(K, x)
+        values = self._apply(V, x)
+        if self.kernel == "l2":  # the biases ride in the GEMM as extra columns
+            ones = np.ones(queries.shape[:-1] + (1,))
+            key_bias = -0.5 * self.beta * np.sum(keys * keys, axis=-1, keepdims=True)
+            queries, keys = np.concatenate((queries, ones), -1), np.concatenate((keys, key_bias), -1)
+            if self.attention != "sa" and self.beta > 0:
+                query_bias = -0.5 * np.sum(queries[..., :-1] ** 2, axis=-1, keepdims=True) / self.beta
+                queries, keys = np.concatenate((queries, query_bias), -1), np.concatenate((keys, ones), -1)
+        return self._attend(queries, keys, values)
 
     def scaled_energy(self, x: np.ndarray) -> np.ndarray:
         """``exp(-beta) E`` per system, ``E = (1/2 beta) sum_ij w_i w_j exp(beta <x_i, x_j>)`` (MATH.md §2)."""
