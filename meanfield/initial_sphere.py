@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from .errors import InputError, require
-from .initial import check_sign_and_mass, density_from_spec, require_resolved
+from .initial import _number as parse_number, check_sign_and_mass, density_from_spec, require_resolved
 from .storage import last_valid_density, load_run
 
 SPHERE_INIT_HELP = ("uniform, perturbed:EPS, vmf:KAPPA@LAT,LON (LAT/LON in degrees; sums with '+'), "
@@ -35,12 +35,7 @@ SPHERE_INIT_HELP = ("uniform, perturbed:EPS, vmf:KAPPA@LAT,LON (LAT/LON in degre
 
 
 def _number(text: str, what: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"--init: {what} must be a number (got {text!r}); expected {SPHERE_INIT_HELP}") from None
-    require(math.isfinite(value), f"--init: {what} must be finite (got {text!r})")
-    return value
+    return parse_number(text, what, SPHERE_INIT_HELP)
 
 
 def unit_vectors(basis) -> np.ndarray:

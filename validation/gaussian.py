@@ -25,7 +25,6 @@ Run: ``python -m validation.gaussian [--quick] [--out-dir DIR]``.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time as _time
 from pathlib import Path
@@ -41,7 +40,7 @@ from meanfield.storage import netcdf_safe, package_version
 from solvers.particles import ParticleScheme
 from solvers.runloop import run
 from solvers.steppers import make_stepper
-from validation.mean_field import fit_with_spread, progress_bar, save_figure, write_dataset
+from validation.mean_field import fit_with_spread, progress_bar, save_figure, study_main, write_dataset
 
 KINDS = ("softmax", "l2", "multihead")
 #: kind -> (particle kernel, moment-ODE attention, number of heads)
@@ -248,14 +247,8 @@ def format_table(ds: xr.Dataset) -> str:
 
 
 def main(argv=None) -> xr.Dataset:
-    parser = argparse.ArgumentParser(description="Gaussian tokens: particles vs moment ODEs (error vs n).")
-    parser.add_argument("--quick", action="store_true", help="small study (d = 2, n = 2^8..2^11)")
-    parser.add_argument("--out-dir", default="gaussian-study")
-    args = parser.parse_args(argv)
-    ds = run_study(quick=args.quick, out_dir=args.out_dir)
-    print(format_table(ds))
-    print(f"wall time {ds.attrs['wall_time']:.1f} s; wrote {args.out_dir}/gaussian.nc and gaussian.png")
-    return ds
+    return study_main(argv, "Gaussian tokens: particles vs moment ODEs (error vs n).", "gaussian-study", run_study,
+                      format_table, "gaussian")
 
 
 if __name__ == "__main__":

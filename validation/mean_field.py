@@ -431,15 +431,21 @@ def format_table(ds: xr.Dataset) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> xr.Dataset:
-    parser = argparse.ArgumentParser(description="Mean-field limit study on the circle (W1 vs n).")
-    parser.add_argument("--quick", action="store_true", help="small study (about a minute)")
-    parser.add_argument("--out-dir", default="mean-field-study")
+def study_main(argv, description: str, out_dir: str, run, table, name: str) -> xr.Dataset:
+    """``python -m validation.<study> [--quick] [--out-dir DIR]``: run, print the table, say what was written."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="the small size the test suite uses")
+    parser.add_argument("--out-dir", default=out_dir)
     args = parser.parse_args(argv)
-    ds = run_study(quick=args.quick, out_dir=args.out_dir)
-    print(format_table(ds))
-    print(f"wall time {ds.attrs['wall_time']:.1f} s; wrote {args.out_dir}/mean_field.nc and mean_field.png")
+    ds = run(quick=args.quick, out_dir=args.out_dir)
+    print(table(ds))
+    print(f"wall time {ds.attrs['wall_time']:.1f} s; wrote {args.out_dir}/{name}.nc and {name}.png")
     return ds
+
+
+def main(argv=None) -> xr.Dataset:
+    return study_main(argv, "Mean-field limit study on the circle (W1 vs n).", "mean-field-study", run_study,
+                      format_table, "mean_field")
 
 
 if __name__ == "__main__":
