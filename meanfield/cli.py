@@ -105,13 +105,22 @@ GEOMETRIES = {
 }
 
 
+def _scheme_names(geometry: str) -> list[str]:
+    """The geometry's schemes, default first (names only: the scheme modules load when used)."""
+    from .schemes import DEFAULT_SCHEME, SCHEMES
+    default = DEFAULT_SCHEME[geometry]
+    return [default] + [name for name in SCHEMES[geometry] if name != default]
+
+
 def _solve_command(geometry: str, spec: dict):
     """``meanfield solve GEOMETRY``: the same flags for every geometry."""
 
     @_model_options
     @click.option("--dim", type=int, default=spec["dim"], show_default=True, help="Ambient dimension d.")
-    @click.option("--scheme", default=None, help="Discretisation [default: the geometry's spectral scheme].")
-    @click.option("--stepper", default="dopri5", show_default=True, help="Time stepper: dopri5, rk4, etdrk4.")
+    @click.option("--scheme", default=None,
+                  help=f"Discretisation: {' | '.join(spec['schemes'])} [default: {spec['schemes'][0]}].")
+    @click.option("--stepper", default=None,
+                  help="Time stepper: dopri5, rk4, etdrk4, ssprk3 [default: the scheme's; ssprk3 for fv, else dopri5].")
     @click.option("--resolution", type=int, default=spec["resolution"], show_default=True, help=spec["unit"])
     @click.option("--init", "init", default="perturbed:1e-3", show_default=True, help="Initial density (see README).")
     @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of perturbed starts.")
@@ -146,7 +155,7 @@ def _solve_command(geometry: str, spec: dict):
 
 
 for _geometry, _spec in GEOMETRIES.items():
-    _solve_command(_geometry, _spec)
+    _solve_command(_geometry, dict(_spec, schemes=_scheme_names(_geometry)))
 
 
 def _check_writable(out):

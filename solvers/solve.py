@@ -7,6 +7,7 @@ looked up in :data:`SCHEMES` by geometry and name, steppers in
 
 from __future__ import annotations
 
+import importlib
 import math
 import shlex
 
@@ -15,23 +16,24 @@ from meanfield.initial import circle_density
 from meanfield.initial_sphere import sphere_density
 from meanfield.initial_zonal import zonal_density
 from meanfield.model import Model
+from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 
-from .circle import CircleSpectral
 from .runloop import run
-from .sphere import SphereSpectral
 from .steppers import make_stepper
-from .zonal import ZonalGalerkin
 
-SCHEMES = {"circle": {"spectral": CircleSpectral}, "sphere": {"spectral": SphereSpectral},
-           "zonal": {"galerkin": ZonalGalerkin}}
-DEFAULT_SCHEME = {"circle": "spectral", "sphere": "spectral", "zonal": "galerkin"}
-#: ``geometry -> callable(spec, discretisation, seed) -> density on the discretisation's grid``.
 DEFAULT_DIM = {"circle": 2, "sphere": 3, "zonal": 3}
+#: ``geometry -> callable(spec, discretisation, seed) -> density on the discretisation's grid``.
 INITIAL_DATA = {"circle": lambda spec, scheme, seed: circle_density(spec, scheme.resolution, seed),
                 "sphere": lambda spec, scheme, seed: sphere_density(spec, scheme.basis, seed),
                 "zonal": lambda spec, scheme, seed: zonal_density(spec, scheme.basis, seed)}
+
+
+def scheme_class(geometry: str, name: str):
+    """The scheme class registered as ``name`` for ``geometry`` (see :data:`SCHEMES`)."""
+    module, _, cls = SCHEMES[geometry][name].partition(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def check_run_length(t_final, save_every):
@@ -62,7 +64,7 @@ def canonical_command(subcommand: list[str], settings: dict) -> str:
 def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0, nu: float = 0.0,
           dim: int | None = None, resolution: int = 256, init: str = "perturbed:1e-3", seed: int | None = 0,
           t_final: float = 10.0, save_every: float | None = None, scheme: str | None = None,
-          stepper: str = "dopri5", rtol: float = 1e-8, atol: float | None = None, cfl: float = 0.5, resolution_tol: float = 1e-6,
+          stepper: str | None = None, rtol: float = 1e-8, atol: float | None = None, cfl: float = 0.5, resolution_tol: float = 1e-6,
           positivity_tol: float = 1e-6, progress: bool = False, backend: str | None = None):
     """Solve the mean-field PDE (MATH.md §2) and return the run as an ``xarray.Dataset``.
 
@@ -81,7 +83,9 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
     require(isinstance(cfl, (int, float)) and 0 < cfl <= 2, f"--cfl must be in (0, 2] (got {cfl!r})")
     require(0 < resolution_tol, f"--resolution-tol must be > 0 (got {resolution_tol!r})")
     require(0 <= positivity_tol, f"--positivity-tol must be >= 0 (got {positivity_tol!r})")
-    discretisation = SCHEMES[geometry][scheme](model, resolution, backend=backend, resolution_tol=resolution_tol,
+    scheme_cls = scheme_class(geometry, scheme)
+    stepper = getattr(scheme_cls, "default_stepper", "dopri5") if stepper is None else stepper
+    discretisation = scheme_cls(model, resolution, backend=backend, resolution_tol=resolution_tol,
                                                positivity_tol=positivity_tol)
     k_star = dominant_mode(model)
     require(k_star <= discretisation.basis.kmax,
@@ -101,4 +105,9 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
                  rejected_steps=record.rejected_steps, atol=time_stepper.atol,
                  transform_backend=discretisation.basis.backend, dealiased_modes=discretisation.basis.kmax,
                  dominant_mode=k_star)
-    return build_run_dataset(record.times, record.frames, discretisation.dims(), discretisation.coords(), attrs)
+    dataset = build_run_dataset(record.times, record.frames, discretisation.dims(), discretisation.coords(), attrs)
+    static = getattr(discretisation, "static_variables", None)
+    if static is not None:  # time-independent variables, e.g. the Lagrangian nodes' weights
+        for name, variable in static().items():
+            dataset[name] = variable
+    return dataset

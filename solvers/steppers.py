@@ -7,6 +7,9 @@ the noise term ``-nu l(l+d-2)`` of MATH.md §2.2, treated exactly), and
 
 ``rk4``     classical RK4 in Lawson integrating-factor form; step from the field (CFL).
 ``etdrk4``  Cox–Matthews exponential time differencing RK4; step from the field (CFL).
+``ssprk3``  Shu–Osher strong-stability-preserving RK3 (SSP coefficient 1): each stage is a
+            convex combination of forward-Euler steps, so a scheme whose Euler step keeps the
+            density non-negative under its CFL bound keeps it with ``ssprk3`` too (finite volume).
 ``dopri5``  Dormand–Prince 5(4) in Lawson integrating-factor form with error control
             (``rtol``, ``atol``), capped by the field's stability limit.
 
@@ -164,6 +167,16 @@ class RK4(LawsonRK):
     b = [1 / 6, 1 / 3, 1 / 3, 1 / 6]
 
 
+class SSPRK3(LawsonRK):
+    """Shu–Osher SSP-RK3 as a Butcher tableau (``u1 = u + h k1``, ``u2 = 3/4 u + 1/4 (u1 + h k2)``,
+    ``u' = 1/3 u + 2/3 (u2 + h k3)``); with ``L = 0`` each stage is a convex combination of Euler steps."""
+
+    name = "ssprk3"
+    c = [0.0, 1.0, 0.5]
+    A = [[], [1.0], [0.25, 0.25]]
+    b = [1 / 6, 1 / 6, 2 / 3]
+
+
 class Dopri5(LawsonRK):
     name = "dopri5"
     adaptive = True
@@ -209,7 +222,7 @@ class ETDRK4(_Stepper):
         return self._accept(e * u + f1 * nu_ + 2 * f2 * (na + nb) + f3 * nc, h), t + h
 
 
-STEPPERS = {cls.name: cls for cls in (RK4, Dopri5, ETDRK4)}
+STEPPERS = {cls.name: cls for cls in (RK4, SSPRK3, Dopri5, ETDRK4)}
 
 
 def make_stepper(name: str, scheme, **settings):

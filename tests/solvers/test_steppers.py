@@ -48,6 +48,33 @@ def test_fixed_step_methods_are_fourth_order(name):
     assert errors[-1] < 1e-9
 
 
+def test_ssprk3_is_third_order():
+    """Without a linear part (how the finite-volume schemes use it): ``u' = u^2``, ``u = u0 / (1 - u0 t)``."""
+    u0 = np.array([0.5 + 0j])
+    errors, steps = [], [2.0 ** -4, 2.0 ** -5, 2.0 ** -6, 2.0 ** -7]
+    for dt in steps:
+        stepper = make_stepper("ssprk3", Bernoulli(None, dt), cfl=1.0)
+        u, t = u0, 0.0
+        while t < 1.0 - 1e-14:
+            u, t = stepper.step(u, t, 1.0 - t)
+        errors.append(abs(u[0] - u0[0] / (1 - u0[0])))
+    slope = np.polyfit(np.log(steps), np.log(errors), 1)[0]
+    assert 2.8 < slope < 3.3
+
+
+def test_ssprk3_stages_are_convex_combinations_of_euler_steps():
+    """Shu–Osher form: u1 = u + h f(u); u2 = 3/4 u + 1/4 (u1 + h f(u1)); u' = 1/3 u + 2/3 (u2 + h f(u2))."""
+    scheme = Bernoulli(None, 0.1)
+    stepper = make_stepper("ssprk3", scheme, cfl=1.0)
+    u0 = np.array([0.5 + 0j])
+    u, _ = stepper.step(u0, 0.0, 1.0)
+    h = 0.0625
+    euler = lambda v: v + h * v ** 2
+    u1 = euler(u0)
+    u2 = 0.75 * u0 + 0.25 * euler(u1)
+    assert np.allclose(u, u0 / 3 + 2 / 3 * euler(u2), rtol=1e-15)
+
+
 def test_dopri5_meets_its_tolerance():
     for rtol in (1e-6, 1e-9, 1e-12):
         assert integrate("dopri5", 1.0, rtol=rtol, atol=1e-16) < 50 * rtol
@@ -76,4 +103,4 @@ def test_phi_functions_continuous_across_branches():
 
 
 def test_registry_names():
-    assert set(STEPPERS) == {"rk4", "etdrk4", "dopri5"}
+    assert set(STEPPERS) == {"rk4", "ssprk3", "etdrk4", "dopri5"}
