@@ -1,0 +1,347 @@
+"""Second-order, positivity-preserving finite-volume schemes (MATH.md §2, §2.1, §2.2).
+
+``d rho/dt + div(rho X[rho]) = nu Laplace rho`` on the circle and for zonal densities on
+S^{d-1} (``d >= 3``), both a 1-D conservation law in one angle ``x`` (circle: ``theta`` in
+``[0, 2 pi)``, periodic; zonal: the polar angle ``th`` in ``[0, pi]``, MATH.md §2.2):
+
+    V_i d rho_i/dt = -(F_{i+1/2} - F_{i-1/2}),      F = A (rho u)_upwind - nu A d rho/dx
+
+with cell averages ``rho_i`` (the state), cell volumes ``V_i`` (the exact surface measure of
+the cell), face areas ``A`` and the velocity ``u`` (the ``x`` component of ``X``) at the
+faces.  Circle: ``V = h``, ``A = 1``.  Zonal: ``V_i = |S^{d-2}| int_cell sin^{d-2} th dth``,
+``A = |S^{d-2}| sin^{d-2} th_face`` (zero at the poles, so no boundary condition is needed).
+
+Flux (Carrillo–Chertock–Huang, "A finite-volume method for nonlinear nonlocal equations
+with a gradient flow structure", 2015): piecewise-linear reconstruction about each cell's
+centroid ``c_i`` (the measure-weighted mean of ``x``: then the cell average of the linear
+function is exactly ``rho_i``), slopes by the generalised minmod limiter
+``minmod(theta D-, central, theta D+)`` (``theta = limiter_theta``) and then clipped so that
+both face values ``rho^W_i = rho_i - s (c_i - x_{i-1/2})``, ``rho^E_i = rho_i + s (x_{i+1/2} - c_i)``
+are ``>= 0``; upwinding ``(rho u)_{i+1/2} = max(u, 0) rho^E_i + min(u, 0) rho^W_{i+1}``.  The
+diffusive flux is ``-nu A (rho_{i+1} - rho_i) / (c_{i+1} - c_i)``.  Mass is conserved to
+round-off (telescoping fluxes) whatever the velocity.
+
+Velocity: from the spectral convolution of the *piecewise-constant* density ``P`` (it is
+smooth even when ``rho`` is not; DESIGN.md).
+
+* Circle (MATH.md §2.1): ``P_hat_k = sinc(k h / 2) DFT(rho)_{k mod N} / N`` for every ``k``
+  (``sinc(x) = sin x / x``: the transform of one cell's indicator), ``|k| <= M(beta)`` (the
+  kernel's band limit, :func:`meanfield.kernels.band_limit`).  With ``c_k = exp(-beta) 2 pi I_k``
+  (scaled Funk–Hecke) ``U = sum c_k P_hat_k e^{ik theta}`` is ``exp(-beta) K*P`` and the face values
+  (``theta_j - h/2``: a phase ``e^{-ikh/2}``) come from one inverse FFT of size ``N 2^p > 2M``:
+  SA ``X = U'/(beta U)`` (the ``exp(beta)`` cancels), USA ``X = exp(beta) U'/beta``.
+* Zonal (MATH.md §2.2): Gegenbauer coefficients of ``P``, ``g_l = sum_i G_li rho_i`` with the exact
+  cell integrals ``G_li = int_cell P_l dsigma``; for ``l >= 1`` the Sturm–Liouville equation
+  ``d/dt[(1-t^2)^{(d-1)/2} P_l'] = -l(l+d-2) (1-t^2)^{(d-3)/2} P_l`` (the Laplacian, MATH.md §2.2)
+  gives ``G_li = |S^{d-2}| [sin^{d-1} th P_l'(cos th)]_{th_{i-1/2}}^{th_{i+1/2}} / (l(l+d-2))``.
+  ``U = sum_l c_l g_l P_l``, ``c_l = exp(-beta) kappa_l``; ``X = V(t)(e - t x)`` with
+  ``V = U'/(beta U)`` (SA) or ``exp(beta) U'/beta`` (USA), whose polar component is
+  ``u = -sin th V(cos th)`` (``e`` is the pole ``th = 0``).  Degrees ``l <= M(beta, d)``.
+
+For SA ``|X| = |grad log(K*rho)| / beta <= 1`` exactly (``|P_x y| <= 1``), so the face speeds are
+clipped to ``[-1, 1]``: this changes nothing but guards the ratio where ``U`` is near its
+round-off floor (empty regions at large ``beta``).
+
+Time step (``stable_dt``), positivity of one forward-Euler step.  Write
+``rho_i = a_i rho^W_i + b_i rho^E_i`` with ``a_i = (x_{i+1/2} - c_i)/h_i``, ``b_i = (c_i - x_{i-1/2})/h_i``
+(exact for the linear reconstruction about the centroid).  Everything that enters cell ``i``
+(upwind inflow from its neighbours' face values, diffusive inflow ``nu A rho_{i+-1} / delta``) is
+``>= 0``; what leaves is ``dt [A_{i+1/2} u^+_{i+1/2} rho^E_i + A_{i-1/2} u^-_{i-1/2} rho^W_i +
+D_i (a_i rho^W_i + b_i rho^E_i)]`` with ``D_i = nu (A_{i-1/2}/delta_{i-1/2} + A_{i+1/2}/delta_{i+1/2})``.
+Comparing with ``V_i rho_i`` term by term in ``rho^W_i, rho^E_i >= 0``, the new average is ``>= 0`` if
+
+    dt * r_i <= 1,    r_i = max( A_{i+1/2} u^+_{i+1/2} / (b_i V_i),  A_{i-1/2} u^-_{i-1/2} / (a_i V_i) ) + D_i / V_i.
+
+(Uniform circle grid: ``dt (2 max|u| / h + 2 nu / h^2) <= 1``.)  :meth:`rhs` records ``max_i r_i``
+for the state it was called on, and ``stable_dt(cfl) = cfl / max(max_i r_i, lambda_max)``; the
+second term (the fastest linear growth rate, MATH.md §2.3) only keeps the step accurate while the
+field is still tiny.  With ``cfl <= 1`` the Euler step is positive; ``ssprk3`` (the default
+stepper, :data:`default_stepper`) is a convex combination of Euler steps, so it inherits this,
+up to the change of the field between stages (the bound is taken from the first stage's field;
+the default ``cfl = 0.5`` leaves a factor 2 for it).  Other steppers are allowed (``rk4``,
+``dopri5``: not SSP, positivity is then not guaranteed and the validity monitor will stop the run
+if it is lost); the scheme has no stiff linear part (``linear = None``), so the integrating-factor
+steppers reduce to their plain forms.
+
+Clusters.  When a cluster collapses to about one cell the scheme does not stop: the cell averages
+stay non-negative with the exact mass, i.e. a valid weak (measure) approximation whose
+clusters are one to two cells wide, with their position and mass still right; the velocity, a
+convolution, stays accurate.  :meth:`validity` checks only finiteness, positivity and the mass;
+``resolution_tol`` is accepted for the common interface and not used.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import roots_legendre
+
+from meanfield.errors import require
+from meanfield.geometry import laplace_eigenvalue, sphere_area
+from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_over_beta
+from meanfield.model import Model
+from meanfield.theory import growth_rates
+
+from .fourier import FourierBasis
+from .zonal import ZonalBasis, normalised_gegenbauer
+
+
+class FiniteVolume1D:
+    """Generic conservative 1-D finite-volume core: reconstruction, upwind + diffusive fluxes, divergence.
+
+    Cells ``i = 0..n-1`` lie between ``faces[i]`` and ``faces[i+1]``.  ``areas[j]`` is the area of
+    face ``j`` (``j = 0..n``); ``periodic`` identifies face ``n`` with face 0 (then
+    ``faces[n] = faces[0] + period``); otherwise faces 0 and ``n`` carry no flux.  Face
+    velocities are arrays of length ``n`` (periodic: face ``j`` for ``j = 0..n-1``) or ``n + 1``.
+    See the module docstring for the formulas and the positivity bound.
+    """
+
+    def __init__(self, faces, volumes, areas, centroids, periodic: bool, nu: float = 0.0,
+                 limiter_theta: float = 1.5):
+        faces = np.asarray(faces, dtype=float)
+        self.n = n = volumes.size
+        self.periodic = periodic
+        self.volumes = np.asarray(volumes, dtype=float)
+        self.areas = np.asarray(areas, dtype=float)
+        self.centroids = c = np.asarray(centroids, dtype=float)
+        self.theta = float(limiter_theta)
+        self.nu = float(nu)
+        width = np.diff(faces)
+        self.d_west = c - faces[:-1]                 # c_i - x_{i-1/2}
+        self.d_east = faces[1:] - c                  # x_{i+1/2} - c_i
+        self.a = self.d_east / width                 # weight of rho^W in rho_i
+        self.b = self.d_west / width                 # weight of rho^E in rho_i
+        # centroid spacing across face j (j = 0..n), 1/spacing (0 where no flux crosses)
+        inv = np.zeros(n + 1)
+        inv[1:n] = 1.0 / np.diff(c)
+        if periodic:
+            period = faces[-1] - faces[0]
+            inv[0] = inv[n] = 1.0 / (c[0] + period - c[-1])
+        self.inv_spacing = inv
+        spacing = np.where(inv > 0, 1.0 / np.where(inv > 0, inv, 1.0), 1.0)
+        left, right = spacing[:-1], spacing[1:]
+        self.w_left, self.w_right = left / (left + right), right / (left + right)
+        self.diff_coeff = self.nu * self.areas * inv       # nu A / delta at each face
+        self.diff_rate = (self.diff_coeff[:-1] + self.diff_coeff[1:]) / self.volumes   # D_i / V_i
+        self._out_east = self.areas[1:] / (self.b * self.volumes)
+        self._out_west = self.areas[:-1] / (self.a * self.volumes)
+        self.max_rate = 0.0
+
+    def reconstruct(self, rho: np.ndarray):
+        """Face values ``(rho^W, rho^E)`` of the limited linear reconstruction (both ``>= 0``)."""
+        n = self.n
+        ext = np.empty(n + 2)
+        ext[1:-1] = rho
+        if self.periodic:
+            ext[0], ext[-1] = rho[-1], rho[0]
+        else:
+            ext[0], ext[-1] = rho[0], rho[-1]
+        jumps = np.diff(ext) * self.inv_spacing        # (rho_j - rho_{j-1}) / delta_j, faces j = 0..n
+        lower, upper = jumps[:-1], jumps[1:]
+        central = self.w_left * lower + self.w_right * upper
+        lo = np.minimum(np.minimum(lower, upper) * self.theta, central)
+        hi = np.maximum(np.maximum(lower, upper) * self.theta, central)
+        slope = np.maximum(lo, 0.0) + np.minimum(hi, 0.0)      # generalised minmod
+        slope = np.minimum(np.maximum(slope, -rho / self.d_east), rho / self.d_west)  # rho^E, rho^W >= 0
+        return rho - slope * self.d_west, rho + slope * self.d_east
+
+    def face_velocity(self, u: np.ndarray) -> np.ndarray:
+        """Velocities at all ``n + 1`` faces (periodic: face ``n`` repeats face 0)."""
+        if u.size == self.n + 1:
+            return u
+        return np.append(u, u[0])
+
+    def divergence(self, rho: np.ndarray, u_faces: np.ndarray) -> np.ndarray:
+        """``-(F_{i+1/2} - F_{i-1/2}) / V_i`` with the upwind and diffusive fluxes; records ``max_i r_i``."""
+        u = self.face_velocity(u_faces)
+        west, east = self.reconstruct(rho)
+        pos, neg = np.maximum(u, 0.0), np.minimum(u, 0.0)
+        flux = np.zeros(self.n + 1)
+        if self.periodic:
+            flux[1:] = pos[1:] * east + neg[1:] * np.append(west[1:], west[0])
+            flux[0] = flux[-1]
+        else:
+            flux[1:-1] = pos[1:-1] * east[:-1] + neg[1:-1] * west[1:]
+        flux *= self.areas
+        if self.nu > 0:
+            ext = np.append(rho[-1], np.append(rho, rho[0])) if self.periodic else np.concatenate(([rho[0]], rho, [rho[-1]]))
+            flux -= self.diff_coeff * np.diff(ext)
+        self.max_rate = float(np.max(np.maximum(pos[1:] * self._out_east, -neg[:-1] * self._out_west)
+                                     + self.diff_rate))
+        return -np.diff(flux) / self.volumes
+
+    def integrate(self, rho: np.ndarray) -> float:
+        """``sum_i V_i rho_i``: the mass."""
+        return float(self.volumes @ rho)
+
+
+class _FiniteVolumeScheme:
+    """Interface shared by the circle and zonal schemes (solve(), the run loop, the Dataset)."""
+
+    name = "fv"
+    default_stepper = "ssprk3"
+    linear = None
+    #: the run stops when the mass drifts by more than this (relative); round-off is ~1e-14
+    mass_tol = 1e-10
+
+    def _common(self, model: Model, positivity_tol: float, resolution_tol: float):
+        require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
+        self.model = model
+        self.positivity_tol = positivity_tol
+        self.resolution_tol = resolution_tol
+        self.initial_mass = None
+
+    def _max_rate(self, modes) -> float:
+        model = self.model
+        return float(max(np.max(growth_rates(Model(model.attention, model.beta, 0.0, model.dim), modes)), 1e-300))
+
+    # -- dynamics ---------------------------------------------------------------------------------
+    def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
+        """``d rho_i/dt``: minus the flux divergence (module docstring)."""
+        return self.fv.divergence(state, self.face_speed(state))
+
+    def stable_dt(self, cfl: float) -> float:
+        """``cfl / max(max_i r_i, lambda_max)``: Euler positivity for ``cfl <= 1`` (module docstring)."""
+        return cfl / max(self.fv.max_rate, self.max_rate)
+
+    # -- state <-> density ------------------------------------------------------------------------
+    def density(self, state: np.ndarray) -> np.ndarray:
+        return np.array(state, dtype=float)
+
+    def _start(self, averages: np.ndarray) -> np.ndarray:
+        # exact averages of a non-negative density are >= 0; clip round-off (changes the mass by ~1e-17)
+        state = np.maximum(averages, 0.0)
+        self.initial_mass = self.fv.integrate(state)
+        return state
+
+    # -- diagnostics --------------------------------------------------------------------------------
+    def validity(self, state: np.ndarray, t: float) -> str | None:
+        """``None`` while the state is finite, non-negative (to ``positivity_tol``) with its initial mass."""
+        if not np.all(np.isfinite(state)):
+            return f"non-finite values at t = {t:.6g}"
+        mass = self.fv.integrate(state)
+        mean = mass / self.fv.volumes.sum()
+        low = float(np.min(state))
+        if low < -self.positivity_tol * mean:
+            return (f"positivity lost at t = {t:.6g}: min density {low:.3g} < "
+                    f"-{self.positivity_tol:g} x mean density (use --stepper ssprk3 and --cfl <= 1)")
+        if self.initial_mass is not None and abs(mass - self.initial_mass) > self.mass_tol * abs(self.initial_mass):
+            return f"mass drift at t = {t:.6g}: mass {mass:.15g}, initially {self.initial_mass:.15g}"
+        return None
+
+    def frame(self, state: np.ndarray) -> dict:
+        """What one saved frame records (DESIGN.md data contract)."""
+        return {"density": self.density(state), "mass": self.fv.integrate(state),
+                "energy": self.energy(state), "mode_amplitude": self.mode_amplitudes(state)}
+
+
+class CircleFiniteVolume(_FiniteVolumeScheme):
+    """Finite volumes on the circle: ``N`` cells centred at ``theta_j = 2 pi j / N`` (module docstring)."""
+
+    geometry = "circle"
+
+    def __init__(self, model: Model, resolution: int, backend: str | None = None,
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6):
+        require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
+        require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
+                and resolution >= 8, f"--resolution (number of cells) must be an integer >= 8 (got {resolution!r})")
+        require(backend in (None, "pyfftw", "scipy"), f"--backend must be pyfftw or scipy for the circle (got {backend!r})")
+        self._common(model, positivity_tol, resolution_tol)
+        n = self.resolution = int(resolution)
+        # band limit of the kernel, and a synthesis grid N 2^p with M < N 2^p / 2 (MATH.md §2.1)
+        beta = model.beta
+        self.band = band = band_limit(beta, 2)
+        size = n
+        while size // 2 <= band:
+            size *= 2
+        self.basis = basis = FourierBasis(n, backend, slots=2 if size == n else 0)
+        self._slots = basis if size == n else FourierBasis(size, basis.backend, slots=2)
+        self._stride = size // n
+        h = self.cell = 2.0 * math.pi / n
+        faces = basis.theta[0] - h / 2 + h * np.arange(n + 1)
+        self.fv = FiniteVolume1D(faces, np.full(n, h), np.ones(n + 1), basis.theta, periodic=True, nu=model.nu)
+        k = np.arange(band + 1)
+        folded = k % n
+        self._source = np.where(folded <= n // 2, folded, n - folded)
+        self._conjugate = folded > n // 2
+        self._sinc = np.sinc(k * h / (2 * math.pi))                          # sin(kh/2) / (kh/2)
+        shift = self._sinc * np.exp(-0.5j * k * h) / n                       # cell transform, face phase, 1/N
+        self.conv_coeffs = scaled_funk_hecke(k, beta, 2)                     # exp(-beta) 2 pi I_k
+        velocity = 1j * k * scaled_funk_hecke_over_beta(k, beta, 2)
+        if model.attention == "usa":
+            velocity = velocity * math.exp(beta)
+        self._numerator = velocity * shift
+        self._denominator = self.conv_coeffs * shift
+        self._kmodes = np.arange(basis.kmax + 1)
+        self.max_rate = self._max_rate(np.arange(1, basis.kmax + 1))
+        self.state_scale = 1.0 / (2 * math.pi)
+
+    # -- transforms --------------------------------------------------------------------------------
+    def _dft(self, rho: np.ndarray) -> np.ndarray:
+        """``DFT(rho)_k`` for ``k = 0..M`` (periodic in ``k``; Hermitian folding above ``N/2``)."""
+        self.basis.analysis_input()[:] = rho
+        spectrum = self.basis.analyse()
+        values = spectrum[self._source]
+        return np.where(self._conjugate, values.conj(), values) if self._conjugate.any() else values
+
+    def _at_faces(self, coeffs: np.ndarray, slot: int) -> np.ndarray:
+        buffer = self._slots.synthesis_input(slot)
+        buffer[:coeffs.size] = coeffs
+        buffer[coeffs.size:] = 0.0
+        return self._slots.synthesise(slot)[::self._stride]
+
+    def face_speed(self, state: np.ndarray) -> np.ndarray:
+        """``X`` at the faces ``theta_j - h/2`` from the spectral convolution of ``P`` (MATH.md §2.1)."""
+        spectrum = self._dft(state)
+        speed = self._at_faces(spectrum * self._numerator, 0)
+        if self.model.attention == "sa":
+            speed = np.clip(speed / self._at_faces(spectrum * self._denominator, 1), -1.0, 1.0)
+        else:
+            speed = speed.copy()
+        return speed
+
+    # -- state <-> density ------------------------------------------------------------------------
+    @property
+    def coordinate(self):
+        return self.basis.theta
+
+    def cell_averages(self, coeffs: np.ndarray) -> np.ndarray:
+        """Exact cell averages of ``sum_k rho_hat_k e^{ik theta}`` (``k = 0..len-1`` stored, ``< N/2``)."""
+        n = self.resolution
+        keep = min(len(coeffs), (n + 1) // 2)
+        k = np.arange(keep)
+        spectrum = np.zeros(n // 2 + 1, dtype=complex)
+        spectrum[:keep] = coeffs[:keep] * np.sinc(k / n)
+        return np.fft.irfft(spectrum, n, norm="forward")
+
+    def state_from_density(self, density: np.ndarray) -> np.ndarray:
+        """Exact cell averages of the trigonometric interpolant of point values at the cell centres."""
+        density = np.asarray(density, dtype=float)
+        require(density.shape == (self.resolution,),
+                f"the initial density must have {self.resolution} values (got shape {density.shape})")
+        return self._start(self.cell_averages(np.fft.rfft(density, norm="forward")))
+
+    # -- diagnostics --------------------------------------------------------------------------------
+    def coefficients(self, state: np.ndarray) -> np.ndarray:
+        """``P_hat_k``, ``k = 0..M``: the Fourier coefficients of the piecewise-constant density."""
+        return self._dft(state) * self._sinc / self.resolution
+
+    def energy(self, state: np.ndarray) -> float:
+        """``exp(-beta) E(P) = (pi / beta) sum_{|k| <= M} c_k |P_hat_k|^2`` (MATH.md §2.1)."""
+        coeffs = self.coefficients(state)
+        weight = np.where(np.arange(coeffs.size) == 0, 1.0, 2.0)
+        return float(math.pi / self.model.beta * np.sum(weight * self.conv_coeffs * np.abs(coeffs) ** 2))
+
+    def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
+        """``|rho_hat_k|``, ``k = 0..kmax``: the coefficients whose exact cell averages are the state."""
+        self.basis.analysis_input()[:] = state
+        spectrum = self.basis.analyse()[:self._kmodes.size]
+        return np.abs(spectrum) / (self.resolution * np.sinc(self._kmodes / self.resolution))
+
+    def coords(self) -> dict:
+        return {"theta": ("theta", self.basis.theta, {"long_name": "cell centre angle", "units": "rad"}),
+                "mode": ("mode", self._kmodes, {"long_name": "Fourier mode k"})}
+
+    def dims(self) -> dict:
+        return {"density": ("theta",), "mode_amplitude": ("mode",)}
