@@ -1,0 +1,435 @@
+"""Lagrangian (weighted quadrature-node) schemes on the circle and on S^2 (MATH.md §1, §2, §2.1, §2.2).
+
+The continuity equation ``d rho/dt + div(rho X[rho]) = 0`` (MATH.md §2, ``nu = 0``) is solved
+by its characteristics.  The initial density is sampled at the nodes of a quadrature rule,
+each node carrying its quadrature mass as a weight:
+
+* circle: nodes ``alpha_j = 2 pi j / N`` (the grid of :class:`solvers.fourier.FourierBasis`),
+  weights ``w_j = rho_0(alpha_j) 2 pi / N`` (trapezoid rule, spectrally exact for periodic data);
+* S^2: the Gauss–Legendre grid of :class:`solvers.sphere.SphereBasis` (``lmax = resolution``),
+  weights ``w_j = rho_0(x_j) x quadrature weight``.
+
+The nodes then move with the velocity of the weighted empirical measure
+``mu = sum_j w_j delta_{x_j}`` (MATH.md §1 with weights, ``X[mu]`` of MATH.md §2).  This
+measure is a weak solution of the PDE *exactly* (not only as ``N -> oo``): the weighted
+particle system is the PDE restricted to atomic measures.  For any smooth test function
+``g``, ``int g d mu_t = sum_j w_j g(Phi_t(alpha_j))`` is the quadrature of
+``int rho_0(alpha) g(Phi_t(alpha)) d alpha = int g rho_t`` over the labels; it is spectrally
+accurate while the flow map ``Phi_t`` is resolved on the label grid.  Weights never change,
+so mass is exact; no positivity limiter is needed; the energy is that of ``mu``.
+
+Velocity.  The kernel is band-limited (MATH.md §2.1–2.2: ``I_k(beta)`` dies once ``k > beta``;
+``M = band_limit(beta, d, 1e-16) + 2`` modes), so ``X[mu]`` is a sum over ``M`` modes:
+
+* circle: :class:`solvers.interaction.CircleFourierInteraction` (``O(N M)``, MATH.md §2.1):
+  ``T_k = sum_j w_j exp(i k theta_j)``, then per node the ``M``-term Bessel sums.  The
+  field's derivative ``X'(theta)`` comes from the same sums (one more factor ``k``) and sets
+  the step (:meth:`CircleLagrangian.stable_dt`): a step ``h`` with ``h max|X'| < 1`` keeps
+  neighbouring nodes ordered.
+* S^2: ``mu_lm = sum_j w_j conj(Y_lm(x_j))`` (``ducc0.sht.adjoint_synthesis_general``), then
+  ``exp(-beta) K*mu`` and ``grad`` of ``exp(-beta) K*mu / beta`` at the nodes
+  (``ducc0.sht.synthesis_general``, spin 0 and spin 1 ``DERIV1``; MATH.md §2.2 Funk–Hecke
+  ``kappa_l``; the SphereBasis conventions: gradient = spin-1 synthesis of
+  ``sqrt(l(l+1)) f_lm``).  SA divides the two (the ``exp(beta)`` cancels), USA multiplies by
+  ``exp(beta)``.  Cost ``O(N + M^2 log M)`` per evaluation (NUFFT-based, accuracy
+  :data:`SHT_EPSILON`).
+
+Density on the grid.  Each saved frame reports one of two densities and says which in
+``density_resolved(time)``:
+
+1. *Resolved* (the flow map is resolved): the band-limited projection of ``mu`` onto the
+   modes the grid keeps (circle ``|k| <= kmax = (N-1)//3``, sphere ``l <= lmax``), with the
+   coefficients ``mu_hat_k = (1/2 pi) sum_j w_j exp(-i k theta_j)`` (MATH.md §2.1;
+   sphere ``mu_lm``) synthesised on the grid.  It is reported only if all three hold:
+   (a) the flow map is resolved on the label grid: the spectrum of the node displacement
+   ``Phi_t(alpha) - alpha`` (circle: FFT over the ``N`` labels; sphere: the three Cartesian
+   components analysed on the label grid) has its top sixth below ``resolution_tol``
+   (radians / unit length) — the quadrature above is then spectrally accurate;
+   (b) the projected density's spectral tail (top sixth of the kept modes, relative to
+   mode 0) is below ``max(resolution_tol, 10 x its initial value)``, as in the spectral
+   schemes (:class:`solvers.density_scheme.DensityScheme`); and
+   (c) the projection is non-negative up to ``positivity_tol x mean``.
+2. *Unresolved* (clusters narrower than the grid): the exact cell averages of ``mu``,
+   ``rho_c = mu(cell c) / |cell c|``, on cells centred at the grid points (circle: arcs of
+   width ``2 pi / N``; sphere: longitude sectors of width ``2 pi / nlon`` times latitude
+   bands whose areas are the Gauss–Legendre weights, so each cell's area is its grid
+   point's quadrature weight).  Non-negative, mass-exact (``basis.integrate`` returns the
+   total weight), and what a finite-volume scheme would report; it is a histogram of a
+   weak solution, not a pointwise density, which is why the frame is flagged.
+
+``mass``, ``energy`` (``exp(-beta) E(mu)``, MATH.md §2.1 ``(1/2 beta) sum_k ive_|k| |T_k|^2``,
+§2.2 ``(1/2 beta) sum_lm exp(-beta) kappa_l |mu_lm|^2``: exact, the kernel being band-limited)
+and ``mode_amplitude`` (circle ``|mu_hat_k|``, ``k = 0 .. N/2``; sphere degree amplitudes
+``l <= lmax``) are those of ``mu`` in every frame.  The nodes themselves are saved:
+``positions(time, particle, component)``, on the circle also ``node_theta(time, particle)``
+(in ``[0, 2 pi)``; ``theta`` is already the grid coordinate of ``density``), and
+``weights(particle)`` via :meth:`static_variables`.
+
+Validity (the run stops, keeping its frames): non-finite positions; nodes off the sphere;
+on the circle a change of the nodes' cyclic order beyond round-off (a characteristic
+crossing means the time step failed: exact characteristics never cross); and an SA
+normalisation ``exp(-beta) K*mu`` that is not positive at a node (lost to cancellation in the
+mode sums).  Loss of grid resolution is *not* a failure: the nodes remain a weak solution and
+the run continues (frames flagged unresolved).  Nodes inside a cluster contract at rate
+``~1`` and eventually coincide to round-off; such ties are allowed (coinciding nodes move
+together from then on, i.e. they merge, which is the exact dynamics to double precision).
+
+No noise: a deterministic Lagrangian scheme has no diffusion, so ``nu > 0`` is refused.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ducc0
+import numpy as np
+
+from meanfield.errors import require
+from meanfield.initial_sphere import unit_vectors
+from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_over_beta
+from meanfield.model import Model
+from meanfield.theory import growth_rates
+
+from .fourier import FourierBasis
+from .interaction import CircleFourierInteraction
+from .particles import SPHERE_TOL
+from .sphere import make_sphere_basis
+
+#: Requested accuracy of the NUFFT-based transforms (ducc0 needs > 2e-13 in double precision).
+SHT_EPSILON = 3e-13
+NUFFT_EPSILON = 1e-13
+#: Relative band limit of the kernel: modes with ``kappa_l / kappa_0`` below this are dropped.
+KERNEL_TOL = 1e-16
+#: Round-off allowed in the circle order check (radians, times ``max(1, |theta|)``).
+ORDER_TOL = 1e-12
+
+
+def _check_common(model: Model, positivity_tol, resolution_tol, alternative: str) -> None:
+    require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
+    require(model.nu == 0, f"--nu must be 0 for --scheme lagrangian (got {model.nu:g}): a deterministic "
+                           f"Lagrangian scheme has no diffusion; use {alternative}")
+    require(isinstance(positivity_tol, (int, float)) and positivity_tol >= 0,
+            f"--positivity-tol must be >= 0 (got {positivity_tol!r})")
+    require(isinstance(resolution_tol, (int, float)) and resolution_tol > 0,
+            f"--resolution-tol must be > 0 (got {resolution_tol!r})")
+
+
+def _top_sixth(band: int) -> slice:
+    """The top sixth ``[5 band / 6, band]`` of modes ``0 .. band`` (at least mode 1)."""
+    return slice(max(1, (5 * band) // 6), band + 1)
+
+
+class _Lagrangian:
+    """What the circle and sphere schemes share: records, checks and the resolution decision."""
+
+    name = "lagrangian"
+    default_stepper = "dopri5"
+    linear = None
+    state_scale = 1.0
+
+    weights: np.ndarray
+    _density_floor = 0.0
+
+    def static_variables(self) -> dict:
+        """Time-independent variables of the Dataset: the nodes' weights (quadrature masses)."""
+        return {"weights": ("particle", self.weights.copy(),
+                            {"long_name": "node weight: initial density x quadrature weight"})}
+
+    def _denominator_lost(self, t: float) -> str | None:
+        low, self._min_denominator = self._min_denominator, math.inf
+        if self.model.attention == "sa" and not low > 0:
+            return (f"SA normalisation lost at t = {t:.6g}: exp(-beta) K*mu = {low:.3g} at a node "
+                    f"(cancellation in the mode sums)")
+        return None
+
+    def _choose_density(self, projected, tail, flow_tail, cell_average):
+        """The projected density if resolved (module docstring, criteria a-c), else the cell averages."""
+        mean = self.basis.integrate(cell_average) / self.area
+        resolved = (flow_tail <= self.resolution_tol
+                    and tail <= max(self.resolution_tol, 10 * self._density_floor)
+                    and float(np.min(projected)) >= -self.positivity_tol * mean)
+        return (projected if resolved else cell_average), resolved
+
+    def dims(self) -> dict:
+        return dict(self._dims, density_resolved=(), flow_map_tail=(),
+                    positions=("particle", "component"))
+
+
+class CircleLagrangian(_Lagrangian):
+    """Weighted trapezoid nodes on the circle; see the module docstring.
+
+    State: the unwrapped node angles ``theta_j(t)`` (shape ``(N,)``), ``theta_j(0) = 2 pi j / N``.
+    """
+
+    geometry = "circle"
+    area = 2 * math.pi
+
+    def __init__(self, model: Model, resolution: int, backend: str | None = None,
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6):
+        require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
+        _check_common(model, positivity_tol, resolution_tol, "--scheme spectral or --scheme fv")
+        require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
+                and resolution >= 8 and resolution % 2 == 0,
+                f"--resolution (number of nodes) must be an even integer >= 8 (got {resolution!r})")
+        require(backend in (None, "pyfftw", "scipy"),
+                f"--backend must be pyfftw or scipy for the circle (got {backend!r})")
+        self.model = model
+        self.basis = basis = FourierBasis(int(resolution), backend)
+        self.resolution = self.n = basis.n
+        self.positivity_tol, self.resolution_tol = float(positivity_tol), float(resolution_tol)
+        self.labels = basis.theta.copy()
+        self.weights = np.full(self.n, 1.0 / self.n)
+        self.interaction = CircleFourierInteraction(model.beta, model.attention, self.weights, KERNEL_TOL)
+        modes = self.interaction.modes
+        # d/dtheta of the Bessel sums (module docstring): one more factor k
+        self._speed_slope = -modes * self.interaction.speed_coeffs
+        self._density_slope = modes * self.interaction.density_coeffs
+        band = np.arange(1, modes[-1] + 1)
+        self.max_rate = float(np.max(growth_rates(Model(model.attention, model.beta, 0.0, 2), band)))
+        self._density_tail = _top_sixth(basis.kmax)
+        self._flow_tail = _top_sixth(basis.n // 2)
+        self.lipschitz = 0.0
+        self.max_speed = 0.0
+        self._min_denominator = math.inf
+        self._dims = {"density": ("theta",), "mode_amplitude": ("mode",), "node_theta": ("particle",)}
+
+    # -- state ------------------------------------------------------------------------------------
+    def state_from_density(self, density: np.ndarray) -> np.ndarray:
+        """Nodes at the grid points, weights ``rho_0(theta_j) 2 pi / N`` (trapezoid rule)."""
+        density = np.asarray(density, dtype=float)
+        require(density.shape == (self.n,), f"density must have {self.n} grid values (got {density.shape})")
+        self.weights = density * self.basis.cell
+        self.interaction.weights = self.weights
+        state = self.labels.copy()
+        self._density_floor = self._density_tail_of(self.coefficients(state))
+        return state
+
+    def coefficients(self, theta: np.ndarray) -> np.ndarray:
+        """``mu_hat_k = (1/2 pi) sum_j w_j exp(-i k theta_j)``, ``k = 0 .. N/2`` (MATH.md §2.1; NUFFT)."""
+        out = np.empty(self.n + 2, dtype=complex)
+        ducc0.nufft.nu2u(points=self.weights.astype(complex), coord=np.mod(theta, 2 * math.pi)[:, None],
+                         forward=True, epsilon=NUFFT_EPSILON, out=out, fft_order=True)
+        return out[:self.n // 2 + 1] / (2 * math.pi)
+
+    # -- dynamics -----------------------------------------------------------------------------------
+    def rhs(self, theta: np.ndarray, t: float) -> np.ndarray:
+        """``d theta_j / dt = X[mu](theta_j)`` by the band-limited sums (MATH.md §2.1), and ``max |X'|``."""
+        inter = self.interaction
+        phases = inter._phases(theta[None])[0]                           # exp(i k theta_j), (N, M+1)
+        local = phases.conj() * (self.weights @ phases)                  # exp(-i k theta_i) T_k
+        numerator = local.imag @ inter.speed_coeffs
+        slope = local.real @ self._speed_slope
+        if self.model.attention == "sa":
+            denominator = local.real @ inter.density_coeffs
+            self._min_denominator = min(self._min_denominator, float(np.min(denominator)))
+            speed = numerator / denominator
+            slope = (slope - speed * (local.imag @ self._density_slope)) / denominator
+        else:
+            speed = numerator
+        self.max_speed = float(np.max(np.abs(speed)))
+        self.lipschitz = float(np.max(np.abs(slope)))
+        return speed
+
+    def stable_dt(self, cfl: float) -> float:
+        """``cfl / max(max|X'|, lambda_max)``: keeps neighbours ordered (``h |X'| < 1``) and resolves
+        the fastest linear growth (MATH.md §2.3) when the field vanishes."""
+        return cfl / max(self.lipschitz, self.max_rate)
+
+    # -- checks and records ---------------------------------------------------------------------------
+    def validity(self, theta: np.ndarray, t: float) -> str | None:
+        if not np.all(np.isfinite(theta)):
+            return f"non-finite values at t = {t:.6g}"
+        tol = ORDER_TOL * max(1.0, float(np.max(np.abs(theta))))
+        gaps = np.diff(theta)
+        wrap = float(theta[0] + 2 * math.pi - theta[-1])
+        worst = min(float(np.min(gaps)), wrap)
+        if worst < -tol:
+            return (f"nodes crossed at t = {t:.6g} (gap {worst:.3g}): the time step failed; "
+                    f"lower --cfl or --rtol")
+        return self._denominator_lost(t)
+
+    def cell_average(self, theta: np.ndarray) -> np.ndarray:
+        """``mu(cell j) / (2 pi / N)`` on the arcs ``[theta_j - pi/N, theta_j + pi/N)``."""
+        cell = self.basis.cell
+        index = np.floor(np.mod(theta + 0.5 * cell, 2 * math.pi) / cell).astype(int) % self.n
+        return np.bincount(index, weights=self.weights, minlength=self.n) / cell
+
+    def flow_map_tail(self, theta: np.ndarray) -> float:
+        """Largest ``|coefficient|`` of the displacement ``theta_j - alpha_j`` in the top sixth of ``0 .. N/2``."""
+        return float(np.max(np.abs(self.basis.to_coeffs(theta - self.labels)[self._flow_tail])))
+
+    def _density_tail_of(self, coeffs: np.ndarray) -> float:
+        return float(np.max(np.abs(coeffs[self._density_tail])) / abs(coeffs[0]))
+
+    def frame(self, theta: np.ndarray) -> dict:
+        coeffs = self.coefficients(theta)
+        projected = self.basis.to_grid(coeffs * self.basis.dealias).copy()
+        flow_tail = self.flow_map_tail(theta)
+        density, resolved = self._choose_density(projected, self._density_tail_of(coeffs), flow_tail,
+                                                 self.cell_average(theta))
+        wrapped = np.mod(theta, 2 * math.pi)
+        return {"density": density, "mass": self.basis.integrate(density),
+                "energy": float(self.interaction.scaled_energy(np.stack((np.cos(theta), np.sin(theta)), -1)[None])[0]),
+                "mode_amplitude": np.abs(coeffs), "density_resolved": resolved, "flow_map_tail": flow_tail,
+                "node_theta": wrapped, "positions": np.stack((np.cos(theta), np.sin(theta)), -1)}
+
+    def coords(self) -> dict:
+        return {"theta": ("theta", self.basis.theta, {"long_name": "angle", "units": "rad"}),
+                "mode": ("mode", self.basis.wavenumbers, {"long_name": "Fourier mode k"}),
+                "particle": ("particle", np.arange(self.n), {"long_name": "node (label alpha_j = 2 pi j / N)"}),
+                "component": ("component", np.arange(2))}
+
+
+class SphereLagrangian(_Lagrangian):
+    """Weighted Gauss–Legendre nodes on S^2; see the module docstring.
+
+    ``resolution`` is the ``lmax`` of the :class:`solvers.sphere.SphereBasis` whose grid holds the
+    nodes and the reported density.  State: node positions, shape ``(nlat * nlon, 3)``, row-major
+    over the grid (``particle = ring * nlon + column``).
+    """
+
+    geometry = "sphere"
+    area = 4 * math.pi
+
+    def __init__(self, model: Model, resolution: int, backend: str | None = None,
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, nthreads: int = 1):
+        require(model.dim == 3, f"--dim must be 3 for the sphere (got {model.dim})")
+        _check_common(model, positivity_tol, resolution_tol, "--scheme spectral")
+        require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool) and resolution >= 6,
+                f"--resolution (lmax) must be an integer >= 6 (got {resolution!r})")
+        self.model = model
+        self.basis = basis = make_sphere_basis(int(resolution), backend, nthreads)
+        self.resolution = basis.lmax
+        self.nthreads = int(nthreads)
+        self.positivity_tol, self.resolution_tol = float(positivity_tol), float(resolution_tol)
+        self.labels = np.ascontiguousarray(unit_vectors(basis).reshape(3, -1).T)
+        self.n = self.labels.shape[0]
+        self.weights = np.full(self.n, 1.0 / self.n)
+        # the velocity's band: lmax = M(beta), m-major layout as SphereBasis (MATH.md §2.2)
+        self.band = band = band_limit(model.beta, 3, KERNEL_TOL) + 2
+        degree = np.concatenate([np.arange(m, band + 1) for m in range(band + 1)])
+        self._multiplicity = np.where(np.concatenate([np.full(band + 1 - m, m) for m in range(band + 1)]) == 0,
+                                      1.0, 2.0)
+        self.conv = scaled_funk_hecke(degree, model.beta, 3)               # exp(-beta) kappa_l
+        potential = scaled_funk_hecke_over_beta(degree, model.beta, 3)     # exp(-beta) kappa_l / beta
+        self.potential = potential * (math.exp(model.beta) if model.attention == "usa" else 1.0)
+        self.lipschitz_factor = 2.0 + model.beta
+        degrees = np.arange(1, band + 1)
+        self.max_rate = float(np.max(growth_rates(Model(model.attention, model.beta, 0.0, 3), degrees)))
+        # latitude bands whose areas are the Gauss-Legendre weights (the cells of the fallback density)
+        ring_width = basis.weights[:, 0] * basis.nlon / (2 * math.pi)     # in mu = cos(colatitude)
+        self._ring_edges = np.cumsum(ring_width)[:-1]                     # of 1 - mu
+        self._density_tail = _top_sixth(basis.lmax)
+        self.lipschitz = self.max_speed = 0.0
+        self._min_denominator = math.inf
+        self._dims = {"density": ("lat", "lon"), "mode_amplitude": ("mode",)}
+
+    @staticmethod
+    def locations(x: np.ndarray) -> np.ndarray:
+        """``(colatitude, longitude)`` of unit vectors ``x`` (shape ``(n, 2)``, ducc0's ``loc``)."""
+        colat = np.arctan2(np.hypot(x[:, 0], x[:, 1]), x[:, 2])
+        return np.stack((colat, np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * math.pi)), axis=1)
+
+    def coefficients(self, x: np.ndarray, lmax: int, loc: np.ndarray | None = None) -> np.ndarray:
+        """``mu_lm = sum_j w_j conj(Y_lm(x_j))``, ``l <= lmax`` (orthonormal, m-major; MATH.md §2.2)."""
+        loc = self.locations(x) if loc is None else loc
+        return ducc0.sht.adjoint_synthesis_general(map=self.weights[None], spin=0, lmax=lmax, loc=loc,
+                                                   epsilon=SHT_EPSILON, nthreads=self.nthreads)[0]
+
+    # -- state ------------------------------------------------------------------------------------
+    def state_from_density(self, density: np.ndarray) -> np.ndarray:
+        """Nodes at the grid points, weights ``rho_0 x`` Gauss–Legendre weight."""
+        density = np.asarray(density, dtype=float)
+        require(density.shape == self.basis.shape,
+                f"density must be on the {self.basis.shape} grid (got {density.shape})")
+        self.weights = np.ascontiguousarray((density * self.basis.weights).ravel())
+        state = self.labels.copy()
+        self._density_floor = self._density_tail_of(self.coefficients(state, self.basis.lmax))
+        return state
+
+    # -- dynamics -----------------------------------------------------------------------------------
+    def rhs(self, x: np.ndarray, t: float) -> np.ndarray:
+        """``X[mu](x_j)`` (MATH.md §2, §2.2): gradient of the band-limited ``K*mu`` over ``beta``, SA divided
+        by ``K*mu``; returned as Cartesian tangent vectors, shape ``(n, 3)``."""
+        loc = self.locations(x)
+        kw = dict(lmax=self.band, loc=loc, epsilon=SHT_EPSILON, nthreads=self.nthreads)
+        mu = ducc0.sht.adjoint_synthesis_general(map=self.weights[None], spin=0, **kw)
+        v_theta, v_phi = ducc0.sht.synthesis_general(alm=mu * self.potential, spin=1, mode="DERIV1", **kw)
+        conv = ducc0.sht.synthesis_general(alm=mu * self.conv, spin=0, **kw)[0]     # exp(-beta) K*mu
+        if self.model.attention == "sa":
+            self._min_denominator = min(self._min_denominator, float(np.min(conv)))
+            v_theta, v_phi = v_theta / conv, v_phi / conv
+            self.lipschitz = self.lipschitz_factor
+        else:
+            self.lipschitz = self.lipschitz_factor * math.exp(self.model.beta) * float(np.max(conv))
+        colat, lon = loc[:, 0], loc[:, 1]
+        cos_t, sin_t, cos_p, sin_p = np.cos(colat), np.sin(colat), np.cos(lon), np.sin(lon)
+        velocity = np.empty_like(x)
+        velocity[:, 0] = v_theta * cos_t * cos_p - v_phi * sin_p
+        velocity[:, 1] = v_theta * cos_t * sin_p + v_phi * cos_p
+        velocity[:, 2] = -v_theta * sin_t
+        self.max_speed = math.sqrt(float(np.max(v_theta ** 2 + v_phi ** 2)))
+        return velocity
+
+    def stable_dt(self, cfl: float) -> float:
+        """``cfl / max(L, lambda_max)`` with the Lipschitz bound ``L`` of the field: SA ``2 + beta`` (the
+        attention covariance has norm <= 1, the projection adds <= 2); USA that times ``max K*mu``."""
+        return cfl / max(self.lipschitz, self.max_rate)
+
+    def after_step(self, x: np.ndarray, h: float) -> np.ndarray:
+        """Renormalise the nodes to the unit sphere."""
+        return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+    # -- checks and records ---------------------------------------------------------------------------
+    def validity(self, x: np.ndarray, t: float) -> str | None:
+        if not np.all(np.isfinite(x)):
+            return f"non-finite values at t = {t:.6g}"
+        drift = float(np.max(np.abs(np.linalg.norm(x, axis=-1) - 1.0)))
+        if drift > SPHERE_TOL:
+            return f"nodes left the sphere at t = {t:.6g} (| |x| - 1 | = {drift:.3g})"
+        return self._denominator_lost(t)
+
+    def cell_average(self, x: np.ndarray) -> np.ndarray:
+        """``mu(cell) / |cell|`` on the cells of the grid points (areas = quadrature weights)."""
+        b = self.basis
+        ring = np.searchsorted(self._ring_edges, 1.0 - x[:, 2], side="right")
+        lon = np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * math.pi)
+        column = np.floor(lon / (2 * math.pi / b.nlon) + 0.5).astype(int) % b.nlon
+        mass = np.bincount(ring * b.nlon + column, weights=self.weights, minlength=self.n)
+        return mass.reshape(b.shape) / b.weights
+
+    def flow_map_tail(self, x: np.ndarray) -> float:
+        """Largest degree amplitude, top sixth of ``l <= lmax``, of the displacement's Cartesian components."""
+        b = self.basis
+        displacement = (x - self.labels).T.reshape((3,) + b.shape)
+        return max(float(np.max(b.degree_amplitude(b.analyse(c))[self._density_tail])) for c in displacement)
+
+    def _density_tail_of(self, alm: np.ndarray) -> float:
+        amp = self.basis.degree_amplitude(alm)
+        return float(np.max(amp[self._density_tail]) / amp[0])
+
+    def energy_from(self, mu_band: np.ndarray) -> float:
+        """``exp(-beta) E = (1 / 2 beta) sum_{l,m} exp(-beta) kappa_l |mu_lm|^2`` (MATH.md §2.2)."""
+        return float(np.sum(self._multiplicity * self.conv * np.abs(mu_band) ** 2) / (2 * self.model.beta))
+
+    def frame(self, x: np.ndarray) -> dict:
+        b = self.basis
+        top = max(b.lmax, self.band)
+        mu = self.coefficients(x, top)
+        mu_grid = b.resample(mu, b.lmax)
+        mu_grid[b.zonal] = mu_grid[b.zonal].real
+        projected = b.synthesise(mu_grid)
+        flow_tail = self.flow_map_tail(x)
+        density, resolved = self._choose_density(projected, self._density_tail_of(mu_grid), flow_tail,
+                                                 self.cell_average(x))
+        return {"density": density, "mass": b.integrate(density), "energy": self.energy_from(b.resample(mu, self.band)),
+                "mode_amplitude": b.degree_amplitude(mu_grid), "density_resolved": resolved,
+                "flow_map_tail": flow_tail, "positions": x.copy()}
+
+    def coords(self) -> dict:
+        b = self.basis
+        return {"lat": ("lat", b.lat, {"long_name": "latitude (Gauss-Legendre nodes)", "units": "degrees_north"}),
+                "lon": ("lon", b.lon, {"long_name": "longitude", "units": "degrees_east"}),
+                "mode": ("mode", np.arange(b.lmax + 1), {"long_name": "spherical-harmonic degree l"}),
+                "particle": ("particle", np.arange(self.n), {"long_name": "node (grid point ring * nlon + column)"}),
+                "component": ("component", np.arange(3))}
