@@ -394,6 +394,11 @@ _study_command("cluster-formation", "cluster_formation", "cluster-formation-stud
                "Cluster formation time of i.i.d. tokens against n, with log(n) / (2 lambda_k*) overlaid.")
 
 
+_study_command("metastability", "metastability", "metastability-study",
+               "Metastable clusters on the circle: predicted k*, formation time and angles against the PDE "
+               "(finite volume) and i.i.d. particles; plateaus, energy staircase, first merge.")
+
+
 _study_command("gaussian", "gaussian", "gaussian-study",
                "Gaussian tokens: particle moments against the Castin et al. ODEs, error against n.")
 

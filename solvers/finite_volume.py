@@ -345,3 +345,120 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
 
     def dims(self) -> dict:
         return {"density": ("theta",), "mode_amplitude": ("mode",)}
+
+
+def cell_integrals(faces: np.ndarray, degree: int, dim: int) -> np.ndarray:
+    """``G[l, i] = int_{cell i} P_l(x_d) dsigma``, ``l = 0..degree``, exactly (MATH.md §2.2).
+
+    Cells ``th_i < th < th_{i+1}`` in the polar angle (``faces``).  Degree 0 is ``P_0`` times the
+    cell volume; for ``l >= 1`` the zonal Laplacian ``(1-t^2)^{-(d-3)/2} d/dt[(1-t^2)^{(d-1)/2} P_l']
+    = -l(l+d-2) P_l`` integrates to ``|S^{d-2}| [sin^{d-1} th P_l'(cos th)]_{th_i}^{th_{i+1}} / (l(l+d-2))``.
+    """
+    p, dp = normalised_gegenbauer(np.cos(faces), degree, dim, derivative=True)
+    boundary = np.sin(faces)[:, None] ** (dim - 1) * dp
+    ell = np.arange(degree + 1)
+    eig = np.where(ell == 0, 1.0, laplace_eigenvalue(ell, dim).astype(float))
+    out = sphere_area(dim - 1) * np.diff(boundary, axis=0).T / eig[:, None]
+    out[0] = p[0, 0] * zonal_cell_volumes(faces, dim)[0]
+    return out
+
+
+def zonal_cell_volumes(faces: np.ndarray, dim: int, points: int = 20):
+    """``(V_i, c_i)``: ``|S^{d-2}| int sin^{d-2} th dth`` over each cell and the cell's centroid in ``th``.
+
+    Gauss–Legendre with ``points`` nodes per cell (the integrand is entire and the cells are
+    at most ``pi / 8`` wide: exact to round-off).
+    """
+    x, w = roots_legendre(points)
+    left, width = faces[:-1, None], np.diff(faces)[:, None]
+    th = left + 0.5 * width * (x + 1.0)
+    weight = 0.5 * width * w * np.sin(th) ** (dim - 2)
+    volume = sphere_area(dim - 1) * weight.sum(axis=1)
+    centroid = (weight * th).sum(axis=1) / weight.sum(axis=1)
+    return volume, centroid
+
+
+class ZonalFiniteVolume(_FiniteVolumeScheme):
+    """Finite volumes for zonal densities on S^{d-1}: ``N`` equal cells in the polar angle (module docstring).
+
+    ``basis`` is a :class:`solvers.zonal.ZonalBasis` of degree ``max(2, (N-1)//3)``: it carries the
+    initial data (values at its Gauss–Jacobi nodes) and the degrees reported in ``mode_amplitude``.
+    """
+
+    geometry = "zonal"
+
+    def __init__(self, model: Model, resolution: int, backend: str | None = None,
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6):
+        require(model.dim >= 3, f"--dim must be >= 3 for zonal densities (got {model.dim})")
+        require(backend in (None, "gegenbauer"),
+                f"--backend must be gegenbauer for the zonal solver (got {backend!r})")
+        require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
+                and resolution >= 8, f"--resolution (number of cells) must be an integer >= 8 (got {resolution!r})")
+        self._common(model, positivity_tol, resolution_tol)
+        n = self.resolution = int(resolution)
+        dim, beta = model.dim, model.beta
+        self.basis = basis = ZonalBasis(max(2, (n - 1) // 3), dim)
+        self.faces = faces = math.pi * np.arange(n + 1) / n
+        self.polar = 0.5 * (faces[:-1] + faces[1:])
+        volumes, centroids = zonal_cell_volumes(faces, dim)
+        areas = sphere_area(dim - 1) * np.sin(faces) ** (dim - 2)
+        areas[0] = areas[-1] = 0.0
+        self.fv = FiniteVolume1D(faces, volumes, areas, centroids, periodic=False, nu=model.nu)
+        self.band = band = band_limit(beta, dim)
+        self.G = cell_integrals(faces, max(band, basis.lmax), dim)
+        ell = np.arange(band + 1)
+        self.conv_coeffs = scaled_funk_hecke(ell, beta, dim)               # exp(-beta) kappa_l
+        velocity = scaled_funk_hecke_over_beta(ell, beta, dim)             # exp(-beta) kappa_l / beta
+        if model.attention == "usa":
+            velocity = velocity * math.exp(beta)
+        p, dp = normalised_gegenbauer(np.cos(faces), band, dim, derivative=True)
+        self._numerator = -np.sin(faces)[:, None] * dp * velocity          # polar component -sin th V
+        self._denominator = p * self.conv_coeffs
+        self._analysis = self.G[:band + 1]
+        self.max_rate = self._max_rate(np.arange(1, basis.lmax + 1))
+        self.state_scale = 1.0 / sphere_area(dim)
+
+    def face_speed(self, state: np.ndarray) -> np.ndarray:
+        """Polar velocity at the faces from the Gegenbauer coefficients of ``P`` (MATH.md §2.2)."""
+        g = self._analysis @ state
+        speed = self._numerator @ g
+        if self.model.attention == "sa":
+            speed = np.clip(speed / (self._denominator @ g), -1.0, 1.0)
+        return speed
+
+    # -- state <-> density ------------------------------------------------------------------------
+    @property
+    def coordinate(self):
+        return self.polar
+
+    def cell_averages(self, coeffs: np.ndarray) -> np.ndarray:
+        """Exact cell averages of ``sum_l g_l P_l`` (normalised Gegenbauer coefficients ``g_0..g_L``)."""
+        coeffs = np.asarray(coeffs, dtype=float)
+        degree = coeffs.size - 1
+        G = self.G if degree < self.G.shape[0] else cell_integrals(self.faces, degree, self.model.dim)
+        return (G[:degree + 1].T @ coeffs) / self.fv.volumes
+
+    def state_from_density(self, density: np.ndarray) -> np.ndarray:
+        """Exact cell averages of the degree-``lmax`` expansion of values at the basis nodes."""
+        density = np.asarray(density, dtype=float)
+        require(density.shape == (self.basis.size,),
+                f"the initial density must have {self.basis.size} values at the basis nodes (got shape {density.shape})")
+        return self._start(self.cell_averages(self.basis.analyse(density)))
+
+    # -- diagnostics --------------------------------------------------------------------------------
+    def energy(self, state: np.ndarray) -> float:
+        """``exp(-beta) E(P) = (1 / 2 beta) sum_{l <= M} c_l g_l^2`` (MATH.md §2, §2.2)."""
+        g = self._analysis @ state
+        return float(np.sum(self.conv_coeffs * g ** 2) / (2.0 * self.model.beta))
+
+    def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
+        """``|g_l|``, ``l = 0..lmax``, of the piecewise-constant density."""
+        return np.abs(self.G[:self.basis.lmax + 1] @ state)
+
+    def coords(self) -> dict:
+        return {"polar": ("polar", self.polar, {"long_name": "polar angle from the pole e (cell centre)",
+                                                "units": "rad"}),
+                "mode": ("mode", self.basis.degrees, {"long_name": "spherical-harmonic degree l"})}
+
+    def dims(self) -> dict:
+        return {"density": ("polar",), "mode_amplitude": ("mode",)}

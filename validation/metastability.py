@@ -1,0 +1,266 @@
+"""Study: metastable clusters on the circle against the linear theory (MATH.md §2.3, Bruno et al.).
+
+For each ``beta`` (SA, ``Q = K = V = I``) two runs:
+
+* the PDE from ``perturbed:EPS`` (finite volume, which stays valid through cluster formation
+  and merging), up to ``horizon x`` the predicted formation time;
+* i.i.d. uniform particles (``n`` tokens, perturbation ``eps ~ n^{-1/2}``), to ``particle_horizon``.
+
+Predicted (:mod:`meanfield.metastable`): the dominant mode ``k*``; the formation time
+``log(1/eps)/lambda_{k*}`` as the issue states it and the one from the actual initial amplitude of
+mode ``k*``; cluster angles from the initial phase of mode ``k*`` and from the whole linearised
+solution at the measured formation time.
+
+Measured, from the cluster count of every saved frame (:func:`meanfield.diagnostics.detect_clusters`
+on the density; for particles on their Fejér-smoothed density with ``SMOOTHING_MODES`` modes):
+``t_half`` (the largest mode amplitude ``2 pi |rho_hat_k|`` crosses 1/2, interpolated),
+``t_formed`` (start of the first plateau with clusters), the count and angles there, the plateaus
+(``min_duration`` = one e-fold ``1/lambda_{k*}``), the energy at the end of each plateau next to
+the energy of the same clusters collapsed to points, and the first merge time.
+
+Angles.  ``angle_error_kstar`` / ``angle_error_linear``: the largest distance from a cluster's
+density maximum at ``t_formed`` to the nearest angle predicted from the phase of mode ``k*`` /
+by the linearised solution at ``t_formed``.  At formation the perturbation is O(1) and the
+nonlinear stage has moved the maxima a little; ``angle_error_emergence`` compares the ``k*``
+highest maxima with the linearised solution's at ``t_emergence``, the first frame at which the
+largest ``2 pi |rho_hat_k|`` reaches ``EMERGENCE = 0.1`` (the pattern is visible, still linear).
+
+Output (``out_dir``): ``metastability.nc`` (one row per ``(beta, source)`` case; plateau variables
+padded with NaN / count -1 past the last plateau), the runs ``pde_beta*.nc`` and
+``particles_beta*.nc``, and ``metastability.png``.
+
+Run: ``python -m validation.metastability [--quick] [--out-dir DIR]`` or
+``meanfield validate metastability``.
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+
+from meanfield.diagnostics import detect_clusters
+from meanfield.initial import circle_density
+from meanfield.metastable import (angle_errors, first_merge_time, kstar_angles, linearised_density,
+                                  local_maxima_angles, plateaus, point_cluster_energy, refined_formation_time,
+                                  smoothed_density)
+from meanfield.model import Model
+from meanfield.storage import netcdf_safe, package_version, save_run
+from meanfield.theory import dominant_mode, formation_time, growth_rates
+from solvers.particle_run import empirical_modes, simulate
+from solvers.solve import solve
+
+from .cluster_formation import crossing_time
+from .mean_field import progress_bar, save_figure, study_main, write_dataset
+
+EPS = 1e-4
+#: The pattern has emerged, still in the linear regime, when the largest ``2 pi |rho_hat_k|`` reaches this.
+EMERGENCE = 0.1
+SMOOTHING_MODES = 48
+FULL = {"betas": (4.0, 9.0, 16.0), "resolution": 1024, "horizon": 10.0, "n": 2 ** 14, "particle_horizon": 2000.0,
+        "save_every": 0.25}
+QUICK = {"betas": (4.0, 9.0), "resolution": 512, "horizon": 3.0, "n": 2 ** 11, "particle_horizon": 60.0,
+         "save_every": 0.25}
+MAX_PLATEAUS = 8
+SOURCES = ("pde", "particles")
+
+
+def _formation_readout(times, densities, energies, amplitudes, coefficients, model: Model, beta: float) -> dict:
+    """Everything measured and predicted from one run's frames (see the module docstring)."""
+    k = dominant_mode(model)
+    rate = float(growth_rates(model, [k])[0])
+    counts, found_clusters = [], []
+    for density in densities:
+        clusters = detect_clusters(density)
+        counts.append(clusters.count)
+        found_clusters.append(clusters)
+    found = plateaus(times, counts, energies, min_duration=1.0 / rate)
+    formed = next((p for p in found if p.count > 0), None)
+    grid = densities.shape[1]
+    row = {"k_star": k, "rate": rate, "t_form_refined": refined_formation_time(coefficients[k], rate),
+           "t_half": crossing_time(times, 2 * math.pi * np.max(amplitudes[:, 1:], axis=1)),
+           "grid_spacing": 2 * math.pi / grid, "first_merge_time": first_merge_time(found)}
+    if formed is None:
+        row.update(t_formed=math.nan, count_at_formation=0, angle_error_kstar=math.nan,
+                   angle_error_linear=math.nan)
+        centres = np.zeros(0)
+    else:
+        index = int(np.searchsorted(times, formed.start))
+        centres = local_maxima_angles(densities[index], formed.count)
+        linear = linearised_density(coefficients, model, formed.start, grid)
+        row.update(t_formed=formed.start, count_at_formation=formed.count,
+                   angle_error_kstar=float(np.max(angle_errors(centres, kstar_angles(coefficients[k], k)))),
+                   angle_error_linear=float(np.max(angle_errors(centres, local_maxima_angles(linear, formed.count)))))
+    dominant = 2 * math.pi * np.max(amplitudes[:, 1:], axis=1)
+    emerged = np.nonzero(dominant >= EMERGENCE)[0]
+    if emerged.size and emerged[0] > 0:
+        index = int(emerged[0])
+        linear = linearised_density(coefficients, model, times[index], grid)
+        errors = angle_errors(local_maxima_angles(densities[index], k), local_maxima_angles(linear, k))
+        row.update(t_emergence=float(times[index]), angle_error_emergence=float(np.max(errors)))
+    else:
+        row.update(t_emergence=math.nan, angle_error_emergence=math.nan)
+    row["plateaus"] = []
+    for plateau in found[:MAX_PLATEAUS]:
+        clusters = found_clusters[int(np.searchsorted(times, plateau.end))]
+        row["plateaus"].append((plateau, point_cluster_energy(clusters.centres, clusters.masses, beta)))
+    row["centres_at_formation"] = centres
+    return row
+
+
+def pde_case(beta: float, settings: dict, scheme: str = "fv", seed: int = 0):
+    """The PDE from ``perturbed:EPS`` to ``horizon x log(1/EPS)/lambda_{k*}``: (run, readout)."""
+    model = Model("sa", beta, 0.0, 2)
+    t_final = settings["horizon"] * formation_time(model, EPS)
+    init = f"perturbed:{EPS:g}"
+    run = solve("circle", attention="sa", beta=beta, resolution=settings["resolution"], init=init, seed=seed,
+                t_final=t_final, save_every=settings["save_every"], scheme=scheme)
+    coefficients = np.fft.rfft(circle_density(init, settings["resolution"], seed)) / settings["resolution"]
+    readout = _formation_readout(run.time.values, run.density.values, run.energy.values,
+                                 run.mode_amplitude.values, coefficients, model, beta)
+    readout.update(eps=EPS, t_form_issue=formation_time(model, EPS), stop_reason=run.attrs["stop_reason"],
+                   t_reached=float(run.attrs["t_reached"]), size=settings["resolution"])
+    return run, readout
+
+
+def particle_case(beta: float, settings: dict, seed: int = 0):
+    """i.i.d. uniform tokens (``eps = n^{-1/2}``) to ``particle_horizon``: (run, readout)."""
+    model = Model("sa", beta, 0.0, 2)
+    n, points = settings["n"], settings["resolution"]
+    run = simulate(dim=2, n=n, attention="sa", beta=beta, init="uniform", seed=seed,
+                   t_final=settings["particle_horizon"], save_every=settings["save_every"], rtol=1e-7)
+    theta, weights = run.theta.values, run.weights.values
+    densities = np.array([smoothed_density(frame, weights, SMOOTHING_MODES, points) for frame in theta])
+    modes = np.arange(SMOOTHING_MODES + 1)
+    amplitudes = np.array([empirical_modes(frame, weights, modes) for frame in theta])
+    coefficients = np.exp(-1j * np.outer(modes, theta[0])) @ weights / (2 * math.pi)
+    readout = _formation_readout(run.time.values, densities, run.energy.values, amplitudes, coefficients,
+                                 model, beta)
+    eps = 1.0 / math.sqrt(n)
+    readout.update(eps=eps, t_form_issue=formation_time(model, eps), stop_reason=run.attrs["stop_reason"],
+                   t_reached=float(run.attrs["t_reached"]), size=n)
+    return run, readout
+
+
+def _table(rows: list[dict], cases: list[tuple], attrs: dict) -> xr.Dataset:
+    scalars = ["k_star", "rate", "eps", "size", "t_form_issue", "t_form_refined", "t_half", "t_formed",
+               "count_at_formation", "angle_error_kstar", "angle_error_linear", "t_emergence",
+               "angle_error_emergence", "grid_spacing",
+               "first_merge_time", "t_reached"]
+    data = {name: ("case", np.array([row[name] for row in rows])) for name in scalars}
+    data["stop_reason"] = ("case", np.array([row["stop_reason"] for row in rows], dtype=object))
+    shape = (len(rows), MAX_PLATEAUS)
+    plateau = {"plateau_count": np.full(shape, -1), "plateau_start": np.full(shape, np.nan),
+               "plateau_end": np.full(shape, np.nan), "plateau_energy": np.full(shape, np.nan),
+               "plateau_point_energy": np.full(shape, np.nan)}
+    for i, row in enumerate(rows):
+        for j, (p, point_energy) in enumerate(row["plateaus"]):
+            plateau["plateau_count"][i, j], plateau["plateau_start"][i, j] = p.count, p.start
+            plateau["plateau_end"][i, j], plateau["plateau_energy"][i, j] = p.end, p.energy
+            plateau["plateau_point_energy"][i, j] = point_energy
+    data.update({name: (("case", "plateau"), values) for name, values in plateau.items()})
+    coords = {"case": np.arange(len(rows)), "plateau": np.arange(MAX_PLATEAUS),
+              "beta": ("case", np.array([beta for beta, _ in cases])),
+              "source": ("case", np.array([source for _, source in cases], dtype=object))}
+    ds = xr.Dataset(data, coords=coords, attrs=netcdf_safe(attrs))
+    ds["plateau_energy"].attrs["long_name"] = "exp(-beta) E at the end of the plateau"
+    ds["plateau_point_energy"].attrs["long_name"] = "exp(-beta) E of the plateau's clusters collapsed to points"
+    return ds
+
+
+def run_study(quick: bool = False, out_dir="metastability-study", scheme: str = "fv", seed: int = 0) -> xr.Dataset:
+    """Run every case, write the table, the runs and the figure; returns the table."""
+    settings = QUICK if quick else FULL
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    start = _time.perf_counter()
+    rows, cases, runs = [], [], {}
+    bar = progress_bar(2 * len(settings["betas"]), "metastability")
+    for beta in settings["betas"]:
+        for source in SOURCES:
+            run, row = pde_case(beta, settings, scheme, seed) if source == "pde" else particle_case(beta, settings, seed)
+            save_run(run, out / f"{source}_beta{beta:g}.nc")
+            rows.append(row)
+            cases.append((beta, source))
+            runs[(beta, source)] = (run, row)
+            bar.update()
+    bar.close()
+    attrs = dict(settings, eps=EPS, scheme=scheme, seed=seed, smoothing_modes=SMOOTHING_MODES, quick=int(quick),
+                 package_version=package_version(), wall_time=_time.perf_counter() - start,
+                 command=f"meanfield validate metastability{' --quick' if quick else ''} --out-dir {out_dir}")
+    table = _table(rows, cases, attrs)
+    write_dataset(table, out / "metastability.nc")
+    save_figure(plot_study(runs, settings), out / "metastability.png")
+    return table
+
+
+def plot_study(runs: dict, settings: dict) -> Figure:
+    """Top: the PDE density in (time, angle) with the predicted angles and formation times.
+    Bottom: cluster count and energy against time (log scale), PDE and particles."""
+    betas = settings["betas"]
+    fig = Figure(figsize=(4.6 * len(betas), 8.0), layout="constrained")
+    axes = fig.subplots(2, len(betas), squeeze=False)
+    for column, beta in enumerate(betas):
+        run, row = runs[(beta, "pde")]
+        ax = axes[0, column]
+        density = np.maximum(run.density.values, 1e-6)
+        ax.pcolormesh(run.theta.values, run.time.values, np.log10(density), shading="auto", cmap="magma",
+                      vmin=-3, vmax=max(1.0, float(np.log10(density.max()))), rasterized=True)
+        for label, t, style in (("log(1/eps)/lambda", row["t_form_issue"], ":"),
+                                ("from |a_k*(0)|", row["t_form_refined"], "--")):
+            ax.axhline(t, color="cyan", ls=style, lw=1, label=f"predicted {label}")
+        if math.isfinite(row["t_formed"]):
+            coefficients = np.fft.rfft(run.density.values[0])
+            predicted = kstar_angles(coefficients[row["k_star"]], row["k_star"])
+            ax.plot(predicted, np.full(predicted.size, row["t_formed"]), "c^", ms=6, label="k* phase angles")
+        ax.set(title=f"PDE ({run.attrs['scheme']}), beta = {beta:g}, k* = {row['k_star']}", xlabel="theta",
+               ylabel="t (log10 density)")
+        ax.legend(fontsize=7, loc="upper right")
+        ax = axes[1, column]
+        energy_axis = ax.twinx()
+        for source, colour in zip(SOURCES, ("C0", "C1")):
+            run_s, row_s = runs[(beta, source)]
+            times = run_s.time.values
+            counts = np.zeros(times.size)
+            for plateau, _ in row_s["plateaus"]:
+                counts[(times >= plateau.start) & (times <= plateau.end)] = plateau.count
+            label = "PDE" if source == "pde" else f"particles n = {row_s['size']}"
+            ax.step(times[1:], counts[1:], where="post", color=colour, label=f"{label}: clusters")
+            energy_axis.plot(times[1:], run_s.energy.values[1:], color=colour, ls="--", lw=1)
+            ax.axvline(row_s["t_form_refined"], color=colour, ls=":", lw=1)
+        ax.set(xscale="log", xlabel="t", ylabel="cluster count (plateaus)",
+               title="count (solid), exp(-beta) E (dashed), predicted formation (dotted)")
+        energy_axis.set_ylabel("exp(-beta) E")
+        ax.legend(fontsize=7, loc="upper left")
+    return fig
+
+
+def format_table(ds: xr.Dataset) -> str:
+    lines = [f"{'beta':>5} {'source':>9} {'k*':>3} {'count':>5} {'t_issue':>8} {'t_refined':>9} {'t_half':>7} "
+             f"{'t_formed':>8} {'ang_k*':>7} {'ang_lin':>7} {'ang_emg':>7} {'grid':>6} {'merge1':>8}  plateaus (count: start-end, E, E_points)"]
+    for i in range(ds.sizes["case"]):
+        row = ds.isel(case=i)
+        text = []
+        for j in range(ds.sizes["plateau"]):
+            if int(row.plateau_count[j]) < 0:
+                break
+            text.append(f"{int(row.plateau_count[j])}: {float(row.plateau_start[j]):.3g}-{float(row.plateau_end[j]):.4g}, "
+                        f"{float(row.plateau_energy[j]):.4g}, {float(row.plateau_point_energy[j]):.4g}")
+        lines.append(f"{float(row.beta):5g} {str(row.source.values):>9} {int(row.k_star):3d} {int(row.count_at_formation):5d} "
+                     f"{float(row.t_form_issue):8.2f} {float(row.t_form_refined):9.2f} {float(row.t_half):7.2f} "
+                     f"{float(row.t_formed):8.2f} {float(row.angle_error_kstar):7.4f} {float(row.angle_error_linear):7.4f} {float(row.angle_error_emergence):7.4f} "
+                     f"{float(row.grid_spacing):6.4f} {float(row.first_merge_time):8.2f}  " + "; ".join(text))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> xr.Dataset:
+    return study_main(argv, "Metastable clusters on the circle against the linear theory.", "metastability-study",
+                      run_study, format_table, "metastability")
+
+
+if __name__ == "__main__":
+    main()
