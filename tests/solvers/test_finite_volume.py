@@ -1,0 +1,207 @@
+"""The finite-volume schemes (solvers/finite_volume.py) against theory and the spectral schemes.
+
+MATH.md §2 (PDE, mass, energy), §2.1–2.2 (spectral velocity), §2.3 (growth rates).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from meanfield.diagnostics import detect_clusters, fit_growth_rates
+from meanfield.errors import InputError
+from meanfield.geometry import sphere_area
+from meanfield.initial import circle_density
+from meanfield.initial_zonal import zonal_density
+from meanfield.model import Model
+from meanfield.theory import critical_noise, dominant_mode, formation_time, growth_rates
+from solvers.finite_volume import (CircleFiniteVolume, ZonalFiniteVolume, cell_integrals,
+                                   zonal_cell_volumes)
+from solvers.solve import solve
+from solvers.zonal import ZonalBasis, normalised_gegenbauer
+
+NS = np.array([64, 128, 256, 512])
+
+
+def slope(errors):
+    return -np.polyfit(np.log(NS), np.log(errors), 1)[0]
+
+
+# -- geometry: exact cell integrals and volumes --------------------------------------------------------
+@pytest.mark.parametrize("dim", [3, 4, 7])
+def test_cell_integrals_are_exact(dim):
+    faces = math.pi * np.arange(13) / 12
+    G = cell_integrals(faces, 10, dim)
+    volumes, centroids = zonal_cell_volumes(faces, dim)
+    assert volumes.sum() == pytest.approx(sphere_area(dim), rel=1e-14)
+    assert np.all((faces[:-1] < centroids) & (centroids < faces[1:]))
+    # against 40-point Gauss–Legendre per cell in th (no Sturm–Liouville identity)
+    x, w = np.polynomial.legendre.leggauss(40)
+    for i in (0, 5, 11):
+        th = faces[i] + (faces[i + 1] - faces[i]) * (x + 1) / 2
+        weights = (faces[i + 1] - faces[i]) / 2 * w * np.sin(th) ** (dim - 2) * sphere_area(dim - 1)
+        direct = weights @ normalised_gegenbauer(np.cos(th), 10, dim)
+        assert np.max(np.abs(direct - G[:, i])) < 1e-14
+
+
+# -- positivity bound of stable_dt: forward Euler at cfl = 1 keeps rho >= 0 ------------------------------
+@pytest.mark.parametrize("geometry", ["circle", "zonal"])
+@pytest.mark.parametrize("attention", ["sa", "usa"])
+def test_euler_step_at_the_cfl_bound_is_non_negative(geometry, attention, rng):
+    model = Model(attention, 3.0, 0.02, 2 if geometry == "circle" else 4)
+    scheme = (CircleFiniteVolume if geometry == "circle" else ZonalFiniteVolume)(model, 64)
+    rough = rng.random(64) ** 4 * (rng.random(64) < 0.5)          # half the cells exactly empty
+    rho = rough / scheme.fv.integrate(rough)
+    lows = []
+    for cfl in (1.0, 2.5):
+        derivative = scheme.rhs(rho, 0.0)
+        step = cfl / scheme.fv.max_rate                             # the positivity part of stable_dt
+        lows.append(np.min(rho + step * derivative))
+        assert abs(scheme.fv.integrate(rho + step * derivative) - 1) < 1e-14
+    assert lows[0] >= 0.0
+    assert lows[1] < 0.0  # the bound is not vacuous: well past it, the Euler step goes negative
+
+
+# -- (1) circle, SA, beta = 9 through cluster formation --------------------------------------------------
+@pytest.fixture(scope="module")
+def clustering_run():
+    return solve("circle", scheme="fv", attention="sa", beta=9.0, resolution=1024, init="perturbed:1e-4",
+                 seed=0, t_final=60.0, save_every=0.5)
+
+
+def test_clustering_run_is_positive_conservative_and_completes(clustering_run):
+    assert clustering_run.attrs["stop_reason"] == "completed"
+    assert clustering_run.attrs["stepper"] == "ssprk3"
+    assert float(clustering_run["density"].min()) >= 0.0
+    assert np.max(np.abs(clustering_run["mass"].values - 1.0)) <= 1e-12
+
+
+def test_clustering_run_forms_the_dominant_mode_number_of_clusters(clustering_run):
+    model = Model("sa", 9.0, 0.0, 2)
+    k_star = dominant_mode(model)
+    assert k_star == 4
+    times = clustering_run["time"].values
+    counts = np.array([detect_clusters(frame).count for frame in clustering_run["density"].values])
+    formed = times >= 1.5 * formation_time(model, 1e-4)
+    assert np.all(counts[formed] == k_star)       # formed by 1.5 x the predicted time, and kept to t = 60
+    assert np.all(counts[~formed] <= k_star)
+    first = np.argmax(counts == k_star)
+    assert detect_clusters(clustering_run["density"].values[first]).masses.sum() == pytest.approx(1.0, rel=1e-12)
+
+
+def test_clustering_run_energy_grows(clustering_run):
+    energy = clustering_run["energy"].values
+    assert np.all(np.diff(energy) >= -1e-6 * energy[0])
+    assert energy[-1] > 1.5 * energy[0]
+
+
+# -- (2) second-order convergence against the spectral schemes --------------------------------------------
+@pytest.mark.parametrize("attention, t_final", [("sa", 1.0), ("usa", 0.25)])
+def test_circle_converges_at_second_order(attention, t_final):
+    """USA runs ``exp(beta)`` faster: by t = 1 the bump is a spike, so it stops at t = 0.25."""
+    common = dict(attention=attention, beta=2.0, init="vonmises:1@0", t_final=t_final, save_every=t_final)
+    reference = solve("circle", scheme="spectral", resolution=256, rtol=1e-12, **common)
+    assert reference.attrs["stop_reason"] == "completed"
+    coeffs = np.fft.rfft(reference["density"].values[-1], norm="forward")
+    errors = []
+    for n in NS:
+        run = solve("circle", scheme="fv", resolution=int(n), **common)
+        exact = CircleFiniteVolume(Model(attention, 2.0, 0.0, 2), int(n)).cell_averages(coeffs)
+        errors.append(2 * math.pi / n * np.sum(np.abs(run["density"].values[-1] - exact)))
+    assert slope(errors) >= 1.8
+    assert errors[-1] < 2e-5
+
+
+@pytest.mark.parametrize("dim", [3, 5])
+def test_zonal_converges_at_second_order(dim):
+    common = dict(attention="sa", beta=2.0, dim=dim, init="vmf:2", t_final=1.0, save_every=1.0)
+    reference = solve("zonal", scheme="galerkin", resolution=48, rtol=1e-12, **common)
+    assert reference.attrs["stop_reason"] == "completed"
+    coeffs = ZonalBasis(48, dim).analyse(reference["density"].values[-1])
+    errors = []
+    for n in NS:
+        run = solve("zonal", scheme="fv", resolution=int(n), **common)
+        scheme = ZonalFiniteVolume(Model("sa", 2.0, 0.0, dim), int(n))
+        errors.append(scheme.fv.volumes @ np.abs(run["density"].values[-1] - scheme.cell_averages(coeffs)))
+        assert abs(float(run["mass"].values[-1]) - float(run["mass"].values[0])) < 1e-13
+    assert slope(errors) >= 1.8
+    assert errors[-1] < 1e-4
+
+
+# -- (3) linear growth and decay rates (MATH.md §2.3) ----------------------------------------------------
+@pytest.mark.parametrize("attention", ["sa", "usa"])
+@pytest.mark.parametrize("noisy", [False, True])
+def test_circle_growth_rates_match_theory(attention, noisy):
+    """Linearised, the scheme multiplies every rate by ``sinc(kh/2)^2`` exactly (the cell transform and
+    the face difference): the fit matches that to 1e-4 and the continuum rate to ``(kh)^2 / 12``."""
+    modes = np.arange(1, 7)
+    nu = 1.5 * critical_noise(Model(attention, 4.0, 0.0, 2)) if noisy else 0.0
+    theory = growth_rates(Model(attention, 4.0, nu, 2), modes)
+    assert np.all(theory < 0) if noisy else np.all(theory > 0)
+    t_final = 6.0 / np.max(np.abs(theory))
+    relative = []
+    for n in (64, 128):
+        run = solve("circle", scheme="fv", attention=attention, beta=4.0, nu=nu, resolution=n,
+                    init="perturbed:1e-8", seed=1, t_final=t_final, save_every=t_final / 20, cfl=0.1)
+        assert run.attrs["stop_reason"] == "completed"
+        fitted = fit_growth_rates(run, modes)
+        discrete = theory * np.sinc(modes / n) ** 2
+        assert np.max(np.abs(fitted / discrete - 1)) < 1e-4
+        relative.append(np.max(np.abs(fitted / theory - 1)))
+    assert relative[0] < 0.03 and relative[1] < 0.008
+    assert relative[0] / relative[1] == pytest.approx(4.0, rel=0.02)   # second order
+
+
+def test_zonal_growth_rates_match_theory():
+    model = Model("sa", 4.0, 0.0, 3)
+    degrees = np.arange(1, 5)
+    theory = growth_rates(model, degrees)
+    t_final = 6.0 / np.max(theory)
+    run = solve("zonal", scheme="fv", attention="sa", beta=4.0, dim=3, resolution=128, init="perturbed:1e-8",
+                seed=1, t_final=t_final, save_every=t_final / 20, cfl=0.1)
+    fitted = fit_growth_rates(run, degrees)
+    assert np.max(np.abs(fitted / theory - 1)) < 0.01
+
+
+# -- (4) zonal long run -----------------------------------------------------------------------------------
+def test_zonal_long_run_stays_positive_with_its_mass():
+    run = solve("zonal", scheme="fv", attention="sa", beta=9.0, dim=4, resolution=128, init="perturbed:1e-4",
+                seed=0, t_final=60.0, save_every=1.0)
+    assert run.attrs["stop_reason"] == "completed"
+    density = run["density"].values
+    assert density.min() >= 0.0
+    assert np.max(np.abs(run["mass"].values - 1.0)) <= 1e-12
+    assert density[-1].max() > 100 * density[0].max()     # it concentrated (rings one or two cells wide)
+    energy = run["energy"].values
+    assert energy[-1] > 5 * energy[0]
+
+
+def test_initial_data_are_exact_cell_averages():
+    scheme = CircleFiniteVolume(Model("sa", 2.0, 0.0, 2), 64)
+    state = scheme.state_from_density(circle_density("vonmises:1@0", 64))
+    h = 2 * math.pi / 64
+    x, w = np.polynomial.legendre.leggauss(20)
+    for j in (0, 17, 40):
+        th = scheme.coordinate[j] + h / 2 * x
+        exact = 0.5 * w @ (np.exp(np.cos(th)) / (2 * math.pi * np.i0(1.0)))
+        assert state[j] == pytest.approx(exact, rel=1e-13)
+    zonal = ZonalFiniteVolume(Model("sa", 2.0, 0.0, 5), 32)
+    start = zonal.state_from_density(zonal_density("vmf:2", zonal.basis))
+    assert zonal.fv.integrate(start) == pytest.approx(1.0, abs=1e-14)
+    assert np.all(np.diff(start) < 0)  # the vMF is largest at the pole
+
+
+# -- (5) bad input ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("call, phrase", [
+    (lambda: CircleFiniteVolume(Model("sa", 2.0, 0.0, 2), 4), "--resolution"),
+    (lambda: CircleFiniteVolume(Model("sa", 2.0, 0.0, 3), 64), "--dim"),
+    (lambda: ZonalFiniteVolume(Model("sa", 2.0, 0.0, 2), 64), "--dim"),
+    (lambda: ZonalFiniteVolume(Model("sa", 2.0, 0.0, 3), 2.5), "--resolution"),
+    (lambda: ZonalFiniteVolume(Model("sa", 2.0, 0.0, 3), 64, backend="fftw"), "--backend"),
+    (lambda: solve("circle", scheme="fv", beta=64.0, resolution=16, t_final=1.0), "dominant mode"),
+])
+def test_bad_input_is_one_line(call, phrase):
+    with pytest.raises(InputError) as info:
+        call()
+    message = str(info.value)
+    assert phrase in message and "\n" not in message
