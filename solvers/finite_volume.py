@@ -125,26 +125,49 @@ class FiniteVolume1D:
         self.diff_coeff = self.nu * self.areas * inv       # nu A / delta at each face
         self.diff_rate = (self.diff_coeff[:-1] + self.diff_coeff[1:]) / self.volumes   # D_i / V_i
         self._out_east = self.areas[1:] / (self.b * self.volumes)
-        self._out_west = self.areas[:-1] / (self.a * self.volumes)
+        self._minus_out_west = -self.areas[:-1] / (self.a * self.volumes)
+        self._minus_d_east = -self.d_east
         self.max_rate = 0.0
+        # work buffers (the right-hand side allocates only its result)
+        self._ext = np.empty(n + 2)
+        self._jumps, self._face_slopes, self._flux, self._face_work, self._pos, self._neg = np.empty((6, n + 1))
+        self._central, self._work, self._lo, self._hi = np.empty((4, n))
+        self._left_state, self._right_state = np.zeros(n + 1), np.zeros(n + 1)   # face states (0 at walls)
 
     def reconstruct(self, rho: np.ndarray):
-        """Face values ``(rho^W, rho^E)`` of the limited linear reconstruction (both ``>= 0``)."""
-        n = self.n
-        ext = np.empty(n + 2)
+        """Face values ``(rho^W, rho^E)`` of the limited linear reconstruction (both ``>= 0``).
+
+        Returns views of work buffers (valid until the next call): ``rho^W_i`` is also the
+        right state of face ``i``, ``rho^E_i`` the left state of face ``i + 1``.
+        """
+        ext, jumps, work, lo, hi = self._ext, self._jumps, self._work, self._lo, self._hi
         ext[1:-1] = rho
+        ext[0], ext[-1] = (rho[-1], rho[0]) if self.periodic else (rho[0], rho[-1])
+        np.subtract(ext[1:], ext[:-1], out=jumps)          # rho_j - rho_{j-1}, faces j = 0..n
+        slopes = np.multiply(jumps, self.inv_spacing, out=self._face_slopes)
+        lower, upper = slopes[:-1], slopes[1:]
+        central = np.multiply(lower, self.w_left, out=self._central)
+        central += np.multiply(upper, self.w_right, out=work)
+        np.minimum(lower, upper, out=lo)
+        lo *= self.theta
+        np.minimum(lo, central, out=lo)
+        np.maximum(lower, upper, out=hi)
+        hi *= self.theta
+        np.maximum(hi, central, out=hi)
+        np.maximum(lo, 0.0, out=lo)
+        np.minimum(hi, 0.0, out=hi)
+        slope = lo
+        slope += hi                                          # generalised minmod
+        np.maximum(slope, np.divide(rho, self._minus_d_east, out=work), out=slope)   # rho^E >= 0
+        np.minimum(slope, np.divide(rho, self.d_west, out=work), out=slope)          # rho^W >= 0
+        west, east = self._right_state[:-1], self._left_state[1:]
+        np.subtract(rho, np.multiply(slope, self.d_west, out=work), out=west)
+        np.add(rho, np.multiply(slope, self.d_east, out=work), out=east)
+        np.maximum(west, 0.0, out=west)                      # round-off of the clipped slopes
+        np.maximum(east, 0.0, out=east)
         if self.periodic:
-            ext[0], ext[-1] = rho[-1], rho[0]
-        else:
-            ext[0], ext[-1] = rho[0], rho[-1]
-        jumps = np.diff(ext) * self.inv_spacing        # (rho_j - rho_{j-1}) / delta_j, faces j = 0..n
-        lower, upper = jumps[:-1], jumps[1:]
-        central = self.w_left * lower + self.w_right * upper
-        lo = np.minimum(np.minimum(lower, upper) * self.theta, central)
-        hi = np.maximum(np.maximum(lower, upper) * self.theta, central)
-        slope = np.maximum(lo, 0.0) + np.minimum(hi, 0.0)      # generalised minmod
-        slope = np.minimum(np.maximum(slope, -rho / self.d_east), rho / self.d_west)  # rho^E, rho^W >= 0
-        return rho - slope * self.d_west, rho + slope * self.d_east
+            self._left_state[0], self._right_state[-1] = east[-1], west[0]
+        return west, east
 
     def face_velocity(self, u: np.ndarray) -> np.ndarray:
         """Velocities at all ``n + 1`` faces (periodic: face ``n`` repeats face 0)."""
@@ -155,21 +178,22 @@ class FiniteVolume1D:
     def divergence(self, rho: np.ndarray, u_faces: np.ndarray) -> np.ndarray:
         """``-(F_{i+1/2} - F_{i-1/2}) / V_i`` with the upwind and diffusive fluxes; records ``max_i r_i``."""
         u = self.face_velocity(u_faces)
-        west, east = self.reconstruct(rho)
-        pos, neg = np.maximum(u, 0.0), np.minimum(u, 0.0)
-        flux = np.zeros(self.n + 1)
-        if self.periodic:
-            flux[1:] = pos[1:] * east + neg[1:] * np.append(west[1:], west[0])
-            flux[0] = flux[-1]
-        else:
-            flux[1:-1] = pos[1:-1] * east[:-1] + neg[1:-1] * west[1:]
+        self.reconstruct(rho)
+        pos = np.maximum(u, 0.0, out=self._pos)
+        neg = np.minimum(u, 0.0, out=self._neg)
+        flux = np.multiply(pos, self._left_state, out=self._flux)
+        flux += np.multiply(neg, self._right_state, out=self._face_work)
         flux *= self.areas
         if self.nu > 0:
-            ext = np.append(rho[-1], np.append(rho, rho[0])) if self.periodic else np.concatenate(([rho[0]], rho, [rho[-1]]))
-            flux -= self.diff_coeff * np.diff(ext)
-        self.max_rate = float(np.max(np.maximum(pos[1:] * self._out_east, -neg[:-1] * self._out_west)
-                                     + self.diff_rate))
-        return -np.diff(flux) / self.volumes
+            flux -= np.multiply(self._jumps, self.diff_coeff, out=self._face_work)
+        rate = np.multiply(pos[1:], self._out_east, out=self._lo)
+        np.maximum(rate, np.multiply(neg[:-1], self._minus_out_west, out=self._hi), out=rate)
+        if self.nu > 0:
+            rate += self.diff_rate
+        self.max_rate = float(rate.max())
+        out = np.subtract(flux[:-1], flux[1:])
+        out /= self.volumes
+        return out
 
     def integrate(self, rho: np.ndarray) -> float:
         """``sum_i V_i rho_i``: the mass."""
