@@ -399,6 +399,11 @@ _study_command("metastability", "metastability", "metastability-study",
                "(finite volume) and i.i.d. particles; plateaus, energy staircase, first merge.")
 
 
+_study_command("noise-transition", "noise_transition", "noise-transition-study",
+               "Noise phase transition on the circle: stationary order parameter against nu / nu_c from a "
+               "perturbed and a clustered start, checked against the zero-flux fixed point.")
+
+
 _study_command("gaussian", "gaussian", "gaussian-study",
                "Gaussian tokens: particle moments against the Castin et al. ODEs, error against n.")
 

@@ -1,0 +1,191 @@
+"""Study: the noise phase transition on the circle (MATH.md §2.3): uniform or clustered against ``nu``.
+
+With noise the uniform state is linearly stable iff ``nu > nu_c = max_k lambda_k(nu=0) / k^2``
+(:func:`meanfield.theory.critical_noise`).  For each ``beta`` and each ``nu = ratio x nu_c`` the
+PDE (pseudo-spectral: noise keeps the density smooth) runs from two starts, a small perturbation
+of the uniform state (``perturbed:1e-3``) and a cluster (``vonmises:CLUSTER_KAPPA@0``), until the
+order parameter
+
+    r = 2 pi max_{k >= 1} |rho_hat_k|      (0: uniform; 1: a point mass)
+
+stops changing (relative change below ``STATIONARY_TOL`` over the last ``SETTLE`` time units, or the
+time limit; the flag ``stationary`` says which).  Two starts ending apart reveal bistability
+(hysteresis of a subcritical branch); here they agree.
+
+Independent check of the clustered branch: a stationary state has zero flux ``rho X[rho] = nu rho'``, so
+(MATH.md §2)
+
+    SA:  rho = (K*rho)^{1/(beta nu)} / Z,        USA:  rho = exp((K*rho) / (beta nu)) / Z,
+
+a fixed-point problem solved here by Newton–Krylov from the PDE's final state; ``fixed_point_gap``
+is ``max |rho_PDE - rho_fixed| / mean``.
+
+Output: ``noise_transition.nc`` (``order(beta, ratio, start)``, ``stationary``, ``fixed_point_gap``,
+``final_time``) and ``noise_transition.png`` (the bifurcation diagram with ``nu_c`` marked).
+
+Run: ``python -m validation.noise_transition [--quick] [--out-dir DIR]`` or
+``meanfield validate noise-transition``.
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from scipy.optimize import newton_krylov, NoConvergence
+
+from meanfield.kernels import scaled_funk_hecke
+from meanfield.model import Model
+from meanfield.storage import netcdf_safe, package_version
+from meanfield.theory import critical_noise, dominant_mode, growth_rates
+from meanfield.initial import circle_density
+from solvers.circle import CircleSpectral
+from solvers.runloop import COMPLETED, run
+from solvers.steppers import make_stepper
+
+from .mean_field import progress_bar, save_figure, study_main, write_dataset
+
+CLUSTER_KAPPA = 5.0
+STARTS = {"perturbed": "perturbed:1e-3", "clustered": f"vonmises:{CLUSTER_KAPPA:g}@0"}
+STATIONARY_TOL = 1e-6
+UNIFORM_LEVEL = 1e-4
+FULL = {"betas": (1.0, 4.0), "ratios": (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 1.02, 1.05, 1.1, 1.2, 1.4),
+        "attention": "sa", "resolution": 128, "max_time": 4000.0}
+QUICK = {"betas": (1.0,), "ratios": (0.7, 1.2), "attention": "sa", "resolution": 64, "max_time": 600.0}
+
+
+def order_parameter(coefficients: np.ndarray) -> np.ndarray:
+    """``2 pi max_{k>=1} |rho_hat_k|`` along the last axis (``coefficients``: ``|rho_hat_k|``, k = 0, 1, ...)."""
+    return 2 * math.pi * np.max(np.asarray(coefficients)[..., 1:], axis=-1)
+
+
+def settle_time(model: Model) -> float:
+    """Time scale of the slowest relevant mode: ``1 / max(|lambda_{k*}(nu)|, 1e-3)``."""
+    rate = abs(float(growth_rates(model, [dominant_mode(model)])[0]))
+    return 1.0 / max(rate, 1e-3)
+
+
+def run_to_stationary(model: Model, init: str, resolution: int, max_time: float, seed: int = 0):
+    """Run in chunks of ``20 x settle_time`` until ``r`` changes by less than ``STATIONARY_TOL`` (relative,
+    or absolutely below ``UNIFORM_LEVEL``) over a chunk; returns ``(final density, r, t, stationary)``."""
+    scheme = CircleSpectral(model, resolution)
+    stepper = make_stepper("dopri5", scheme)
+    state = scheme.state_from_density(circle_density(init, resolution, seed))
+    chunk = min(max_time, max(20.0, 20.0 * settle_time(model)))
+    t, previous = 0.0, None
+    while t < max_time:
+        record = run(scheme, stepper, state, chunk, chunk)
+        if record.stop_reason != COMPLETED:
+            raise RuntimeError(f"noise-transition run ({model}, {init}) stopped: {record.stop_reason}")
+        state, t = record.state, t + chunk
+        r = float(order_parameter(scheme.mode_amplitudes(state)))
+        if previous is not None and abs(r - previous) <= STATIONARY_TOL * max(r, UNIFORM_LEVEL):
+            return scheme.density(state), r, t, True
+        previous = r
+    return scheme.density(state), r, t, False
+
+
+def fixed_point_residual(model: Model, density: np.ndarray) -> np.ndarray:
+    """``rho - G(rho)``, ``G`` the zero-flux map of the module docstring (grid values, mass 1)."""
+    n = density.size
+    modes = np.arange(n // 2 + 1)
+    convolution = np.fft.irfft(np.fft.rfft(density) * scaled_funk_hecke(modes, model.beta, 2), n)  # exp(-beta) K*rho
+    if model.attention == "sa":
+        image = np.maximum(convolution, 1e-300) ** (1.0 / (model.beta * model.nu))
+    else:
+        scaled = convolution * math.exp(model.beta) / (model.beta * model.nu)
+        image = np.exp(scaled - scaled.max())
+    return density - image / (np.mean(image) * 2 * math.pi)
+
+
+def fixed_point(model: Model, guess: np.ndarray) -> np.ndarray | None:
+    """Newton–Krylov solution of ``fixed_point_residual = 0`` from ``guess``; ``None`` if it fails."""
+    try:
+        with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)  # scipy's x_rtol = inf convergence test divides by inf
+            return newton_krylov(lambda rho: fixed_point_residual(model, rho), guess, f_tol=1e-12, maxiter=200)
+    except (NoConvergence, ValueError, FloatingPointError):
+        return None
+
+
+def run_study(quick: bool = False, out_dir="noise-transition-study", seed: int = 0) -> xr.Dataset:
+    """The sweep of the module docstring; writes the table and the figure, returns the table."""
+    settings = QUICK if quick else FULL
+    betas, ratios, starts = settings["betas"], settings["ratios"], list(STARTS)
+    shape = (len(betas), len(ratios), len(starts))
+    order, stationary, final_time, gap = np.zeros(shape), np.zeros(shape, dtype=np.int8), np.zeros(shape), np.full(shape, np.nan)
+    critical = np.array([critical_noise(Model(settings["attention"], beta, 0.0, 2)) for beta in betas])
+    start_time = _time.perf_counter()
+    bar = progress_bar(int(np.prod(shape)), "noise transition")
+    for i, beta in enumerate(betas):
+        for j, ratio in enumerate(ratios):
+            model = Model(settings["attention"], beta, ratio * critical[i], 2)
+            for s, start in enumerate(starts):
+                density, r, t, settled = run_to_stationary(model, STARTS[start], settings["resolution"],
+                                                           settings["max_time"], seed)
+                order[i, j, s], final_time[i, j, s], stationary[i, j, s] = r, t, settled
+                if r > UNIFORM_LEVEL:
+                    solution = fixed_point(model, density)
+                    if solution is not None:
+                        gap[i, j, s] = float(np.max(np.abs(solution - density)) * 2 * math.pi)
+                bar.update()
+    bar.close()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    dims = ("beta", "ratio", "start")
+    ds = xr.Dataset({"order": (dims, order, {"long_name": "r = 2 pi max_k>=1 |rho_hat_k| at the end"}),
+                     "stationary": (dims, stationary), "final_time": (dims, final_time),
+                     "fixed_point_gap": (dims, gap, {"long_name": "max |rho_PDE - rho_fixed| / mean (NaN: uniform)"}),
+                     "critical_noise": ("beta", critical)},
+                    coords={"beta": list(betas), "ratio": list(ratios), "start": starts},
+                    attrs=netcdf_safe(dict(settings, seed=seed, quick=int(quick), package_version=package_version(),
+                                           wall_time=_time.perf_counter() - start_time,
+                                           starts=str(STARTS), stationary_tol=STATIONARY_TOL,
+                                           command=f"meanfield validate noise-transition{' --quick' if quick else ''} "
+                                                   f"--out-dir {out_dir}")))
+    write_dataset(ds, out / "noise_transition.nc")
+    save_figure(plot_study(ds), out / "noise_transition.png")
+    return ds
+
+
+def plot_study(ds: xr.Dataset) -> Figure:
+    """Bifurcation diagram: ``r`` against ``nu / nu_c`` for both starts, the threshold at 1."""
+    betas = ds.beta.values
+    fig = Figure(figsize=(4.8 * len(betas), 3.8), layout="constrained")
+    axes = fig.subplots(1, len(betas), squeeze=False)[0]
+    for ax, beta in zip(axes, betas):
+        for start, marker in zip(ds.start.values, ("o", "x")):
+            ax.plot(ds.ratio, ds.order.sel(beta=beta, start=start), marker=marker, ls="-" if marker == "o" else "",
+                    label=f"from {start}")
+        ax.axvline(1.0, color="k", ls="--", lw=1, label=f"nu_c = {float(ds.critical_noise.sel(beta=beta)):.4g}")
+        ax.set(xlabel="nu / nu_c", ylabel="r = 2 pi max |rho_hat_k| (stationary)",
+               title=f"{ds.attrs['attention'].upper()}, beta = {beta:g}")
+        ax.legend(fontsize=8)
+    return fig
+
+
+def format_table(ds: xr.Dataset) -> str:
+    lines = [f"{'beta':>5} {'nu/nu_c':>8} " + " ".join(f"{'r(' + s + ')':>15} {'t':>7}" for s in ds.start.values)
+             + f" {'fixed-point gap':>16}"]
+    for beta in ds.beta.values:
+        for ratio in ds.ratio.values:
+            cell = ds.sel(beta=beta, ratio=ratio)
+            parts = " ".join(f"{float(cell.order.sel(start=s)):15.6g} {float(cell.final_time.sel(start=s)):7.0f}"
+                             + ("" if int(cell.stationary.sel(start=s)) else "*") for s in ds.start.values)
+            lines.append(f"{beta:5g} {ratio:8.3g} {parts} {float(np.nanmax(cell.fixed_point_gap.values)) if np.any(np.isfinite(cell.fixed_point_gap.values)) else math.nan:16.3g}")
+    lines.append("(* not stationary by the time limit)")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> xr.Dataset:
+    return study_main(argv, "Noise phase transition: stationary order parameter against nu / nu_c.",
+                      "noise-transition-study", run_study, format_table, "noise_transition")
+
+
+if __name__ == "__main__":
+    main()
