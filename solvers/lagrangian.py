@@ -49,13 +49,18 @@ Density on the grid.  Each saved frame reports one of two densities and says whi
    mode 0) is below ``max(resolution_tol, 10 x its initial value)``, as in the spectral
    schemes (:class:`solvers.density_scheme.DensityScheme`); and
    (c) the projection is non-negative up to ``positivity_tol x mean``.
-2. *Unresolved* (clusters narrower than the grid): the exact cell averages of ``mu``,
-   ``rho_c = mu(cell c) / |cell c|``, on cells centred at the grid points (circle: arcs of
-   width ``2 pi / N``; sphere: longitude sectors of width ``2 pi / nlon`` times latitude
-   bands whose areas are the Gauss–Legendre weights, so each cell's area is its grid
-   point's quadrature weight).  Non-negative, mass-exact (``basis.integrate`` returns the
-   total weight), and what a finite-volume scheme would report; it is a histogram of a
-   weak solution, not a pointwise density, which is why the frame is flagged.
+2. *Unresolved* (clusters narrower than the grid): non-negative, mass-exact cell averages on
+   cells centred at the grid points, flagged ``density_resolved = 0``.  Circle: the exact cell
+   averages (arcs of width ``2 pi / N``) of the flow map's density — the mass between two
+   neighbouring characteristics is conserved by the PDE, so each node interval
+   ``[theta_j(t), theta_{j+1}(t)]`` carries ``(w_j + w_{j+1}) / 2`` (trapezoid rule for
+   ``int rho_0`` between the labels) spread uniformly, i.e. ``rho_0 / Phi'`` averaged per
+   interval; equivalently the cumulative distribution interpolated linearly between the
+   nodes.  Sphere: the exact cell averages of ``mu`` itself, ``mu(cell) / |cell|`` (longitude
+   sectors of width ``2 pi / nlon`` times latitude bands whose areas are the Gauss–Legendre
+   weights, so each cell's area is its grid point's quadrature weight): mass-exact but a
+   histogram, noisy where nodes are about one per cell.  Either is a coarse picture of a
+   weak solution, not a converged pointwise density, which is why the frame is flagged.
 
 ``mass``, ``energy`` (``exp(-beta) E(mu)``, MATH.md §2.1 ``(1/2 beta) sum_k ive_|k| |T_k|^2``,
 §2.2 ``(1/2 beta) sum_lm exp(-beta) kappa_l |mu_lm|^2``: exact, the kernel being band-limited)
@@ -180,10 +185,13 @@ class CircleLagrangian(_Lagrangian):
         self.labels = basis.theta.copy()
         self.weights = np.full(self.n, 1.0 / self.n)
         self.interaction = CircleFourierInteraction(model.beta, model.attention, self.weights, KERNEL_TOL)
-        modes = self.interaction.modes
-        # d/dtheta of the Bessel sums (module docstring): one more factor k
-        self._speed_slope = -modes * self.interaction.speed_coeffs
-        self._density_slope = modes * self.interaction.density_coeffs
+        modes = self._modes = self.interaction.modes
+        speed_c, density_c = self.interaction.speed_coeffs, self.interaction.density_coeffs
+        # rows: numerator sum s_k Im, its derivative sum -k s_k Re, denominator sum d_k Re, its derivative
+        # sum k d_k Im (d/dtheta_i of exp(-i k theta_i) T_k is -i k times it); Im = b C - a S, Re = a C + b S
+        self._uses_b = np.array([True, False, False, True])[:, None]      # rows whose C-coefficient is b
+        self._coeffs = np.stack((speed_c, -modes * speed_c, density_c, modes * density_c))
+        self._coeffs_s = np.stack((-speed_c, -modes * speed_c, density_c, -modes * density_c))
         band = np.arange(1, modes[-1] + 1)
         self.max_rate = float(np.max(growth_rates(Model(model.attention, model.beta, 0.0, 2), band)))
         self._density_tail = _top_sixth(basis.kmax)
@@ -213,17 +221,28 @@ class CircleLagrangian(_Lagrangian):
 
     # -- dynamics -----------------------------------------------------------------------------------
     def rhs(self, theta: np.ndarray, t: float) -> np.ndarray:
-        """``d theta_j / dt = X[mu](theta_j)`` by the band-limited sums (MATH.md §2.1), and ``max |X'|``."""
-        inter = self.interaction
-        phases = inter._phases(theta[None])[0]                           # exp(i k theta_j), (N, M+1)
-        local = phases.conj() * (self.weights @ phases)                  # exp(-i k theta_i) T_k
-        numerator = local.imag @ inter.speed_coeffs
-        slope = local.real @ self._speed_slope
+        """``d theta_j / dt = X[mu](theta_j)`` by the band-limited sums (MATH.md §2.1), and ``max |X'|``.
+
+        The sums of :class:`CircleFourierInteraction` in real form: with ``C_kj = cos(k theta_j)``,
+        ``S_kj = sin(k theta_j)``, ``T_k = a_k + i b_k = sum_j w_j exp(i k theta_j)``, the per-node terms
+        ``exp(-i k theta_i) T_k`` have real part ``a_k C_ki + b_k S_ki`` and imaginary part
+        ``b_k C_ki - a_k S_ki``; numerator, denominator and their ``theta``-derivatives are two GEMMs.
+        """
+        phases = np.empty((self._modes.size, theta.size), dtype=complex)
+        phases[0] = 1.0
+        np.exp(1j * theta, out=phases[1])
+        for k in range(2, self._modes.size):                              # rows exp(i k theta), contiguous
+            np.multiply(phases[k - 1], phases[1], out=phases[k])
+        cos, sin = phases.real.copy(), phases.imag.copy()
+        a, b = cos @ self.weights, sin @ self.weights
+        rows = (cos, sin)
+        sums = (self._coeffs * np.where(self._uses_b, b, a)) @ rows[0] \
+            + (self._coeffs_s * np.where(self._uses_b, a, b)) @ rows[1]
+        numerator, slope, denominator, denominator_slope = sums
         if self.model.attention == "sa":
-            denominator = local.real @ inter.density_coeffs
             self._min_denominator = min(self._min_denominator, float(np.min(denominator)))
             speed = numerator / denominator
-            slope = (slope - speed * (local.imag @ self._density_slope)) / denominator
+            slope = (slope - speed * denominator_slope) / denominator
         else:
             speed = numerator
         self.max_speed = float(np.max(np.abs(speed)))
@@ -249,10 +268,26 @@ class CircleLagrangian(_Lagrangian):
         return self._denominator_lost(t)
 
     def cell_average(self, theta: np.ndarray) -> np.ndarray:
-        """``mu(cell j) / (2 pi / N)`` on the arcs ``[theta_j - pi/N, theta_j + pi/N)``."""
-        cell = self.basis.cell
-        index = np.floor(np.mod(theta + 0.5 * cell, 2 * math.pi) / cell).astype(int) % self.n
-        return np.bincount(index, weights=self.weights, minlength=self.n) / cell
+        """Cell averages, on the arcs ``[theta_c - pi/N, theta_c + pi/N)``, of the density that puts the
+        mass ``(w_j + w_{j+1}) / 2`` (the trapezoid rule for ``int rho_0`` between the labels
+        ``alpha_j, alpha_{j+1}``) uniformly between the neighbouring characteristics ``theta_j(t), theta_{j+1}(t)``.
+
+        The mass between two characteristics is conserved exactly by the PDE, so this is the flow map's
+        density ``rho_0 / Phi'`` averaged over each node interval: non-negative, mass-exact, and exact
+        cell averages of the cumulative distribution interpolated linearly between nodes.  Nodes that
+        have merged to round-off put their interval's mass in the cell that contains them.
+        """
+        n, cell, period = self.n, self.basis.cell, 2 * math.pi
+        knots = np.maximum.accumulate(theta)                          # ties and round-off crossings
+        knots = np.append(knots, knots[0] + period)
+        interval = 0.5 * (self.weights + np.roll(self.weights, -1))  # mass between node j and j+1
+        cumulative = np.concatenate(([0.0], np.cumsum(interval)))
+        total = cumulative[-1]
+        knots[-1] = max(knots[-1], knots[-2])
+        edges = self.basis.theta[0] - 0.5 * cell + cell * np.arange(n + 1)
+        shift = np.floor((edges - knots[0]) / period)
+        at_edges = np.interp(edges - shift * period, knots, cumulative) + shift * total
+        return np.diff(at_edges) / cell
 
     def flow_map_tail(self, theta: np.ndarray) -> float:
         """Largest ``|coefficient|`` of the displacement ``theta_j - alpha_j`` in the top sixth of ``0 .. N/2``."""
