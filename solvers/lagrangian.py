@@ -47,7 +47,9 @@ Density on the grid.  Each saved frame reports one of two densities and says whi
    (radians / unit length) — the quadrature above is then spectrally accurate;
    (b) the projected density's spectral tail (top sixth of the kept modes, relative to
    mode 0) is below ``max(resolution_tol, 10 x its initial value)``, as in the spectral
-   schemes (:class:`solvers.density_scheme.DensityScheme`); and
+   schemes (:class:`solvers.density_scheme.DensityScheme`) — this also catches the node
+   quadrature failing first at the highest kept modes (``k |Phi'|`` beyond the label band),
+   which is what trips first in the beta = 9 run of the tests; and
    (c) the projection is non-negative up to ``positivity_tol x mean``.
 2. *Unresolved* (clusters narrower than the grid): non-negative, mass-exact cell averages on
    cells centred at the grid points, flagged ``density_resolved = 0``.  Circle: the exact cell
@@ -235,9 +237,8 @@ class CircleLagrangian(_Lagrangian):
             np.multiply(phases[k - 1], phases[1], out=phases[k])
         cos, sin = phases.real.copy(), phases.imag.copy()
         a, b = cos @ self.weights, sin @ self.weights
-        rows = (cos, sin)
-        sums = (self._coeffs * np.where(self._uses_b, b, a)) @ rows[0] \
-            + (self._coeffs_s * np.where(self._uses_b, a, b)) @ rows[1]
+        sums = (self._coeffs * np.where(self._uses_b, b, a)) @ cos \
+            + (self._coeffs_s * np.where(self._uses_b, a, b)) @ sin
         numerator, slope, denominator, denominator_slope = sums
         if self.model.attention == "sa":
             self._min_denominator = min(self._min_denominator, float(np.min(denominator)))
