@@ -289,6 +289,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         folded = k % n
         self._source = np.where(folded <= n // 2, folded, n - folded)
         self._conjugate = folded > n // 2
+        self._folds = bool(self._conjugate.any())
         self._sinc = np.sinc(k * h / (2 * math.pi))                          # sin(kh/2) / (kh/2)
         shift = self._sinc * np.exp(-0.5j * k * h) / n                       # cell transform, face phase, 1/N
         self.conv_coeffs = scaled_funk_hecke(k, beta, 2)                     # exp(-beta) 2 pi I_k
@@ -307,7 +308,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         self.basis.analysis_input()[:] = rho
         spectrum = self.basis.analyse()
         values = spectrum[self._source]
-        return np.where(self._conjugate, values.conj(), values) if self._conjugate.any() else values
+        return np.where(self._conjugate, values.conj(), values) if self._folds else values
 
     def _at_faces(self, coeffs: np.ndarray, slot: int) -> np.ndarray:
         buffer = self._slots.synthesis_input(slot)

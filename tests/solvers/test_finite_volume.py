@@ -44,6 +44,27 @@ def test_cell_integrals_are_exact(dim):
         assert np.max(np.abs(direct - G[:, i])) < 1e-14
 
 
+@pytest.mark.parametrize("attention", ["sa", "usa"])
+def test_circle_face_velocity_is_the_convolution_of_the_cell_averages(attention, rng):
+    """Against direct quadrature of ``K * P`` (P piecewise constant); 16 cells at beta = 16 (band limit
+    37 > N/2, so the coefficients fold and the synthesis grid is refined)."""
+    beta, n = 16.0, 16
+    scheme = CircleFiniteVolume(Model(attention, beta, 0.0, 2), n)
+    rho = rng.random(n)
+    h = 2 * math.pi / n
+    x, w = np.polynomial.legendre.leggauss(60)
+    phi = (scheme.coordinate[:, None] + h / 2 * x[None, :]).ravel()         # nodes in every cell
+    weights = (h / 2 * w[None, :] * rho[:, None]).ravel()
+    faces = scheme.coordinate - h / 2
+    gap = faces[:, None] - phi[None, :]
+    kernel = np.exp(beta * (np.cos(gap) - 1.0))                               # exp(-beta) K
+    derivative = (-beta * np.sin(gap) * kernel) @ weights
+    expected = derivative / (beta * (kernel @ weights)) if attention == "sa" else math.exp(beta) * derivative / beta
+    speed = scheme.face_speed(rho)
+    assert scheme._stride > 1
+    assert np.max(np.abs(speed - expected)) < 1e-12 * np.max(np.abs(expected))
+
+
 # -- positivity bound of stable_dt: forward Euler at cfl = 1 keeps rho >= 0 ------------------------------
 @pytest.mark.parametrize("geometry", ["circle", "zonal"])
 @pytest.mark.parametrize("attention", ["sa", "usa"])
@@ -108,6 +129,8 @@ def test_circle_converges_at_second_order(attention, t_final):
         run = solve("circle", scheme="fv", resolution=int(n), **common)
         exact = CircleFiniteVolume(Model(attention, 2.0, 0.0, 2), int(n)).cell_averages(coeffs)
         errors.append(2 * math.pi / n * np.sum(np.abs(run["density"].values[-1] - exact)))
+        if n == NS[-1]:  # exp(-beta) E of the piecewise-constant density: O(h^2) from the spectral one
+            assert float(run["energy"].values[-1]) == pytest.approx(float(reference["energy"].values[-1]), rel=1e-4)
     assert slope(errors) >= 1.8
     assert errors[-1] < 2e-5
 
