@@ -399,6 +399,11 @@ _study_command("metastability", "metastability", "metastability-study",
                "(finite volume) and i.i.d. particles; plateaus, energy staircase, first merge.")
 
 
+_study_command("schemes", "scheme_comparison", "scheme-comparison-study",
+               "Spectral, finite-volume and Lagrangian circle schemes against each other, before and "
+               "through clustering (mass, positivity, cluster centres and masses), and against particles.")
+
+
 _study_command("noise-transition", "noise_transition", "noise-transition-study",
                "Noise phase transition on the circle: stationary order parameter against nu / nu_c from a "
                "perturbed and a clustered start, checked against the zero-flux fixed point.")

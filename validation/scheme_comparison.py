@@ -1,0 +1,220 @@
+"""Study: the three circle schemes and i.i.d. particles against each other (MATH.md §1, §2, §2.1).
+
+SA, ``Q = K = V = I``.  Three checks:
+
+1. *Before clusters form* (``perturbed:EPS``, ``t_check = 0.8 x`` the predicted formation time from
+   the initial amplitude of mode ``k*``, :func:`meanfield.metastable.refined_formation_time`):
+   pseudo-spectral, finite volume and Lagrangian densities agree to their accuracy.  The finite-volume
+   state is cell averages, compared with the exact cell averages of the spectral solution (each
+   ``rho_hat_k`` times ``sinc(k h / 2)``); the Lagrangian density (band-limited projection of the
+   weighted nodes) is compared point by point.  Differences are ``max |.| / mean``.
+2. *Through clustering* (same start, to ``horizon x`` that formation time): finite volume and
+   Lagrangian keep mass and positivity (``mass_error``, ``min_density``, ``stop_reason``), and their
+   clusters agree: centres and masses at the end.
+3. *Against i.i.d. particles* (a structured start ``STRUCTURED``, three bumps whose Fourier content is
+   far above the sampling noise ``n^{-1/2}``; from ``perturbed:EPS`` the particles' own noise would
+   decide the clusters): clusters of the finite-volume, Lagrangian and particle runs at the same
+   final time as part 2.
+
+Clusters are read the same way for all three: the finite-volume density's clusters
+(:func:`meanfield.diagnostics.detect_clusters`) define the reference centres; tokens / nodes are
+assigned to the nearest reference centre; a cluster's mass is the weight assigned to it and its
+centre the weighted circular mean of its tokens.  Differences are maxima over clusters (angles in rad).
+
+Output: ``scheme_comparison.nc`` and ``scheme_comparison.png``.
+Run: ``python -m validation.scheme_comparison [--quick] [--out-dir DIR]`` or
+``meanfield validate schemes``.
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+
+from meanfield.diagnostics import detect_clusters
+from meanfield.initial import circle_density
+from meanfield.metastable import refined_formation_time
+from meanfield.model import Model
+from meanfield.storage import netcdf_safe, package_version
+from meanfield.theory import dominant_mode, growth_rates
+from solvers.particle_run import simulate
+from solvers.solve import solve
+
+from .mean_field import progress_bar, save_figure, study_main, write_dataset
+
+EPS = 1e-4
+STRUCTURED = "vonmises:6@0.4+vonmises:6@2.5+vonmises:6@4.3"
+FULL = {"beta": 9.0, "resolution": 1024, "horizon": 10.0, "n": 2 ** 16, "save_every": 0.5}
+QUICK = {"beta": 9.0, "resolution": 256, "horizon": 10.0, "n": 2 ** 12, "save_every": 0.5}
+
+
+def cell_averages_of_point_values(density: np.ndarray) -> np.ndarray:
+    """Exact cell averages (cells of width ``h = 2 pi / N`` centred at the grid points) of the trigonometric
+    interpolant of grid values: ``rho_hat_k`` times ``sinc(k h / 2)`` (MATH.md §2.1)."""
+    n = density.size
+    k = np.arange(n // 2 + 1)
+    return np.fft.irfft(np.fft.rfft(density) * np.sinc(k / n), n)
+
+
+def cluster_readout(theta: np.ndarray, weights: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(centres, masses)`` of tokens assigned to the nearest reference centre (see the module docstring)."""
+    gap = np.abs((theta[:, None] - centres[None, :] + math.pi) % (2 * math.pi) - math.pi)
+    nearest = np.argmin(gap, axis=1)
+    masses = np.bincount(nearest, weights=weights, minlength=centres.size)
+    phase = np.bincount(nearest, weights=weights * np.cos(theta), minlength=centres.size) \
+        + 1j * np.bincount(nearest, weights=weights * np.sin(theta), minlength=centres.size)
+    return np.angle(phase) % (2 * math.pi), masses
+
+
+def _grid_tokens(density: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A grid density as weighted tokens at its grid points (cell masses)."""
+    n = density.size
+    return 2 * math.pi * np.arange(n) / n, density * 2 * math.pi / n
+
+
+def _differences(reference: tuple, other: tuple) -> tuple[float, float]:
+    angle = np.abs((other[0] - reference[0] + math.pi) % (2 * math.pi) - math.pi)
+    return float(np.max(angle)), float(np.max(np.abs(other[1] - reference[1])))
+
+
+def _node_theta(run: xr.Dataset) -> np.ndarray:
+    return run["node_theta"].values[-1] if "node_theta" in run else run["theta"].values[-1]
+
+
+def before_formation(settings: dict, seed: int) -> dict:
+    """Part 1 of the module docstring."""
+    beta, n = settings["beta"], settings["resolution"]
+    model = Model("sa", beta, 0.0, 2)
+    init = f"perturbed:{EPS:g}"
+    k = dominant_mode(model)
+    coefficient = (np.fft.rfft(circle_density(init, n, seed)) / n)[k]
+    t_check = 0.8 * refined_formation_time(coefficient, float(growth_rates(model, [k])[0]))
+    runs = {scheme: solve("circle", beta=beta, resolution=n, init=init, seed=seed, t_final=t_check,
+                          save_every=t_check / 4, scheme=scheme) for scheme in ("spectral", "fv", "lagrangian")}
+    spectral = runs["spectral"].density.values[-1]
+    mean = 1 / (2 * math.pi)
+    return {"t_check": t_check, "runs": runs,
+            "fv_vs_spectral": float(np.max(np.abs(runs["fv"].density.values[-1]
+                                                  - cell_averages_of_point_values(spectral))) / mean),
+            "lagrangian_vs_spectral": float(np.max(np.abs(runs["lagrangian"].density.values[-1] - spectral)) / mean),
+            "perturbation": float(np.max(np.abs(spectral - mean)) / mean),
+            "stop_reasons": [run.attrs["stop_reason"] for run in runs.values()]}
+
+
+def _long_runs(init: str, t_final: float, settings: dict, seed: int, with_particles: bool) -> dict:
+    beta, n = settings["beta"], settings["resolution"]
+    runs = {scheme: solve("circle", beta=beta, resolution=n, init=init, seed=seed, t_final=t_final,
+                          save_every=settings["save_every"], scheme=scheme) for scheme in ("fv", "lagrangian")}
+    if with_particles:
+        runs["particles"] = simulate(dim=2, n=settings["n"], beta=beta, init=init, seed=seed, resolution=n,
+                                     t_final=t_final, save_every=settings["save_every"], rtol=1e-7)
+    return runs
+
+
+def _cluster_comparison(runs: dict) -> dict:
+    reference = detect_clusters(runs["fv"].density.values[-1])
+    fv = cluster_readout(*_grid_tokens(runs["fv"].density.values[-1]), reference.centres)
+    out = {"clusters": reference.count, "fv_clusters": fv}
+    for name in ("lagrangian", "particles"):
+        if name in runs:
+            readout = cluster_readout(_node_theta(runs[name]), runs[name].weights.values, reference.centres)
+            out[f"{name}_clusters"] = readout
+            out[f"{name}_centre_gap"], out[f"{name}_mass_gap"] = _differences(fv, readout)
+    return out
+
+
+def _validity(runs: dict) -> dict:
+    fv, lagrangian = runs["fv"], runs["lagrangian"]
+    return {"fv_min_density": float(fv.density.min()), "fv_mass_error": float(np.max(np.abs(fv.mass - 1.0))),
+            "lagrangian_mass_error": float(np.max(np.abs(lagrangian.mass - 1.0))),
+            "lagrangian_min_density": float(lagrangian.density.min()),
+            "lagrangian_resolved_until": float(lagrangian.time.values[np.nonzero(lagrangian.density_resolved.values)[0][-1]])
+            if "density_resolved" in lagrangian else math.nan,
+            "fv_stop_reason": fv.attrs["stop_reason"], "lagrangian_stop_reason": lagrangian.attrs["stop_reason"]}
+
+
+def run_study(quick: bool = False, out_dir="scheme-comparison-study", seed: int = 0) -> xr.Dataset:
+    """Parts 1-3 of the module docstring; writes the table and the figure, returns the table."""
+    settings = QUICK if quick else FULL
+    start = _time.perf_counter()
+    bar = progress_bar(3, "scheme comparison")
+    early = before_formation(settings, seed)
+    bar.update()
+    formation = early["t_check"] / 0.8
+    through = _long_runs(f"perturbed:{EPS:g}", settings["horizon"] * formation, settings, seed, with_particles=False)
+    bar.update()
+    structured = _long_runs(STRUCTURED, settings["horizon"] * formation, settings, seed, with_particles=True)
+    bar.update()
+    bar.close()
+    clusters_through, clusters_structured = _cluster_comparison(through), _cluster_comparison(structured)
+    values = {"t_check": early["t_check"], "perturbation_at_check": early["perturbation"],
+              "fv_vs_spectral": early["fv_vs_spectral"], "lagrangian_vs_spectral": early["lagrangian_vs_spectral"],
+              "t_final": settings["horizon"] * formation}
+    for label, runs, clusters in (("perturbed", through, clusters_through),
+                                  ("structured", structured, clusters_structured)):
+        for key, value in _validity(runs).items():
+            values[f"{label}_{key}"] = value
+        values[f"{label}_clusters"] = clusters["clusters"]
+        for key in ("lagrangian_centre_gap", "lagrangian_mass_gap", "particles_centre_gap", "particles_mass_gap"):
+            if key in clusters:
+                values[f"{label}_{key}"] = clusters[key]
+    ds = xr.Dataset({key: ((), value) for key, value in values.items()},
+                    attrs=netcdf_safe(dict(settings, eps=EPS, structured_init=STRUCTURED, seed=seed, quick=int(quick),
+                                           early_stop_reasons=str(early["stop_reasons"]),
+                                           package_version=package_version(), wall_time=_time.perf_counter() - start,
+                                           command=f"meanfield validate schemes{' --quick' if quick else ''} "
+                                                   f"--out-dir {out_dir}")))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_dataset(ds, out / "scheme_comparison.nc")
+    save_figure(plot_study(early, through, structured, clusters_through, clusters_structured),
+                out / "scheme_comparison.png")
+    return ds
+
+
+def plot_study(early, through, structured, clusters_through, clusters_structured) -> Figure:
+    """Left: the three densities before formation and their differences.  Middle / right: the final
+    finite-volume density with the cluster masses of every run as stems."""
+    fig = Figure(figsize=(15, 4.2), layout="constrained")
+    axes = fig.subplots(1, 3)
+    ax = axes[0]
+    spectral = early["runs"]["spectral"]
+    theta = spectral.theta.values
+    for scheme, style in (("spectral", "-"), ("fv", "--"), ("lagrangian", ":")):
+        ax.plot(theta, early["runs"][scheme].density.values[-1], style, label=scheme)
+    ax.set(title=f"before formation, t = {early['t_check']:.3g}: max diff / mean "
+                 f"FV {early['fv_vs_spectral']:.1e}, Lagr. {early['lagrangian_vs_spectral']:.1e}",
+           xlabel="theta", ylabel="density")
+    ax.title.set_fontsize(8)
+    ax.legend(fontsize=8)
+    for ax, runs, clusters, label in ((axes[1], through, clusters_through, f"perturbed:{EPS:g}"),
+                                      (axes[2], structured, clusters_structured, "structured start")):
+        fv = runs["fv"]
+        ax.semilogy(fv.theta.values, np.maximum(fv.density.values[-1], 1e-8), color="0.6", lw=1, label="FV density")
+        twin = ax.twinx()
+        for name, colour, shift in (("fv", "C0", 0.0), ("lagrangian", "C1", 0.01), ("particles", "C2", 0.02)):
+            if f"{name}_clusters" in clusters:
+                centres, masses = clusters[f"{name}_clusters"]
+                twin.stem(centres + shift, masses, linefmt=colour, markerfmt=f"{colour}o", basefmt=" ", label=name)
+        twin.set_ylabel("cluster mass")
+        twin.legend(fontsize=8, loc="upper right")
+        ax.set(title=f"{label}: t = {float(fv.time[-1]):.4g}", xlabel="theta", ylabel="FV density (log)")
+    return fig
+
+
+def format_table(ds: xr.Dataset) -> str:
+    return "\n".join(f"{name:>42}: {ds[name].values}" for name in ds.data_vars)
+
+
+def main(argv=None) -> xr.Dataset:
+    return study_main(argv, "Spectral, finite-volume, Lagrangian and particle runs against each other.",
+                      "scheme-comparison-study", run_study, format_table, "scheme_comparison")
+
+
+if __name__ == "__main__":
+    main()
