@@ -263,7 +263,7 @@ def gaussian(attention, dim, case, seed, scaled, t_final, save_every, out):
 # --------------------------------------------------------------------------------------------- plot
 @cli.command()
 @click.argument("run", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--out", "--output", "output", type=click.Path(dir_okay=False), default=None,
               help="Image file [default: RUN with .png].")
 def plot(run, output):
     """Plot a run: density heat map, energy, mode amplitudes with the linear theory.

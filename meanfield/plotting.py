@@ -111,6 +111,10 @@ def _density_norm(density: np.ndarray) -> LogNorm:
     return LogNorm(vmin=min(floor, top / 10.0), vmax=top)
 
 
+#: Heat maps draw at most this many columns (about the figure's pixel width).
+HEAT_MAP_COLUMNS = 256
+
+
 def _angle_axis(ax, top: float, ticks: list[str], label: str) -> None:
     ax.set_xlim(0.0, top)
     ax.set_xticks(np.linspace(0.0, top, len(ticks)))
@@ -126,7 +130,20 @@ def _polar_axis(ax) -> None:
     _angle_axis(ax, math.pi, ["0", r"$\pi/4$", r"$\pi/2$", r"$3\pi/4$", r"$\pi$"], r"polar angle $\vartheta$")
 
 
+def _pooled(x, values, columns: int = HEAT_MAP_COLUMNS):
+    """Average groups of neighbouring columns down to at most ``columns`` (a cluster one cell wide would
+    otherwise fall between the screen's pixels and vanish; averaging keeps its mass visible)."""
+    x, values = np.asarray(x, dtype=float), np.asarray(values, dtype=float)
+    group = math.ceil(x.size / columns)
+    if group <= 1:
+        return x, values
+    starts = np.arange(0, x.size, group)
+    sizes = np.diff(np.append(starts, x.size))
+    return np.add.reduceat(x, starts) / sizes, np.add.reduceat(values, starts, axis=-1) / sizes
+
+
 def _heat_map(fig: Figure, ax, x, times, values, label: str, zero: str = r"$\leq 0$") -> None:
+    x, values = _pooled(x, values)
     cmap = mpl.colormaps[COLORMAP].with_extremes(bad="white")
     mesh = ax.pcolormesh(x, times, values, shading="nearest", cmap=cmap, norm=_density_norm(values),
                          rasterized=True)

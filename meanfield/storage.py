@@ -24,6 +24,12 @@ VARIABLE_ATTRS = {
     "energy": {"long_name": "scaled interaction energy exp(-beta) E(rho), E as in MATH.md section 2",
                "note": "the constant factor exp(beta) is omitted so that large beta does not overflow"},
     "mode_amplitude": {"long_name": "spectral amplitude |rho_hat_k| (circle) or sqrt(sum_m |rho_lm|^2)"},
+    "positions": {"long_name": "token / node positions on the unit sphere (Cartesian components)"},
+    "theta": {"long_name": "token angles in [0, 2 pi)"},
+    "node_theta": {"long_name": "Lagrangian node angles in [0, 2 pi) (theta is the grid of density)"},
+    "density_resolved": {"long_name": "1: density is the flow map's band-limited projection (resolved); "
+                                      "0: unresolved, density holds non-negative mass-exact cell averages"},
+    "flow_map_tail": {"long_name": "top-sixth spectral tail of the Lagrangian node displacement"},
 }
 
 
