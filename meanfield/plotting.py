@@ -130,7 +130,7 @@ def _polar_axis(ax) -> None:
     _angle_axis(ax, math.pi, ["0", r"$\pi/4$", r"$\pi/2$", r"$3\pi/4$", r"$\pi$"], r"polar angle $\vartheta$")
 
 
-def _pooled(x, values, columns: int = HEAT_MAP_COLUMNS):
+def pool_columns(x, values, columns: int = HEAT_MAP_COLUMNS):
     """Average groups of neighbouring columns down to at most ``columns`` (a cluster one cell wide would
     otherwise fall between the screen's pixels and vanish; averaging keeps its mass visible)."""
     x, values = np.asarray(x, dtype=float), np.asarray(values, dtype=float)
@@ -143,7 +143,7 @@ def _pooled(x, values, columns: int = HEAT_MAP_COLUMNS):
 
 
 def _heat_map(fig: Figure, ax, x, times, values, label: str, zero: str = r"$\leq 0$") -> None:
-    x, values = _pooled(x, values)
+    x, values = pool_columns(x, values)
     cmap = mpl.colormaps[COLORMAP].with_extremes(bad="white")
     mesh = ax.pcolormesh(x, times, values, shading="nearest", cmap=cmap, norm=_density_norm(values),
                          rasterized=True)

@@ -49,6 +49,7 @@ from meanfield.metastable import (angle_errors, first_merge_time, kstar_angles, 
                                   local_maxima_angles, plateaus, point_cluster_energy, refined_formation_time,
                                   smoothed_density)
 from meanfield.model import Model
+from meanfield.plotting import pool_columns
 from meanfield.storage import netcdf_safe, package_version, save_run
 from meanfield.theory import dominant_mode, formation_time, growth_rates
 from solvers.particle_run import empirical_modes, simulate
@@ -66,6 +67,8 @@ FULL = {"betas": (4.0, 9.0, 16.0), "resolution": 1024, "horizon": 10.0, "n": 2 *
 QUICK = {"betas": (4.0, 9.0), "resolution": 512, "horizon": 3.0, "n": 2 ** 11, "particle_horizon": 60.0,
          "save_every": 0.25}
 MAX_PLATEAUS = 8
+#: Frames of the second (long) particle segment.
+LONG_FRAMES = 200
 SOURCES = ("pde", "particles")
 
 
@@ -123,27 +126,43 @@ def pde_case(beta: float, settings: dict, scheme: str = "fv", seed: int = 0):
     readout = _formation_readout(run.time.values, run.density.values, run.energy.values,
                                  run.mode_amplitude.values, coefficients, model, beta)
     readout.update(eps=EPS, t_form_issue=formation_time(model, EPS), stop_reason=run.attrs["stop_reason"],
-                   t_reached=float(run.attrs["t_reached"]), size=settings["resolution"])
+                   t_reached=float(run.attrs["t_reached"]), size=settings["resolution"],
+                   series=(run.time.values, run.energy.values))
     return run, readout
 
 
 def particle_case(beta: float, settings: dict, seed: int = 0):
-    """i.i.d. uniform tokens (``eps = n^{-1/2}``) to ``particle_horizon``: (run, readout)."""
+    """i.i.d. uniform tokens (``eps = n^{-1/2}``) to ``particle_horizon``: (runs, readout).
+
+    Two segments: to ``horizon x`` the predicted formation time every ``save_every`` (formation), then
+    on from the last positions every ``particle_horizon / LONG_FRAMES`` (plateaus and merges), so the
+    saved positions stay a few hundred frames."""
     model = Model("sa", beta, 0.0, 2)
     n, points = settings["n"], settings["resolution"]
-    run = simulate(dim=2, n=n, attention="sa", beta=beta, init="uniform", seed=seed,
-                   t_final=settings["particle_horizon"], save_every=settings["save_every"], rtol=1e-7)
-    theta, weights = run.theta.values, run.weights.values
+    eps = 1.0 / math.sqrt(n)
+    t_formation = min(settings["particle_horizon"], settings["horizon"] * formation_time(model, eps))
+    first = simulate(dim=2, n=n, attention="sa", beta=beta, init="uniform", seed=seed, t_final=t_formation,
+                     save_every=settings["save_every"], rtol=1e-7)
+    runs = [first]
+    if settings["particle_horizon"] > t_formation:
+        remaining = settings["particle_horizon"] - t_formation
+        last = first.positions.values[-1]
+        runs.append(simulate(dim=2, n=n, attention="sa", beta=beta, seed=seed, t_final=remaining,
+                             save_every=remaining / LONG_FRAMES, rtol=1e-7, positions=last,
+                             weights=first.weights.values))
+    times = np.concatenate([first.time.values] + [run.time.values[1:] + t_formation for run in runs[1:]])
+    theta = np.concatenate([first.theta.values] + [run.theta.values[1:] for run in runs[1:]])
+    energies = np.concatenate([first.energy.values] + [run.energy.values[1:] for run in runs[1:]])
+    weights = first.weights.values
     densities = np.array([smoothed_density(frame, weights, SMOOTHING_MODES, points) for frame in theta])
     modes = np.arange(SMOOTHING_MODES + 1)
     amplitudes = np.array([empirical_modes(frame, weights, modes) for frame in theta])
     coefficients = np.exp(-1j * np.outer(modes, theta[0])) @ weights / (2 * math.pi)
-    readout = _formation_readout(run.time.values, densities, run.energy.values, amplitudes, coefficients,
-                                 model, beta)
-    eps = 1.0 / math.sqrt(n)
-    readout.update(eps=eps, t_form_issue=formation_time(model, eps), stop_reason=run.attrs["stop_reason"],
-                   t_reached=float(run.attrs["t_reached"]), size=n)
-    return run, readout
+    readout = _formation_readout(times, densities, energies, amplitudes, coefficients, model, beta)
+    readout.update(eps=eps, t_form_issue=formation_time(model, eps), t_reached=float(times[-1]), size=n,
+                   stop_reason="; ".join(sorted({run.attrs["stop_reason"] for run in runs})),
+                   series=(times, energies))
+    return runs, readout
 
 
 def _table(rows: list[dict], cases: list[tuple], attrs: dict) -> xr.Dataset:
@@ -182,8 +201,14 @@ def run_study(quick: bool = False, out_dir="metastability-study", scheme: str = 
     bar = progress_bar(2 * len(settings["betas"]), "metastability")
     for beta in settings["betas"]:
         for source in SOURCES:
-            run, row = pde_case(beta, settings, scheme, seed) if source == "pde" else particle_case(beta, settings, seed)
-            save_run(run, out / f"{source}_beta{beta:g}.nc")
+            if source == "pde":
+                run, row = pde_case(beta, settings, scheme, seed)
+                save_run(run, out / f"pde_beta{beta:g}.nc")
+            else:
+                segments, row = particle_case(beta, settings, seed)
+                for segment, suffix in zip(segments, ("formation", "long")):
+                    save_run(segment, out / f"particles_beta{beta:g}_{suffix}.nc")
+                run = segments[0]
             rows.append(row)
             cases.append((beta, source))
             runs[(beta, source)] = (run, row)
@@ -207,8 +232,8 @@ def plot_study(runs: dict, settings: dict) -> Figure:
     for column, beta in enumerate(betas):
         run, row = runs[(beta, "pde")]
         ax = axes[0, column]
-        density = np.maximum(run.density.values, 1e-6)
-        ax.pcolormesh(run.theta.values, run.time.values, np.log10(density), shading="auto", cmap="magma",
+        theta, density = pool_columns(run.theta.values, np.maximum(run.density.values, 1e-6))
+        ax.pcolormesh(theta, run.time.values, np.log10(density), shading="auto", cmap="magma",
                       vmin=-3, vmax=max(1.0, float(np.log10(density.max()))), rasterized=True)
         for label, t, style in (("log(1/eps)/lambda", row["t_form_issue"], ":"),
                                 ("from |a_k*(0)|", row["t_form_refined"], "--")):
@@ -223,17 +248,18 @@ def plot_study(runs: dict, settings: dict) -> Figure:
         ax = axes[1, column]
         energy_axis = ax.twinx()
         for source, colour in zip(SOURCES, ("C0", "C1")):
-            run_s, row_s = runs[(beta, source)]
-            times = run_s.time.values
+            _, row_s = runs[(beta, source)]
+            times, energies = row_s["series"]
             counts = np.zeros(times.size)
             for plateau, _ in row_s["plateaus"]:
                 counts[(times >= plateau.start) & (times <= plateau.end)] = plateau.count
             label = "PDE" if source == "pde" else f"particles n = {row_s['size']}"
             ax.step(times[1:], counts[1:], where="post", color=colour, label=f"{label}: clusters")
-            energy_axis.plot(times[1:], run_s.energy.values[1:], color=colour, ls="--", lw=1)
+            energy_axis.plot(times[1:], energies[1:], color=colour, ls="--", lw=1)
             ax.axvline(row_s["t_form_refined"], color=colour, ls=":", lw=1)
         ax.set(xscale="log", xlabel="t", ylabel="cluster count (plateaus)",
-               title="count (solid), exp(-beta) E (dashed), predicted formation (dotted)")
+               title=f"beta = {beta:g}: count, energy (dashed), formation predicted (dotted)")
+        ax.title.set_fontsize(9)
         energy_axis.set_ylabel("exp(-beta) E")
         ax.legend(fontsize=7, loc="upper left")
     return fig
