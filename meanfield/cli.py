@@ -7,6 +7,7 @@ Flags are spelled the same in every subcommand.  A user mistake prints one line,
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -224,8 +225,11 @@ def particles(out, no_progress, **settings):
 
 # --------------------------------------------------------------------------------------------- gaussian
 @cli.command()
-@click.option("--attention", type=click.Choice(["softmax", "l2"]), default="softmax", show_default=True,
-              help="Softmax weights exp(<Qx, Ky>) or L2 weights exp(-|Qx - Ky|^2 / 2).")
+@click.option("--attention", type=click.Choice(["softmax", "l2", "sinkhorn"]), default="softmax", show_default=True,
+              help="Softmax weights exp(<Qx, Ky>), L2 weights exp(-|Qx - Ky|^2 / 2), or Sinkhorn "
+                   "(weights exp(<Qx, Ky> / eps) made doubly stochastic).")
+@click.option("--sinkhorn-eps", "eps", type=float, default=1.0, show_default=True,
+              help="Entropic parameter of Sinkhorn attention.")
 @click.option("--dim", type=int, default=2, show_default=True, help="Token dimension d (tokens in R^d).")
 @click.option("--case", type=click.Choice(["identity", "random"]), default="identity", show_default=True,
               help="V = Q = K = I with a random covariance, or random V, Q, K, mean and covariance.")
@@ -234,7 +238,7 @@ def particles(out, no_progress, **settings):
 @click.option("--t-final", type=float, required=True, help="Final time.")
 @click.option("--save-every", type=float, default=None, help="Save cadence [default: every accepted step].")
 @click.option("--out", type=click.Path(dir_okay=False), default="gaussian.nc", show_default=True)
-def gaussian(attention, dim, case, seed, scaled, t_final, save_every, out):
+def gaussian(attention, dim, case, seed, scaled, eps, t_final, save_every, out):
     """Mean and covariance of Gaussian tokens in R^d (Castin et al., MATH.md §3).
 
     \b
@@ -246,12 +250,15 @@ def gaussian(attention, dim, case, seed, scaled, t_final, save_every, out):
     from .storage import save_run
 
     _check_writable(out)
+    if not (math.isfinite(eps) and eps > 0):
+        raise InputError(f"--sinkhorn-eps must be finite and > 0 (got {eps!r})")
     data = gaussian_case(case, dim, seed)
     dataset = solve_moments(data["mean"], data["cov"], V=data["V"], Q=data["Q"], K=data["K"], t_final=t_final,
-                            attention=attention, save_every=save_every, scaled=scaled)
+                            attention=attention, save_every=save_every, scaled=scaled, eps=eps)
     dataset.attrs.update(case=case, seed=seed, command=" ".join(
         ["meanfield", "gaussian", "--attention", attention, "--dim", str(dim), "--case", case, "--seed", str(seed),
          "--t-final", str(t_final)] + (["--scaled"] if scaled else [])
+        + (["--sinkhorn-eps", str(eps)] if attention == "sinkhorn" else [])
         + (["--save-every", str(save_every)] if save_every else [])))
     for name in ("V", "Q", "K"):
         dataset[name] = (("row", "column"), data[name])

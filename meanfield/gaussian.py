@@ -34,6 +34,20 @@ field gives
 which for softmax is ``V (I + Sigma A) alpha`` and ``V Sigma A Sigma + Sigma A^T Sigma V^T``,
 for L2 ``V S (Sigma^{-1} + A) alpha`` and ``M Sigma + Sigma M^T`` — the formulas of MATH.md §3.
 
+Sinkhorn attention (Sander et al.'s Sinkformers; entropic parameter ``eps``): the weights
+``exp(<Qx, Ky> / eps)`` are rescaled to a doubly stochastic plan ``pi`` with both marginals
+``mu`` (the entropic optimal-transport plan of ``mu`` with itself for the cost
+``-<Qx, Ky>``), and ``Gamma_mu(x) = V E_pi[y | x]``.  For ``mu = N(alpha, L L^T)`` write
+``x = alpha + L u``, ``y = alpha + L v``: the log-kernel is ``u^T Bt v`` plus terms in ``u``
+or ``v`` alone (absorbed by the Sinkhorn potentials), ``Bt = L^T A^T L / eps``.  A Gaussian
+coupling of ``u, v ~ N(0, I)`` has these marginals and, when its precision matrix has
+off-diagonal block ``-Bt``, exactly this density ratio; Sinkhorn's solution being unique,
+it is the plan.  Its cross-covariance ``Ct`` solves ``(I - Ct Ct^T)^{-1} Ct = Bt``: with the
+SVD ``Bt = U diag(b) W^T``, ``Ct = U diag(c) W^T``, ``c = 2b / (1 + sqrt(1 + 4 b^2))``.  Then
+``E[v | u] = Ct^T u``, so ``Gamma(x) = V alpha + V L Ct^T L^+ (x - alpha)``: the mean moves by
+``d alpha/dt = V alpha`` and the factor by ``dL/dt = V L Ct^T``.  For ``eps -> oo``,
+``Ct ~ Bt`` and this is the softmax field with ``A / eps``; for ``eps -> 0``, ``c -> 1``.
+
 Multi-head attention sums the fields of the heads ``(V_h, Q_h, K_h)``, hence sums
 ``c_h`` and ``M_h``.  Identical ``(Q_h, K_h)`` give identical ``Sigma A`` (softmax) and
 ``B, S A`` (L2), so the heads collapse into one head with ``V = sum_h V_h``.
@@ -71,7 +85,7 @@ from scipy.integrate import solve_ivp
 from .errors import require
 from .storage import netcdf_safe, package_version
 
-ATTENTIONS = ("softmax", "l2")
+ATTENTIONS = ("softmax", "l2", "sinkhorn")
 RTOL = 1e-10
 ATOL = 1e-13
 #: Stop when ||Sigma|| exceeds this multiple of ||Sigma_0||.
@@ -153,27 +167,59 @@ def _tilt(sigma: np.ndarray, head: Head, attention: str):
     return B, B @ sigma
 
 
-def affine_field(alpha: np.ndarray, sigma: np.ndarray, heads: list[Head], attention: str):
-    """``(c, M)`` with ``Gamma_mu(x) = c + M x`` for ``mu = N(alpha, sigma)``, summed over heads."""
+def sinkhorn_coupling(factor: np.ndarray, head: Head, eps: float) -> np.ndarray:
+    """Whitened cross-covariance ``Ct`` of the entropic plan of ``N(alpha, L L^T)`` with itself.
+
+    Log-kernel ``<Q x, K y> / eps = x^T B y``, ``B = A^T / eps``; with ``x = alpha + L u``,
+    ``y = alpha + L v`` it is ``u^T Bt v`` (+ terms absorbed by the Sinkhorn potentials),
+    ``Bt = L^T B L``.  The plan is the Gaussian coupling of ``u, v ~ N(0, I)`` with
+    cross-covariance ``Ct`` whose precision has off-diagonal block ``-Bt``:
+    ``(I - Ct Ct^T)^{-1} Ct = Bt``.  With ``Bt = U diag(b) W^T``: ``Ct = U diag(c) W^T``,
+    ``c / (1 - c^2) = b``, i.e. ``c = 2 b / (1 + sqrt(1 + 4 b^2))`` in ``[0, 1)`` (MATH.md §3).
+    """
+    Bt = factor.T @ head.A.T @ factor / eps
+    U, b, Wt = np.linalg.svd(Bt)
+    c = 2.0 * b / (1.0 + np.sqrt(1.0 + 4.0 * b * b))
+    return (U * c) @ Wt
+
+
+def _factor_drift(factor: np.ndarray, head: Head, eps: float) -> np.ndarray:
+    """``M L = V L Ct^T`` for Sinkhorn (no inverse of ``L``: valid for singular covariances)."""
+    return head.V @ factor @ sinkhorn_coupling(factor, head, eps).T
+
+
+def affine_field(alpha: np.ndarray, factor: np.ndarray, heads: list[Head], attention: str, eps: float = 1.0):
+    """``(c, M)`` with ``Gamma_mu(x) = c + M x`` for ``mu = N(alpha, L L^T)``, summed over heads.
+
+    Sinkhorn: ``E[y | x] = alpha + L Ct^T L^+ (x - alpha)`` (``L^+``: pseudo-inverse), so
+    ``M = V L Ct^T L^+`` and ``c = V alpha - M alpha``.
+    """
     c = np.zeros_like(alpha)
-    M = np.zeros_like(sigma)
+    M = np.zeros_like(factor)
+    sigma = factor @ factor.T
     for head in heads:
+        if attention == "sinkhorn":
+            head_M = _factor_drift(factor, head, eps) @ np.linalg.pinv(factor, rcond=1e-13)
+            c += head.V @ alpha - head_M @ alpha
+            M += head_M
+            continue
         B, S = _tilt(sigma, head, attention)
         c += head.V @ (alpha if B is None else B @ alpha)
         M += head.V @ S @ head.A
     return c, M
 
 
-def velocity_field(x, mean, cov, *, V, Q, K, attention: str = "softmax", scaled: bool = False) -> np.ndarray:
+def velocity_field(x, mean, cov, *, V, Q, K, attention: str = "softmax", scaled: bool = False,
+                   eps: float = 1.0) -> np.ndarray:
     """The particle velocity ``Gamma_mu(x)`` for ``mu = N(mean, cov)`` at points ``x`` (shape (n, d) or (d,))."""
     alpha, sigma, heads, attention = _validated(mean, cov, V, Q, K, attention, scaled)
-    c, M = affine_field(alpha, sigma, heads, attention)
+    c, M = affine_field(alpha, _initial_factor(sigma), heads, attention, _positive("eps", eps))
     return c + np.asarray(x, dtype=float) @ M.T
 
 
-def moment_rhs(alpha: np.ndarray, sigma: np.ndarray, heads: list[Head], attention: str):
+def moment_rhs(alpha: np.ndarray, sigma: np.ndarray, heads: list[Head], attention: str, eps: float = 1.0):
     """``(d alpha/dt, d Sigma/dt)`` of MATH.md §3."""
-    c, M = affine_field(alpha, sigma, heads, attention)
+    c, M = affine_field(alpha, _initial_factor(sigma), heads, attention, eps)
     return c + M @ alpha, M @ sigma + sigma @ M.T
 
 
@@ -189,10 +235,13 @@ def _unpack(y: np.ndarray, dim: int):
     return y[:dim], y[dim:].reshape(dim, dim)
 
 
-def _factor_rhs(dim: int, heads: list[Head], attention: str):
+def _factor_rhs(dim: int, heads: list[Head], attention: str, eps: float):
     def rhs(_t, y):
         alpha, L = _unpack(y, dim)
-        c, M = affine_field(alpha, L @ L.T, heads, attention)
+        if attention == "sinkhorn":  # d alpha/dt = V alpha, dL/dt = V L Ct^T: no pseudo-inverse needed
+            drift = sum(_factor_drift(L, head, eps) for head in heads)
+            return np.concatenate([sum(head.V for head in heads) @ alpha, drift.ravel()])
+        c, M = affine_field(alpha, L, heads, attention)
         return np.concatenate([c + M @ alpha, (M @ L).ravel()])
     return rhs
 
@@ -257,11 +306,12 @@ def _positive(name: str, value) -> float:
 
 
 def solve(mean, cov, *, V, Q, K, t_final, attention: str = "softmax", save_every=None,
-          scaled: bool = False) -> xr.Dataset:
+          scaled: bool = False, eps: float = 1.0) -> xr.Dataset:
     """Integrate the moment ODEs of MATH.md §3 from ``N(mean, cov)`` up to ``t_final``.
 
     ``V`` (d x d), ``Q``, ``K`` (k x d, k may differ between heads): one matrix each, or lists of
-    per-head matrices (multi-head: fields summed).  ``attention``: ``"softmax"`` or ``"l2"``.
+    per-head matrices (multi-head: fields summed).  ``attention``: ``"softmax"``, ``"l2"`` or
+    ``"sinkhorn"`` (entropic parameter ``eps``: log-kernel ``<Qx, Ky> / eps``).
     ``scaled``: divide the logits by ``sqrt(k)``.  ``save_every``: output spacing (default: every
     accepted step).  Returns a Dataset with ``mean(time, i)``, ``covariance(time, i, j)`` and attrs
     ``stop_reason`` (``completed``, ``blowup``, ``threshold`` or ``failed: ...``) and ``blowup_time``
@@ -269,18 +319,20 @@ def solve(mean, cov, *, V, Q, K, t_final, attention: str = "softmax", save_every
     """
     alpha, sigma, heads, attention = _validated(mean, cov, V, Q, K, attention, scaled)
     t_final = _positive("t_final", t_final)
+    eps = _positive("eps", eps)
     if save_every is not None:
         save_every = _positive("save_every", save_every)
     dim = alpha.size
     y0 = np.concatenate([alpha, _initial_factor(sigma).ravel()])
     norm0 = float(np.linalg.norm(sigma, 2))
     events = [_blowup_event(dim, BLOWUP_FACTOR * norm0)] if norm0 > 0 else None
-    sol = solve_ivp(_factor_rhs(dim, heads, attention), (0.0, t_final), y0, method="DOP853",
+    sol = solve_ivp(_factor_rhs(dim, heads, attention, eps), (0.0, t_final), y0, method="DOP853",
                     rtol=RTOL, atol=ATOL, events=events, dense_output=True)
     stop_reason, blowup_time = _classify(sol, dim)
     times = _save_times(sol, save_every)
     states = sol.y if save_every is None else sol.sol(times)
     attrs = {"geometry": "gaussian", "attention": attention, "scaled": bool(scaled), "t_final": t_final,
+             "eps": eps if attention == "sinkhorn" else "none",
              "dim": dim, "heads": len(heads), "stop_reason": stop_reason, "blowup_time": blowup_time,
              "stepper": "scipy solve_ivp DOP853 on (alpha, L), Sigma = L L^T", "rtol": RTOL, "atol": ATOL,
              "blowup_factor": BLOWUP_FACTOR, "package_version": package_version()}

@@ -197,7 +197,8 @@ BAD_INPUTS = [
     ("Q[0]", dict(Q=np.ones((2, 3)))),
     ("K[0]", dict(K=np.ones((3, 2)))),
     ("V, Q, K", dict(V=[I2, I2])),
-    ("attention", dict(attention="sinkhorn")),
+    ("attention", dict(attention="sinkhorns")),
+    ("eps", dict(attention="sinkhorn", eps=0.0)),
     ("t_final", dict(t_final=-1.0)),
     ("t_final", dict(t_final=float("nan"))),
     ("save_every", dict(save_every=0.0)),
@@ -214,3 +215,70 @@ def test_bad_input_is_refused_with_one_line(name, change):
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith(name)
+
+
+# ---------------------------------------------------------------- Sinkhorn attention
+
+def _discrete_sinkhorn_field(alpha, cov, V, Q, K, eps, order=48):
+    """Conditional mean of the discrete entropic plan of a Gauss–Hermite discretisation of N(alpha, cov)
+    with itself (independent of the closed form): ``(nodes, V E[y | x] at the nodes)``."""
+    t, w = hermegauss(order)
+    w = w / w.sum()
+    grid = np.stack(np.meshgrid(t, t, indexing="ij"), -1).reshape(-1, 2)
+    weights = np.outer(w, w).ravel()
+    keep = weights > 1e-14
+    grid, weights = grid[keep], weights[keep] / weights[keep].sum()
+    nodes = alpha + grid @ np.linalg.cholesky(cov).T
+    logits = (nodes @ Q.T) @ (nodes @ K.T).T / eps
+    f, g = np.zeros(len(nodes)), np.zeros(len(nodes))
+    log_w = np.log(weights)
+
+    def lse(z, axis):
+        top = z.max(axis=axis, keepdims=True)
+        return (top + np.log(np.exp(z - top).sum(axis=axis, keepdims=True))).squeeze(axis)
+
+    for _ in range(20000):  # Sinkhorn in the log domain: P_ij = w_i w_j exp(f_i + g_j + logits_ij)
+        f = -lse(logits + (g + log_w)[None, :], 1)
+        new_g = -lse(logits + (f + log_w)[:, None], 0)
+        if np.max(np.abs(new_g - g)) < 1e-14:
+            g = new_g
+            break
+        g = new_g
+    plan = np.exp(logits + f[:, None] + g[None, :] + log_w[None, :])
+    plan /= plan.sum(axis=1, keepdims=True)
+    return nodes, (plan @ nodes) @ V.T, weights
+
+
+@pytest.mark.parametrize("eps", [1.0, 0.25])
+def test_sinkhorn_field_matches_a_discrete_entropic_plan(eps):
+    rng = np.random.default_rng(11)
+    V, Q, K = _random(rng, (2, 2), 1.0), _random(rng, (3, 2), 0.7), _random(rng, (3, 2), 0.7)
+    alpha, cov = np.array([0.2, -0.1]), 0.5 * _spd(rng, 2)
+    nodes, discrete, weights = _discrete_sinkhorn_field(alpha, cov, V, Q, K, eps)
+    central = weights > 1e-4 * weights.max()
+    closed = velocity_field(nodes[central], alpha, cov, V=V, Q=Q, K=K, attention="sinkhorn", eps=eps)
+    np.testing.assert_allclose(closed, discrete[central], rtol=0, atol=1e-7)
+
+
+def test_sinkhorn_tends_to_softmax_with_scaled_logits():
+    rng = np.random.default_rng(12)
+    V, Q, K = _random(rng, (2, 2), 1.0), _random(rng, (2, 2)), _random(rng, (2, 2))
+    alpha, cov, x = np.array([0.4, 0.1]), _spd(rng, 2), rng.standard_normal((4, 2))
+    gaps = []
+    for eps in (10.0, 100.0, 1000.0):  # the linear parts agree; the marginal constraint centres Sinkhorn at alpha
+        fields = [velocity_field(np.vstack([x, alpha]), alpha, cov, V=V, Q=Q / scale, K=K, attention=kind, eps=eps)
+                  for kind, scale in (("sinkhorn", 1.0), ("softmax", eps))]
+        sinkhorn, softmax = (field[:-1] - field[-1] for field in fields)
+        gaps.append(np.max(np.abs(sinkhorn - softmax)) / np.max(np.abs(softmax)))
+    assert gaps[-1] < 1e-5 and 50 < gaps[0] / gaps[1] < 200 and 50 < gaps[1] / gaps[2] < 200  # O(1/eps^2)
+
+
+def test_sinkhorn_moments_keep_the_mean_direction_and_a_singular_covariance():
+    V = np.array([[0.3, -0.2], [0.1, 0.1]])
+    alpha, cov = np.array([1.0, -0.5]), np.array([[1.0, 1.0], [1.0, 1.0]])        # rank one
+    ds = solve(alpha, cov, V=V, Q=I2, K=I2, t_final=1.0, attention="sinkhorn", eps=0.5)
+    assert ds.attrs["stop_reason"] == "completed" and ds.attrs["eps"] == 0.5
+    from scipy.linalg import expm
+    np.testing.assert_allclose(ds["mean"].values[-1], expm(V) @ alpha, rtol=1e-9)      # d alpha/dt = V alpha
+    final = ds["covariance"].values[-1]
+    assert abs(np.linalg.det(final)) < 1e-12 * np.linalg.norm(final) ** 2
