@@ -18,8 +18,8 @@ and about ``k*`` clusters form.
 Reading runs.  :func:`plateaus` splits a cluster-count time series into plateaus (maximal
 intervals of constant count, flickers shorter than ``min_duration`` absorbed), and records
 the energy at each plateau's end (the staircase) and the first merge.  :func:`smoothed_density`
-turns weighted tokens into a grid density (Fejér mean of the empirical Fourier series: a
-non-negative density, fluctuations ``~ sqrt(modes / n)``) for the same cluster criterion.
+turns weighted tokens into a grid density (heat-kernel smoothing: positive, unimodal per point
+mass, relative fluctuations ``~ (sqrt(pi) / (width n))^{1/2}``) for the same cluster criterion.
 :func:`point_cluster_energy` is the energy of clusters collapsed to points (MATH.md §2):
 the value a plateau's energy approaches.
 """
@@ -94,16 +94,19 @@ def angle_errors(measured: np.ndarray, predicted: np.ndarray) -> np.ndarray:
     return gap.min(axis=1)
 
 
-def smoothed_density(theta: np.ndarray, weights: np.ndarray, modes: int, points: int) -> np.ndarray:
-    """Fejér mean (order ``modes``) of the weighted tokens' Fourier series on ``points`` grid angles.
+def smoothed_density(theta: np.ndarray, weights: np.ndarray, width: float, points: int) -> np.ndarray:
+    """Weighted tokens convolved with the heat kernel of standard deviation ``width`` (rad), on ``points`` angles.
 
-    ``sum_{|k| <= K} (1 - |k|/(K+1)) mu_hat_k exp(i k theta)``, ``mu_hat_k = sum_j w_j exp(-i k theta_j) / 2 pi``:
-    non-negative, mass ``sum_j w_j``.
+    ``sum_k exp(-k^2 width^2 / 2) mu_hat_k exp(i k theta)``, ``mu_hat_k = sum_j w_j exp(-i k theta_j) / 2 pi``
+    (MATH.md §2.1), modes kept while the factor exceeds 1e-17.  The wrapped Gaussian is positive and
+    unimodal: one point mass gives one peak of height ``~ mass / (sqrt(2 pi) width)``, never side
+    lobes (a Fejér mean's side lobes reach ``~0.45 K / pi^2`` times the mean and would count as clusters).
     """
-    require(points > 2 * modes, f"points must exceed 2 x modes (got {points}, {modes})")
+    require(width > 0, f"width must be > 0 (got {width!r})")
+    modes = min(points // 2, int(math.ceil(math.sqrt(2 * math.log(1e17)) / width)))
     k = np.arange(modes + 1)
     coefficients = np.exp(-1j * np.outer(k, theta)) @ weights / (2 * math.pi)
-    coefficients *= 1.0 - k / (modes + 1.0)
+    coefficients *= np.exp(-0.5 * (k * width) ** 2)
     spectrum = np.zeros(points // 2 + 1, dtype=complex)
     spectrum[: modes + 1] = coefficients
     return np.fft.irfft(spectrum * points, points)

@@ -12,7 +12,7 @@ mode ``k*``; cluster angles from the initial phase of mode ``k*`` and from the w
 solution at the measured formation time.
 
 Measured, from the cluster count of every saved frame (:func:`meanfield.diagnostics.detect_clusters`
-on the density; for particles on their Fejér-smoothed density with ``SMOOTHING_MODES`` modes):
+on the density; for particles on their density smoothed by a heat kernel of width ``SMOOTHING_WIDTH``):
 ``t_half`` (the largest mode amplitude ``2 pi |rho_hat_k|`` crosses 1/2, interpolated),
 ``t_formed`` (start of the first plateau with clusters), the count and angles there, the plateaus
 (``min_duration`` = one e-fold ``1/lambda_{k*}``), the energy at the end of each plateau next to
@@ -61,7 +61,10 @@ from .mean_field import progress_bar, save_figure, study_main, write_dataset
 EPS = 1e-4
 #: The pattern has emerged, still in the linear regime, when the largest ``2 pi |rho_hat_k|`` reaches this.
 EMERGENCE = 0.1
-SMOOTHING_MODES = 48
+#: Modes whose empirical amplitudes the particle readout tracks.
+AMPLITUDE_MODES = 48
+#: Heat-kernel width (rad) of the particles' smoothed density.
+SMOOTHING_WIDTH = 0.05
 FULL = {"betas": (4.0, 9.0, 16.0), "resolution": 1024, "horizon": 10.0, "n": 2 ** 14, "particle_horizon": 2000.0,
         "save_every": 0.25}
 QUICK = {"betas": (4.0, 9.0), "resolution": 512, "horizon": 3.0, "n": 2 ** 11, "particle_horizon": 60.0,
@@ -154,8 +157,8 @@ def particle_case(beta: float, settings: dict, seed: int = 0):
     theta = np.concatenate([first.theta.values] + [run.theta.values[1:] for run in runs[1:]])
     energies = np.concatenate([first.energy.values] + [run.energy.values[1:] for run in runs[1:]])
     weights = first.weights.values
-    densities = np.array([smoothed_density(frame, weights, SMOOTHING_MODES, points) for frame in theta])
-    modes = np.arange(SMOOTHING_MODES + 1)
+    densities = np.array([smoothed_density(frame, weights, SMOOTHING_WIDTH, points) for frame in theta])
+    modes = np.arange(AMPLITUDE_MODES + 1)
     amplitudes = np.array([empirical_modes(frame, weights, modes) for frame in theta])
     coefficients = np.exp(-1j * np.outer(modes, theta[0])) @ weights / (2 * math.pi)
     readout = _formation_readout(times, densities, energies, amplitudes, coefficients, model, beta)
@@ -214,7 +217,7 @@ def run_study(quick: bool = False, out_dir="metastability-study", scheme: str = 
             runs[(beta, source)] = (run, row)
             bar.update()
     bar.close()
-    attrs = dict(settings, eps=EPS, scheme=scheme, seed=seed, smoothing_modes=SMOOTHING_MODES, quick=int(quick),
+    attrs = dict(settings, eps=EPS, scheme=scheme, seed=seed, smoothing_width=SMOOTHING_WIDTH, quick=int(quick),
                  package_version=package_version(), wall_time=_time.perf_counter() - start,
                  command=f"meanfield validate metastability{' --quick' if quick else ''} --out-dir {out_dir}")
     table = _table(rows, cases, attrs)

@@ -70,8 +70,15 @@ def test_smoothed_density_is_non_negative_with_the_tokens_mass():
     theta = rng.uniform(0, 2 * math.pi, 500)
     weights = rng.uniform(0.5, 1.5, 500)
     weights /= weights.sum()
-    density = smoothed_density(theta, weights, 24, 256)
+    density = smoothed_density(theta, weights, 0.05, 512)
     assert density.min() >= -1e-14
     assert density.mean() * 2 * math.pi == pytest.approx(1.0, rel=1e-13)
     nodes = 2 * math.pi * np.arange(64) / 64
-    assert np.allclose(smoothed_density(nodes, np.full(64, 1 / 64), 24, 256), 1 / (2 * math.pi), atol=1e-15)
+    assert np.allclose(smoothed_density(nodes, np.full(64, 1 / 64), 0.2, 256), 1 / (2 * math.pi), atol=1e-14)
+
+
+def test_one_point_mass_is_one_cluster_after_smoothing():
+    from meanfield.diagnostics import detect_clusters
+    density = smoothed_density(np.array([1.0]), np.array([1.0]), 0.05, 1024)
+    assert detect_clusters(density).count == 1
+    assert density.max() == pytest.approx(1 / (math.sqrt(2 * math.pi) * 0.05), rel=1e-3)
