@@ -353,6 +353,20 @@ def bench_sphere(quick):
     benchmark(["--quick"] if quick else [])
 
 
+@validate.command("bench-cluster-schemes")
+@click.option("--quick", is_flag=True, help="Fewer sizes and shorter timings.")
+def bench_cluster_schemes(quick):
+    """Benchmark: finite-volume rhs vs its FFTs and the spectral rhs; Lagrangian O(N M) vs direct O(N^2).
+
+    \b
+    Example:
+      meanfield validate bench-cluster-schemes --quick
+    """
+    from validation.bench_cluster_schemes import main as benchmark
+
+    benchmark(["--quick"] if quick else [])
+
+
 @validate.command("growth-circle")
 @click.option("--quick", is_flag=True, help="Fewer cases.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the table as netCDF.")

@@ -19,3 +19,11 @@ def test_benchmark_spectral_convolution_equals_direct_quadrature():
         assert row["max_rel_diff"] < 1e-13
         assert np.isfinite(row["ratio_sa"]) and row["ratio_sa"] > 0
     assert "ratio_sa" in format_table(rows)
+
+
+def test_cluster_scheme_benchmark_band_limited_sums_equal_direct_ones():
+    from validation.bench_cluster_schemes import COLUMNS, run_benchmark
+    rows = run_benchmark(sizes=(256,), quick=True)
+    assert rows[0]["max_rel_diff"] < 1e-12
+    assert all(np.isfinite(rows[0][key]) and rows[0][key] > 0 for key in ("fv_us", "ratio_transforms", "speedup"))
+    assert "speedup" in format_table(rows, COLUMNS)
