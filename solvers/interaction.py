@@ -15,6 +15,23 @@ Generalisations (tokens in R^d, MATH.md §3): ``Q, K`` may be rectangular ``k x 
 (the ``-|Q x_i|^2 / 2`` term is constant in ``j`` and cancels in SA's normalisation; USA
 keeps it); ``heads = [(Q_h, K_h, V_h), ...]`` sums the velocities of the heads.
 
+Sinkhorn attention (``kernel="sinkhorn"``, Sander et al., "Sinkformers"; SA and R^d only): with
+``G_ij = exp(beta <Q x_i, K x_j> / eps)`` find scalings ``a_i, b_j > 0`` such that the plan
+``P_ij = a_i G_ij b_j w_i w_j`` has both marginals equal to the weights, and move each token by
+the conditional mean ``v_i = sum_j (P_ij / w_i) V x_j``.  In log potentials ``f = log a``,
+``g = log b`` the plan's rows are the softmax of ``beta <Q x_i, K x_j> / eps + g_j`` (weights
+``w_j``), so once ``g`` is known the velocity is SA with a key bias.  :meth:`DirectInteraction.sinkhorn_potentials`
+alternates exact log-domain row and column steps (log-sum-exp with the maximum subtracted: no
+overflow at any ``beta / eps``) with cheap multiplicative steps on the stored kernel
+``exp(logits + f_i + g_j)`` (two matrix-vector products per iteration), absorbing the scalings
+into ``f, g`` whenever they leave ``[e^-30, e^30]`` (Schmitzer's stabilised scaling).  Above
+``sinkhorn_dense_bytes`` the ``n x n`` matrices are not stored: every iteration recomputes the
+logits in row blocks (one GEMM and two ``exp`` per entry per iteration; memory bounded as in SA).
+Iterations stop when the marginal error ``max_j |(sum_i P_ij) / w_j - 1|`` (rows exact) is below
+``sinkhorn_tol``; ``sinkhorn_max_iter`` half-steps without that raise :class:`InputError`.
+The potentials of the last call warm-start the next one (per head; the stepper calls ``rhs``
+with nearby states).
+
 :class:`DirectInteraction` forms the ``n x n`` logits in row blocks (memory bounded by
 ``block_bytes``), with one GEMM per block and the row maximum subtracted before ``exp``
 for SA (so no overflow at any beta).  :class:`CircleFourierInteraction` is the
@@ -28,6 +45,7 @@ import math
 
 import numpy as np
 
+from meanfield.errors import require
 from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_over_beta
 
 #: Memory budget of one row block (logits take half of it): 4 MiB keeps a block in cache;
@@ -37,25 +55,47 @@ DEFAULT_BLOCK_BYTES = 4 * 2 ** 20
 MIN_BLOCK_ROWS = 16
 
 
-KERNELS = ("dot", "l2")
+KERNELS = ("dot", "l2", "sinkhorn")
+
+#: Sinkhorn: largest marginal error accepted (max norm, relative to the weights).
+SINKHORN_TOL = 1e-12
+#: Sinkhorn: half-steps (row or column updates) allowed before giving up.
+SINKHORN_MAX_ITER = 20000
+#: Sinkhorn: memory for the stored ``n x n`` logits and kernel (two ``B n^2`` float arrays);
+#: 256 MiB holds n = 4096 for one system.  Larger problems recompute the logits in row blocks.
+SINKHORN_DENSE_BYTES = 2 ** 28
+#: Sinkhorn: scalings beyond ``exp(+-SINKHORN_ABSORB)`` are absorbed into the log potentials.
+SINKHORN_ABSORB = 30.0
+#: Stand-in for ``log 0`` (massless tokens): finite, so no ``inf - inf`` in the blocked reductions.
+LOG_ZERO = -1e300
 
 
 class DirectInteraction:
     """General ``Q, K`` (``k x d``), ``V`` (``d x d``), any ``d``; cost ``O(B n^2 (k + d))`` in row blocks.
 
-    ``kernel``: ``"dot"`` (weights ``exp(beta <Q x_i, K x_j>)``) or ``"l2"`` (weights
-    ``exp(-beta |Q x_i - K x_j|^2 / 2)``).  ``heads``: optional list of ``(Q_h, K_h, V_h)``
-    (``None`` entries: identity) whose velocities are summed; then ``Q, K, V`` must be ``None``.
+    ``kernel``: ``"dot"`` (weights ``exp(beta <Q x_i, K x_j>)``), ``"l2"`` (weights
+    ``exp(-beta |Q x_i - K x_j|^2 / 2)``) or ``"sinkhorn"`` (the doubly normalised plan of
+    ``exp(beta <Q x_i, K x_j> / sinkhorn_eps)``; SA only).  ``heads``: optional list of
+    ``(Q_h, K_h, V_h)`` (``None`` entries: identity) whose velocities are summed; then ``Q, K, V``
+    must be ``None``.  ``sinkhorn_*``: see the module docstring.  After a Sinkhorn call,
+    ``sinkhorn_iterations`` lists the half-steps each head took.
     """
 
     def __init__(self, beta: float, attention: str, Q=None, K=None, V=None, weights=None,
-                 block_bytes: int = DEFAULT_BLOCK_BYTES, kernel: str = "dot", heads=None):
+                 block_bytes: int = DEFAULT_BLOCK_BYTES, kernel: str = "dot", heads=None,
+                 sinkhorn_eps: float = 1.0, sinkhorn_tol: float = SINKHORN_TOL,
+                 sinkhorn_max_iter: int = SINKHORN_MAX_ITER, sinkhorn_dense_bytes: int = SINKHORN_DENSE_BYTES,
+                 warm_start: bool = True):
         self.beta, self.attention = beta, attention
         self.Q, self.K, self.V = Q, K, V
         self.weights = weights
         self.block_bytes = block_bytes
         self.kernel = kernel
         self.heads = None if heads is None else [tuple(head) for head in heads]
+        self.sinkhorn_eps, self.sinkhorn_tol, self.sinkhorn_max_iter = sinkhorn_eps, sinkhorn_tol, sinkhorn_max_iter
+        self.sinkhorn_dense_bytes, self.warm_start = sinkhorn_dense_bytes, warm_start
+        self._potentials = {}           # head index -> (f, g) of the last call (warm start)
+        self.sinkhorn_iterations = []
 
     @staticmethod
     def _apply(matrix, x):
@@ -74,6 +114,12 @@ class DirectInteraction:
         """``v_i`` (before projection) for all tokens; ``x`` has shape ``(B, n, d)``."""
         if self.general:
             heads = self.heads if self.heads is not None else [(self.Q, self.K, self.V)]
+            if self.kernel == "sinkhorn":
+                self.sinkhorn_iterations = []
+                out = self._sinkhorn_velocity(x, 0, *heads[0])
+                for index, head in enumerate(heads[1:], 1):
+                    out += self._sinkhorn_velocity(x, index, *head)
+                return out
             out = self._head_velocity(x, *heads[0])
             for head in heads[1:]:
                 out += self._head_velocity(x, *head)
@@ -110,6 +156,154 @@ class DirectInteraction:
                 query_bias = -0.5 * np.sum(queries[..., :-1] ** 2, axis=-1, keepdims=True) / self.beta
                 queries, keys = np.concatenate((queries, query_bias), -1), np.concatenate((keys, ones), -1)
         return self._attend(queries, keys, values)
+
+    # -- Sinkhorn attention -----------------------------------------------------------------------
+    def _log_weights(self) -> np.ndarray:
+        w = np.asarray(self.weights, dtype=float)
+        return np.where(w > 0, np.log(np.where(w > 0, w, 1.0)), LOG_ZERO)
+
+    def _dense(self, batch: int, n: int) -> bool:
+        return 2 * 8 * batch * n * n <= self.sinkhorn_dense_bytes
+
+    def sinkhorn_potentials(self, x: np.ndarray, head: int = 0):
+        """Log potentials ``(f, g)`` (each ``(B, n)``) of head ``head``'s plan for tokens ``x`` of shape ``(B, n, d)``:
+        ``P_ij = w_i w_j exp(beta <Q x_i, K x_j> / eps + f_i + g_j)``."""
+        Q, K, _ = (self.heads if self.heads is not None else [(self.Q, self.K, self.V)])[head]
+        queries, keys = (self.beta / self.sinkhorn_eps) * self._apply(Q, x), self._apply(K, x)
+        f, g, _ = self._sinkhorn(queries, keys, head, None)
+        return f, g
+
+    def sinkhorn_plan(self, x: np.ndarray, head: int = 0) -> np.ndarray:
+        """The dense ``(B, n, n)`` plan ``P`` of head ``head`` (for tests and small ``n``)."""
+        Q, K, _ = (self.heads if self.heads is not None else [(self.Q, self.K, self.V)])[head]
+        queries, keys = (self.beta / self.sinkhorn_eps) * self._apply(Q, x), self._apply(K, x)
+        f, g, _ = self._sinkhorn(queries, keys, head, None)
+        log_w = self._log_weights()
+        return np.exp(queries @ keys.transpose(0, 2, 1) + (f + log_w)[:, :, None] + (g + log_w)[:, None, :])
+
+    def _sinkhorn_velocity(self, x: np.ndarray, head: int, Q, K, V) -> np.ndarray:
+        queries, keys = (self.beta / self.sinkhorn_eps) * self._apply(Q, x), self._apply(K, x)
+        values = self._apply(V, x)
+        _, g, out = self._sinkhorn(queries, keys, head, values)
+        if out is not None:
+            return out
+        # the plan's rows: SA with the key bias g_j riding in the GEMM as an extra column
+        ones = np.ones(queries.shape[:-1] + (1,))
+        return self._attend(np.concatenate((queries, ones), -1), np.concatenate((keys, g[..., None]), -1), values)
+
+    def _fail(self, error: float):
+        require(False, f"Sinkhorn did not reach marginal error {self.sinkhorn_tol:g} in "
+                              f"{self.sinkhorn_max_iter} half-steps (reached {error:.3g}); raise sinkhorn_eps, "
+                              f"lower beta or raise sinkhorn_max_iter")
+
+    def _sinkhorn(self, queries, keys, head: int, values):
+        """Potentials ``(f, g)`` for logits ``<q_i, k_j>``; with ``values``, also the velocity (dense path only)."""
+        batch, n, _ = queries.shape
+        previous = self._potentials.get(head) if self.warm_start else None
+        g = previous[1].copy() if previous is not None and previous[1].shape == (batch, n) else np.zeros((batch, n))
+        if self._dense(batch, n):
+            f, g, out, steps = self._sinkhorn_dense(queries, keys, g, values)
+        else:
+            f, g, steps = self._sinkhorn_blocked(queries, keys, g)
+            out = None
+        self._potentials[head] = (f, g)
+        self.sinkhorn_iterations.append(steps)
+        return f, g, out
+
+    def _sinkhorn_dense(self, queries, keys, g, values):
+        """Stored logits; log-domain steps, then multiplicative steps on the kernel until absorption or convergence."""
+        w = np.asarray(self.weights, dtype=float)
+        log_w, massive = self._log_weights(), w > 0
+        logits = queries @ keys.transpose(0, 2, 1)                        # (B, n, n)
+        work = np.empty_like(logits)
+
+        def log_step(potential, axis):   # -logsumexp over `axis` of logits + potential + log w
+            if axis == 2:
+                np.add(logits, (potential + log_w)[:, None, :], out=work)
+            else:
+                np.add(logits, (potential + log_w)[:, :, None], out=work)
+            top = work.max(axis=axis, keepdims=True)
+            np.subtract(work, top, out=work)
+            np.exp(work, out=work)
+            return -(np.squeeze(top, axis) + np.log(work.sum(axis=axis)))
+
+        steps, error = 0, np.inf
+        f = log_step(g, 2)                                               # rows exact
+        steps += 1
+        while True:
+            np.add(logits, f[:, :, None], out=work)
+            work += g[:, None, :]
+            np.exp(work, out=work)                                       # kernel; w_j-weighted rows sum to 1
+            kernel = work
+            u, v = np.ones_like(f), np.ones_like(g)
+            absorbed = False
+            while steps < self.sinkhorn_max_iter:
+                column = ((w * u)[:, None, :] @ kernel)[:, 0, :]         # sum_i w_i u_i K_ij
+                error = float(np.max(np.abs(v[:, massive] * column[:, massive] - 1.0)))
+                if error < self.sinkhorn_tol:
+                    break
+                with np.errstate(divide="ignore", over="ignore"):
+                    v_new = 1.0 / column
+                    u_new = 1.0 / (kernel @ (w * v_new)[:, :, None])[..., 0]
+                steps += 2
+                if not (np.all(np.isfinite(v_new)) and np.all(np.isfinite(u_new))
+                        and np.max(np.abs(np.log(v_new))) < SINKHORN_ABSORB
+                        and np.max(np.abs(np.log(u_new))) < SINKHORN_ABSORB):
+                    absorbed = True
+                    break
+                u, v = u_new, v_new
+            f, g = f + np.log(u), g + np.log(v)
+            if not absorbed:
+                break
+            g = log_step(f, 1)
+            f = log_step(g, 2)
+            steps += 2
+        if error >= self.sinkhorn_tol:
+            self._fail(error)
+        out = None
+        if values is not None:   # rows of the plan: K_ij w_j v_j (u_i cancels)
+            scale = (w * v)[:, :, None]
+            out = (kernel @ (scale * values)) / (kernel @ scale)
+        return f, g, out, steps
+
+    def _sinkhorn_blocked(self, queries, keys, g):
+        """Log-domain iterations recomputing the logits in row blocks: the row step per block, and the
+        column log-sum-exp accumulated block by block (running maximum).  With ``f`` the new rows
+        (exact), ``exp(g_old - g_new)`` is the column marginal of ``(f, g_old)`` over the weights."""
+        batch, n, _ = queries.shape
+        log_w = self._log_weights()
+        massive = np.asarray(self.weights) > 0
+        rows = self.block_rows(batch, n)
+        f = np.empty((batch, n))
+        keys_t = keys.transpose(0, 2, 1)
+        steps = 0
+        while True:
+            col_max = np.full((batch, n), LOG_ZERO)
+            col_sum = np.zeros((batch, n))
+            key_bias = (g + log_w)[:, None, :]
+            for start in range(0, n, rows):
+                block = slice(start, min(n, start + rows))
+                logits = queries[:, block] @ keys_t                       # (B, b, n)
+                work = logits + key_bias
+                top = work.max(axis=2, keepdims=True)
+                work -= top
+                np.exp(work, out=work)
+                f[:, block] = -(top[..., 0] + np.log(work.sum(axis=2)))
+                logits += (f[:, block] + log_w[block])[:, :, None]
+                top = np.maximum(col_max, logits.max(axis=1))
+                col_sum *= np.exp(col_max - top)
+                logits -= top[:, None, :]
+                np.exp(logits, out=logits)
+                col_sum += logits.sum(axis=1)
+                col_max = top
+            g_new = -(col_max + np.log(col_sum))
+            steps += 2
+            error = float(np.max(np.abs(np.expm1(g[:, massive] - g_new[:, massive]))))
+            if error < self.sinkhorn_tol:
+                return f, g, steps
+            if steps >= self.sinkhorn_max_iter:
+                self._fail(error)
+            g = g_new
 
     def scaled_energy(self, x: np.ndarray) -> np.ndarray:
         """``exp(-beta) E`` per system, ``E = (1/2 beta) sum_ij w_i w_j exp(beta <x_i, x_j>)`` (MATH.md §2)."""

@@ -81,8 +81,10 @@ class ParticleScheme:
 
     ``model``    attention, beta, nu, dim (the tokens' dimension d).
     ``Q, K, V``  ``d x d`` matrices (``None``: identity); in R^d ``Q, K`` may be ``k x d`` (same ``k``).
-    ``kernel``   ``"dot"`` (weights ``exp(beta <Qx, Ky>)``) or ``"l2"`` (``exp(-beta |Qx - Ky|^2 / 2)``,
-                 R^d only).
+    ``kernel``   ``"dot"`` (weights ``exp(beta <Qx, Ky>)``), ``"l2"`` (``exp(-beta |Qx - Ky|^2 / 2)``,
+                 R^d only) or ``"sinkhorn"`` (the doubly normalised plan of ``exp(beta <Qx, Ky> / eps)``,
+                 Sinkformers; R^d and SA only; ``solvers.interaction``).
+    ``sinkhorn_eps``  the entropic parameter ``eps > 0`` of ``kernel="sinkhorn"``.
     ``heads``    optional list of ``(Q_h, K_h, V_h)`` (R^d only, instead of ``Q, K, V``): velocities summed.
     ``weights``  per-token weights, normalised to sum 1 (``None``: uniform).
     ``sphere``   tokens on S^{d-1} (projected dynamics) or in R^d (no projection, no noise).
@@ -96,15 +98,19 @@ class ParticleScheme:
 
     def __init__(self, model: Model, n: int, Q=None, K=None, V=None, weights=None, sphere: bool = True,
                  seed=None, observe=None, block_bytes: int | None = None, fast_circle: bool = True,
-                 kernel: str = "dot", heads=None):
+                 kernel: str = "dot", heads=None, sinkhorn_eps: float = 1.0):
         require(isinstance(n, (int, np.integer)) and n >= 1, f"--n must be a positive integer (got {n!r})")
         dim = model.dim
         self.model, self.n, self.dim, self.sphere = model, int(n), dim, sphere
         require(isinstance(kernel, str) and kernel in KERNELS,
                 f"kernel must be one of {', '.join(KERNELS)} (got {kernel!r})")
         require(sphere is False or (kernel == "dot" and heads is None),
-                "kernel='l2' and heads need tokens in R^d (sphere=False)")
-        self.kernel = kernel
+                "kernel='l2', kernel='sinkhorn' and heads need tokens in R^d (sphere=False)")
+        require(kernel != "sinkhorn" or model.attention == "sa",
+                "kernel='sinkhorn' is normalised by construction: it needs attention 'sa', not 'usa'")
+        require(isinstance(sinkhorn_eps, (int, float, np.integer, np.floating)) and math.isfinite(sinkhorn_eps)
+                and sinkhorn_eps > 0, f"sinkhorn_eps must be a finite number > 0 (got {sinkhorn_eps!r})")
+        self.kernel, self.sinkhorn_eps = kernel, float(sinkhorn_eps)
         if sphere:
             self.Q, self.K, self.V = (check_matrix(name, m, dim) for name, m in (("Q", Q), ("K", K), ("V", V)))
         else:
@@ -127,7 +133,8 @@ class ParticleScheme:
                                                  self.weights, **kwargs)
         else:
             self.interaction = DirectInteraction(model.beta, model.attention, self.Q, self.K, self.V,
-                                                 self.weights, kernel=kernel, heads=self.heads, **kwargs)
+                                                 self.weights, kernel=kernel, heads=self.heads,
+                                                 sinkhorn_eps=self.sinkhorn_eps, **kwargs)
         self.identity = identity
         self.rng = stream(seed, "noise")
         self.observe = observe
@@ -146,6 +153,10 @@ class ParticleScheme:
         norm = lambda m: 1.0 if m is None else float(np.linalg.norm(m, 2))
         if self.heads is None and self.kernel == "dot":
             lipschitz = 1.0 + self.model.beta * norm(self.Q) * norm(self.K)
+        elif self.kernel == "sinkhorn":  # |V| (1 + 2 beta/eps |Q||K|): x_j moves the logits and the potentials
+            heads = self.heads if self.heads is not None else [(self.Q, self.K, self.V)]
+            lipschitz = sum(norm(v) * (1.0 + 2 * self.model.beta / self.sinkhorn_eps * norm(q) * norm(k))
+                            for q, k, v in heads)
         else:  # every head's |V| (1 + beta |K| (|Q| + |K|)): the L2 logits also carry K^T K
             heads = self.heads if self.heads is not None else [(self.Q, self.K, self.V)]
             lipschitz = sum(norm(v) * (1.0 + self.model.beta * norm(k) * (norm(q) + norm(k)))
