@@ -38,6 +38,7 @@ def test_demo_predicts_and_finds_four_clusters(tmp_path, capsys):
     assert main(["demo", "--out-dir", str(tmp_path), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "predicted clusters: 4" in out and out.split("observed at t = ")[1].split(": ")[1].startswith("4")
+    assert "stop_reason: completed" in out and "observed at t = 60.00" in out   # through formation (finite volume)
     assert (tmp_path / "run.nc").exists() and (tmp_path / "run.png").stat().st_size > 20_000
 
 
