@@ -331,7 +331,8 @@ def compute_chunks(jobs: list, settings: SweepSettings, store, scheduler=None, p
 
     ``scheduler``: ``"synchronous"`` (in this process, no Dask), ``None`` (a local cluster of
     one single-threaded worker process per core) or a scheduler address.  Returns the number of
-    chunks written; on an exception or Ctrl-C the chunks written so far stay in ``store``.
+    chunks written.  A chunk that raises does not stop the others: they are computed and saved,
+    then the first exception is raised.  On Ctrl-C the chunks written so far stay in ``store``.
     """
     from tqdm.auto import tqdm
 
@@ -342,22 +343,35 @@ def compute_chunks(jobs: list, settings: SweepSettings, store, scheduler=None, p
                 LOG.warning("%s stopped early: %s", path.name, dataset.attrs["stop_reason"])
             bar.update()
 
+        errors: list[Exception] = []
         if scheduler == SYNCHRONOUS:
             for dim, index, beta in jobs:
-                save(simulate_chunk(settings, dim, index, beta))
+                _save_or_collect(lambda: simulate_chunk(settings, dim, index, beta), save, errors)
         elif jobs:
-            _compute_on_dask(jobs, settings, scheduler, save)
+            _compute_on_dask(jobs, settings, scheduler, save, errors)
+        if errors:  # every other chunk is saved; the first failure is the caller's to see
+            raise errors[0]
     return len(jobs)
 
 
-def _compute_on_dask(jobs: list, settings: SweepSettings, scheduler, save) -> None:
+def _save_or_collect(result, save, errors: list) -> None:
+    """``save(result())``, or remember the exception and go on (Ctrl-C still stops at once)."""
+    try:
+        dataset = result()
+    except Exception as exc:  # noqa: BLE001 - re-raised by compute_chunks after the other chunks
+        errors.append(exc)
+        return
+    save(dataset)
+
+
+def _compute_on_dask(jobs: list, settings: SweepSettings, scheduler, save, errors: list) -> None:
     from distributed import as_completed
 
     with dask_client(scheduler, min(machine_cores(), len(jobs))) as client:
         futures = [client.submit(simulate_chunk, settings, dim, index, beta, pure=False)
                    for dim, index, beta in jobs]
         for future in as_completed(futures):
-            save(future.result())
+            _save_or_collect(future.result, save, errors)
 
 
 # ------------------------------------------------------------------------------------------ merge

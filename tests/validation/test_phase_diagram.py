@@ -95,6 +95,19 @@ def test_local_dask_cluster(tmp_path):
     assert np.array_equal(ds["probability"].values, reference["probability"].values)
 
 
+def test_a_failing_chunk_on_the_local_cluster_raises_and_keeps_the_others(tmp_path):
+    """An exception inside a worker surfaces in the caller (it once looked like a hang), after the other
+    chunks are computed and saved, so a corrected re-run computes only the failed one."""
+    from validation.phase_diagram import SweepSettings, compute_chunks
+    settings = SweepSettings(realisations=4, t_final=1.0, n_times=2)
+    for scheduler in (None, SYNC):
+        store = tmp_path / str(scheduler)
+        store.mkdir()
+        with pytest.raises(InputError, match="--beta must be >= 0"):
+            compute_chunks([(2, 0, -1.0), (2, 1, 1.0)], settings, store, scheduler=scheduler, progress=False)
+        assert (store / "chunk-d2-b1.nc").exists() and not (store / "chunk-d2-b0.nc").exists()
+
+
 def test_equiangular_time_matches_closed_form_and_quadrature():
     from scipy.integrate import quad
     n, delta = 32, 1e-3
