@@ -44,7 +44,7 @@ from meanfield.storage import netcdf_safe, package_version
 from solvers.particles import ParticleScheme
 from solvers.runloop import run
 from solvers.steppers import make_stepper
-from validation.mean_field import fit_with_spread, progress_bar, save_figure, study_main, write_dataset
+from validation.mean_field import fit_line, progress_bar, save_figure, study_main, write_dataset
 
 KINDS = ("softmax", "l2", "multihead", "sinkhorn")
 #: kind -> (particle kernel, moment-ODE attention, number of heads)
@@ -61,6 +61,8 @@ T_FINAL = 1.0
 BETA = 1.0
 PARTICLE_RTOL = 1e-9
 MASTER_SEED = 20240604
+#: Bootstrap resamples of the (draw, seed) runs for the slopes' 95 % intervals.
+BOOTSTRAP_RESAMPLES = 400
 #: Sixteen seeds per (draw, n): the RMS over seeds then has ~18 % relative scatter per point.
 FULL = {"dims": (2, 3), "draws": 2, "log2_n": tuple(range(5, 12)), "seeds": 16}
 QUICK = {"dims": (2,), "draws": 2, "log2_n": tuple(range(5, 11)), "seeds": 16}
@@ -133,30 +135,38 @@ def errors_for(problem: dict, kind: str, n: int, seeds, t_final: float, rtol: fl
 
 
 # ------------------------------------------------------------------------------------------------ study
-def slopes(ds: xr.Dataset) -> dict:
-    """Fitted slopes, intercepts and spreads over ``(attention, dim)`` for both references.
+def _rms_slope(log_n: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
+    """``(slope, intercept)`` of ``log RMS`` over the columns of ``errors`` (shape ``(n, runs)``)."""
+    return fit_line(log_n, 0.5 * np.log(np.mean(errors ** 2, axis=1)))
+
+
+def slopes(ds: xr.Dataset, resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
+    """Fitted slopes, intercepts and their uncertainty over ``(attention, dim)`` for both references.
 
     The fit is to the root mean square over draws and seeds: at leading order the error is a
     linear functional of the centred empirical fluctuation, so ``E|error|^2 ~ C / n`` and the RMS
     is the statistic with a clean power law (a mean of logs or of a few heavy-tailed values
-    is biased and noisy).  ``slope_*_spread``: standard deviation (ddof 1) of the slopes of the
-    per-draw RMS over seeds.
+    is biased and noisy).  ``slope_*_ci_low`` / ``_ci_high``: the 95 % percentile bootstrap interval,
+    resampling the (draw, seed) runs with replacement (seeded); ``slope_*_spread``: the bootstrap
+    standard deviation.
     """
     log_n = np.log(ds["n"].values.astype(float))
+    rng = np.random.default_rng([MASTER_SEED, 7])
     out = {}
     for ref in ("exact", "sample"):
         values = ds[f"error_{ref}"].transpose("attention", "dim", "n", "draw", "seed").values
         shape = values.shape[:2]
-        fitted = {key: np.full(shape, np.nan) for key in ("slope", "intercept", "spread")}
+        fitted = {key: np.full(shape, np.nan) for key in ("slope", "intercept", "spread", "ci_low", "ci_high")}
         for a, d in np.ndindex(*shape):
-            squares = values[a, d] ** 2
-            rms = np.sqrt(squares.reshape(squares.shape[0], -1).mean(axis=1))
-            per_draw = np.sqrt(squares.mean(axis=2))
-            slope, intercept, spread = fit_with_spread(log_n, np.log(rms), np.log(per_draw))
-            fitted["slope"][a, d], fitted["intercept"][a, d], fitted["spread"][a, d] = slope, intercept, spread
-        out[f"slope_{ref}"] = fitted["slope"]
-        out[f"intercept_{ref}"] = fitted["intercept"]
-        out[f"slope_{ref}_spread"] = fitted["spread"]
+            runs = values[a, d].reshape(values.shape[2], -1)
+            fitted["slope"][a, d], fitted["intercept"][a, d] = _rms_slope(log_n, runs)
+            picks = rng.integers(0, runs.shape[1], (resamples, runs.shape[1]))
+            boot = np.array([_rms_slope(log_n, runs[:, pick])[0] for pick in picks])
+            fitted["spread"][a, d] = float(boot.std(ddof=1))
+            fitted["ci_low"][a, d], fitted["ci_high"][a, d] = np.percentile(boot, [2.5, 97.5])
+        names = {"slope": f"slope_{ref}", "intercept": f"intercept_{ref}", "spread": f"slope_{ref}_spread",
+                 "ci_low": f"slope_{ref}_ci_low", "ci_high": f"slope_{ref}_ci_high"}
+        out.update({names[key]: array for key, array in fitted.items()})
     return out
 
 
@@ -205,7 +215,8 @@ def run_study(quick: bool = False, out_dir="gaussian-study", kinds=KINDS, dims=N
         "particle_rtol": rtol, "stepper": "dopri5", "attention_normalisation": "sa", "master_seed": MASTER_SEED,
         "error": "|mean difference| + ||covariance difference||_F at t_final (covariance ddof 0)",
         "slope_method": "least squares of log RMS(error over draws and seeds) against log n",
-        "slope_spread_method": "std (ddof 1) of the slopes of each draw's RMS over seeds",
+        "slope_spread_method": f"bootstrap over the (draw, seed) runs, {BOOTSTRAP_RESAMPLES} resamples: "
+                               "std (spread) and 95 % percentile interval (ci_low, ci_high)",
         "quick": quick, "package_version": package_version(), "wall_time": _time.perf_counter() - start})
     if out_dir is not None:
         write_dataset(ds, Path(out_dir) / "gaussian.nc")
@@ -251,17 +262,18 @@ def plot_study(ds: xr.Dataset) -> Figure:
 
 
 def format_table(ds: xr.Dataset) -> str:
-    """One line per (attention, d): slopes ± spread against both ODEs and errors at the largest n."""
+    """One line per (attention, d): slopes [95 % bootstrap interval] against both ODEs, RMS errors at the largest n."""
     n_max = int(ds["n"].values[-1])
-    lines = [f"{'attention':>9} {'d':>2} {'slope vs sample ± spread':>25} {'slope vs exact ± spread':>24} "
-             f"{'err sample (n=' + str(n_max) + ')':>21} {'err exact':>10}"]
+    lines = [f"{'attention':>9} {'d':>2} {'slope vs sample [95 % CI]':>27} {'slope vs exact [95 % CI]':>27} "
+             f"{'rms sample (n=' + str(n_max) + ')':>21} {'rms exact':>10}"]
+    interval = lambda row, ref: (f"{float(row[f'slope_{ref}']):+.3f} [{float(row[f'slope_{ref}_ci_low']):+.3f}, "
+                                 f"{float(row[f'slope_{ref}_ci_high']):+.3f}]")
+    rms = lambda row, ref: float(np.sqrt((row[f"error_{ref}"].isel(n=-1) ** 2).mean()))
     for kind in ds["attention"].values:
         for dim in ds["dim"].values:
             row = ds.sel(attention=kind, dim=dim)
-            lines.append(f"{str(kind):>9} {int(dim):>2} {float(row.slope_sample):>+16.3f} ± "
-                         f"{float(row.slope_sample_spread):<6.3f} {float(row.slope_exact):>+15.3f} ± "
-                         f"{float(row.slope_exact_spread):<6.3f} {float(row.error_sample.isel(n=-1).mean()):>21.3e} "
-                         f"{float(row.error_exact.isel(n=-1).mean()):>10.3e}")
+            lines.append(f"{str(kind):>9} {int(dim):>2} {interval(row, 'sample'):>27} {interval(row, 'exact'):>27} "
+                         f"{rms(row, 'sample'):>21.3e} {rms(row, 'exact'):>10.3e}")
     return "\n".join(lines)
 
 

@@ -115,6 +115,7 @@ def test_study_rates_against_the_moment_odes(tmp_path):
     the empirical measure's non-Gaussian fluctuation), like n^-1 for Sinkhorn (the doubly stochastic plan
     cancels the first-order term); vs the ODE from the exact moments like n^-1/2 (MATH.md §3, §4)."""
     ds = run_study(out_dir=tmp_path, dims=(2,), draws=1, log2_n=(5, 6, 7, 8), seeds=16)
+    assert np.all(ds["slope_sample_ci_low"] <= ds["slope_sample"]) and np.all(ds["slope_sample"] <= ds["slope_sample_ci_high"])
     assert (tmp_path / "gaussian.nc").exists() and (tmp_path / "gaussian.png").exists()
     assert set(ds["attention"].values) == {"softmax", "l2", "multihead", "sinkhorn"}
     for name in ("error_exact", "error_sample"):
