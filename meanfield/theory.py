@@ -43,6 +43,14 @@ def growth_rates(model: Model, degrees) -> np.ndarray:
     return eig * interaction_rate(model, degrees) - model.nu * eig
 
 
+def fastest_growth_rate(model: Model, degrees) -> float:
+    """``max_l lambda_l`` over ``degrees`` without noise (floored at 1e-300): the fastest linear time
+    scale a time step must resolve (MATH.md §2.3); noise only damps, and the steppers treat it exactly."""
+    degrees = np.asarray(degrees)
+    noise_free = laplace_eigenvalue(degrees, model.dim) * interaction_rate(model, degrees)
+    return float(max(np.max(noise_free), 1e-300))
+
+
 def _search_range(model: Model) -> np.ndarray:
     return np.arange(1, band_limit(model.beta, model.dim, 1e-12) + 3)
 

@@ -26,7 +26,7 @@ from meanfield.diagnostics import scaled_energy_from_coefficients
 from meanfield.errors import require
 from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_over_beta
 from meanfield.model import Model
-from meanfield.theory import growth_rates
+from meanfield.theory import fastest_growth_rate
 
 from .density_scheme import DensityScheme
 from .fourier import FourierBasis
@@ -56,7 +56,7 @@ class CircleSpectral(DensityScheme):
         self.divergence = -1j * k * basis.dealias / basis.n                  # includes 1/N of analysis
         self.linear = None if model.nu == 0 else -model.nu * k.astype(float) ** 2 * basis.dealias
         modes = np.arange(1, basis.kmax + 1)
-        self.max_rate = float(max(np.max(growth_rates(Model(model.attention, model.beta, 0.0, 2), modes)), 1e-300))
+        self.max_rate = fastest_growth_rate(model, modes)
         self.state_scale = 1.0 / (2 * math.pi)
         self.positivity_tol = positivity_tol
         self.resolution_tol = resolution_tol

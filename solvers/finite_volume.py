@@ -81,7 +81,7 @@ from meanfield.errors import require
 from meanfield.geometry import laplace_eigenvalue, sphere_area
 from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_over_beta
 from meanfield.model import Model
-from meanfield.theory import growth_rates
+from meanfield.theory import fastest_growth_rate
 
 from .fourier import FourierBasis
 from .zonal import ZonalBasis, normalised_gegenbauer
@@ -216,10 +216,6 @@ class _FiniteVolumeScheme:
         self.resolution_tol = resolution_tol
         self.initial_mass = None
 
-    def _max_rate(self, modes) -> float:
-        model = self.model
-        return float(max(np.max(growth_rates(Model(model.attention, model.beta, 0.0, model.dim), modes)), 1e-300))
-
     # -- dynamics ---------------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``d rho_i/dt``: minus the flux divergence (module docstring)."""
@@ -299,7 +295,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         self._numerator = velocity * shift
         self._denominator = self.conv_coeffs * shift
         self._kmodes = np.arange(basis.kmax + 1)
-        self.max_rate = self._max_rate(np.arange(1, basis.kmax + 1))
+        self.max_rate = fastest_growth_rate(self.model, np.arange(1, basis.kmax + 1))
         self.state_scale = 1.0 / (2 * math.pi)
 
     # -- transforms --------------------------------------------------------------------------------
@@ -440,7 +436,7 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         self._numerator = -np.sin(faces)[:, None] * dp * velocity          # polar component -sin th V
         self._denominator = p * self.conv_coeffs
         self._analysis = self.G[:band + 1]
-        self.max_rate = self._max_rate(np.arange(1, basis.lmax + 1))
+        self.max_rate = fastest_growth_rate(self.model, np.arange(1, basis.lmax + 1))
         self.state_scale = 1.0 / sphere_area(dim)
 
     def face_speed(self, state: np.ndarray) -> np.ndarray:

@@ -95,7 +95,7 @@ from meanfield.errors import require
 from meanfield.initial_sphere import unit_vectors
 from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_over_beta
 from meanfield.model import Model
-from meanfield.theory import growth_rates
+from meanfield.theory import fastest_growth_rate
 
 from .fourier import FourierBasis
 from .interaction import CircleFourierInteraction
@@ -195,7 +195,7 @@ class CircleLagrangian(_Lagrangian):
         self._coeffs = np.stack((speed_c, -modes * speed_c, density_c, modes * density_c))
         self._coeffs_s = np.stack((-speed_c, -modes * speed_c, density_c, -modes * density_c))
         band = np.arange(1, modes[-1] + 1)
-        self.max_rate = float(np.max(growth_rates(Model(model.attention, model.beta, 0.0, 2), band)))
+        self.max_rate = fastest_growth_rate(model, band)
         self._density_tail = _top_sixth(basis.kmax)
         self._flow_tail = _top_sixth(basis.n // 2)
         self.lipschitz = 0.0
@@ -351,7 +351,7 @@ class SphereLagrangian(_Lagrangian):
         self.potential = potential * (math.exp(model.beta) if model.attention == "usa" else 1.0)
         self.lipschitz_factor = 2.0 + model.beta
         degrees = np.arange(1, band + 1)
-        self.max_rate = float(np.max(growth_rates(Model(model.attention, model.beta, 0.0, 3), degrees)))
+        self.max_rate = fastest_growth_rate(model, degrees)
         # latitude bands whose areas are the Gauss-Legendre weights (the cells of the fallback density)
         ring_width = basis.weights[:, 0] * basis.nlon / (2 * math.pi)     # in mu = cos(colatitude)
         self._ring_edges = np.cumsum(ring_width)[:-1]                     # of 1 - mu

@@ -39,7 +39,7 @@ import numpy as np
 from meanfield.errors import require
 from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_over_beta
 from meanfield.model import Model
-from meanfield.theory import growth_rates
+from meanfield.theory import fastest_growth_rate
 
 from .density_scheme import DensityScheme
 
@@ -253,7 +253,7 @@ class SphereSpectral(DensityScheme):
         self.potential = potential              # X = grad(potential * rho) (USA), / (conv * rho) (SA)
         self.linear = None if model.nu == 0 else -model.nu * (l * (l + 1.0))
         degrees = np.arange(1, basis.lmax + 1)
-        self.max_rate = float(max(np.max(growth_rates(Model(model.attention, model.beta, 0.0, 3), degrees)), 1e-300))
+        self.max_rate = fastest_growth_rate(model, degrees)
         self.state_scale = 1.0 / (4 * math.pi)
         self.positivity_tol = positivity_tol
         self.resolution_tol = resolution_tol

@@ -31,7 +31,7 @@ from meanfield.errors import require
 from meanfield.geometry import laplace_eigenvalue, sphere_area
 from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_over_beta
 from meanfield.model import Model
-from meanfield.theory import growth_rates
+from meanfield.theory import fastest_growth_rate
 
 from .density_scheme import DensityScheme
 
@@ -154,8 +154,7 @@ class ZonalGalerkin(DensityScheme):
         self._divergence = basis.D.T                                         # test functions P_l'
         eig = laplace_eigenvalue(ell, model.dim).astype(float)
         self.linear = None if model.nu == 0 else -model.nu * eig
-        self.max_rate = float(max(np.max(growth_rates(Model(model.attention, beta, 0.0, model.dim),
-                                                      ell[1:])), 1e-300))
+        self.max_rate = fastest_growth_rate(model, ell[1:])
         self.state_scale = 1.0 / sphere_area(model.dim)
         self.positivity_tol = positivity_tol
         self.resolution_tol = resolution_tol

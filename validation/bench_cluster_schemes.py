@@ -20,7 +20,6 @@ Run: ``python -m validation.bench_cluster_schemes [--quick] [--beta B]``.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import time
 

@@ -69,3 +69,13 @@ def test_beta_zero_limit():
 def test_model_refuses_bad_parameters(kwargs, word):
     with pytest.raises(InputError, match=word):
         Model(**kwargs)
+
+
+def test_fastest_growth_rate_is_the_noise_free_maximum():
+    from meanfield.theory import fastest_growth_rate
+    for dim, beta in ((2, 9.0), (3, 4.0), (5, 16.0)):
+        noisy = Model("usa", beta, 0.3, dim)
+        degrees = np.arange(1, 40)
+        expected = np.max(growth_rates(Model("usa", beta, 0.0, dim), degrees))
+        assert fastest_growth_rate(noisy, degrees) == pytest.approx(expected, rel=1e-14)
+        assert fastest_growth_rate(noisy, degrees) > np.max(growth_rates(noisy, degrees))
