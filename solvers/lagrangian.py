@@ -100,7 +100,7 @@ from meanfield.theory import fastest_growth_rate
 from .fourier import FourierBasis
 from .interaction import CircleFourierInteraction
 from .particles import SPHERE_TOL
-from .sphere import make_sphere_basis
+from .sphere import m_major_layout, make_sphere_basis
 
 #: Requested accuracy of the NUFFT-based transforms (ducc0 needs > 2e-13 in double precision).
 SHT_EPSILON = 3e-13
@@ -343,9 +343,8 @@ class SphereLagrangian(_Lagrangian):
         self.weights = np.full(self.n, 1.0 / self.n)
         # the velocity's band: lmax = M(beta), m-major layout as SphereBasis (MATH.md §2.2)
         self.band = band = band_limit(model.beta, 3, KERNEL_TOL) + 2
-        degree = np.concatenate([np.arange(m, band + 1) for m in range(band + 1)])
-        self._multiplicity = np.where(np.concatenate([np.full(band + 1 - m, m) for m in range(band + 1)]) == 0,
-                                      1.0, 2.0)
+        degree, order = m_major_layout(band)
+        self._multiplicity = np.where(order == 0, 1.0, 2.0)
         self.conv = scaled_funk_hecke(degree, model.beta, 3)               # exp(-beta) kappa_l
         potential = scaled_funk_hecke_over_beta(degree, model.beta, 3)     # exp(-beta) kappa_l / beta
         self.potential = potential * (math.exp(model.beta) if model.attention == "usa" else 1.0)

@@ -44,6 +44,14 @@ from meanfield.theory import fastest_growth_rate
 from .density_scheme import DensityScheme
 
 
+def m_major_layout(lmax: int) -> tuple[np.ndarray, np.ndarray]:
+    """Degree ``l`` and order ``m`` of each stored coefficient (``m >= 0``), index ``m(2 lmax + 1 - m)/2 + l``
+    (ducc0's and SHTns's layout)."""
+    m = np.concatenate([np.full(lmax + 1 - mm, mm) for mm in range(lmax + 1)])
+    l = np.concatenate([np.arange(mm, lmax + 1) for mm in range(lmax + 1)])
+    return l, m
+
+
 def _dealiased_grid(lmax: int) -> tuple[int, int]:
     """``(nlat, nlon)`` for unaliased quadratic products of degree-``lmax`` fields."""
     nlat = -(-3 * (lmax + 1) // 2)
@@ -77,8 +85,7 @@ class SphereBasis:
         #: Quadrature weights per grid point (``sum(weights * grid)`` integrates over S^2).
         self.weights = np.asarray(ducc0.misc.GL_weights(self.nlat, self.nlon), dtype=float)[:, None] \
             * np.ones((1, self.nlon))
-        m = np.concatenate([np.full(self.lmax + 1 - mm, mm) for mm in range(self.lmax + 1)])
-        l = np.concatenate([np.arange(mm, self.lmax + 1) for mm in range(self.lmax + 1)])
+        l, m = m_major_layout(self.lmax)
         self.degree_of_index, self.m_of_index = l, m
         self.zonal = slice(0, self.lmax + 1)  # the m = 0 block of the layout
         #: ``sqrt(l(l+1))`` per coefficient (spin-0 <-> spin-1 ladder factor).
