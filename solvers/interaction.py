@@ -106,6 +106,11 @@ class DirectInteraction:
         return max(1, min(n, max(MIN_BLOCK_ROWS, self.block_bytes // (16 * batch * n))))
 
     @property
+    def head_list(self) -> list:
+        """The heads ``[(Q_h, K_h, V_h), ...]``; a single head when ``heads`` was not given."""
+        return self.heads if self.heads is not None else [(self.Q, self.K, self.V)]
+
+    @property
     def general(self) -> bool:
         """Whether the L2 kernel or several heads are in use (the generalised path)."""
         return self.kernel != "dot" or self.heads is not None
@@ -113,7 +118,7 @@ class DirectInteraction:
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """``v_i`` (before projection) for all tokens; ``x`` has shape ``(B, n, d)``."""
         if self.general:
-            heads = self.heads if self.heads is not None else [(self.Q, self.K, self.V)]
+            heads = self.head_list
             if self.kernel == "sinkhorn":
                 self.sinkhorn_iterations = []
                 out = self._sinkhorn_velocity(x, 0, *heads[0])
@@ -168,21 +173,23 @@ class DirectInteraction:
     def sinkhorn_potentials(self, x: np.ndarray, head: int = 0):
         """Log potentials ``(f, g)`` (each ``(B, n)``) of head ``head``'s plan for tokens ``x`` of shape ``(B, n, d)``:
         ``P_ij = w_i w_j exp(beta <Q x_i, K x_j> / eps + f_i + g_j)``."""
-        Q, K, _ = (self.heads if self.heads is not None else [(self.Q, self.K, self.V)])[head]
-        queries, keys = (self.beta / self.sinkhorn_eps) * self._apply(Q, x), self._apply(K, x)
+        queries, keys = self._sinkhorn_queries_keys(x, *self.head_list[head][:2])
         f, g, _ = self._sinkhorn(queries, keys, head, None)
         return f, g
 
     def sinkhorn_plan(self, x: np.ndarray, head: int = 0) -> np.ndarray:
         """The dense ``(B, n, n)`` plan ``P`` of head ``head`` (for tests and small ``n``)."""
-        Q, K, _ = (self.heads if self.heads is not None else [(self.Q, self.K, self.V)])[head]
-        queries, keys = (self.beta / self.sinkhorn_eps) * self._apply(Q, x), self._apply(K, x)
+        queries, keys = self._sinkhorn_queries_keys(x, *self.head_list[head][:2])
         f, g, _ = self._sinkhorn(queries, keys, head, None)
         log_w = self._log_weights()
         return np.exp(queries @ keys.transpose(0, 2, 1) + (f + log_w)[:, :, None] + (g + log_w)[:, None, :])
 
+    def _sinkhorn_queries_keys(self, x: np.ndarray, Q, K):
+        """``(beta / eps) Q x`` and ``K x``: their inner products are the Sinkhorn logits."""
+        return (self.beta / self.sinkhorn_eps) * self._apply(Q, x), self._apply(K, x)
+
     def _sinkhorn_velocity(self, x: np.ndarray, head: int, Q, K, V) -> np.ndarray:
-        queries, keys = (self.beta / self.sinkhorn_eps) * self._apply(Q, x), self._apply(K, x)
+        queries, keys = self._sinkhorn_queries_keys(x, Q, K)
         values = self._apply(V, x)
         _, g, out = self._sinkhorn(queries, keys, head, values)
         if out is not None:

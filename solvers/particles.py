@@ -151,14 +151,13 @@ class ParticleScheme:
     def stable_dt(self, cfl: float) -> float:
         """``cfl / ((1 + beta |Q||K|) max|v|)``: the field's speed times a Lipschitz estimate."""
         norm = lambda m: 1.0 if m is None else float(np.linalg.norm(m, 2))
+        heads = self.heads if self.heads is not None else [(self.Q, self.K, self.V)]
         if self.heads is None and self.kernel == "dot":
             lipschitz = 1.0 + self.model.beta * norm(self.Q) * norm(self.K)
         elif self.kernel == "sinkhorn":  # |V| (1 + 2 beta/eps |Q||K|): x_j moves the logits and the potentials
-            heads = self.heads if self.heads is not None else [(self.Q, self.K, self.V)]
             lipschitz = sum(norm(v) * (1.0 + 2 * self.model.beta / self.sinkhorn_eps * norm(q) * norm(k))
                             for q, k, v in heads)
         else:  # every head's |V| (1 + beta |K| (|Q| + |K|)): the L2 logits also carry K^T K
-            heads = self.heads if self.heads is not None else [(self.Q, self.K, self.V)]
             lipschitz = sum(norm(v) * (1.0 + self.model.beta * norm(k) * (norm(q) + norm(k)))
                             for q, k, v in heads)
         return cfl / max(lipschitz * self.max_speed, 1e-300)
