@@ -325,46 +325,33 @@ def bench_circle(quick):
     click.echo(format_table(run_benchmark(quick=quick)))
 
 
-@validate.command("bench-particles")
-@click.option("--quick", is_flag=True, help="Fewer sizes and shorter timings.")
-def bench_particles(quick):
-    """Benchmark: particle right-hand side vs GEMM + exp, vs a per-particle loop; O(nM) circle path.
+def _bench_command(name: str, module: str, what: str, quick_help: str):
+    """A ``meanfield validate NAME [--quick]`` command running ``validation.<module>.main``."""
+
+    @click.option("--quick", is_flag=True, help=quick_help)
+    def command(quick):
+        import importlib
+
+        importlib.import_module(f"validation.{module}").main(["--quick"] if quick else [])
+
+    command.__doc__ = f"""{what}
 
     \b
     Example:
-      meanfield validate bench-particles --quick
+      meanfield validate {name} --quick
     """
-    from validation.bench_particles import main as benchmark
-
-    benchmark(["--quick"] if quick else [])
+    return validate.command(name)(command)
 
 
-@validate.command("bench-sphere")
-@click.option("--quick", is_flag=True, help="Fewer degrees and shorter timings.")
-def bench_sphere(quick):
-    """Benchmark: one S^2 right-hand side against the bare ducc0 transforms it performs.
-
-    \b
-    Example:
-      meanfield validate bench-sphere --quick
-    """
-    from validation.bench_sphere import main as benchmark
-
-    benchmark(["--quick"] if quick else [])
-
-
-@validate.command("bench-cluster-schemes")
-@click.option("--quick", is_flag=True, help="Fewer sizes and shorter timings.")
-def bench_cluster_schemes(quick):
-    """Benchmark: finite-volume rhs vs its FFTs and the spectral rhs; Lagrangian O(N M) vs direct O(N^2).
-
-    \b
-    Example:
-      meanfield validate bench-cluster-schemes --quick
-    """
-    from validation.bench_cluster_schemes import main as benchmark
-
-    benchmark(["--quick"] if quick else [])
+_bench_command("bench-particles", "bench_particles",
+               "Benchmark: particle right-hand side vs GEMM + exp, vs a per-particle loop; O(nM) circle path.",
+               "Fewer sizes and shorter timings.")
+_bench_command("bench-sphere", "bench_sphere",
+               "Benchmark: one S^2 right-hand side against the bare ducc0 transforms it performs.",
+               "Fewer degrees and shorter timings.")
+_bench_command("bench-cluster-schemes", "bench_cluster_schemes",
+               "Benchmark: finite-volume rhs vs its FFTs and the spectral rhs; Lagrangian O(N M) vs direct O(N^2).",
+               "Fewer sizes and shorter timings.")
 
 
 @validate.command("growth-circle")
