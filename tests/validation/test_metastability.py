@@ -33,6 +33,9 @@ def test_plateau_energy_is_that_of_point_clusters(table):
 def test_particles_form_clusters_and_merge_in_a_staircase(table):
     particles = table.where(table.source == "particles", drop=True)
     assert np.all(particles.count_at_formation >= 2)
+    assert all(reason == "completed" for reason in particles.stop_reason.values)
+    # i.i.d. tokens: formation when the empirical amplitude of mode k* has grown to 1/2 (within 25 %)
+    assert np.all(np.abs(particles.t_formed / particles.t_form_refined - 1) < 0.25)
     assert np.all(np.isfinite(particles.first_merge_time))
     for i in range(particles.sizes["case"]):
         counts = particles.plateau_count.values[i]

@@ -27,7 +27,8 @@ def test_schemes_agree_before_and_through_clustering(tmp_path):
     ds = run_study(quick=True, out_dir=tmp_path)
     grid = 2 * math.pi / QUICK["resolution"]
     assert float(ds.fv_vs_spectral) < 1e-2              # second order at N = 256 on a 19 % perturbation
-    assert float(ds.lagrangian_vs_spectral) < 1e-3      # quadrature of the flow map, spectrally accurate
+    assert float(ds.fv_vs_spectral_l1) < 3e-3           # (the limiter clips extrema: L1 is the clean norm)
+    assert float(ds.lagrangian_vs_spectral) < 2e-4      # quadrature of the flow map, spectrally accurate
     for label in ("perturbed", "structured"):
         assert float(ds[f"{label}_fv_min_density"]) >= 0.0
         assert float(ds[f"{label}_fv_mass_error"]) <= 1e-12
