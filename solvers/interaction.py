@@ -132,20 +132,29 @@ class DirectInteraction:
         return self._attend(self.beta * self._apply(self.Q, x), self._apply(self.K, x), self._apply(self.V, x))
 
     def _attend(self, queries: np.ndarray, keys: np.ndarray, values: np.ndarray) -> np.ndarray:
-        """``sum_j w_j exp(<q_i, k_j>) v_j`` (SA: normalised, row max subtracted) in row blocks."""
+        """``sum_j w_j exp(<q_i, k_j>) v_j`` (SA: normalised, row max subtracted) in row blocks.
+
+        The weights ride in the right-hand factor (``w_j v_j``, and for SA a last column ``w_j``),
+        so one GEMM per block gives the numerator and the normaliser: three passes over the
+        logits (GEMM, max, exp) besides the product.
+        """
         batch, n, _ = queries.shape
+        dim = values.shape[-1]
+        sa = self.attention == "sa"
+        weights = np.asarray(self.weights, dtype=float)[:, None]
+        weighted = values * weights
+        if sa:
+            weighted = np.concatenate((weighted, np.broadcast_to(weights, (batch, n, 1))), -1)
         out = np.empty_like(values)
         rows = self.block_rows(batch, n)
         for start in range(0, n, rows):
             block = slice(start, min(n, start + rows))
             logits = queries[:, block] @ keys.transpose(0, 2, 1)          # (B, b, n)
-            if self.attention == "sa":
+            if sa:
                 logits -= logits.max(axis=2, keepdims=True)
             np.exp(logits, out=logits)
-            logits *= self.weights
-            out[:, block] = logits @ values
-            if self.attention == "sa":
-                out[:, block] /= logits.sum(axis=2, keepdims=True)
+            sums = logits @ weighted
+            out[:, block] = sums[..., :dim] / sums[..., dim:] if sa else sums
         return out
 
     def _head_velocity(self, x: np.ndarray, Q, K, V) -> np.ndarray:

@@ -6,8 +6,8 @@ dimension ``d`` and a few seeded random ``(V, Q, K)`` (entries ``N(0, 1/d) * MAT
 ``Q, K`` of shape ``(d + 1) x d`` so the rectangular path is exercised), ``n`` tokens are
 sampled i.i.d. from ``N(alpha, Sigma)`` (``alpha``, ``Sigma`` drawn with the matrices),
 evolved to ``T_FINAL`` with the R^d particle engine (:class:`solvers.particles.ParticleScheme`,
-``sphere=False``, SA normalisation, ``beta = 1``; dopri5 at ``PARTICLE_RTOL``; the seeds of
-one ``n`` run as one batch), and the particles' mean and covariance (of the empirical
+``sphere=False``, SA normalisation, ``beta = 1``; dopri5 at ``PARTICLE_RTOL[kind]``; the seeds of
+one ``(draw, n)`` run as one batch, one task), and the particles' mean and covariance (of the empirical
 measure, ``ddof = 0``) at ``T_FINAL`` are compared with the moment ODEs
 (:func:`meanfield.gaussian.solve`) started
 
@@ -17,12 +17,20 @@ measure, ``ddof = 0``) at ``T_FINAL`` are compared with the moment ODEs
   non-Gaussianity of the empirical measure (its higher cumulants, O(n^-1/2), and the
   self-interaction term j = i, O(1/n)) drives the particles away from the ODE.
 
-Error = ``|mean difference| + ||covariance difference||_F``.  The rate is the least-squares
-slope of ``log`` (root mean square of the error over draws and seeds) against ``log n``
-(:func:`slopes`); its spread is the standard deviation (ddof 1) of the slopes of each draw's RMS.
+Error = ``|mean difference| + ||covariance difference||_F``.  The rate is the weighted
+least-squares slope of ``log`` (root mean square of the error over the runs = draws x seeds at
+that ``n``) against ``log n``, weights = runs (the variance of a log RMS is ~ 1 / runs); its 95 %
+interval is a bootstrap over the runs of each ``n`` (:func:`slopes`).  The pair sums cost
+``n^2``, so the full study runs fewer seeds at large ``n`` (``FULL["seeds"]``: the same cost per
+size from ``2^12`` on) and more at small ``n``, where they are nearly free.
 Expected: ``-1/2`` for both references (the empirical measure's non-Gaussian fluctuation is
-``O(n^{-1/2})`` and the moment dynamics does not close on it), so a fitted slope near ``-1/2`` is
-the check; the error against the sample-moment ODE is ~100x smaller.
+``O(n^{-1/2})`` and the moment dynamics does not close on it), ``-1`` for Sinkhorn against the
+sample moments; the error against the sample-moment ODE is ~100x smaller than against the exact one.
+
+Tasks (one per attention, d, draw, n) run in this process (``workers=1``) or on a local Dask
+cluster of single-threaded worker processes (``workers > 1``; the full study's default is one
+per core), largest first.  Ctrl-C writes what has finished (missing runs are NaN,
+``attrs["stop_reason"] = "interrupted"``) before stopping.
 
 Run: ``python -m validation.gaussian [--quick] [--out-dir DIR]``.
 """
@@ -44,7 +52,7 @@ from meanfield.storage import netcdf_safe, package_version
 from solvers.particles import ParticleScheme
 from solvers.runloop import run
 from solvers.steppers import make_stepper
-from validation.mean_field import fit_line, progress_bar, save_figure, study_main, write_dataset
+from validation.mean_field import progress_bar, save_figure, study_main, write_dataset
 
 KINDS = ("softmax", "l2", "multihead", "sinkhorn")
 #: kind -> (particle kernel, moment-ODE attention, number of heads)
@@ -59,13 +67,19 @@ MATRIX_SCALE = 0.5
 COV_SCALE = 0.25
 T_FINAL = 1.0
 BETA = 1.0
-PARTICLE_RTOL = 1e-9
+#: dopri5 tolerance of the particle runs.  At 1e-7 the softmax error against the sample-moment ODE
+#: (n = 4096, 2.0e-4) moved by 7e-10 from its 1e-9 value; Sinkhorn's error is O(1/n) (4e-7 at
+#: n = 2048), so it keeps 1e-9.
+PARTICLE_RTOL = {"softmax": 1e-7, "l2": 1e-7, "multihead": 1e-7, "sinkhorn": 1e-9}
 MASTER_SEED = 20240604
 #: Bootstrap resamples of the (draw, seed) runs for the slopes' 95 % intervals.
 BOOTSTRAP_RESAMPLES = 400
-#: Sixteen seeds per (draw, n): the RMS over seeds then has ~18 % relative scatter per point.
-FULL = {"dims": (2, 3), "draws": 2, "log2_n": tuple(range(5, 12)), "seeds": 16}
-QUICK = {"dims": (2,), "draws": 2, "log2_n": tuple(range(5, 11)), "seeds": 16}
+#: ``seeds``: per draw, a number or ``{log2 n: number}``; ``largest_log2_n``: per-kind cap on n
+#: (Sinkhorn's particle plan costs Sinkhorn iterations x n^2 per step and its O(1/n) error is at
+#: 4e-7 by n = 2^11).  Full: n = 2^8 ... 2^14, three draws, 64 seeds per draw up to 2^11.
+FULL = {"dims": (2,), "draws": 3, "log2_n": tuple(range(8, 15)),
+        "seeds": {8: 64, 9: 64, 10: 64, 11: 64, 12: 24, 13: 8, 14: 3}, "largest_log2_n": {"sinkhorn": 11}}
+QUICK = {"dims": (2,), "draws": 2, "log2_n": tuple(range(5, 11)), "seeds": 16, "largest_log2_n": {}}
 
 
 # ------------------------------------------------------------------------------------------ problem
@@ -134,21 +148,48 @@ def errors_for(problem: dict, kind: str, n: int, seeds, t_final: float, rtol: fl
     return exact, sample
 
 
+def study_task(kind: str, dim: int, draw: int, n: int, seeds: int, t_final: float, rtol: float):
+    """One task of the study: ``(error_exact, error_sample, seconds)`` for seeds ``0 .. seeds - 1``."""
+    tick = _time.perf_counter()
+    exact, sample = errors_for(draw_problem(kind, dim, draw), kind, n, range(seeds), t_final, rtol)
+    return exact, sample, _time.perf_counter() - tick
+
+
 # ------------------------------------------------------------------------------------------------ study
-def _rms_slope(log_n: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
-    """``(slope, intercept)`` of ``log RMS`` over the columns of ``errors`` (shape ``(n, runs)``)."""
-    return fit_line(log_n, 0.5 * np.log(np.mean(errors ** 2, axis=1)))
+def rms_slope(log_n: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
+    """``(slope, intercept)`` of ``log RMS`` against ``log_n``; ``errors`` ``(n, runs)``, NaN = not run.
+
+    Weighted least squares with the number of runs per row as weights (the variance of the log of
+    an RMS over ``r`` runs is ~ 1 / r); rows without runs are left out.
+    """
+    runs = np.sum(np.isfinite(errors), axis=1)
+    keep = runs > 0
+    if keep.sum() < 2:
+        return math.nan, math.nan
+    log_rms = 0.5 * np.log(np.nanmean(errors[keep] ** 2, axis=1))
+    slope, intercept = np.polyfit(log_n[keep], log_rms, 1, w=np.sqrt(runs[keep]))
+    return float(slope), float(intercept)
+
+
+def _resample_runs(rng, runs: np.ndarray) -> np.ndarray:
+    """One bootstrap copy of ``runs`` ``(n, R)``: each row's finite runs drawn with replacement."""
+    copy = np.full_like(runs, np.nan)
+    for row, values in enumerate(runs):
+        finite = values[np.isfinite(values)]
+        copy[row, :finite.size] = rng.choice(finite, finite.size) if finite.size else finite
+    return copy
 
 
 def slopes(ds: xr.Dataset, resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
     """Fitted slopes, intercepts and their uncertainty over ``(attention, dim)`` for both references.
 
-    The fit is to the root mean square over draws and seeds: at leading order the error is a
-    linear functional of the centred empirical fluctuation, so ``E|error|^2 ~ C / n`` and the RMS
-    is the statistic with a clean power law (a mean of logs or of a few heavy-tailed values
-    is biased and noisy).  ``slope_*_ci_low`` / ``_ci_high``: the 95 % percentile bootstrap interval,
-    resampling the (draw, seed) runs with replacement (seeded); ``slope_*_spread``: the bootstrap
-    standard deviation.
+    The fit is to the root mean square over the runs (draws x seeds) at each ``n``: at leading
+    order the error is a linear functional of the centred empirical fluctuation, so
+    ``E|error|^2 ~ C / n`` and the RMS is the statistic with a clean power law (a mean of logs or
+    of a few heavy-tailed values is biased and noisy); see :func:`rms_slope` for the weights.
+    ``slope_*_ci_low`` / ``_ci_high``: the 95 % percentile bootstrap interval, resampling the runs of
+    each ``n`` with replacement (seeded; the sizes are independent samples); ``slope_*_spread``: the
+    bootstrap standard deviation.
     """
     log_n = np.log(ds["n"].values.astype(float))
     rng = np.random.default_rng([MASTER_SEED, 7])
@@ -159,9 +200,8 @@ def slopes(ds: xr.Dataset, resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
         fitted = {key: np.full(shape, np.nan) for key in ("slope", "intercept", "spread", "ci_low", "ci_high")}
         for a, d in np.ndindex(*shape):
             runs = values[a, d].reshape(values.shape[2], -1)
-            fitted["slope"][a, d], fitted["intercept"][a, d] = _rms_slope(log_n, runs)
-            picks = rng.integers(0, runs.shape[1], (resamples, runs.shape[1]))
-            boot = np.array([_rms_slope(log_n, runs[:, pick])[0] for pick in picks])
+            fitted["slope"][a, d], fitted["intercept"][a, d] = rms_slope(log_n, runs)
+            boot = np.array([rms_slope(log_n, _resample_runs(rng, runs))[0] for _ in range(resamples)])
             fitted["spread"][a, d] = float(boot.std(ddof=1))
             fitted["ci_low"][a, d], fitted["ci_high"][a, d] = np.percentile(boot, [2.5, 97.5])
         names = {"slope": f"slope_{ref}", "intercept": f"intercept_{ref}", "spread": f"slope_{ref}_spread",
@@ -170,39 +210,83 @@ def slopes(ds: xr.Dataset, resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
     return out
 
 
+def seeds_at(seeds, log2_n: int) -> int:
+    """Seeds per draw at ``n = 2^log2_n``: ``seeds`` is a number or a ``{log2 n: number}`` table."""
+    return int(seeds[log2_n] if isinstance(seeds, dict) else seeds)
+
+
+def study_tasks(kinds, dims, draws: int, log2_n, seeds, largest_log2_n: dict) -> list:
+    """``(kind, dim, draw, n, seeds)`` of every task, the costliest (pair sums x heads) first."""
+    tasks = [(kind, dim, draw, 2 ** p, seeds_at(seeds, p)) for kind in kinds for dim in dims
+             for draw in range(draws) for p in log2_n if p <= largest_log2_n.get(kind, p)]
+    return sorted(tasks, key=lambda task: -task[3] ** 2 * task[4] * KIND_SETTINGS[task[0]][2])
+
+
+def _run_tasks(tasks: list, t_final: float, rtol: dict, workers: int, store) -> None:
+    """Run ``tasks``, calling ``store(task, result)`` as each finishes (here, or on a Dask cluster)."""
+    with progress_bar(len(tasks), "gaussian runs") as bar:
+        if workers <= 1:
+            for task in tasks:
+                store(task, study_task(*task, t_final, rtol[task[0]]))
+                bar.update()
+            return
+        from distributed import as_completed
+        from validation.phase_diagram import dask_client
+
+        with dask_client(None, workers) as client:
+            futures = {client.submit(study_task, *task, t_final, rtol[task[0]], pure=False): task for task in tasks}
+            for future in as_completed(futures):
+                store(futures[future], future.result())
+                bar.update()
+
+
 def run_study(quick: bool = False, out_dir="gaussian-study", kinds=KINDS, dims=None, draws=None, log2_n=None,
-              seeds=None, t_final: float = T_FINAL, rtol: float = PARTICLE_RTOL) -> xr.Dataset:
+              seeds=None, t_final: float = T_FINAL, rtol=None, workers=None) -> xr.Dataset:
     """The Gaussian study (module docstring); writes ``out_dir/gaussian.{nc,png}`` unless ``out_dir`` is None.
 
-    Variables ``error_exact``, ``error_sample`` ``(attention, dim, draw, n, seed)``; ``slope_*``,
-    ``intercept_*``, ``slope_*_spread`` ``(attention, dim)`` for both references.
+    Variables ``error_exact``, ``error_sample`` ``(attention, dim, draw, n, seed)`` (NaN where a
+    size runs fewer seeds or a kind stops below the largest n), ``runs(attention, dim, n)``;
+    ``slope_*``, ``intercept_*``, ``slope_*_spread``, ``slope_*_ci_low/high`` ``(attention, dim)``
+    for both references.  ``seeds``: a number or ``{log2 n: number}``; ``rtol``: a number or
+    ``{kind: number}`` (default ``PARTICLE_RTOL``); ``workers``: processes (default: 1 for the quick
+    preset, one per core for the full one).
     """
+    from validation.phase_diagram import machine_cores
+
     preset = QUICK if quick else FULL
     kinds = tuple(kinds)
     require(all(kind in KINDS for kind in kinds), f"kinds must be among {', '.join(KINDS)} (got {kinds!r})")
     dims = tuple(preset["dims"] if dims is None else dims)
-    draw_list = list(range(preset["draws"] if draws is None else draws))
-    sizes = [2 ** p for p in (preset["log2_n"] if log2_n is None else log2_n)]
-    seed_list = list(range(preset["seeds"] if seeds is None else seeds))
-    require(len(sizes) >= 2 and len(seed_list) >= 1, "need at least two sizes n and one seed")
-    shape = (len(kinds), len(dims), len(draw_list), len(sizes), len(seed_list))
-    error_exact, error_sample = np.full(shape, np.nan), np.full(shape, np.nan)
+    draws = int(preset["draws"] if draws is None else draws)
+    log2_n = tuple(preset["log2_n"] if log2_n is None else log2_n)
+    seeds = preset["seeds"] if seeds is None else seeds
+    rtol = dict(PARTICLE_RTOL) if rtol is None else (rtol if isinstance(rtol, dict) else dict.fromkeys(kinds, rtol))
+    workers = (1 if quick else machine_cores()) if workers is None else int(workers)
+    require(len(log2_n) >= 2 and draws >= 1 and all(seeds_at(seeds, p) >= 1 for p in log2_n),
+            "need at least two sizes n, one draw and one seed per size")
+    sizes = [2 ** p for p in log2_n]
+    shape = (len(kinds), len(dims), draws, len(sizes), max(seeds_at(seeds, p) for p in log2_n))
+    errors = {"exact": np.full(shape, np.nan), "sample": np.full(shape, np.nan)}
     run_time = np.zeros((len(kinds), len(sizes)))
+
+    def store(task, result):
+        kind, dim, draw, n, count = task
+        a, d, i = kinds.index(kind), dims.index(dim), sizes.index(n)
+        errors["exact"][a, d, draw, i, :count], errors["sample"][a, d, draw, i, :count], seconds = result
+        run_time[a, i] += seconds
+
     start = _time.perf_counter()
-    with progress_bar(len(kinds) * len(dims) * len(draw_list) * len(sizes), "gaussian runs") as bar:
-        for a, kind in enumerate(kinds):
-            for d, dim in enumerate(dims):
-                for r, draw in enumerate(draw_list):
-                    problem = draw_problem(kind, dim, draw)
-                    for i, n in enumerate(sizes):
-                        tick = _time.perf_counter()
-                        error_exact[a, d, r, i], error_sample[a, d, r, i] = errors_for(
-                            problem, kind, n, seed_list, t_final, rtol)
-                        run_time[a, i] += _time.perf_counter() - tick
-                        bar.update()
+    stop_reason = "completed"
+    try:
+        _run_tasks(study_tasks(kinds, dims, draws, log2_n, seeds, preset.get("largest_log2_n", {})),
+                   t_final, rtol, workers, store)
+    except KeyboardInterrupt:
+        stop_reason = "interrupted"
     dims_names = ("attention", "dim", "draw", "n", "seed")
-    coords = {"attention": list(kinds), "dim": list(dims), "draw": draw_list, "n": sizes, "seed": seed_list}
-    ds = xr.Dataset({"error_exact": (dims_names, error_exact), "error_sample": (dims_names, error_sample),
+    coords = {"attention": list(kinds), "dim": list(dims), "draw": list(range(draws)), "n": sizes,
+              "seed": list(range(shape[-1]))}
+    ds = xr.Dataset({"error_exact": (dims_names, errors["exact"]), "error_sample": (dims_names, errors["sample"]),
+                     "runs": (("attention", "dim", "n"), np.isfinite(errors["sample"]).sum(axis=(2, 4))),
                      "run_time": (("attention", "n"), run_time)}, coords=coords)
     for name, values in slopes(ds).items():
         ds[name] = (("attention", "dim"), values)
@@ -212,43 +296,59 @@ def run_study(quick: bool = False, out_dir="gaussian-study", kinds=KINDS, dims=N
         "initial_law": f"mean 0.5 N(0, I); cov {COV_SCALE:g} (F F^T / d + I / 2), F standard normal",
         "kinds": "softmax: dot kernel, 1 head; l2: L2 kernel, 1 head; multihead: dot kernel, 2 heads; "
                  f"sinkhorn: doubly stochastic, eps = {SINKHORN_EPS:g}",
-        "particle_rtol": rtol, "stepper": "dopri5", "attention_normalisation": "sa", "master_seed": MASTER_SEED,
+        "seeds_per_draw": ", ".join(f"n=2^{p}: {seeds_at(seeds, p)}" for p in log2_n),
+        "largest_log2_n": ", ".join(f"{k}: {v}" for k, v in preset.get("largest_log2_n", {}).items()) or "none",
+        "particle_rtol": ", ".join(f"{kind}: {rtol[kind]:g}" for kind in kinds),
+        "stepper": "dopri5", "attention_normalisation": "sa", "master_seed": MASTER_SEED,
         "error": "|mean difference| + ||covariance difference||_F at t_final (covariance ddof 0)",
-        "slope_method": "least squares of log RMS(error over draws and seeds) against log n",
-        "slope_spread_method": f"bootstrap over the (draw, seed) runs, {BOOTSTRAP_RESAMPLES} resamples: "
+        "slope_method": "weighted least squares of log RMS(error over the runs at n) against log n, weights = runs",
+        "slope_spread_method": f"bootstrap over the runs of each n, {BOOTSTRAP_RESAMPLES} resamples: "
                                "std (spread) and 95 % percentile interval (ci_low, ci_high)",
+        "workers": workers, "stop_reason": stop_reason,
         "quick": quick, "package_version": package_version(), "wall_time": _time.perf_counter() - start})
     if out_dir is not None:
         write_dataset(ds, Path(out_dir) / "gaussian.nc")
         save_figure(plot_study(ds), Path(out_dir) / "gaussian.png")
+    if stop_reason == "interrupted":
+        raise KeyboardInterrupt(f"interrupted; finished runs written to {out_dir}")
     return ds
 
 
 # --------------------------------------------------------------------------------------- figure, table
+def rms_per_n(values: np.ndarray):
+    """``(rows with runs, RMS, min, max)`` over the runs of each row of ``values`` ``(n, runs)`` (NaN = not run)."""
+    rows = np.flatnonzero(np.isfinite(values).any(axis=1))
+    kept = values[rows]
+    return rows, np.sqrt(np.nanmean(kept ** 2, axis=1)), np.nanmin(kept, axis=1), np.nanmax(kept, axis=1)
+
+
 def plot_study(ds: xr.Dataset) -> Figure:
     """Log-log error against n: one panel per attention kind, one colour per (reference, d)."""
     kinds = [str(k) for k in ds["attention"].values]
     fig = Figure(figsize=(5.5 * len(kinds), 4.8), layout="constrained")
     axes = fig.subplots(1, len(kinds), squeeze=False)[0]
-    n = ds["n"].values.astype(float)
+    all_n = ds["n"].values.astype(float)
     styles = {"sample": ("o", "-"), "exact": ("s", "--")}
     colours = {"sample": "tab:blue", "exact": "tab:red"}
     for ax, kind in zip(axes, kinds):
         for ref in ("sample", "exact"):
             for k, dim in enumerate(ds["dim"].values):
                 at = ds.sel(attention=kind, dim=dim)
-                values = at[f"error_{ref}"].transpose("n", ...).values.reshape(n.size, -1)
-                mean = np.sqrt((values ** 2).mean(axis=1))  # the RMS the slope is fitted to
+                rows, rms, low, high = rms_per_n(at[f"error_{ref}"].transpose("n", ...).values.reshape(all_n.size, -1))
+                n = all_n[rows]
                 marker, line = styles[ref]
                 alpha = 1.0 - 0.35 * k
-                ax.errorbar(n, mean, yerr=(mean - values.min(axis=1), values.max(axis=1) - mean), fmt=marker,
+                ax.errorbar(n, rms, yerr=(rms - low, high - rms), fmt=marker,
                             color=colours[ref], alpha=alpha, ms=4, capsize=2,
                             label=f"vs ODE from {ref} moments, d = {int(dim)} "
                                   f"(slope {float(at[f'slope_{ref}']):.2f} ± {float(at[f'slope_{ref}_spread']):.2f})")
                 ax.plot(n, np.exp(float(at[f"intercept_{ref}"])) * n ** float(at[f"slope_{ref}"]), line,
                         color=colours[ref], alpha=alpha, lw=1)
-        top = float(ds["error_exact"].sel(attention=kind).isel(n=0).mean())
-        ax.plot(n, top * (n / n[0]) ** -0.5, "k:", lw=1.2, label=r"$n^{-1/2}$")
+        rows, rms, _, _ = rms_per_n(ds["error_exact"].sel(attention=kind).transpose("n", ...).values
+                                    .reshape(all_n.size, -1))
+        if rows.size:
+            n = all_n[rows]
+            ax.plot(n, rms[0] * (n / n[0]) ** -0.5, "k:", lw=1.2, label=r"$n^{-1/2}$")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("number of tokens $n$")
@@ -256,24 +356,33 @@ def plot_study(ds: xr.Dataset) -> Figure:
         ax.set_title(kind)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize="x-small", loc="lower left")
+    runs = ds["runs"].max(("attention", "dim")).values
     fig.suptitle(f"Gaussian tokens: particles vs moment ODEs at t = {ds.attrs['t_final']:g} "
-                 f"({ds.sizes['draw']} draws x {ds.sizes['seed']} seeds; points RMS, bars min-max)")
+                 f"({ds.sizes['draw']} draws; runs per n {int(runs.max())} .. {int(runs.min())}; "
+                 "points RMS over the runs, bars min-max)")
     return fig
 
 
 def format_table(ds: xr.Dataset) -> str:
-    """One line per (attention, d): slopes [95 % bootstrap interval] against both ODEs, RMS errors at the largest n."""
-    n_max = int(ds["n"].values[-1])
+    """One line per (attention, d): slopes [95 % bootstrap interval] against both ODEs, RMS errors at the
+    largest n that kind ran, and the runs (draws x seeds) at the smallest and largest n."""
     lines = [f"{'attention':>9} {'d':>2} {'slope vs sample [95 % CI]':>27} {'slope vs exact [95 % CI]':>27} "
-             f"{'rms sample (n=' + str(n_max) + ')':>21} {'rms exact':>10}"]
+             f"{'largest n':>9} {'rms sample':>10} {'rms exact':>10} {'runs':>8}"]
     interval = lambda row, ref: (f"{float(row[f'slope_{ref}']):+.3f} [{float(row[f'slope_{ref}_ci_low']):+.3f}, "
                                  f"{float(row[f'slope_{ref}_ci_high']):+.3f}]")
-    rms = lambda row, ref: float(np.sqrt((row[f"error_{ref}"].isel(n=-1) ** 2).mean()))
+    flat = lambda row, ref: row[f"error_{ref}"].transpose("n", ...).values.reshape(row.sizes["n"], -1)
     for kind in ds["attention"].values:
         for dim in ds["dim"].values:
             row = ds.sel(attention=kind, dim=dim)
+            rows, rms_sample, _, _ = rms_per_n(flat(row, "sample"))
+            _, rms_exact, _, _ = rms_per_n(flat(row, "exact"))
+            if not rows.size:
+                lines.append(f"{str(kind):>9} {int(dim):>2}  (no finished runs)")
+                continue
+            runs = row["runs"].values[rows]
             lines.append(f"{str(kind):>9} {int(dim):>2} {interval(row, 'sample'):>27} {interval(row, 'exact'):>27} "
-                         f"{rms(row, 'sample'):>21.3e} {rms(row, 'exact'):>10.3e}")
+                         f"{int(row['n'].values[rows[-1]]):>9} {rms_sample[-1]:>10.3e} {rms_exact[-1]:>10.3e} "
+                         f"{f'{runs[0]}..{runs[-1]}':>8}")
     return "\n".join(lines)
 
 

@@ -7,7 +7,7 @@ from meanfield.errors import InputError
 from meanfield.gaussian import velocity_field
 from meanfield.model import Model
 from solvers.particles import ParticleScheme
-from validation.gaussian import format_table, run_study
+from validation.gaussian import FULL, KIND_SETTINGS, format_table, rms_slope, run_study, slopes, study_tasks
 
 D = 2
 N = 4000
@@ -114,7 +114,7 @@ def test_study_rates_against_the_moment_odes(tmp_path):
     """Particles vs the ODEs from the sample moments: the error falls like n^-1/2 (softmax, L2, multi-head:
     the empirical measure's non-Gaussian fluctuation), like n^-1 for Sinkhorn (the doubly stochastic plan
     cancels the first-order term); vs the ODE from the exact moments like n^-1/2 (MATH.md §3, §4)."""
-    ds = run_study(out_dir=tmp_path, dims=(2,), draws=1, log2_n=(5, 6, 7, 8), seeds=16)
+    ds = run_study(out_dir=tmp_path, dims=(2,), draws=1, log2_n=(5, 6, 7, 8), seeds=16, workers=1)
     assert np.all(ds["slope_sample_ci_low"] <= ds["slope_sample"]) and np.all(ds["slope_sample"] <= ds["slope_sample_ci_high"])
     assert (tmp_path / "gaussian.nc").exists() and (tmp_path / "gaussian.png").exists()
     assert set(ds["attention"].values) == {"softmax", "l2", "multihead", "sinkhorn"}
@@ -128,3 +128,40 @@ def test_study_rates_against_the_moment_odes(tmp_path):
     # the sample-moment ODE removes the initial sampling error: far closer than the exact-moment ODE
     assert np.all(ds["error_sample"].mean(("draw", "seed")) < 0.2 * ds["error_exact"].mean(("draw", "seed")))
     assert "sinkhorn" in format_table(ds)
+
+
+def test_weighted_rms_slope_recovers_a_power_law_with_ragged_runs():
+    """Rows with fewer runs (NaN-padded) and rows with none: the weighted fit of log RMS still returns
+    the exponent of an exact power law, and a noisy one within its bootstrap interval."""
+    rng = np.random.default_rng(11)
+    n = 2.0 ** np.arange(8, 15)
+    runs = [64, 64, 64, 64, 24, 8, 3]
+    shape = rng.standard_normal((n.size, 64))
+    errors = np.full((n.size, 64), np.nan)
+    for row, count in enumerate(runs):
+        errors[row, :count] = 0.3 * n[row] ** -0.5 * np.abs(shape[row, :count])
+    exact = np.where(np.isfinite(errors), 0.3 * n[:, None] ** -0.5, np.nan)
+    slope, intercept = rms_slope(np.log(n), exact)
+    assert abs(slope + 0.5) < 1e-12 and abs(intercept - np.log(0.3)) < 1e-12
+    errors[-1] = np.nan                       # a size that never ran is left out
+    assert np.isfinite(rms_slope(np.log(n), errors)[0])
+    import xarray as xr
+    ds = xr.Dataset({f"error_{ref}": (("attention", "dim", "n", "draw", "seed"), errors[None, None, :, None, :])
+                     for ref in ("sample", "exact")},
+                    coords={"attention": ["softmax"], "dim": [2], "n": n.astype(int), "draw": [0], "seed": range(64)})
+    fitted = slopes(ds, resamples=200)
+    low, high = float(fitted["slope_sample_ci_low"][0, 0]), float(fitted["slope_sample_ci_high"][0, 0])
+    assert low < -0.5 < high and high - low < 0.3
+
+
+def test_full_study_plan_matches_the_issue():
+    """n = 2^8 .. 2^14 for softmax, L2 and multi-head, several draws; the costliest tasks first."""
+    tasks = study_tasks(("softmax", "l2", "multihead", "sinkhorn"), FULL["dims"], FULL["draws"], FULL["log2_n"],
+                        FULL["seeds"], FULL["largest_log2_n"])
+    sizes = {kind: sorted({task[3] for task in tasks if task[0] == kind}) for kind in KIND_SETTINGS}
+    for kind in ("softmax", "l2", "multihead"):
+        assert sizes[kind] == [2 ** p for p in range(8, 15)]
+    assert max(sizes["sinkhorn"]) == 2 ** FULL["largest_log2_n"]["sinkhorn"]
+    assert FULL["draws"] >= 3
+    cost = [task[3] ** 2 * task[4] * KIND_SETTINGS[task[0]][2] for task in tasks]
+    assert cost == sorted(cost, reverse=True)
