@@ -29,14 +29,18 @@ sample moments; the error against the sample-moment ODE is ~100x smaller than ag
 
 Tasks (one per attention, d, draw, n) run in this process (``workers=1``) or on a local Dask
 cluster of single-threaded worker processes (``workers > 1``; the full study's default is one
-per core), largest first.  Ctrl-C writes what has finished (missing runs are NaN,
-``attrs["stop_reason"] = "interrupted"``) before stopping.
+per core), largest first.  Each finished task is written at once to
+``out_dir/gaussian-tasks/`` (one small netCDF file named by the task and a digest of every setting
+that changes its numbers); a re-run with the same ``out_dir`` reuses those files
+(``attrs["reused_tasks"]``) and computes only the rest, so a killed study resumes.  Ctrl-C writes
+what has finished (missing runs are NaN, ``attrs["stop_reason"] = "interrupted"``) before stopping.
 
 Run: ``python -m validation.gaussian [--quick] [--out-dir DIR]``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time as _time
 from pathlib import Path
@@ -53,6 +57,7 @@ from solvers.particles import ParticleScheme
 from solvers.runloop import run
 from solvers.steppers import make_stepper
 from validation.mean_field import progress_bar, save_figure, study_main, write_dataset
+from validation.phase_diagram import machine_cores, write_atomic
 
 KINDS = ("softmax", "l2", "multihead", "sinkhorn")
 #: kind -> (particle kernel, moment-ODE attention, number of heads)
@@ -229,8 +234,47 @@ def study_tasks(kinds, dims, draws: int, log2_n, seeds, largest_log2_n: dict) ->
     return sorted(tasks, key=lambda task: -task[3] ** 2 * task[4] * KIND_SETTINGS[task[0]][2])
 
 
+TASK_FOLDER = "gaussian-tasks"
+
+
+def task_settings(task: tuple, t_final: float, rtol: float) -> dict:
+    """Everything that determines one task's numbers (the task, the run and the study's constants)."""
+    kind, dim, draw, n, seeds = task
+    return {"kind": kind, "dim": int(dim), "draw": int(draw), "n": int(n), "seeds": int(seeds),
+            "t_final": float(t_final), "rtol": float(rtol), "beta": BETA, "master_seed": MASTER_SEED,
+            "matrix_scale": MATRIX_SCALE, "cov_scale": COV_SCALE, "sinkhorn_eps": SINKHORN_EPS}
+
+
+def task_path(folder, settings: dict) -> Path:
+    """``folder/KIND-dD-drawR-nN-DIGEST.nc``; the digest covers every setting."""
+    digest = hashlib.sha1(repr(sorted(settings.items())).encode()).hexdigest()[:12]
+    return Path(folder) / f"{settings['kind']}-d{settings['dim']}-draw{settings['draw']}-n{settings['n']}-{digest}.nc"
+
+
+def save_task(folder, settings: dict, result) -> Path:
+    """Write one finished task (atomically) for a later run to reuse."""
+    exact, sample, seconds = result
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    task = xr.Dataset({"error_exact": ("seed", np.asarray(exact)), "error_sample": ("seed", np.asarray(sample))},
+                      attrs={**settings, "seconds": float(seconds)})
+    return write_atomic(task, task_path(folder, settings))
+
+
+def load_task(folder, settings: dict):
+    """``(error_exact, error_sample, seconds)`` of a task written by :func:`save_task`, or None."""
+    path = task_path(folder, settings)
+    if not path.exists():
+        return None
+    with xr.open_dataset(path) as task:
+        if any(task.attrs.get(key) != value for key, value in settings.items()):
+            return None
+        return task["error_exact"].values, task["error_sample"].values, float(task.attrs["seconds"])
+
+
 def _run_tasks(tasks: list, t_final: float, rtol: dict, workers: int, store) -> None:
     """Run ``tasks``, calling ``store(task, result)`` as each finishes (here, or on a Dask cluster)."""
+    if not tasks:
+        return
     with progress_bar(len(tasks), "gaussian runs") as bar:
         if workers <= 1:
             for task in tasks:
@@ -258,8 +302,6 @@ def run_study(quick: bool = False, out_dir="gaussian-study", kinds=KINDS, dims=N
     ``{kind: number}`` (default ``PARTICLE_RTOL``); ``workers``: processes (default: 1 for the quick
     preset, one per core for the full one).
     """
-    from validation.phase_diagram import machine_cores
-
     preset = QUICK if quick else FULL
     kinds = tuple(kinds)
     require(all(kind in KINDS for kind in kinds), f"kinds must be among {', '.join(KINDS)} (got {kinds!r})")
@@ -282,11 +324,26 @@ def run_study(quick: bool = False, out_dir="gaussian-study", kinds=KINDS, dims=N
         errors["exact"][a, d, draw, i, :count], errors["sample"][a, d, draw, i, :count], seconds = result
         run_time[a, i] += seconds
 
+    folder = None if out_dir is None else Path(out_dir) / TASK_FOLDER
+    settings = lambda task: task_settings(task, t_final, rtol[task[0]])
+
+    def store_and_save(task, result):
+        store(task, result)
+        if folder is not None:
+            save_task(folder, settings(task), result)
+
     start = _time.perf_counter()
     stop_reason = "completed"
+    tasks, pending = study_tasks(kinds, dims, draws, log2_n, seeds, preset.get("largest_log2_n", {})), []
+    for task in tasks:
+        cached = None if folder is None else load_task(folder, settings(task))
+        if cached is None:
+            pending.append(task)
+        else:
+            store(task, cached)
+    reused = len(tasks) - len(pending)
     try:
-        _run_tasks(study_tasks(kinds, dims, draws, log2_n, seeds, preset.get("largest_log2_n", {})),
-                   t_final, rtol, workers, store)
+        _run_tasks(pending, t_final, rtol, workers, store_and_save)
     except KeyboardInterrupt:
         stop_reason = "interrupted"
     dims_names = ("attention", "dim", "draw", "n", "seed")
@@ -311,7 +368,7 @@ def run_study(quick: bool = False, out_dir="gaussian-study", kinds=KINDS, dims=N
         "slope_method": "weighted least squares of log RMS(error over the runs at n) against log n, weights = runs",
         "slope_spread_method": f"bootstrap over the runs of each n, {BOOTSTRAP_RESAMPLES} resamples: "
                                "std (spread) and 95 % percentile interval (ci_low, ci_high)",
-        "workers": workers, "stop_reason": stop_reason,
+        "workers": workers, "reused_tasks": reused, "stop_reason": stop_reason,
         "quick": quick, "package_version": package_version(), "wall_time": _time.perf_counter() - start})
     if out_dir is not None:
         write_dataset(ds, Path(out_dir) / "gaussian.nc")

@@ -165,3 +165,16 @@ def test_full_study_plan_matches_the_issue():
     assert FULL["draws"] >= 3
     cost = [task[3] ** 2 * task[4] * KIND_SETTINGS[task[0]][2] for task in tasks]
     assert cost == sorted(cost, reverse=True)
+
+
+def test_study_resumes_from_its_task_files(tmp_path):
+    """Every finished task is on disk at once; a re-run reuses them (same numbers), a changed
+    setting does not."""
+    small = dict(kinds=("softmax",), dims=(2,), draws=1, log2_n=(4, 5), seeds=3, workers=1)
+    first = run_study(out_dir=tmp_path, **small)
+    assert first.attrs["reused_tasks"] == 0 and len(list((tmp_path / "gaussian-tasks").glob("*.nc"))) == 2
+    again = run_study(out_dir=tmp_path, **small)
+    assert again.attrs["reused_tasks"] == 2
+    np.testing.assert_array_equal(again["error_sample"].values, first["error_sample"].values)
+    other = run_study(out_dir=tmp_path, t_final=0.5, **small)
+    assert other.attrs["reused_tasks"] == 0
