@@ -18,9 +18,10 @@ measure, ``ddof = 0``) at ``T_FINAL`` are compared with the moment ODEs
   self-interaction term j = i, O(1/n)) drives the particles away from the ODE.
 
 Error = ``|mean difference| + ||covariance difference||_F``.  The rate is the weighted
-least-squares slope of ``log`` (root mean square of the error over the runs = draws x seeds at
-that ``n``) against ``log n``, weights = runs (the variance of a log RMS is ~ 1 / runs); its 95 %
-interval is a bootstrap over the runs of each ``n`` (:func:`slopes`).  The pair sums cost
+least-squares slope of ``log`` (root mean square of the error over the seeds of one draw at
+that ``n``) against ``log n``, one slope shared by the draws and one intercept per draw, weights =
+seeds (the variance of a log RMS is ~ 1 / runs); its 95 % interval is a bootstrap over the seeds
+of each (draw, n) (:func:`slopes`).  The pair sums cost
 ``n^2``, so the full study runs fewer seeds at large ``n`` (``FULL["seeds"]``: the same cost per
 size from ``2^12`` on) and more at small ``n``, where they are nearly free.
 Expected: ``-1/2`` for both references (the empirical measure's non-Gaussian fluctuation is
@@ -80,10 +81,11 @@ MASTER_SEED = 20240604
 #: Bootstrap resamples of the (draw, seed) runs for the slopes' 95 % intervals.
 BOOTSTRAP_RESAMPLES = 400
 #: ``seeds``: per draw, a number or ``{log2 n: number}``; ``largest_log2_n``: per-kind cap on n
-#: (Sinkhorn's particle plan costs Sinkhorn iterations x n^2 per step and its O(1/n) error is at
-#: 4e-7 by n = 2^11).  Full: n = 2^8 ... 2^14, three draws, 64 seeds per draw up to 2^11.
+#: (Sinkhorn's particle plan costs Sinkhorn iterations x n^2 per step: 64 seeds of n = 2^10 took
+#: 200 s, of 2^11 816-2516 s; its O(1/n) error is ~1e-6 by 2^10).  Full: n = 2^8 ... 2^14, three
+#: draws, 64 seeds per draw up to 2^11 (~2 h on 2 cores).
 FULL = {"dims": (2,), "draws": 3, "log2_n": tuple(range(8, 15)),
-        "seeds": {8: 64, 9: 64, 10: 64, 11: 64, 12: 24, 13: 8, 14: 3}, "largest_log2_n": {"sinkhorn": 11}}
+        "seeds": {8: 64, 9: 64, 10: 64, 11: 64, 12: 24, 13: 8, 14: 3}, "largest_log2_n": {"sinkhorn": 10}}
 QUICK = {"dims": (2,), "draws": 2, "log2_n": tuple(range(5, 11)), "seeds": 16, "largest_log2_n": {}}
 
 
@@ -161,47 +163,71 @@ def study_task(kind: str, dim: int, draw: int, n: int, seeds: int, t_final: floa
 
 
 # ------------------------------------------------------------------------------------------------ study
-def rms_slope(log_n: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
-    """``(slope, intercept)`` of ``log RMS`` against ``log_n``; ``errors`` ``(n, runs)``, NaN = not run
-    (rows need two runs).
+def log_rms(errors: np.ndarray):
+    """``(log RMS, runs)`` over the last axis of ``errors`` (NaN = not run), bias-corrected.
 
-    Weighted least squares with the number of runs per row as weights (the variance of the log of
-    an RMS over ``r`` runs is ~ 1 / r); rows without runs are left out.  The log of a mean square
-    ``m`` over ``r`` runs is biased low by ``Var(e^2) / (2 r m^2)`` (delta method); that is added
-    back, since with fewer runs at large ``n`` the bias would otherwise steepen the slope (by ~0.01
-    in the full study).
+    The log of a mean square ``m`` over ``r`` runs is biased low by ``Var(e^2) / (2 r m^2)``
+    (delta method); that is added back, since with fewer runs at large ``n`` the bias would
+    otherwise steepen the slope.  Cells with fewer than two runs give NaN.
     """
-    runs = np.sum(np.isfinite(errors), axis=1)
-    keep = runs > 1
-    if keep.sum() < 2:
+    runs = np.sum(np.isfinite(errors), axis=-1)
+    squares = np.where(runs[..., None] > 1, errors, np.nan) ** 2
+    out = np.full(runs.shape, np.nan)
+    ok = runs > 1
+    mean_square = np.nanmean(squares[ok], axis=-1)
+    bias = np.nanvar(squares[ok], axis=-1, ddof=1) / (2 * runs[ok] * mean_square ** 2)
+    out[ok] = 0.5 * (np.log(mean_square) + bias)
+    return out, runs
+
+
+def rms_slope(log_n: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
+    """``(slope, intercept)`` of the error's RMS against ``log_n``; ``errors`` ``(n, draw, seed)``,
+    NaN = not run.
+
+    One slope for all draws, one intercept per draw (draws differ in their constant by up to 10x,
+    so pooling their runs into one RMS would let the largest draw decide): weighted least squares
+    of each draw's bias-corrected ``log RMS`` over its seeds (:func:`log_rms`), weights = seeds (the
+    variance of a log RMS over ``r`` runs is ~ 1 / r).  The intercept returned is the one that fits
+    the plain RMS over all runs with that slope (the line drawn through the pooled points).
+    """
+    per_draw, runs = log_rms(errors)                                   # (n, draw)
+    rows, draws = np.nonzero(np.isfinite(per_draw))
+    if np.unique(rows).size < 2:
         return math.nan, math.nan
-    squares = errors[keep] ** 2
-    mean_square = np.nanmean(squares, axis=1)
-    bias = np.nanvar(squares, axis=1, ddof=1) / (2 * runs[keep] * mean_square ** 2)
-    log_rms = 0.5 * (np.log(mean_square) + bias)
-    slope, intercept = np.polyfit(log_n[keep], log_rms, 1, w=np.sqrt(runs[keep]))
-    return float(slope), float(intercept)
+    used = np.unique(draws)
+    design = np.zeros((rows.size, 1 + used.size))
+    design[:, 0] = log_n[rows]
+    design[np.arange(rows.size), 1 + np.searchsorted(used, draws)] = 1.0
+    weight = np.sqrt(runs[rows, draws])
+    coefficients = np.linalg.lstsq(design * weight[:, None], per_draw[rows, draws] * weight, rcond=None)[0]
+    slope = float(coefficients[0])
+    flat = errors.reshape(errors.shape[0], -1)
+    pooled_runs = np.sum(np.isfinite(flat), axis=1)
+    keep = pooled_runs > 0
+    pooled = 0.5 * np.log(np.nanmean(flat[keep] ** 2, axis=1))
+    intercept = float(np.average(pooled - slope * log_n[keep], weights=pooled_runs[keep]))
+    return slope, intercept
 
 
 def _resample_runs(rng, runs: np.ndarray) -> np.ndarray:
-    """One bootstrap copy of ``runs`` ``(n, R)``: each row's finite runs drawn with replacement."""
+    """One bootstrap copy of ``runs`` ``(n, draw, seed)``: each cell's finite seeds drawn with replacement."""
     copy = np.full_like(runs, np.nan)
-    for row, values in enumerate(runs):
-        finite = values[np.isfinite(values)]
-        copy[row, :finite.size] = rng.choice(finite, finite.size) if finite.size else finite
+    for index in np.ndindex(*runs.shape[:-1]):
+        finite = runs[index][np.isfinite(runs[index])]
+        copy[index][:finite.size] = rng.choice(finite, finite.size) if finite.size else finite
     return copy
 
 
 def slopes(ds: xr.Dataset, resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
     """Fitted slopes, intercepts and their uncertainty over ``(attention, dim)`` for both references.
 
-    The fit is to the root mean square over the runs (draws x seeds) at each ``n``: at leading
-    order the error is a linear functional of the centred empirical fluctuation, so
-    ``E|error|^2 ~ C / n`` and the RMS is the statistic with a clean power law (a mean of logs or
-    of a few heavy-tailed values is biased and noisy); see :func:`rms_slope` for the weights.
-    ``slope_*_ci_low`` / ``_ci_high``: the 95 % percentile bootstrap interval, resampling the runs of
-    each ``n`` with replacement (seeded; the sizes are independent samples); ``slope_*_spread``: the
-    bootstrap standard deviation.
+    The fit is to the root mean square over the seeds of each (draw, n): at leading order the
+    error is a linear functional of the centred empirical fluctuation, so ``E|error|^2 ~ C / n``
+    and the RMS is the statistic with a clean power law (a mean of logs or of a few heavy-tailed
+    values is biased and noisy); one slope, one intercept per draw (:func:`rms_slope`).
+    ``slope_*_ci_low`` / ``_ci_high``: the 95 % percentile bootstrap interval, resampling the seeds of
+    each (draw, n) with replacement (seeded; the sizes are independent samples); ``slope_*_spread``:
+    the bootstrap standard deviation.
     """
     log_n = np.log(ds["n"].values.astype(float))
     rng = np.random.default_rng([MASTER_SEED, 7])
@@ -211,7 +237,7 @@ def slopes(ds: xr.Dataset, resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
         shape = values.shape[:2]
         fitted = {key: np.full(shape, np.nan) for key in ("slope", "intercept", "spread", "ci_low", "ci_high")}
         for a, d in np.ndindex(*shape):
-            runs = values[a, d].reshape(values.shape[2], -1)
+            runs = values[a, d]                                        # (n, draw, seed)
             fitted["slope"][a, d], fitted["intercept"][a, d] = rms_slope(log_n, runs)
             boot = np.array([rms_slope(log_n, _resample_runs(rng, runs))[0] for _ in range(resamples)])
             fitted["spread"][a, d] = float(boot.std(ddof=1))
@@ -365,8 +391,9 @@ def run_study(quick: bool = False, out_dir="gaussian-study", kinds=KINDS, dims=N
         "particle_rtol": ", ".join(f"{kind}: {rtol[kind]:g}" for kind in kinds),
         "stepper": "dopri5", "attention_normalisation": "sa", "master_seed": MASTER_SEED,
         "error": "|mean difference| + ||covariance difference||_F at t_final (covariance ddof 0)",
-        "slope_method": "weighted least squares of log RMS(error over the runs at n) against log n, weights = runs",
-        "slope_spread_method": f"bootstrap over the runs of each n, {BOOTSTRAP_RESAMPLES} resamples: "
+        "slope_method": "weighted least squares of log RMS(error over the seeds of a draw at n) against log n, "
+                        "one slope, one intercept per draw, weights = seeds, delta-method bias correction",
+        "slope_spread_method": f"bootstrap over the seeds of each (draw, n), {BOOTSTRAP_RESAMPLES} resamples: "
                                "std (spread) and 95 % percentile interval (ci_low, ci_high)",
         "workers": workers, "reused_tasks": reused, "stop_reason": stop_reason,
         "quick": quick, "package_version": package_version(), "wall_time": _time.perf_counter() - start})
