@@ -84,6 +84,12 @@ def detect_clusters(density: np.ndarray, level: float = DEFAULT_CLUSTER_LEVEL) -
     return Clusters(centres, masses, peaks)
 
 
+def empirical_coefficients(theta: np.ndarray, weights: np.ndarray, modes) -> np.ndarray:
+    """Fourier coefficients ``mu_hat_k = sum_j w_j exp(-i k theta_j) / 2 pi`` of weighted tokens on the
+    circle, for each ``k`` in ``modes`` (MATH.md §2.1 normalisation: a density's ``rho_hat_k``)."""
+    return np.exp(-1j * np.outer(modes, theta)) @ weights / (2 * math.pi)
+
+
 def scaled_energy_from_coefficients(coeffs: np.ndarray, beta: float, n: int) -> float:
     """``exp(-beta) E`` from the coefficients ``rho_hat_k``, ``k = 0 .. len-1``, of a real density on N points.
 

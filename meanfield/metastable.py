@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .diagnostics import empirical_coefficients
 from .errors import require
 from .model import Model
 from .theory import growth_rates
@@ -105,7 +106,7 @@ def smoothed_density(theta: np.ndarray, weights: np.ndarray, width: float, point
     require(width > 0, f"width must be > 0 (got {width!r})")
     modes = min(points // 2, int(math.ceil(math.sqrt(2 * math.log(1e17)) / width)))
     k = np.arange(modes + 1)
-    coefficients = np.exp(-1j * np.outer(k, theta)) @ weights / (2 * math.pi)
+    coefficients = empirical_coefficients(theta, weights, k)
     coefficients *= np.exp(-0.5 * (k * width) ** 2)
     spectrum = np.zeros(points // 2 + 1, dtype=complex)
     spectrum[: modes + 1] = coefficients

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from meanfield.diagnostics import empirical_coefficients
 from meanfield.errors import require
 from meanfield.model import Model
 from meanfield.sampling import sample_tokens
@@ -41,7 +42,7 @@ def qkv_matrices(kind: str, dim: int, seed):
 
 def empirical_modes(theta: np.ndarray, weights: np.ndarray, modes: np.ndarray) -> np.ndarray:
     """``|sum_j w_j exp(-i k theta_j)| / 2 pi`` for each mode ``k``."""
-    return np.abs(np.exp(-1j * np.outer(modes, theta)) @ weights) / (2 * math.pi)
+    return np.abs(empirical_coefficients(theta, weights, modes))
 
 
 def simulate(*, dim: int = 2, n: int = 256, attention: str = "sa", beta: float = 1.0, nu: float = 0.0,

@@ -43,7 +43,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from meanfield.diagnostics import detect_clusters
+from meanfield.diagnostics import detect_clusters, empirical_coefficients
 from meanfield.initial import circle_density
 from meanfield.metastable import (angle_errors, first_merge_time, kstar_angles, linearised_density,
                                   local_maxima_angles, plateaus, point_cluster_energy, refined_formation_time,
@@ -160,7 +160,7 @@ def particle_case(beta: float, settings: dict, seed: int = 0):
     densities = np.array([smoothed_density(frame, weights, SMOOTHING_WIDTH, points) for frame in theta])
     modes = np.arange(AMPLITUDE_MODES + 1)
     amplitudes = np.array([empirical_modes(frame, weights, modes) for frame in theta])
-    coefficients = np.exp(-1j * np.outer(modes, theta[0])) @ weights / (2 * math.pi)
+    coefficients = empirical_coefficients(theta[0], weights, modes)
     readout = _formation_readout(times, densities, energies, amplitudes, coefficients, model, beta)
     readout.update(eps=eps, t_form_issue=formation_time(model, eps), t_reached=float(times[-1]), size=n,
                    stop_reason="; ".join(sorted({run.attrs["stop_reason"] for run in runs})),
