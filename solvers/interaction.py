@@ -25,7 +25,8 @@ alternates exact log-domain row and column steps (log-sum-exp with the maximum s
 overflow at any ``beta / eps``) with cheap multiplicative steps on the stored kernel
 ``exp(logits + f_i + g_j)`` (two matrix-vector products per iteration), absorbing the scalings
 into ``f, g`` whenever they leave ``[e^-30, e^30]`` (Schmitzer's stabilised scaling).  Above
-``sinkhorn_dense_bytes`` the ``n x n`` matrices are not stored: every iteration recomputes the
+``sinkhorn_dense_bytes`` the systems of a batch go through the dense path in chunks that fit;
+only when one system does not, its ``n x n`` matrices are not stored: every iteration recomputes the
 logits in row blocks (one GEMM and two ``exp`` per entry per iteration; memory bounded as in SA).
 Iterations stop when the marginal error ``max_j |(sum_i P_ij) / w_j - 1|`` (rows exact) is below
 ``sinkhorn_tol``; ``sinkhorn_max_iter`` half-steps without that raise :class:`InputError`.
@@ -176,8 +177,9 @@ class DirectInteraction:
         w = np.asarray(self.weights, dtype=float)
         return np.where(w > 0, np.log(np.where(w > 0, w, 1.0)), LOG_ZERO)
 
-    def _dense(self, batch: int, n: int) -> bool:
-        return 2 * 8 * batch * n * n <= self.sinkhorn_dense_bytes
+    def _dense_systems(self, n: int) -> int:
+        """How many systems of ``n`` tokens fit the dense path's budget (two ``n x n`` float arrays each)."""
+        return self.sinkhorn_dense_bytes // (2 * 8 * n * n)
 
     def sinkhorn_potentials(self, x: np.ndarray, head: int = 0):
         """Log potentials ``(f, g)`` (each ``(B, n)``) of head ``head``'s plan for tokens ``x`` of shape ``(B, n, d)``:
@@ -217,8 +219,13 @@ class DirectInteraction:
         batch, n, _ = queries.shape
         previous = self._potentials.get(head) if self.warm_start else None
         g = previous[1].copy() if previous is not None and previous[1].shape == (batch, n) else np.zeros((batch, n))
-        if self._dense(batch, n):
-            f, g, out, steps = self._sinkhorn_dense(queries, keys, g, values)
+        per_chunk = self._dense_systems(n)
+        if per_chunk >= 1:   # the systems are independent: dense in chunks that fit the budget
+            parts = [self._sinkhorn_dense(queries[c], keys[c], g[c], None if values is None else values[c])
+                     for c in (slice(start, start + per_chunk) for start in range(0, batch, per_chunk))]
+            f, g = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+            out = None if values is None else np.concatenate([p[2] for p in parts])
+            steps = max(p[3] for p in parts)
         else:
             f, g, steps = self._sinkhorn_blocked(queries, keys, g)
             out = None
