@@ -82,7 +82,8 @@ MASTER_SEED = 20240604
 BOOTSTRAP_RESAMPLES = 400
 #: ``seeds``: per draw, a number or ``{log2 n: number}``; ``largest_log2_n``: per-kind cap on n
 #: (Sinkhorn's particle plan costs Sinkhorn iterations x n^2 per step: 64 seeds of n = 2^10 took
-#: 200 s, of 2^11 816-2516 s; its O(1/n) error is ~1e-6 by 2^10).  Full: n = 2^8 ... 2^14, three
+#: 200 s, of 2^11 816-2516 s — measured on the blocked path, before batches ran in dense chunks, ~2-3x
+#: faster; its O(1/n) error is ~1e-6 by 2^10).  Full: n = 2^8 ... 2^14, three
 #: draws, 64 seeds per draw up to 2^11 (7900 s of CPU: ~70 min on 2 cores; resumable).
 FULL = {"dims": (2,), "draws": 3, "log2_n": tuple(range(8, 15)),
         "seeds": {8: 64, 9: 64, 10: 64, 11: 64, 12: 24, 13: 8, 14: 3}, "largest_log2_n": {"sinkhorn": 10}}
