@@ -82,6 +82,18 @@ the run continues (frames flagged unresolved).  Nodes inside a cluster contract 
 together from then on, i.e. they merge, which is the exact dynamics to double precision).
 
 No noise: a deterministic Lagrangian scheme has no diffusion, so ``nu > 0`` is refused.
+
+Collapse (MATH.md §5; :mod:`solvers.clusters`).  Nodes closer than ``collapse_tol`` (default
+:data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`; 0 switches it off) become one node with the summed
+weight at their weighted mean position: exact, since coinciding nodes move together for ever.
+The state then holds the remaining nodes only; ``weights`` are theirs, ``node_weights`` the
+original ones, and every frame reports one position per original node (merged nodes at their
+node's position), so ``node_theta``/``positions`` keep their shape.  Until the first merge the
+step bound is :meth:`stable_dt`, exactly as without collapse; after it, adaptive steppers use
+:meth:`adaptive_dt`, a bound that follows the dynamics instead of the linear growth rate: on the
+circle the secant version of the ordering condition, ``h |v_{j+1} - v_j| <= cfl gap_j`` over
+neighbouring distinct nodes (it equals ``h |X'| <= cfl`` inside a contracting cluster and
+vanishes between far-apart point clusters); on S^2 the particles' ``cfl / (L max|v|)``.
 """
 
 from __future__ import annotations
@@ -97,6 +109,7 @@ from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_o
 from meanfield.model import Model
 from meanfield.theory import fastest_growth_rate
 
+from .clusters import NodeCollapse, resolve_collapse_tol
 from .fourier import FourierBasis
 from .interaction import CircleFourierInteraction
 from .particles import SPHERE_TOL
@@ -135,12 +148,17 @@ class _Lagrangian:
     state_scale = 1.0
 
     weights: np.ndarray
+    node_weights: np.ndarray
+    collapser: NodeCollapse
     _density_floor = 0.0
 
     def static_variables(self) -> dict:
         """Time-independent variables of the Dataset: the nodes' weights (quadrature masses)."""
-        return {"weights": ("particle", self.weights.copy(),
+        return {"weights": ("particle", self.node_weights.copy(),
                             {"long_name": "node weight: initial density x quadrature weight"})}
+
+    def _start_collapse(self, collapse_tol) -> None:
+        self.collapser = NodeCollapse(self.n, resolve_collapse_tol(collapse_tol, self.model.nu))
 
     def _denominator_lost(self, t: float) -> str | None:
         low, self._min_denominator = self._min_denominator, math.inf
@@ -172,7 +190,7 @@ class CircleLagrangian(_Lagrangian):
     area = 2 * math.pi
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
-                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6):
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, collapse_tol: float | None = None):
         require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
         _check_common(model, positivity_tol, resolution_tol, "--scheme spectral or --scheme fv")
         require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
@@ -185,7 +203,10 @@ class CircleLagrangian(_Lagrangian):
         self.resolution = self.n = basis.n
         self.positivity_tol, self.resolution_tol = float(positivity_tol), float(resolution_tol)
         self.labels = basis.theta.copy()
-        self.weights = np.full(self.n, 1.0 / self.n)
+        self.weights = self.node_weights = np.full(self.n, 1.0 / self.n)
+        self._start_collapse(collapse_tol)
+        self._offset = np.zeros(self.n)       # 2 pi for nodes carried across the seam by a merge
+        self._speed = self._theta_of_speed = np.zeros(self.n)
         self.interaction = CircleFourierInteraction(model.beta, model.attention, self.weights, KERNEL_TOL)
         modes = self._modes = self.interaction.modes
         speed_c, density_c = self.interaction.speed_coeffs, self.interaction.density_coeffs
@@ -208,11 +229,48 @@ class CircleLagrangian(_Lagrangian):
         """Nodes at the grid points, weights ``rho_0(theta_j) 2 pi / N`` (trapezoid rule)."""
         density = np.asarray(density, dtype=float)
         require(density.shape == (self.n,), f"density must have {self.n} grid values (got {density.shape})")
-        self.weights = density * self.basis.cell
-        self.interaction.weights = self.weights
+        self.node_weights = density * self.basis.cell
+        self._set_weights(self.node_weights)
         state = self.labels.copy()
         self._density_floor = self._density_tail_of(self.coefficients(state))
         return state
+
+    def _set_weights(self, weights: np.ndarray) -> None:
+        self.weights = self.interaction.weights = weights
+
+    def points(self, theta: np.ndarray) -> np.ndarray:
+        """The nodes as unit vectors ``(cos theta, sin theta)``."""
+        return np.stack((np.cos(theta), np.sin(theta)), -1)
+
+    def expand(self, theta: np.ndarray) -> np.ndarray:
+        """One unwrapped angle per original node (merged nodes at their node's angle)."""
+        return theta[self.collapser.owner] - self._offset
+
+    def collapse(self, theta: np.ndarray) -> np.ndarray:
+        """Merge neighbouring nodes within ``collapse_tol`` (also across the seam); ``theta`` itself if none."""
+        tol, count = self.collapser.tol, theta.size
+        if tol == 0 or count < 2:
+            return theta
+        join = np.diff(theta) <= tol
+        seam = theta[0] + 2 * math.pi - theta[-1] <= tol
+        if not join.any() and not seam:
+            return theta
+        labels = np.concatenate(([0], np.cumsum(~join)))
+        groups = int(labels[-1]) + 1
+        unwrapped = theta.copy()
+        if seam and groups > 1:          # the first group joins the last one, one turn further on
+            first = labels == 0
+            unwrapped[first] += 2 * math.pi
+            self._offset[first[self.collapser.owner]] += 2 * math.pi
+            labels = np.where(first, groups - 1, labels) - 1
+            groups -= 1
+        weights = np.bincount(labels, self.weights, minlength=groups)
+        total = np.bincount(labels, self.weights * unwrapped, minlength=groups)
+        plain = np.bincount(labels, unwrapped, minlength=groups) / np.bincount(labels, minlength=groups)
+        merged = np.where(weights > 0, total / np.where(weights > 0, weights, 1.0), plain)
+        self.collapser.regroup(labels)
+        self._set_weights(weights)
+        return merged
 
     def coefficients(self, theta: np.ndarray) -> np.ndarray:
         """``mu_hat_k = (1/2 pi) sum_j w_j exp(-i k theta_j)``, ``k = 0 .. N/2`` (MATH.md §2.1; NUFFT)."""
@@ -248,12 +306,24 @@ class CircleLagrangian(_Lagrangian):
             speed = numerator
         self.max_speed = float(np.max(np.abs(speed)))
         self.lipschitz = float(np.max(np.abs(slope)))
+        self._speed, self._theta_of_speed = speed, theta
         return speed
 
     def stable_dt(self, cfl: float) -> float:
         """``cfl / max(max|X'|, lambda_max)``: keeps neighbours ordered (``h |X'| < 1``) and resolves
         the fastest linear growth (MATH.md §2.3) when the field vanishes."""
         return cfl / max(self.lipschitz, self.max_rate)
+
+    def adaptive_dt(self, cfl: float) -> float:
+        """:meth:`stable_dt` until nodes have merged; then ``cfl min_j gap_j / |v_{j+1} - v_j|`` over
+        neighbouring nodes (module docstring), from the field of the last ``rhs`` call."""
+        if not self.collapser.merged:
+            return self.stable_dt(cfl)
+        theta, speed = self._theta_of_speed, self._speed
+        gaps = np.diff(theta, append=theta[0] + 2 * math.pi)
+        closing = np.abs(np.diff(speed, append=speed[0]))
+        rate = float(np.max(closing / np.maximum(gaps, 1e-300))) if theta.size > 1 else 0.0
+        return cfl / max(rate, 1e-300)
 
     # -- checks and records ---------------------------------------------------------------------------
     def validity(self, theta: np.ndarray, t: float) -> str | None:
@@ -262,7 +332,7 @@ class CircleLagrangian(_Lagrangian):
         tol = ORDER_TOL * max(1.0, float(np.max(np.abs(theta))))
         gaps = np.diff(theta)
         wrap = float(theta[0] + 2 * math.pi - theta[-1])
-        worst = min(float(np.min(gaps)), wrap)
+        worst = min(float(np.min(gaps)), wrap) if gaps.size else wrap
         if worst < -tol:
             return (f"nodes crossed at t = {t:.6g} (gap {worst:.3g}): the time step failed; "
                     f"lower --cfl or --rtol")
@@ -281,7 +351,8 @@ class CircleLagrangian(_Lagrangian):
         n, cell, period = self.n, self.basis.cell, 2 * math.pi
         knots = np.maximum.accumulate(theta)                          # ties and round-off crossings
         knots = np.append(knots, knots[0] + period)
-        interval = 0.5 * (self.weights + np.roll(self.weights, -1))  # mass between node j and j+1
+        weights = self.node_weights
+        interval = 0.5 * (weights + np.roll(weights, -1))            # mass between node j and j+1
         cumulative = np.concatenate(([0.0], np.cumsum(interval)))
         total = cumulative[-1]
         knots[-1] = max(knots[-1], knots[-2])
@@ -299,15 +370,15 @@ class CircleLagrangian(_Lagrangian):
 
     def frame(self, theta: np.ndarray) -> dict:
         coeffs = self.coefficients(theta)
+        nodes = self.expand(theta)
         projected = self.basis.to_grid(coeffs * self.basis.dealias).copy()
-        flow_tail = self.flow_map_tail(theta)
+        flow_tail = self.flow_map_tail(nodes)
         density, resolved = self._choose_density(projected, self._density_tail_of(coeffs), flow_tail,
-                                                 self.cell_average(theta))
-        wrapped = np.mod(theta, 2 * math.pi)
+                                                 self.cell_average(nodes))
         return {"density": density, "mass": self.basis.integrate(density),
-                "energy": float(self.interaction.scaled_energy(np.stack((np.cos(theta), np.sin(theta)), -1)[None])[0]),
+                "energy": float(self.interaction.scaled_energy(self.points(theta)[None])[0]),
                 "mode_amplitude": np.abs(coeffs), "density_resolved": resolved, "flow_map_tail": flow_tail,
-                "node_theta": wrapped, "positions": np.stack((np.cos(theta), np.sin(theta)), -1)}
+                "node_theta": np.mod(nodes, 2 * math.pi), "positions": self.points(nodes)}
 
     def coords(self) -> dict:
         return {"theta": ("theta", self.basis.theta, {"long_name": "angle", "units": "rad"}),
@@ -328,7 +399,8 @@ class SphereLagrangian(_Lagrangian):
     area = 4 * math.pi
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
-                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, nthreads: int = 1):
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, nthreads: int = 1,
+                 collapse_tol: float | None = None):
         require(model.dim == 3, f"--dim must be 3 for the sphere (got {model.dim})")
         _check_common(model, positivity_tol, resolution_tol, "--scheme spectral")
         require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool) and resolution >= 6,
@@ -340,7 +412,8 @@ class SphereLagrangian(_Lagrangian):
         self.positivity_tol, self.resolution_tol = float(positivity_tol), float(resolution_tol)
         self.labels = np.ascontiguousarray(unit_vectors(basis).reshape(3, -1).T)
         self.n = self.labels.shape[0]
-        self.weights = np.full(self.n, 1.0 / self.n)
+        self.weights = self.node_weights = np.full(self.n, 1.0 / self.n)
+        self._start_collapse(collapse_tol)
         # the velocity's band: lmax = M(beta), m-major layout as SphereBasis (MATH.md §2.2)
         self.band = band = band_limit(model.beta, 3, KERNEL_TOL) + 2
         degree, order = m_major_layout(band)
@@ -377,7 +450,7 @@ class SphereLagrangian(_Lagrangian):
         density = np.asarray(density, dtype=float)
         require(density.shape == self.basis.shape,
                 f"density must be on the {self.basis.shape} grid (got {density.shape})")
-        self.weights = np.ascontiguousarray((density * self.basis.weights).ravel())
+        self.weights = self.node_weights = np.ascontiguousarray((density * self.basis.weights).ravel())
         state = self.labels.copy()
         self._density_floor = self._density_tail_of(self.coefficients(state, self.basis.lmax))
         return state
@@ -411,9 +484,30 @@ class SphereLagrangian(_Lagrangian):
         attention covariance has norm <= 1, the projection adds <= 2); USA that times ``max K*mu``."""
         return cfl / max(self.lipschitz, self.max_rate)
 
+    def adaptive_dt(self, cfl: float) -> float:
+        """:meth:`stable_dt` until nodes have merged; then ``cfl / (L max|v|)``: no node moves further than
+        ``cfl / L`` in a step, the bound of the particle engine (module docstring)."""
+        if not self.collapser.merged:
+            return self.stable_dt(cfl)
+        return cfl / max(self.lipschitz * self.max_speed, 1e-300)
+
     def after_step(self, x: np.ndarray, h: float) -> np.ndarray:
         """Renormalise the nodes to the unit sphere."""
         return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+    @staticmethod
+    def points(x: np.ndarray) -> np.ndarray:
+        return x
+
+    def collapse(self, x: np.ndarray) -> np.ndarray:
+        """Merge nodes within ``collapse_tol`` (:class:`solvers.clusters.NodeCollapse`); ``x`` itself if none."""
+        if not self.collapser.enabled:
+            return x
+        merged, weights = self.collapser.collapse_points(x, self.weights)
+        if merged is x:
+            return x
+        self.weights = np.ascontiguousarray(weights)
+        return np.ascontiguousarray(merged)
 
     # -- checks and records ---------------------------------------------------------------------------
     def validity(self, x: np.ndarray, t: float) -> str | None:
@@ -430,7 +524,7 @@ class SphereLagrangian(_Lagrangian):
         ring = np.searchsorted(self._ring_edges, 1.0 - x[:, 2], side="right")
         lon = np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * math.pi)
         column = np.floor(lon / (2 * math.pi / b.nlon) + 0.5).astype(int) % b.nlon
-        mass = np.bincount(ring * b.nlon + column, weights=self.weights, minlength=self.n)
+        mass = np.bincount(ring * b.nlon + column, weights=self.node_weights, minlength=self.n)
         return mass.reshape(b.shape) / b.weights
 
     def flow_map_tail(self, x: np.ndarray) -> float:
@@ -454,12 +548,13 @@ class SphereLagrangian(_Lagrangian):
         mu_grid = b.resample(mu, b.lmax)
         mu_grid[b.zonal] = mu_grid[b.zonal].real
         projected = b.synthesise(mu_grid)
-        flow_tail = self.flow_map_tail(x)
+        nodes = x[self.collapser.owner]
+        flow_tail = self.flow_map_tail(nodes)
         density, resolved = self._choose_density(projected, self._density_tail_of(mu_grid), flow_tail,
-                                                 self.cell_average(x))
+                                                 self.cell_average(nodes))
         return {"density": density, "mass": b.integrate(density), "energy": self.energy_from(b.resample(mu, self.band)),
                 "mode_amplitude": b.degree_amplitude(mu_grid), "density_resolved": resolved,
-                "flow_map_tail": flow_tail, "positions": x.copy()}
+                "flow_map_tail": flow_tail, "positions": nodes}
 
     def coords(self) -> dict:
         b = self.basis

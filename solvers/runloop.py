@@ -1,9 +1,13 @@
 """One run loop for every scheme (DESIGN.md): step, save on a time cadence, check, stop.
 
-The loop saves a frame at every multiple of ``save_every`` and at ``t_final``,
-checks the scheme's validity (finiteness, positivity, resolution) after every
-step, and stops at the first failure with the reason in ``stop_reason`` while
-keeping every frame saved before it.  Ctrl-C stops the run the same way
+The loop saves a frame at every multiple of ``save_every`` and at ``t_final``, or
+on a log time axis (:func:`log_save_times`), checks the scheme's validity
+(finiteness, positivity, resolution) after every step, and stops at the first
+failure with the reason in ``stop_reason`` while keeping every frame saved before it.
+After every accepted step each tracker sees the step (``after_step``; the merge
+bookkeeping of :mod:`solvers.clusters`) and adds to every frame (``frame``); then a
+scheme that collapses coincident nodes (``collapse``, MATH.md §5) may shrink the state,
+and the stepper restarts from it.  Ctrl-C stops the run the same way
 (``stop_reason = "interrupted ..."``), so the caller can still write the partial
 result.  Floating-point overflow inside a step is not an exception here: the
 validity check reports it as lost finiteness.
@@ -46,22 +50,51 @@ def save_times(t_final: float, save_every: float) -> np.ndarray:
     return times
 
 
-def _progress_bar(total: float, enabled: bool):
+#: First frame of a log time axis (the frames before it say little: nothing has grown yet).
+LOG_SAVE_START = 1e-2
+
+
+def log_save_times(t_final: float, per_decade: int) -> np.ndarray:
+    """``10^(j / per_decade)`` from :data:`LOG_SAVE_START` up to ``t_final``, ending exactly at ``t_final``."""
+    first = math.ceil(math.log10(LOG_SAVE_START) * per_decade - 1e-9)
+    last = math.floor(math.log10(t_final) * per_decade + 1e-9)
+    times = 10.0 ** (np.arange(first, last + 1) / per_decade)
+    times = times[times < t_final * (1 - 1e-12)]
+    return np.append(times, t_final)
+
+
+def _progress_bar(total: float, enabled: bool, log: bool = False):
     from tqdm.auto import tqdm
+    if log:
+        return tqdm(total=total, disable=None if enabled else True, unit="frame", leave=False)
     return tqdm(total=total, disable=None if enabled else True, unit="t", leave=False,
                 bar_format="{l_bar}{bar}| t={n:.4g}/{total:.4g} [{elapsed}<{remaining}]")
 
 
-def run(scheme, stepper, state, t_final: float, save_every: float, progress: bool = False) -> RunRecord:
-    """Integrate ``state`` to ``t_final`` with ``stepper``; see the module docstring."""
+def _frame(scheme, state, trackers) -> dict:
+    frame = scheme.frame(state)
+    for tracker in trackers:
+        frame.update(tracker.frame(scheme, state))
+    return frame
+
+
+def run(scheme, stepper, state, t_final: float, save_every: float | None = None, progress: bool = False,
+        targets=None, trackers=()) -> RunRecord:
+    """Integrate ``state`` to ``t_final`` with ``stepper``; see the module docstring.
+
+    ``targets``: the save times (default :func:`save_times` of ``save_every``); a log axis
+    (:func:`log_save_times`) shows progress in frames instead of time.
+    """
     record = RunRecord()
     start = _time.perf_counter()
     record.times.append(0.0)
-    record.frames.append(scheme.frame(state))
+    record.frames.append(_frame(scheme, state, trackers))
     reason = scheme.validity(state, 0.0)
     t = 0.0
-    targets = save_times(t_final, save_every)
-    bar = _progress_bar(t_final, progress)
+    log_axis = targets is not None
+    targets = save_times(t_final, save_every) if targets is None else np.asarray(targets, dtype=float)
+    collapse = getattr(scheme, "collapse", None)
+    bar = _progress_bar(targets.size if log_axis else t_final, progress, log_axis)
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             for target in targets:
@@ -71,12 +104,22 @@ def run(scheme, stepper, state, t_final: float, save_every: float, progress: boo
                         new_t = target
                     reason = scheme.validity(new_state, new_t)
                     if reason is None:
-                        bar.update(new_t - t)
+                        for tracker in trackers:
+                            tracker.after_step(scheme, stepper, state, t, new_state, new_t)
+                        if not log_axis:
+                            bar.update(new_t - t)
                         state, t = new_state, new_t
+                        if collapse is not None:
+                            merged = collapse(state)
+                            if merged is not state:
+                                state = merged
+                                stepper.restart()
                 if reason is not None:
                     break
                 record.times.append(t)
-                record.frames.append(scheme.frame(state))
+                record.frames.append(_frame(scheme, state, trackers))
+                if log_axis:
+                    bar.update(1)
     except KeyboardInterrupt:
         reason = f"interrupted at t = {t:.6g}"
     except StepSizeUnderflow as exc:

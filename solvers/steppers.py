@@ -16,6 +16,15 @@ the noise term ``-nu l(l+d-2)`` of MATH.md §2.2, treated exactly), and
 With ``L = 0`` all three reduce to their classical explicit forms.  Fixed-step
 methods round the CFL step down to a power of two so that the exponential
 factors are computed once per distinct step.
+
+Adaptive steppers take their cap from the scheme's ``adaptive_dt(cfl)`` where the scheme
+has one (a bound that follows the dynamics, e.g. once Lagrangian nodes have collapsed,
+MATH.md §5), else from ``stable_dt(cfl)`` like the fixed-step ones.  After every step
+:meth:`_Stepper.dense` evaluates the step's continuous extension (without a linear part):
+Dormand–Prince's own fourth-order interpolant for ``dopri5``, the cubic Hermite interpolant
+of the end values and slopes for the others; the run loop's merge bookkeeping locates events
+between steps with it.  :meth:`_Stepper.restart` forgets the first-same-as-last slope when the
+scheme changed the state between steps (nodes merged).
 """
 
 from __future__ import annotations
@@ -63,6 +72,29 @@ class _Stepper:
         self.linear = scheme.linear
         self.steps = 0
         self.rejected = 0
+        self._last = None      # (u, t, h, stage slopes, new) of the last step, for dense output
+        self._end_slope = None  # (new, rhs(new)) for the Hermite interpolant
+
+    def _limit(self, cfl: float) -> float:
+        """The scheme's step bound: ``adaptive_dt`` for adaptive steppers where the scheme has one."""
+        bound = getattr(self.scheme, "adaptive_dt", None) if self.adaptive else None
+        return (bound or self.scheme.stable_dt)(cfl)
+
+    def restart(self) -> None:
+        """Forget the stored slope of the current state (the scheme changed the state between steps)."""
+
+    def dense(self, fraction: float) -> np.ndarray:
+        """The last step's continuous extension at ``t + fraction h`` (``0 <= fraction <= 1``), before
+        the scheme's post-step map; cubic Hermite here, Dormand–Prince's interpolant in :class:`Dopri5`."""
+        if self.linear is not None:
+            raise RuntimeError("dense output is implemented only without a linear part")
+        u, t, h, ks, new = self._last
+        if self._end_slope is None or self._end_slope[0] is not new:
+            self._end_slope = (new, self.scheme.rhs(new, t + h))
+        f0, f1 = ks[0], self._end_slope[1]
+        s = fraction
+        return ((2 * s**3 - 3 * s**2 + 1) * u + (s**3 - 2 * s**2 + s) * h * f0
+                + (-2 * s**3 + 3 * s**2) * new + (s**3 - s**2) * h * f1)
 
     def settings(self) -> dict:
         return {"stepper": self.name, "cfl": self.cfl, "rtol": self.rtol, "atol": self.atol}
@@ -78,7 +110,7 @@ class _Stepper:
         return new if after is None else after(new, h)
 
     def _fixed_dt(self, h_max: float) -> float:
-        h = min(self.scheme.stable_dt(self.cfl), self.dt_max)
+        h = min(self._limit(self.cfl), self.dt_max)
         return min(_power_of_two_floor(h), h_max)
 
 
@@ -99,6 +131,9 @@ class LawsonRK(_Stepper):
         super().__init__(scheme, **kw)
         self._fsal = None
         self._h = None
+
+    def restart(self) -> None:
+        self._fsal = None
 
     def _factor(self, s: float):
         return None if self.linear is None or s == 0.0 else self._exp(s)
@@ -126,13 +161,14 @@ class LawsonRK(_Stepper):
         k1 = self._fsal if self._fsal is not None else self.scheme.rhs(u, t)
         if not self.adaptive:
             h = self._fixed_dt(h_max)
-            new, _ = self._attempt(u, t, h, k1)
+            new, ks = self._attempt(u, t, h, k1)
             self.steps += 1
+            self._last = (u, t, h, ks, new)
             return self._accept(new, h), t + h
         return self._adaptive_step(u, t, h_max, k1)
 
     def _adaptive_step(self, u, t, h_max, k1):
-        limit = min(self.scheme.stable_dt(self.cfl), self.dt_max)
+        limit = min(self._limit(self.cfl), self.dt_max)
         proposal = min(self._h if self._h is not None else 0.01 * limit, limit)
         h = min(proposal, h_max)
         clipped = h < proposal  # shortened to land on a save time: keep the proposal for later
@@ -152,6 +188,7 @@ class LawsonRK(_Stepper):
             if norm <= 1.0:
                 self.steps += 1
                 self._h = proposal if clipped else h * factor
+                self._last = (u, t, h, ks, new)
                 new = self._accept(new, h)
                 self._fsal = self.scheme.rhs(new, t + h)
                 return new, t + h
@@ -190,6 +227,27 @@ class Dopri5(LawsonRK):
          [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84]]
     b = [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0.0]
     b_low = [5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40]
+    #: Dormand–Prince continuous extension (Hairer, Norsett & Wanner II.6; as in SciPy's RK45):
+    #: ``u(t + s h) = u + h sum_i k_i (P_i1 s + P_i2 s^2 + P_i3 s^3 + P_i4 s^4)``, fourth order.
+    P = np.array([
+        [1, -8048581381 / 2820520608, 8663915743 / 2820520608, -12715105075 / 11282082432],
+        [0, 0, 0, 0],
+        [0, 131558114200 / 32700410799, -68118460800 / 10900136933, 87487479700 / 32700410799],
+        [0, -1754552775 / 470086768, 14199869525 / 1410260304, -10690763975 / 1880347072],
+        [0, 127303824393 / 49829197408, -318862633887 / 49829197408, 701980252875 / 199316789632],
+        [0, -282668133 / 205662961, 2019193451 / 616988883, -1453857185 / 822651844],
+        [0, 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423]])
+
+    def dense(self, fraction: float) -> np.ndarray:
+        if self.linear is not None:
+            raise RuntimeError("dense output is implemented only without a linear part")
+        u, _, h, ks, _ = self._last
+        weights = self.P @ (fraction ** np.arange(1, 5))
+        out = u.copy()
+        for w, k in zip(weights, ks):
+            if w != 0.0:
+                out += (h * w) * k
+        return out
 
 
 class ETDRK4(_Stepper):
@@ -219,7 +277,9 @@ class ETDRK4(_Stepper):
         c = e2 * a + q * (2 * nb - nu_)
         nc = rhs(c, t + h)
         self.steps += 1
-        return self._accept(e * u + f1 * nu_ + 2 * f2 * (na + nb) + f3 * nc, h), t + h
+        new = e * u + f1 * nu_ + 2 * f2 * (na + nb) + f3 * nc
+        self._last = (u, t, h, [nu_], new)
+        return self._accept(new, h), t + h
 
 
 STEPPERS = {cls.name: cls for cls in (RK4, SSPRK3, Dopri5, ETDRK4)}

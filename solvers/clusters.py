@@ -1,0 +1,173 @@
+"""Coincident nodes and cluster bookkeeping for Lagrangian nodes and particles (MATH.md §5).
+
+Collapse.  Without noise, nodes (or tokens) at the same point have the same velocity for ever,
+so nodes closer than ``collapse_tol`` are replaced by one node carrying their summed weight at
+their weighted mean direction (:class:`NodeCollapse`): exact to that distance, and the
+stiff contraction inside a cluster (rate ~1) disappears with the distinct nodes that made it, so
+an adaptive step can follow the slow K-point dynamics.  The default tolerance,
+:data:`DEFAULT_COLLAPSE_TOL` = 256 machine epsilons (5.7e-14 rad), is the distance at which two
+positions of order 1 differ only in their last few bits: the collapsing clusters of a run reach
+it a few tens of time units after they form (nodes contract like ``exp(-t)``), and moving mass
+by that much changes nothing a double-precision run can resolve.  ``owner`` maps every original
+node to the node that now carries it, so frames still report one position per original node.
+
+Bookkeeping (:class:`ClusterTracker`, one definition used by the solvers and the theory of
+:mod:`meanfield.cluster_dynamics`):
+
+* a *cluster* is a group of nodes linked at distance < :data:`MERGE_DISTANCE` (1e-3 rad,
+  single linkage through each node's 16 nearest neighbours) whose mass is at least
+  ``min_mass`` (default :data:`MIN_CLUSTER_MASS` = 1e-2; stray nodes in the valleys between
+  clusters carry far less); ``cluster_count(time)`` counts them in every frame and
+  ``cluster_energy(time)`` is the point-cluster energy of MATH.md §5 of all groups
+  (``exp(-beta)`` scaled, like ``energy``), the value the energy takes on a plateau;
+* a *merge* is the first time two cluster centres come within 1e-3 rad.  Centres are the
+  nodes of mass >= ``min_mass`` (after collapse a cluster is one such node); after every step the
+  pairs that were >= 1e-3 apart at its start and are < 1e-3 apart at its end are located
+  inside the step by bisection on the stepper's dense output, and recorded with the two masses
+  and the cluster count after the merge.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from meanfield.cluster_dynamics import MERGE_DISTANCE, angles_between, point_energy
+from meanfield.errors import require
+
+DEFAULT_COLLAPSE_TOL = 256 * float(np.finfo(float).eps)
+MIN_CLUSTER_MASS = 1e-2
+#: Neighbours each node links to when grouping (bounds the cost when thousands of nodes coincide).
+LINK_NEIGHBOURS = 16
+
+
+def resolve_collapse_tol(collapse_tol, nu: float) -> float:
+    """The collapse distance a run uses: the default without noise, 0 (off) with noise; refuse bad values."""
+    if collapse_tol is None:
+        return DEFAULT_COLLAPSE_TOL if nu == 0 else 0.0
+    require(isinstance(collapse_tol, (int, float)) and not isinstance(collapse_tol, bool)
+            and math.isfinite(collapse_tol) and 0 <= collapse_tol < 0.1,
+            f"--collapse-tol must be a distance in [0, 0.1) rad, 0 to switch collapse off (got {collapse_tol!r})")
+    require(collapse_tol == 0 or nu == 0,
+            f"--collapse-tol needs --nu 0 (got nu = {nu:g}): with noise coincident tokens separate again")
+    return float(collapse_tol)
+
+
+def link_groups(points: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
+    """Group labels of unit vectors linked at chord distance < ``2 sin(radius / 2)`` (see the module docstring)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial import cKDTree
+
+    n = points.shape[0]
+    if n < 2:
+        return np.zeros(n, dtype=int), n
+    neighbours = min(LINK_NEIGHBOURS + 1, n)
+    distance, index = cKDTree(points).query(points, k=neighbours, distance_upper_bound=2 * math.sin(radius / 2))
+    rows = np.repeat(np.arange(n), neighbours).reshape(n, neighbours)
+    linked = np.isfinite(distance)
+    graph = coo_matrix((np.ones(int(linked.sum())), (rows[linked], index[linked])), shape=(n, n))
+    count, labels = connected_components(graph, directed=False)
+    return labels, count
+
+
+def merge_points(points: np.ndarray, weights: np.ndarray, labels: np.ndarray, count: int):
+    """Per group: summed weight, and the weighted mean direction as a unit vector."""
+    masses = np.bincount(labels, weights, minlength=count)
+    sums = np.stack([np.bincount(labels, weights * points[:, i], minlength=count)
+                     for i in range(points.shape[1])], axis=-1)
+    return sums / np.linalg.norm(sums, axis=-1, keepdims=True), masses
+
+
+class NodeCollapse:
+    """Which node carries each original node (``owner``), and the merging of coincident unit vectors."""
+
+    def __init__(self, n: int, tol: float):
+        self.tol = float(tol)
+        self.owner = np.arange(n)
+        self.merged = False
+
+    @property
+    def enabled(self) -> bool:
+        return self.tol > 0
+
+    def regroup(self, labels: np.ndarray) -> None:
+        """Old active node ``i`` became new active node ``labels[i]``."""
+        self.owner = labels[self.owner]
+        self.merged = True
+
+    def collapse_points(self, points: np.ndarray, weights: np.ndarray):
+        """``(points, weights)`` after merging the nodes within ``tol``; the same objects if none are."""
+        labels, count = link_groups(points, self.tol)
+        if count == points.shape[0]:
+            return points, weights
+        self.regroup(labels)
+        return merge_points(points, weights, labels, count)
+
+
+class ClusterTracker:
+    """Cluster count, point-cluster energy and merges of a run (module docstring).
+
+    Works with any scheme that has ``points(state)`` (the nodes as unit vectors, shape ``(K, d)``)
+    and ``weights`` (their masses).  ``variables()`` returns the Dataset's ``merge`` variables.
+    """
+
+    def __init__(self, beta: float, merge_distance: float = MERGE_DISTANCE, min_mass: float = MIN_CLUSTER_MASS):
+        self.beta, self.merge_distance, self.min_mass = beta, merge_distance, min_mass
+        self.merges: list[tuple[float, float, float, int]] = []
+
+    def groups(self, points: np.ndarray, weights: np.ndarray):
+        """Centres and masses of the groups linked at ``merge_distance``."""
+        labels, count = link_groups(points, self.merge_distance)
+        return merge_points(points, weights, labels, count)
+
+    def frame(self, scheme, state) -> dict:
+        centres, masses = self.groups(scheme.points(state), scheme.weights)
+        return {"cluster_count": int(np.sum(masses >= self.min_mass)),
+                "cluster_energy": point_energy(centres, masses, self.beta)}
+
+    def after_step(self, scheme, stepper, before, t0: float, after, t1: float) -> None:
+        weights = scheme.weights
+        heavy = np.nonzero(weights >= self.min_mass)[0]
+        if heavy.size < 2:
+            return
+        start, end = angles_between(scheme.points(before)[heavy]), angles_between(scheme.points(after)[heavy])
+        a_list, b_list = np.nonzero(np.triu((start >= self.merge_distance) & (end < self.merge_distance), 1))
+        if a_list.size == 0:
+            return
+        found = []
+        for a, b in zip(heavy[a_list], heavy[b_list]):
+            found.append((self._locate(scheme, stepper, a, b, t0, t1), float(weights[a]), float(weights[b])))
+        centres, masses = self.groups(scheme.points(before), weights)
+        count = int(np.sum(masses >= self.min_mass))
+        for time, mass_a, mass_b in sorted(found):
+            count = max(count - 1, 1)
+            self.merges.append((time, mass_a, mass_b, count))
+
+    def _locate(self, scheme, stepper, a: int, b: int, t0: float, t1: float) -> float:
+        """The time in ``[t0, t1]`` when nodes ``a, b`` come within ``merge_distance`` (bisection, dense output)."""
+        def gap(fraction):
+            pair = scheme.points(stepper.dense(fraction))[[a, b]]
+            return float(angles_between(pair)[0, 1]) - self.merge_distance
+
+        low, high = 0.0, 1.0
+        for _ in range(60):
+            middle = 0.5 * (low + high)
+            if gap(middle) < 0:
+                high = middle
+            else:
+                low = middle
+            if (high - low) * (t1 - t0) <= 1e-12 * max(1.0, t1):
+                break
+        return t0 + high * (t1 - t0)
+
+    def variables(self) -> dict:
+        """``merge_time(merge)``, ``merge_mass_a``, ``merge_mass_b``, ``clusters_after_merge``."""
+        merges = np.array(self.merges, dtype=float).reshape(-1, 4)
+        attrs = {"definition": f"first time two cluster centres come within {self.merge_distance:g} rad"}
+        return {"merge_time": ("merge", merges[:, 0], dict(attrs, long_name="time of the merge")),
+                "merge_mass_a": ("merge", merges[:, 1], {"long_name": "mass of the first merging cluster"}),
+                "merge_mass_b": ("merge", merges[:, 2], {"long_name": "mass of the second merging cluster"}),
+                "clusters_after_merge": ("merge", merges[:, 3].astype(int),
+                                         {"long_name": "number of clusters after the merge"})}
