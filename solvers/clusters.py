@@ -20,11 +20,17 @@ Bookkeeping (:class:`ClusterTracker`, one definition used by the solvers and the
   clusters carry far less); ``cluster_count(time)`` counts them in every frame and
   ``cluster_energy(time)`` is the point-cluster energy of MATH.md §5 of all groups
   (``exp(-beta)`` scaled, like ``energy``), the value the energy takes on a plateau;
-* a *merge* is the first time two cluster centres come within 1e-3 rad.  Centres are the
-  nodes of mass >= ``min_mass`` (after collapse a cluster is one such node); after every step the
-  pairs that were >= 1e-3 apart at its start and are < 1e-3 apart at its end are located
-  inside the step by bisection on the stepper's dense output, and recorded with the two masses
-  and the cluster count after the merge.
+* a *merge* is the first time two cluster centres come within 1e-3 rad.  A cluster is followed
+  for merges once it is *tight*: its nodes linked within :data:`TIGHT_RADIUS` (1e-6 rad, reached
+  a few tens of time units after formation; merges of the loose fragments of a forming cluster
+  are not merges of clusters), with mass >= ``min_mass``; its centre is its nodes' weighted mean
+  direction.  After every step the pairs of tight clusters whose centres were >= 1e-3 apart at
+  its start and are < 1e-3 apart at its end are located inside the step by bisection on the
+  stepper's dense output, and recorded with the two masses and the cluster count after the merge.
+
+Step bound after collapse (:func:`closing_rate`): two distinct nodes that are about to coincide
+contract at the rate ``|v_i - v_j| / |x_i - x_j|`` (~1 inside a cluster); an explicit step must
+resolve it, or the error controller lets the pair hover at the tolerance instead of merging.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from meanfield.errors import require
 
 DEFAULT_COLLAPSE_TOL = 256 * float(np.finfo(float).eps)
 MIN_CLUSTER_MASS = 1e-2
+TIGHT_RADIUS = 1e-6
 #: Neighbours each node links to when grouping (bounds the cost when thousands of nodes coincide).
 LINK_NEIGHBOURS = 16
 
@@ -70,6 +77,17 @@ def link_groups(points: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
     graph = coo_matrix((np.ones(int(linked.sum())), (rows[linked], index[linked])), shape=(n, n))
     count, labels = connected_components(graph, directed=False)
     return labels, count
+
+
+def closing_rate(points: np.ndarray, velocities: np.ndarray) -> float:
+    """``max_i |v_i - v_j| / |x_i - x_j|`` with ``j`` the node nearest to ``i`` (0 for fewer than two nodes)."""
+    from scipy.spatial import cKDTree
+
+    if points.shape[0] < 2:
+        return 0.0
+    distance, index = cKDTree(points).query(points, k=2)
+    closing = np.linalg.norm(velocities - velocities[index[:, 1]], axis=-1)
+    return float(np.max(closing / np.maximum(distance[:, 1], 1e-300)))
 
 
 def merge_points(points: np.ndarray, weights: np.ndarray, labels: np.ndarray, count: int):
@@ -128,28 +146,35 @@ class ClusterTracker:
                 "cluster_energy": point_energy(centres, masses, self.beta)}
 
     def after_step(self, scheme, stepper, before, t0: float, after, t1: float) -> None:
-        weights = scheme.weights
-        heavy = np.nonzero(weights >= self.min_mass)[0]
-        if heavy.size < 2:
+        weights, start_points = scheme.weights, scheme.points(before)
+        labels, count = link_groups(start_points, TIGHT_RADIUS)
+        masses = np.bincount(labels, weights, minlength=count)
+        tight = np.nonzero(masses >= self.min_mass)[0]
+        if tight.size < 2:
             return
-        start, end = angles_between(scheme.points(before)[heavy]), angles_between(scheme.points(after)[heavy])
+
+        def centres(points):
+            return merge_points(points, weights, labels, count)[0][tight]
+
+        start, end = angles_between(centres(start_points)), angles_between(centres(scheme.points(after)))
         a_list, b_list = np.nonzero(np.triu((start >= self.merge_distance) & (end < self.merge_distance), 1))
         if a_list.size == 0:
             return
         found = []
-        for a, b in zip(heavy[a_list], heavy[b_list]):
-            found.append((self._locate(scheme, stepper, a, b, t0, t1), float(weights[a]), float(weights[b])))
-        centres, masses = self.groups(scheme.points(before), weights)
-        count = int(np.sum(masses >= self.min_mass))
+        for a, b in zip(a_list, b_list):
+            time = self._locate(lambda fraction: centres(scheme.points(stepper.dense(fraction)))[[a, b]], t0, t1)
+            found.append((time, float(masses[tight[a]]), float(masses[tight[b]])))
+        _, group_masses = self.groups(start_points, weights)
+        count = int(np.sum(group_masses >= self.min_mass))
         for time, mass_a, mass_b in sorted(found):
             count = max(count - 1, 1)
             self.merges.append((time, mass_a, mass_b, count))
 
-    def _locate(self, scheme, stepper, a: int, b: int, t0: float, t1: float) -> float:
-        """The time in ``[t0, t1]`` when nodes ``a, b`` come within ``merge_distance`` (bisection, dense output)."""
+    def _locate(self, pair_at, t0: float, t1: float) -> float:
+        """The time in ``[t0, t1]`` when the two centres ``pair_at(fraction)`` come within ``merge_distance``
+        (bisection on the dense output)."""
         def gap(fraction):
-            pair = scheme.points(stepper.dense(fraction))[[a, b]]
-            return float(angles_between(pair)[0, 1]) - self.merge_distance
+            return float(angles_between(pair_at(fraction))[0, 1]) - self.merge_distance
 
         low, high = 0.0, 1.0
         for _ in range(60):

@@ -93,7 +93,8 @@ step bound is :meth:`stable_dt`, exactly as without collapse; after it, adaptive
 :meth:`adaptive_dt`, a bound that follows the dynamics instead of the linear growth rate: on the
 circle the secant version of the ordering condition, ``h |v_{j+1} - v_j| <= cfl gap_j`` over
 neighbouring distinct nodes (it equals ``h |X'| <= cfl`` inside a contracting cluster and
-vanishes between far-apart point clusters); on S^2 the particles' ``cfl / (L max|v|)``.
+vanishes between far-apart point clusters); on S^2 the particles' ``cfl / (L max|v|)`` and the
+closing rate of nearest neighbours (:func:`solvers.clusters.closing_rate`).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_o
 from meanfield.model import Model
 from meanfield.theory import fastest_growth_rate
 
-from .clusters import NodeCollapse, resolve_collapse_tol
+from .clusters import NodeCollapse, closing_rate, resolve_collapse_tol
 from .fourier import FourierBasis
 from .interaction import CircleFourierInteraction
 from .particles import SPHERE_TOL
@@ -477,6 +478,7 @@ class SphereLagrangian(_Lagrangian):
         velocity[:, 1] = v_theta * cos_t * sin_p + v_phi * cos_p
         velocity[:, 2] = -v_theta * sin_t
         self.max_speed = math.sqrt(float(np.max(v_theta ** 2 + v_phi ** 2)))
+        self._field = (x, velocity)
         return velocity
 
     def stable_dt(self, cfl: float) -> float:
@@ -485,11 +487,12 @@ class SphereLagrangian(_Lagrangian):
         return cfl / max(self.lipschitz, self.max_rate)
 
     def adaptive_dt(self, cfl: float) -> float:
-        """:meth:`stable_dt` until nodes have merged; then ``cfl / (L max|v|)``: no node moves further than
-        ``cfl / L`` in a step, the bound of the particle engine (module docstring)."""
+        """:meth:`stable_dt` until nodes have merged; then ``cfl / max(L max|v|, closing rate)``: no node moves
+        further than ``cfl / L`` in a step, the bound of the particle engine, and pairs about to coincide
+        are resolved (:func:`solvers.clusters.closing_rate`; module docstring)."""
         if not self.collapser.merged:
             return self.stable_dt(cfl)
-        return cfl / max(self.lipschitz * self.max_speed, 1e-300)
+        return cfl / max(self.lipschitz * self.max_speed, closing_rate(*self._field), 1e-300)
 
     def after_step(self, x: np.ndarray, h: float) -> np.ndarray:
         """Renormalise the nodes to the unit sphere."""

@@ -21,9 +21,11 @@ from meanfield.seeding import stream
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 
+from .clusters import ClusterTracker, resolve_collapse_tol
 from .particles import ParticleScheme
 from .runloop import run
-from .solve import canonical_command, check_run_length, check_seed
+from .solve import (add_cluster_records, canonical_command, check_run_length, check_save_log, check_seed,
+                    save_targets)
 from .steppers import make_stepper
 
 QKV_CHOICES = ("identity", "repulsive", "random")
@@ -49,15 +51,23 @@ def simulate(*, dim: int = 2, n: int = 256, attention: str = "sa", beta: float =
              init: str = "uniform", seed: int | None = 0, t_final: float = 10.0, save_every: float | None = None,
              sampling: str = "iid", resolution: int = 256, qkv: str = "identity", Q=None, K=None, V=None,
              positions=None, weights=None, stepper: str = "dopri5", rtol: float = 1e-8, cfl: float = 0.5,
-             dt_max: float | None = None, progress: bool = False):
+             dt_max: float | None = None, progress: bool = False, save_log: int | None = None,
+             collapse_tol: float | None = None):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
 
     Tokens come from ``init`` (see :mod:`meanfield.sampling`) unless ``positions`` (and
     ``weights``) are given.  ``Q, K, V`` arrays override ``qkv``.  With ``nu > 0`` the step
-    is capped by ``dt_max`` (default 1e-2), the splitting step of the noise.
+    is capped by ``dt_max`` (default 1e-2), the splitting step of the noise.  ``save_log``:
+    frames per decade on a log time axis.  Without noise coincident tokens merge
+    (``collapse_tol``, default :data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`, 0: never; MATH.md §5)
+    and the run records ``cluster_count``, ``cluster_energy`` and the merges (:mod:`solvers.clusters`).
     """
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
+    save_log = check_save_log(save_log, save_every)
     t_final, save_every = check_run_length(t_final, save_every)
+    if save_log is not None:
+        save_every = None
+    tol = resolve_collapse_tol(collapse_tol, model.nu)
     seed = check_seed(seed)
     require(isinstance(n, int) and n >= 1, f"--n must be a positive integer (got {n!r})")
     if Q is None and K is None and V is None:
@@ -70,33 +80,36 @@ def simulate(*, dim: int = 2, n: int = 256, attention: str = "sa", beta: float =
         init = "custom positions"
     positions = np.asarray(positions, dtype=float)
     require(positions.shape == (n, dim), f"positions must have shape ({n}, {dim}) (got {positions.shape})")
-    scheme = ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed)
+    scheme = ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed, collapse_tol=tol)
     if dt_max is None:
         dt_max = 1e-2 if nu > 0 else math.inf
     time_stepper = make_stepper(stepper, scheme, cfl=cfl, rtol=rtol, dt_max=dt_max)
     # onto the sphere; tokens already on it to rounding (a restart file) are kept bit for bit
     norms = np.linalg.norm(positions, axis=-1, keepdims=True)
     state = np.where(np.abs(norms - 1.0) <= 8 * np.finfo(float).eps, positions, positions / norms)[None]
-    record = run(scheme, time_stepper, state, t_final, save_every, progress=progress)
+    tracker = ClusterTracker(model.beta) if tol > 0 else None
+    record = run(scheme, time_stepper, state, t_final, save_every, progress=progress,
+                 targets=save_targets(t_final, save_log), trackers=[tracker] if tracker else ())
     dims, coords = scheme.dims(), scheme.coords()
     frames = record.frames
     if dim == 2:
         modes = np.arange(max(16, 2 * dominant_mode(model)) + 1)
         for frame in frames:
-            frame["mode_amplitude"] = empirical_modes(frame["theta"], scheme.weights, modes)
+            frame["mode_amplitude"] = empirical_modes(frame["theta"], scheme.token_weights, modes)
         dims["mode_amplitude"] = ("mode",)
         coords["mode"] = ("mode", modes)
     settings = {"dim": dim, "n": n, "attention": model.attention, "beta": model.beta, "nu": model.nu,
                 "init": init, "seed": seed, "sampling": sampling, "resolution": resolution, "qkv": qkv,
-                "t_final": t_final, "save_every": save_every, "stepper": stepper, "rtol": rtol, "cfl": cfl}
+                "t_final": t_final, "save_every": save_every, "save_log": save_log, "stepper": stepper,
+                "rtol": rtol, "cfl": cfl, "collapse_tol": collapse_tol}
     attrs = dict(settings, geometry="particles", scheme="particles", package_version=package_version(),
                  command=canonical_command(["particles"], settings),
                  stop_reason=record.stop_reason, t_reached=record.t_reached, wall_time=record.wall_time,
                  steps=record.steps, rejected_steps=record.rejected_steps, dt_max=dt_max,
-                 interaction=type(scheme.interaction).__name__)
+                 interaction=type(scheme.interaction).__name__, collapse_tol_used=tol)
     dataset = build_run_dataset(record.times, frames, dims, coords, attrs)
-    dataset["weights"] = ("particle", scheme.weights, {"long_name": "token weights (sum 1)"})
+    dataset["weights"] = ("particle", scheme.token_weights, {"long_name": "token weights (sum 1)"})
     for name, matrix in (("Q", scheme.Q), ("K", scheme.K), ("V", scheme.V)):
         if matrix is not None:
             dataset[name] = (("row", "column"), matrix)
-    return dataset
+    return add_cluster_records(dataset, tracker)

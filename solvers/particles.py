@@ -13,6 +13,13 @@ with noise ``nu > 0``, moves each token by a geodesic random walk step
 cap the step with ``dt_max``).  Tokens may carry weights (uniform for i.i.d.
 samples, quadrature weights for deterministic nodes); a leading batch axis runs
 ``B`` independent systems at once (shape ``(B, n, d)``).
+
+Collapse (``collapse_tol > 0``; one system on the sphere, no noise, one dot-product head;
+MATH.md §5, :mod:`solvers.clusters`): tokens closer than ``collapse_tol`` become one token with
+the summed weight at their weighted mean direction.  Whatever ``Q, K, V``, tokens at one point
+have one velocity, so without noise they never separate again and the merge is exact.  The state
+then holds the remaining tokens (``weights`` are theirs, ``token_weights`` the original ones);
+frames report one position per original token.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from meanfield.errors import require
 from meanfield.model import Model
 from meanfield.seeding import stream
 
+from .clusters import NodeCollapse, closing_rate
 from .interaction import KERNELS, CircleFourierInteraction, DirectInteraction
 
 #: Tokens further than this from the unit sphere mean the run has lost validity.
@@ -90,6 +98,7 @@ class ParticleScheme:
     ``sphere``   tokens on S^{d-1} (projected dynamics) or in R^d (no projection, no noise).
     ``seed``     seeds the noise.
     ``observe``  optional ``callable(x) -> dict`` replacing the default frame record.
+    ``collapse_tol``  merge tokens closer than this (0: never; see the module docstring).
     """
 
     linear = None
@@ -98,7 +107,7 @@ class ParticleScheme:
 
     def __init__(self, model: Model, n: int, Q=None, K=None, V=None, weights=None, sphere: bool = True,
                  seed=None, observe=None, block_bytes: int | None = None, fast_circle: bool = True,
-                 kernel: str = "dot", heads=None, sinkhorn_eps: float = 1.0):
+                 kernel: str = "dot", heads=None, sinkhorn_eps: float = 1.0, collapse_tol: float = 0.0):
         require(isinstance(n, (int, np.integer)) and n >= 1, f"--n must be a positive integer (got {n!r})")
         dim = model.dim
         self.model, self.n, self.dim, self.sphere = model, int(n), dim, sphere
@@ -122,8 +131,11 @@ class ParticleScheme:
                     and all(isinstance(h, (list, tuple)) and len(h) == 3 for h in heads),
                     "heads must be a non-empty list of (Q, K, V) triples")
             self.heads = [check_head(f"[{h}]", *head, dim) for h, head in enumerate(heads)]
-        self.weights = normalised_weights(weights, self.n)
+        self.weights = self.token_weights = normalised_weights(weights, self.n)
         require(sphere or model.nu == 0, "--nu must be 0 for tokens in R^d (noise is defined on the sphere)")
+        require(collapse_tol == 0 or (sphere and model.nu == 0 and kernel == "dot" and heads is None),
+                "collapse_tol needs tokens on the sphere, no noise and one dot-product head")
+        self.collapser = NodeCollapse(self.n, collapse_tol)
         identity = heads is None and all(_is_identity(m, dim) for m in (self.Q, self.K, self.V))
         kwargs = {} if block_bytes is None else {"block_bytes": block_bytes}
         if fast_circle and sphere and dim == 2 and identity:
@@ -146,6 +158,7 @@ class ParticleScheme:
         if self.sphere and not isinstance(self.interaction, CircleFourierInteraction):
             velocity -= np.sum(velocity * x, axis=-1, keepdims=True) * x
         self.max_speed = float(np.sqrt(np.max(np.sum(velocity * velocity, axis=-1))))
+        self._field = (x, velocity)
         return velocity
 
     def stable_dt(self, cfl: float) -> float:
@@ -162,6 +175,15 @@ class ParticleScheme:
                             for q, k, v in heads)
         return cfl / max(lipschitz * self.max_speed, 1e-300)
 
+    def adaptive_dt(self, cfl: float) -> float:
+        """:meth:`stable_dt`, and once tokens have merged also ``cfl / closing_rate``
+        (:func:`solvers.clusters.closing_rate`): pairs about to coincide are resolved until they merge."""
+        bound = self.stable_dt(cfl)
+        if not self.collapser.merged:
+            return bound
+        x, velocity = self._field
+        return min(bound, cfl / max(closing_rate(x[0], velocity[0]), 1e-300))
+
     def after_step(self, x: np.ndarray, h: float) -> np.ndarray:
         """Renormalise to the sphere; with noise, a geodesic random-walk step of variance ``2 nu h``."""
         if not self.sphere:
@@ -173,6 +195,23 @@ class ParticleScheme:
             safe = np.where(length > 0, length, 1.0)
             x = np.cos(length) * x + np.sin(length) * tangent / safe
         return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+    # -- collapse ---------------------------------------------------------------------------------------
+    @staticmethod
+    def points(x: np.ndarray) -> np.ndarray:
+        """The tokens of the (single) system as unit vectors."""
+        return x[0]
+
+    def collapse(self, x: np.ndarray) -> np.ndarray:
+        """Merge tokens within ``collapse_tol`` (module docstring); ``x`` itself if none are."""
+        if not self.collapser.enabled:
+            return x
+        require(x.shape[0] == 1, "collapse_tol needs a single system (batch size 1)")
+        merged, weights = self.collapser.collapse_points(x[0], self.weights)
+        if merged is x[0]:
+            return x
+        self.weights = self.interaction.weights = weights
+        return merged[None]
 
     # -- checks and records -------------------------------------------------------------------------
     def validity(self, x: np.ndarray, t: float) -> str | None:
@@ -195,13 +234,14 @@ class ParticleScheme:
         return self.interaction.scaled_energy(x)
 
     def frame(self, x: np.ndarray) -> dict:
+        tokens = x[:, self.collapser.owner] if self.collapser.merged else x
         if self.observe is not None:
-            return self.observe(x)
-        record = {"positions": x[0].copy()}
+            return self.observe(tokens)
+        record = {"positions": tokens[0].copy()}
         if self.heads is None and self.kernel == "dot":
             record["energy"] = float(self.scaled_energy(x)[0])
         if self.dim == 2 and self.sphere:
-            record["theta"] = np.mod(np.arctan2(x[0, :, 1], x[0, :, 0]), 2 * math.pi)
+            record["theta"] = np.mod(np.arctan2(tokens[0, :, 1], tokens[0, :, 0]), 2 * math.pi)
         return record
 
     def dims(self) -> dict:

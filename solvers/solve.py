@@ -11,6 +11,8 @@ import importlib
 import math
 import shlex
 
+import numpy as np
+
 from meanfield.errors import require
 from meanfield.initial import circle_density
 from meanfield.initial_sphere import sphere_density
@@ -20,7 +22,8 @@ from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 
-from .runloop import run
+from .clusters import ClusterTracker
+from .runloop import log_save_times, run
 from .steppers import make_stepper
 
 DEFAULT_DIM = {"circle": 2, "sphere": 3, "zonal": 3}
@@ -46,6 +49,31 @@ def check_run_length(t_final, save_every):
     return float(t_final), float(min(save_every, t_final))
 
 
+def check_save_log(save_log, save_every):
+    """Frames per decade of a log time axis (``None``: the regular cadence of ``save_every``)."""
+    if save_log is None:
+        return None
+    require(save_every is None, "give --save-every or --save-log, not both")
+    require(isinstance(save_log, (int, np.integer)) and not isinstance(save_log, bool) and 1 <= save_log <= 1000,
+            f"--save-log (frames per decade) must be an integer in [1, 1000] (got {save_log!r})")
+    return int(save_log)
+
+
+def save_targets(t_final: float, save_log: int | None):
+    """The run loop's save times for a log axis, or ``None`` for the regular cadence."""
+    return None if save_log is None else log_save_times(t_final, save_log)
+
+
+def add_cluster_records(dataset, tracker: ClusterTracker | None):
+    """The merge variables and the bookkeeping settings (:mod:`solvers.clusters`) of a tracked run."""
+    if tracker is None:
+        return dataset
+    for name, variable in tracker.variables().items():
+        dataset[name] = variable
+    dataset.attrs.update(merge_distance=tracker.merge_distance, min_cluster_mass=tracker.min_mass)
+    return dataset
+
+
 def check_seed(seed):
     require(seed is None or (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0),
             f"--seed must be a non-negative integer (got {seed!r})")
@@ -65,11 +93,16 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
           dim: int | None = None, resolution: int = 256, init: str = "perturbed:1e-3", seed: int | None = 0,
           t_final: float = 10.0, save_every: float | None = None, scheme: str | None = None,
           stepper: str | None = None, rtol: float = 1e-8, atol: float | None = None, cfl: float = 0.5, resolution_tol: float = 1e-6,
-          positivity_tol: float = 1e-6, progress: bool = False, backend: str | None = None):
+          positivity_tol: float = 1e-6, progress: bool = False, backend: str | None = None,
+          save_log: int | None = None, collapse_tol: float | None = None):
     """Solve the mean-field PDE (MATH.md §2) and return the run as an ``xarray.Dataset``.
 
     ``stop_reason`` says ``"completed"`` or why the run stopped early (lost positivity,
     resolution or finiteness; interrupted); every frame saved before that is kept.
+    ``save_log``: frames per decade on a log time axis instead of every ``save_every``.
+    ``collapse_tol`` (Lagrangian only): merge nodes closer than this (default
+    :data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`, 0: never; MATH.md §5); Lagrangian runs also
+    record ``cluster_count``, ``cluster_energy`` and the merges (:mod:`solvers.clusters`).
     """
     require(geometry in SCHEMES, f"geometry must be one of {', '.join(SCHEMES)} (got {geometry!r})")
     scheme = DEFAULT_SCHEME[geometry] if scheme is None else scheme
@@ -77,16 +110,23 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
             f"--scheme must be one of {', '.join(SCHEMES[geometry])} for the {geometry} (got {scheme!r})")
     dim = DEFAULT_DIM[geometry] if dim is None else dim
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
+    save_log = check_save_log(save_log, save_every)
     t_final, save_every = check_run_length(t_final, save_every)
+    if save_log is not None:
+        save_every = None
     seed = check_seed(seed)
+    lagrangian = scheme == "lagrangian"
+    require(collapse_tol is None or lagrangian,
+            f"--collapse-tol applies to --scheme lagrangian only (got --scheme {scheme})")
     require(isinstance(rtol, float) and 0 < rtol < 1, f"--rtol must be in (0, 1) (got {rtol!r})")
     require(isinstance(cfl, (int, float)) and 0 < cfl <= 2, f"--cfl must be in (0, 2] (got {cfl!r})")
     require(0 < resolution_tol, f"--resolution-tol must be > 0 (got {resolution_tol!r})")
     require(0 <= positivity_tol, f"--positivity-tol must be >= 0 (got {positivity_tol!r})")
     scheme_cls = scheme_class(geometry, scheme)
     stepper = getattr(scheme_cls, "default_stepper", "dopri5") if stepper is None else stepper
+    options = {"collapse_tol": collapse_tol} if lagrangian else {}
     discretisation = scheme_cls(model, resolution, backend=backend, resolution_tol=resolution_tol,
-                                               positivity_tol=positivity_tol)
+                                positivity_tol=positivity_tol, **options)
     k_star = dominant_mode(model)
     require(k_star <= discretisation.basis.kmax,
             f"--resolution {resolution} keeps modes up to {discretisation.basis.kmax}, below the dominant mode "
@@ -94,11 +134,14 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
     density = INITIAL_DATA[geometry](init, discretisation, seed)
     state = discretisation.state_from_density(density)
     time_stepper = make_stepper(stepper, discretisation, cfl=cfl, rtol=rtol, atol=atol)
-    record = run(discretisation, time_stepper, state, t_final, save_every, progress=progress)
+    tracker = ClusterTracker(model.beta) if lagrangian else None
+    record = run(discretisation, time_stepper, state, t_final, save_every, progress=progress,
+                 targets=save_targets(t_final, save_log), trackers=[tracker] if tracker else ())
     settings = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "dim": model.dim,
                 "scheme": scheme, "stepper": stepper, "resolution": discretisation.resolution,
-                "init": init, "seed": seed, "t_final": t_final, "save_every": save_every,
-                "rtol": rtol, "cfl": cfl, "resolution_tol": resolution_tol, "positivity_tol": positivity_tol}
+                "init": init, "seed": seed, "t_final": t_final, "save_every": save_every, "save_log": save_log,
+                "rtol": rtol, "cfl": cfl, "resolution_tol": resolution_tol, "positivity_tol": positivity_tol,
+                "collapse_tol": collapse_tol}
     attrs = dict(settings, geometry=geometry, package_version=package_version(),
                  command=canonical_command(["solve", geometry], settings), stop_reason=record.stop_reason,
                  t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,
@@ -110,4 +153,6 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
     if static is not None:  # time-independent variables, e.g. the Lagrangian nodes' weights
         for name, variable in static().items():
             dataset[name] = variable
-    return dataset
+    if lagrangian:
+        dataset.attrs["collapse_tol_used"] = discretisation.collapser.tol
+    return add_cluster_records(dataset, tracker)
