@@ -84,6 +84,17 @@ def theory(dim, attention, beta, nu, modes, eps, as_json):
 
 
 # --------------------------------------------------------------------------------------------- solve
+def _save_options(f):
+    f = click.option("--save-log", type=int, default=None,
+                     help="Save PER_DECADE frames per decade of time (10^(j/PER_DECADE) from t = 0.01) "
+                          "instead of every --save-every.")(f)
+    return click.option("--save-every", type=float, default=None, help="Save cadence [default: t-final/100].")(f)
+
+
+def _collapse_option(text: str):
+    return click.option("--collapse-tol", type=float, default=None, help=text)
+
+
 @cli.group()
 def solve():
     """Solve the mean-field PDE from a density (circle)."""
@@ -126,9 +137,11 @@ def _solve_command(geometry: str, spec: dict):
     @click.option("--init", "init", default="perturbed:1e-3", show_default=True, help="Initial density (see README).")
     @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of perturbed starts.")
     @click.option("--t-final", type=float, required=True, help="Final time.")
-    @click.option("--save-every", type=float, default=None, help="Save cadence [default: t-final/100].")
+    @_save_options
     @click.option("--rtol", type=float, default=1e-8, show_default=True, help="Relative tolerance (dopri5).")
     @click.option("--cfl", type=float, default=0.5, show_default=True, help="Fraction of the stable step.")
+    @_collapse_option("--scheme lagrangian: merge nodes closer than this (rad); 0: never "
+                      "[default: 256 machine epsilons].")
     @click.option("--resolution-tol", type=float, default=1e-6, show_default=True,
                   help="Stop when the spectral tail exceeds max(this, 10 x its initial value) x mean.")
     @click.option("--positivity-tol", type=float, default=1e-6, show_default=True,
@@ -165,6 +178,17 @@ def _check_writable(out):
         raise InputError(f"--out: {parent} is not a folder")
 
 
+def _report_merges(dataset):
+    """The cluster count at the end and every merge, for runs that track clusters (solvers.clusters)."""
+    if "merge_time" not in dataset:
+        return
+    click.echo(f"clusters at the end: {int(dataset['cluster_count'].values[-1])}; "
+               f"{dataset.sizes['merge']} merges (centres within {dataset.attrs['merge_distance']:g} rad)")
+    for time, a, b, after in zip(*(dataset[name].values for name in
+                                   ("merge_time", "merge_mass_a", "merge_mass_b", "clusters_after_merge"))):
+        click.echo(f"  t = {time:.8g}: masses {a:.4f} + {b:.4f} -> {after} clusters")
+
+
 def _report_run(dataset, out):
     from .diagnostics import detect_clusters
 
@@ -172,6 +196,7 @@ def _report_run(dataset, out):
     click.echo(f"stop_reason: {attrs['stop_reason']}")
     click.echo(f"saved {dataset.sizes['time']} frames up to t = {float(dataset.time[-1]):.6g} "
                f"({attrs['steps']} steps, {attrs['wall_time']:.2f} s) -> {out}")
+    _report_merges(dataset)
     if attrs["geometry"] == "circle":
         clusters = detect_clusters(dataset["density"].values[-1])
         click.echo(f"clusters in the last frame: {clusters.count} (dominant mode predicted: {attrs['dominant_mode']})")
@@ -194,10 +219,12 @@ def _report_run(dataset, out):
 @click.option("--qkv", type=click.Choice(["identity", "repulsive", "random"]), default="identity",
               show_default=True, help="Q = K = V = I; V = -I; or random Gaussian matrices from --seed.")
 @click.option("--t-final", type=float, required=True, help="Final time.")
-@click.option("--save-every", type=float, default=None, help="Save cadence [default: t-final/100].")
+@_save_options
 @click.option("--stepper", default="dopri5", show_default=True, help="Time stepper: dopri5, rk4, etdrk4.")
 @click.option("--rtol", type=float, default=1e-8, show_default=True, help="Relative tolerance (dopri5).")
 @click.option("--cfl", type=float, default=0.5, show_default=True, help="Fraction of the stable step.")
+@_collapse_option("Merge tokens closer than this (rad); 0: never [default: 256 machine epsilons "
+                  "without noise; refused with --nu > 0].")
 @click.option("--dt-max", type=float, default=None, help="Largest step (noise splitting step) [default: 1e-2 with noise].")
 @click.option("--out", type=click.Path(dir_okay=False), default="particles.nc", show_default=True,
               help="netCDF output.")
@@ -219,6 +246,7 @@ def particles(out, no_progress, **settings):
     click.echo(f"stop_reason: {dataset.attrs['stop_reason']}")
     click.echo(f"saved {dataset.sizes['time']} frames up to t = {float(dataset.time[-1]):.6g} "
                f"({dataset.attrs['steps']} steps, {dataset.attrs['wall_time']:.2f} s) -> {out}")
+    _report_merges(dataset)
     if dataset.attrs["stop_reason"].startswith("interrupted"):
         raise click.exceptions.Exit(EXIT_INTERRUPTED)
 

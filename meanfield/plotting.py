@@ -10,6 +10,10 @@
     linear theory of MATH.md §2.3, ``|rho_hat_k(0)| exp(lambda_k t)`` (dashed, same
     colour), which :func:`theory_curves` returns as numbers.
 
+Runs saved on a log time axis (``--save-log``) are drawn against ``log t`` (the frame at
+``t = 0`` is left out of those axes); runs that track clusters (:mod:`solvers.clusters`) add the
+point-cluster energy of every plateau (dashed) and the merge times (dotted) to panel (b).
+
 Only the object-oriented matplotlib API is used (no ``pyplot`` state), so this
 works under the Agg backend, in scripts and in threads.
 """
@@ -142,8 +146,16 @@ def pool_columns(x, values, columns: int = HEAT_MAP_COLUMNS):
     return np.add.reduceat(x, starts) / sizes, np.add.reduceat(values, starts, axis=-1) / sizes
 
 
-def _heat_map(fig: Figure, ax, x, times, values, label: str, zero: str = r"$\leq 0$") -> None:
+def log_time_axis(dataset) -> bool:
+    """Whether the run was saved on a log time axis (``save_log`` attribute)."""
+    return str(dataset.attrs.get("save_log", "none")) != "none"
+
+
+def _heat_map(fig: Figure, ax, x, times, values, label: str, zero: str = r"$\leq 0$", log: bool = False) -> None:
     x, values = pool_columns(x, values)
+    if log:
+        times, values = times[times > 0], values[times > 0]
+        ax.set_yscale("log")
     cmap = mpl.colormaps[COLORMAP].with_extremes(bad="white")
     mesh = ax.pcolormesh(x, times, values, shading="nearest", cmap=cmap, norm=_density_norm(values),
                          rasterized=True)
@@ -154,14 +166,16 @@ def _heat_map(fig: Figure, ax, x, times, values, label: str, zero: str = r"$\leq
 
 def _density_panel(fig: Figure, ax, dataset) -> None:
     density = np.asarray(dataset["density"].values, dtype=float)
-    _heat_map(fig, ax, dataset["theta"].values, dataset["time"].values, density, r"$\rho$")
+    _heat_map(fig, ax, dataset["theta"].values, dataset["time"].values, density, r"$\rho$",
+              log=log_time_axis(dataset))
     _theta_axis(ax)
     ax.set_title(r"(a) density $\rho(t,\theta)$")
 
 
 def _zonal_density_panel(fig: Figure, ax, dataset) -> None:
     density = np.asarray(dataset["density"].values, dtype=float)
-    _heat_map(fig, ax, dataset["polar"].values, dataset["time"].values, density, r"$\rho$")
+    _heat_map(fig, ax, dataset["polar"].values, dataset["time"].values, density, r"$\rho$",
+              log=log_time_axis(dataset))
     _polar_axis(ax)
     ax.set_title(r"(a) zonal density $\rho(t,\vartheta)$")
 
@@ -218,7 +232,8 @@ def _token_histogram_panel(fig: Figure, ax, dataset, bins: int = 128) -> None:
     weights = dataset["weights"].values
     counts = np.array([np.histogram(frame, edges, weights=weights)[0] for frame in dataset["theta"].values])
     density = counts / (edges[1] - edges[0])
-    _heat_map(fig, ax, 0.5 * (edges[1:] + edges[:-1]), dataset["time"].values, density, "token density", "empty")
+    _heat_map(fig, ax, 0.5 * (edges[1:] + edges[:-1]), dataset["time"].values, density, "token density", "empty",
+              log=log_time_axis(dataset))
     _theta_axis(ax)
     ax.set_title(f"(a) tokens: histogram of angles (n = {dataset.sizes['particle']})")
 
@@ -230,7 +245,8 @@ def _inner_product_panel(fig: Figure, ax, dataset, bins: int = 100) -> None:
     for frame in dataset["positions"].values:
         gram = frame @ frame.T
         rows.append(np.histogram(gram[~np.eye(len(frame), dtype=bool)], edges, density=True)[0])
-    _heat_map(fig, ax, 0.5 * (edges[1:] + edges[:-1]), dataset["time"].values, np.array(rows), "density", "empty")
+    _heat_map(fig, ax, 0.5 * (edges[1:] + edges[:-1]), dataset["time"].values, np.array(rows), "density", "empty",
+              log=log_time_axis(dataset))
     ax.set_xlabel(r"$\langle x_i, x_j \rangle$")
     ax.set_title(f"(a) pairwise inner products (n = {dataset.sizes['particle']}, d = {dataset.attrs['dim']})")
 
@@ -249,17 +265,27 @@ def _clustered_fraction_panel(ax, dataset, delta: float = 1e-3) -> None:
 
 def _time_axis(ax, dataset) -> None:
     times = dataset["time"].values
-    if times[-1] > times[0]:
+    if log_time_axis(dataset):
+        ax.set_xscale("log")
+        times = times[times > 0]
+    if times.size and times[-1] > times[0]:
         ax.set_xlim(float(times[0]), float(times[-1]))
-    ax.set_xlabel("time $t$")
+    ax.set_xlabel("time $t$" + (" (log scale)" if log_time_axis(dataset) else ""))
     ax.grid(True, alpha=0.3)
 
 
 def _energy_panel(ax, dataset) -> None:
-    ax.plot(dataset["time"].values, dataset["energy"].values, color="k", lw=1.5)
+    ax.plot(dataset["time"].values, dataset["energy"].values, color="k", lw=1.5, label="run")
+    if "cluster_energy" in dataset:
+        ax.plot(dataset["time"].values, dataset["cluster_energy"].values, color="tab:orange", lw=1.2, ls="--",
+                label="clusters as points (MATH.md §5)")
+    for index, time in enumerate(dataset["merge_time"].values if "merge_time" in dataset else []):
+        ax.axvline(float(time), color="tab:blue", lw=0.8, ls=":", label="merges" if index == 0 else None)
     _time_axis(ax, dataset)
     ax.set_ylabel(r"$e^{-\beta} E(\rho)$")
     ax.set_title("(b) scaled interaction energy")
+    if "cluster_energy" in dataset:
+        ax.legend(fontsize="small", loc="lower right")
 
 
 def _clipped(curve: np.ndarray, ceiling: float) -> np.ndarray:
