@@ -103,7 +103,7 @@ def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start
     """Integrate the K-point ODE from ``t_start`` and record every merge (see the module docstring).
 
     Stops when one point is left or at ``t_final``; with ``t_final = inf`` a configuration that
-    never merges (e.g. two exactly antipodal points) is integrated to ``1e15`` and reported as is.
+    does not merge by ``t = 1e15`` is reported as it is then.
     """
     from scipy.integrate import solve_ivp
 

@@ -15,7 +15,7 @@ Bookkeeping (:class:`ClusterTracker`, one definition used by the solvers and the
 :mod:`meanfield.cluster_dynamics`):
 
 * a *cluster* is a group of nodes linked at distance < :data:`MERGE_DISTANCE` (1e-3 rad,
-  single linkage through each node's 16 nearest neighbours) whose mass is at least
+  single linkage through each distinct position's 16 nearest neighbours) whose mass is at least
   ``min_mass`` (default :data:`MIN_CLUSTER_MASS` = 1e-2; stray nodes in the valleys between
   clusters carry far less); ``cluster_count(time)`` counts them in every frame and
   ``cluster_energy(time)`` is the point-cluster energy of MATH.md §5 of all groups
@@ -67,16 +67,20 @@ def link_groups(points: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
     from scipy.sparse.csgraph import connected_components
     from scipy.spatial import cKDTree
 
+    if points.shape[0] < 2:
+        return np.zeros(points.shape[0], dtype=int), points.shape[0]
+    points, positions = np.unique(points, axis=0, return_inverse=True)   # identical positions first
+    positions = positions.ravel()
     n = points.shape[0]
     if n < 2:
-        return np.zeros(n, dtype=int), n
+        return np.zeros(positions.size, dtype=int), 1
     neighbours = min(LINK_NEIGHBOURS + 1, n)
     distance, index = cKDTree(points).query(points, k=neighbours, distance_upper_bound=2 * math.sin(radius / 2))
     rows = np.repeat(np.arange(n), neighbours).reshape(n, neighbours)
     linked = np.isfinite(distance)
     graph = coo_matrix((np.ones(int(linked.sum())), (rows[linked], index[linked])), shape=(n, n))
     count, labels = connected_components(graph, directed=False)
-    return labels, count
+    return labels[positions], count
 
 
 def closing_rate(points: np.ndarray, velocities: np.ndarray) -> float:
@@ -96,6 +100,16 @@ def merge_points(points: np.ndarray, weights: np.ndarray, labels: np.ndarray, co
     sums = np.stack([np.bincount(labels, weights * points[:, i], minlength=count)
                      for i in range(points.shape[1])], axis=-1)
     return sums / np.linalg.norm(sums, axis=-1, keepdims=True), masses
+
+
+def frame_clusters(dataset, index: int, merge_distance: float = MERGE_DISTANCE, min_mass: float = MIN_CLUSTER_MASS):
+    """Centres (unit vectors) and masses of the clusters in frame ``index`` of a run that saved
+    ``positions`` and ``weights`` (Lagrangian nodes, particles), by the definition above."""
+    points = np.asarray(dataset["positions"].values[index], dtype=float)
+    labels, count = link_groups(points, merge_distance)
+    centres, masses = merge_points(points, np.asarray(dataset["weights"].values, dtype=float), labels, count)
+    keep = masses >= min_mass
+    return centres[keep], masses[keep]
 
 
 class NodeCollapse:

@@ -176,10 +176,10 @@ class ParticleScheme:
         return cfl / max(lipschitz * self.max_speed, 1e-300)
 
     def adaptive_dt(self, cfl: float) -> float:
-        """:meth:`stable_dt`, and once tokens have merged also ``cfl / closing_rate``
+        """:meth:`stable_dt`, and with collapse also ``cfl / closing_rate``
         (:func:`solvers.clusters.closing_rate`): pairs about to coincide are resolved until they merge."""
         bound = self.stable_dt(cfl)
-        if not self.collapser.merged:
+        if not self.collapser.enabled:
             return bound
         x, velocity = self._field
         return min(bound, cfl / max(closing_rate(x[0], velocity[0]), 1e-300))

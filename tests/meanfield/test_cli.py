@@ -85,12 +85,26 @@ BAD = [
     (["solve", "circle", "--beta", "1", "--t-final", "1", "--dim", "3"], "--dim"),
     (["solve", "circle", "--beta", "1", "--t-final", "1", "--seed", "-3"], "--seed"),
     (["plot", "missing.nc"], "no such file"),
+    (["solve", "circle", "--scheme", "lagrangian", "--beta", "4", "--t-final", "1", "--collapse-tol", "-1"],
+     "--collapse-tol must be a distance in [0, 0.1)"),
+    (["solve", "circle", "--scheme", "lagrangian", "--beta", "4", "--t-final", "1", "--collapse-tol", "nan"],
+     "--collapse-tol"),
+    (["solve", "circle", "--scheme", "fv", "--beta", "4", "--t-final", "1", "--collapse-tol", "1e-12"],
+     "--collapse-tol applies to --scheme lagrangian only"),
+    (["solve", "circle", "--scheme", "lagrangian", "--beta", "4", "--t-final", "1", "--save-log", "0"],
+     "--save-log (frames per decade) must be an integer in [1, 1000]"),
+    (["solve", "circle", "--beta", "4", "--t-final", "1", "--save-log", "5", "--save-every", "0.1"],
+     "--save-every or --save-log, not both"),
+    (["particles", "--n", "8", "--beta", "1", "--nu", "0.1", "--t-final", "1", "--collapse-tol", "1e-12"],
+     "--collapse-tol needs --nu 0"),
+    (["particles", "--n", "8", "--beta", "1", "--t-final", "1", "--save-log", "0"], "--save-log"),
+    (["particles", "--n", "8", "--beta", "1", "--t-final", "1", "--collapse-tol", "inf"], "--collapse-tol"),
 ]
 
 
 @pytest.mark.parametrize("args, words", BAD)
 def test_bad_input_is_one_line_and_exit_2(args, words, capsys, tmp_path):
-    code, out, err = run_cli(capsys, *args, *(["--out", tmp_path / "x.nc"] if args[0] == "solve" else []))
+    code, out, err = run_cli(capsys, *args, *(["--out", tmp_path / "x.nc"] if args[0] in ("solve", "particles") else []))
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("meanfield: error:") and words in err
     assert not (tmp_path / "x.nc").exists()
