@@ -377,6 +377,9 @@ _bench_command("bench-particles", "bench_particles",
 _bench_command("bench-sphere", "bench_sphere",
                "Benchmark: one S^2 right-hand side against the bare ducc0 transforms it performs.",
                "Fewer degrees and shorter timings.")
+_bench_command("bench-staircase", "bench_staircase",
+               "Benchmark: simulated time per wall-second with and without collapse of coincident nodes.",
+               "Shorter runs without collapse.")
 _bench_command("bench-cluster-schemes", "bench_cluster_schemes",
                "Benchmark: finite-volume rhs vs its FFTs and the spectral rhs; Lagrangian O(N M) vs direct O(N^2).",
                "Fewer sizes and shorter timings.")
