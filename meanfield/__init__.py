@@ -10,6 +10,8 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
 * :func:`solve` — run the PDE, returns an ``xarray.Dataset``; :func:`load_run`, :func:`save_run`.
 * :func:`plot_run` — the standard figure of a run.
 * :mod:`meanfield.gaussian` — the Castin et al. mean/covariance ODEs (MATH.md §3).
+* cluster dynamics — :func:`cluster_history` (the K-point ODE and its merges),
+  :func:`plateau_estimate`, :func:`point_energy` (MATH.md §5).
 """
 
 from importlib.metadata import PackageNotFoundError, version as _version
@@ -20,6 +22,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0+unknown"
 
 from . import gaussian
+from .cluster_dynamics import cluster_history, plateau_estimate, point_energy
 from .diagnostics import detect_clusters, fit_growth_rates, interaction_energy
 from .errors import InputError
 from .geometry import sphere_area
@@ -41,6 +44,6 @@ def plot_run(dataset, path=None, modes=None):
     return _plot_run(dataset, path, modes)
 
 
-__all__ = ["gaussian", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
+__all__ = ["cluster_history", "plateau_estimate", "point_energy", "gaussian", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
            "growth_rates", "load_run", "save_run", "scaled_funk_hecke", "solve", "sphere_area",
            "__version__"]

@@ -448,6 +448,11 @@ _study_command("noise-transition", "noise_transition", "noise-transition-study",
                "perturbed and a clustered start, checked against the zero-flux fixed point.")
 
 
+_study_command("staircase", "staircase", "staircase-study",
+               "The metastable staircase: formation, every merge and one cluster (circle at several beta, "
+               "particles, S^2) against the K-point ODE of MATH.md §5.")
+
+
 _study_command("gaussian", "gaussian", "gaussian-study",
                "Gaussian tokens: particle moments against the Castin et al. ODEs, error against n.")
 

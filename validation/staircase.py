@@ -1,0 +1,215 @@
+"""The whole metastable staircase against the K-point ODE (MATH.md §5): ``meanfield validate staircase``.
+
+For every case (circle SA at several beta from a ``perturbed:EPS`` density with Lagrangian nodes,
+the same beta from i.i.d. tokens, and S^2 at one beta with Lagrangian nodes) one run goes to
+``t_final`` on a log time axis with coincident nodes collapsing (:mod:`solvers.clusters`).  Then:
+
+* ``t_ref``: the first saved frame at which the clusters are points (the run's energy equals the
+  point-cluster energy to 1e-8 relative) -- "just after formation";
+* the count there against the dominant mode ``k*`` of the linear theory (MATH.md §2.3);
+* every later merge of the run against :func:`meanfield.cluster_dynamics.cluster_history`, the
+  K-point ODE started from the clusters at ``t_ref`` (same 1e-3 rad definition of a merge);
+* the first merge against the plateau estimate ``exp(beta (1 - cos D))`` of the nearest pair at
+  ``t_ref``: across beta, the fitted slope of ``log t_merge`` against beta beside the slope of the
+  log of the estimate;
+* the energy on every plateau against the K-point ODE's plateau energies.
+
+Output (``out_dir``): ``staircase.nc`` (one row per case), ``staircase.png`` (cluster angles
+against log t, marker area = mass; energy staircases with the predicted plateaus dashed).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from meanfield.cluster_dynamics import cluster_history, plateau_estimate
+from meanfield.model import Model
+from meanfield.storage import save_run
+from meanfield.theory import dominant_mode
+from solvers.clusters import frame_clusters
+from solvers.particle_run import simulate
+from solvers.solve import solve
+
+FULL = {"betas": (4.0, 6.0, 9.0, 12.0), "nodes": 512, "tokens": 2048, "sphere_beta": 9.0, "sphere_lmax": 31,
+        "t_final": 1e12, "eps": 1e-4}
+QUICK = {"betas": (4.0, 6.0, 9.0), "nodes": 256, "tokens": 1024, "sphere_beta": 4.0, "sphere_lmax": 10,
+         "t_final": 1e10, "eps": 1e-3}
+#: The clusters are points once the run's energy equals their point energy to this (relative).
+POINT_TOL = 1e-8
+
+
+def _cases(preset: dict, seed: int) -> list[tuple[str, float, callable]]:
+    common = dict(seed=seed, t_final=preset["t_final"], save_log=20)
+    cases = []
+    for beta in preset["betas"]:
+        cases.append(("lagrangian", beta, lambda beta=beta: solve(
+            "circle", scheme="lagrangian", beta=beta, resolution=preset["nodes"],
+            init=f"perturbed:{preset['eps']:g}", **common)))
+        cases.append(("particles", beta, lambda beta=beta: simulate(
+            dim=2, n=preset["tokens"], beta=beta, init="uniform", **common)))
+    cases.append(("sphere", preset["sphere_beta"], lambda: solve(
+        "sphere", scheme="lagrangian", beta=preset["sphere_beta"], resolution=preset["sphere_lmax"],
+        init=f"perturbed:{preset['eps']:g}", **common)))
+    return cases
+
+
+def reference_frame(run) -> int:
+    """The first frame at which the clusters are points (see the module docstring); the last if none."""
+    gap = np.abs(run["energy"].values - run["cluster_energy"].values) / run["energy"].values
+    points = np.nonzero((gap <= POINT_TOL) & (run["cluster_count"].values > 0) & (run.time.values > 0))[0]
+    return int(points[0]) if points.size else run.sizes["time"] - 1
+
+
+def analyse(run, source: str, beta: float) -> dict:
+    """One row of the study's table (module docstring)."""
+    model = Model(attention="sa", beta=beta, dim=int(run.attrs["dim"]))
+    start = reference_frame(run)
+    t_ref = float(run.time[start])
+    centres, masses = frame_clusters(run, start)
+    theory = cluster_history(centres, masses, beta, t_start=t_ref, t_final=float(run.time[-1]))
+    measured = run["merge_time"].values
+    measured = measured[measured > t_ref]
+    paired = min(measured.size, len(theory.merge_times))
+    errors = np.abs(measured[:paired] / np.array(theory.merge_times[:paired]) - 1.0) if paired else np.array([])
+    plateau_gap = _plateau_energy_gap(run, theory)
+    return {"source": source, "beta": beta, "k_star": dominant_mode(model), "t_ref": t_ref,
+            "count_at_ref": int(run["cluster_count"].values[start]), "final_count": int(run["cluster_count"].values[-1]),
+            "merges_run": int(measured.size), "merges_theory": len(theory.merge_times),
+            "merge_rel_err": float(errors.max()) if errors.size else math.nan,
+            "first_merge_run": float(measured[0]) if measured.size else math.nan,
+            "first_merge_theory": float(theory.merge_times[0]) if theory.merge_times else math.nan,
+            "plateau_estimate": plateau_estimate(centres, beta), "plateau_energy_gap": plateau_gap,
+            "stop_reason": run.attrs["stop_reason"], "wall_time": float(run.attrs["wall_time"])}
+
+
+def _plateau_energy_gap(run, theory) -> float:
+    """Largest relative gap between the run's energy and the K-point ODE's energy of the same plateau,
+    over frames after ``t_ref`` and away (a factor 1.5) from every merge."""
+    times, energy = run.time.values, run["energy"].values
+    starts = np.array([p[0] for p in theory.plateaus])
+    levels = np.array([p[2] for p in theory.plateaus])
+    merges = np.array(theory.merge_times)
+    keep = (times >= starts[0]) & np.all(np.abs(np.log(times[:, None] / merges[None, :])) > math.log(1.5), axis=1) \
+        if merges.size else times >= starts[0]
+    if not keep.any():
+        return math.nan
+    predicted = levels[np.searchsorted(starts, times[keep], side="right") - 1]
+    return float(np.max(np.abs(energy[keep] / predicted - 1.0)))
+
+
+def fitted_slopes(rows: list[dict], source: str) -> tuple[float, float]:
+    """Slopes against beta of ``log t_merge`` (run) and of ``log exp(beta (1 - cos D))`` (estimate)."""
+    chosen = [r for r in rows if r["source"] == source and np.isfinite(r["first_merge_run"])]
+    if len(chosen) < 2:
+        return math.nan, math.nan
+    betas = np.array([r["beta"] for r in chosen])
+    merged = np.polyfit(betas, np.log([r["first_merge_run"] - r["t_ref"] for r in chosen]), 1)[0]
+    estimate = np.polyfit(betas, np.log([r["plateau_estimate"] for r in chosen]), 1)[0]
+    return float(merged), float(estimate)
+
+
+def run_study(quick: bool = False, out_dir="staircase-study", seed: int = 0) -> xr.Dataset:
+    preset = QUICK if quick else FULL
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    rows, runs = [], {}
+    for source, beta, runner in _cases(preset, seed):
+        run = runner()
+        runs[(source, beta)] = run
+        save_run(run, out / f"{source}-beta{beta:g}.nc")
+        rows.append(analyse(run, source, beta))
+    table = xr.Dataset({key: ("case", [row[key] for row in rows]) for key in rows[0]},
+                       attrs={"study": "staircase", "quick": int(quick), "seed": seed,
+                              "wall_time": time.perf_counter() - start,
+                              "command": f"meanfield validate staircase{' --quick' if quick else ''} --out-dir {out_dir}",
+                              **{f"preset_{k}": str(v) for k, v in preset.items()}})
+    for source in ("lagrangian", "particles"):
+        measured, estimate = fitted_slopes(rows, source)
+        table.attrs[f"slope_{source}"] = measured
+        table.attrs[f"slope_estimate_{source}"] = estimate
+    table.to_netcdf(out / "staircase.nc")
+    plot_study(runs, rows, out / "staircase.png")
+    return table
+
+
+def plot_study(runs: dict, rows: list[dict], path) -> None:
+    """Cluster angles against log t (circle, marker area = mass) and energy staircases with predictions."""
+    from matplotlib.figure import Figure
+
+    circle = [key for key in runs if key[0] != "sphere"]
+    fig = Figure(figsize=(16, 4 + 2.2 * math.ceil(len(circle) / 2)), layout="constrained")
+    grid = fig.add_gridspec(math.ceil(len(circle) / 2) + 1, 2)
+    for index, key in enumerate(circle):
+        ax = fig.add_subplot(grid[index // 2, index % 2])
+        run = runs[key]
+        for frame in range(run.sizes["time"]):
+            if run.time.values[frame] <= 0:
+                continue
+            centres, masses = frame_clusters(run, frame)
+            angles = np.mod(np.arctan2(centres[:, 1], centres[:, 0]), 2 * math.pi)
+            ax.scatter(np.full(angles.size, run.time.values[frame]), angles, s=60 * masses, color="k", lw=0)
+        for time_ in run["merge_time"].values:
+            ax.axvline(time_, color="tab:blue", ls=":", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_ylim(0, 2 * math.pi)
+        ax.set_ylabel("cluster angle")
+        ax.set_title(f"{key[0]}, beta = {key[1]:g}: cluster centres (area = mass), merges dotted", fontsize="medium")
+    ax = fig.add_subplot(grid[-1, :])
+    colours = iter(["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9"])
+    for key, row in zip(runs, rows):
+        run, colour = runs[key], next(colours)
+        positive = run.time.values > 0
+        ax.plot(run.time.values[positive], run["energy"].values[positive], color=colour, lw=1.4,
+                label=f"{key[0]} beta {key[1]:g}")
+        start = int(np.argmin(np.abs(run.time.values - row["t_ref"])))
+        history = cluster_history(*frame_clusters(run, start), key[1], t_start=row["t_ref"],
+                                  t_final=float(run.time[-1]))
+        ends = [p[0] for p in history.plateaus[1:]] + [float(run.time[-1])]
+        for (begin, _, level), end in zip(history.plateaus, ends):
+            ax.hlines(level, begin, end, color=colour, ls="--", lw=1.0)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("time t (log scale)")
+    ax.set_ylabel(r"$e^{-\beta} E$")
+    ax.set_title("energy staircases; dashed: plateau energies of the K-point ODE from t_ref", fontsize="medium")
+    ax.legend(fontsize="x-small", ncol=3)
+    fig.savefig(path, dpi=110)
+
+
+def format_table(table: xr.Dataset) -> str:
+    header = (f"{'source':>10} {'beta':>5} {'k*':>3} {'count':>5} {'t_ref':>8} {'merges':>7} {'theory':>6} "
+              f"{'max rel err':>11} {'first merge':>11} {'K-point':>11} {'exp(b(1-cosD))':>14} "
+              f"{'final':>5} {'E gap':>8} {'wall s':>7}")
+    lines = [header]
+    for i in range(table.sizes["case"]):
+        r = {key: table[key].values[i] for key in table.data_vars}
+        lines.append(f"{r['source']:>10} {r['beta']:>5g} {r['k_star']:>3} {r['count_at_ref']:>5} {r['t_ref']:>8.3g} "
+                     f"{r['merges_run']:>7} {r['merges_theory']:>6} {r['merge_rel_err']:>11.2e} "
+                     f"{r['first_merge_run']:>11.4g} {r['first_merge_theory']:>11.4g} {r['plateau_estimate']:>14.4g} "
+                     f"{r['final_count']:>5} {r['plateau_energy_gap']:>8.1e} {r['wall_time']:>7.1f}")
+    for source in ("lagrangian", "particles"):
+        lines.append(f"{source}: slope of log(first merge - t_ref) against beta {table.attrs[f'slope_{source}']:.3f}; "
+                     f"of log exp(beta (1 - cos D)) {table.attrs[f'slope_estimate_{source}']:.3f}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> xr.Dataset:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out-dir", default="staircase-study")
+    args = parser.parse_args(argv)
+    table = run_study(args.quick, args.out_dir)
+    print(format_table(table))
+    return table
+
+
+if __name__ == "__main__":
+    main()
