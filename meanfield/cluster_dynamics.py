@@ -82,6 +82,21 @@ def plateau_estimate(centres, beta: float) -> float:
     return math.exp(beta * (1.0 - math.cos(float(gaps.min()))))
 
 
+def _join_close(points: np.ndarray, masses: np.ndarray, merge_distance: float):
+    """Centres already within ``merge_distance`` at the start have merged: one point each (mass-weighted)."""
+    while points.shape[0] > 1:
+        gaps = angles_between(points)
+        np.fill_diagonal(gaps, np.inf)
+        a, b = np.unravel_index(int(np.argmin(gaps)), gaps.shape)
+        if gaps[a, b] >= merge_distance:
+            break
+        merged = masses[a] * points[a] + masses[b] * points[b]
+        keep = [i for i in range(points.shape[0]) if i not in (a, b)]
+        points = np.vstack((points[keep], merged / np.linalg.norm(merged)))
+        masses = np.append(masses[keep], masses[a] + masses[b])
+    return points, masses
+
+
 @dataclass
 class ClusterHistory:
     """What :func:`cluster_history` found: each merge's time, the two masses, the count after it."""
@@ -116,6 +131,7 @@ def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start
     end = min(t_final, 1e15)
     history = ClusterHistory()
     t = float(t_start)
+    points, masses = _join_close(points, masses, merge_distance)
     history.plateaus.append((t, points.shape[0], point_energy(points, masses, beta)))
     while points.shape[0] > 1 and t < end:
         count, dim = points.shape
@@ -142,13 +158,10 @@ def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start
         if not hit:
             break
         a, b = pairs[hit[0]]
-        merged = masses[a] * points[a] + masses[b] * points[b]
         history.merge_times.append(t)
         history.mass_a.append(float(masses[a]))
         history.mass_b.append(float(masses[b]))
-        keep = [i for i in range(count) if i not in (a, b)]
-        points = np.vstack((points[keep], merged / np.linalg.norm(merged)))
-        masses = np.append(masses[keep], masses[a] + masses[b])
+        points, masses = _join_close(points, masses, merge_distance * (1 + 1e-9))
         history.count_after.append(points.shape[0])
         history.plateaus.append((t, points.shape[0], point_energy(points, masses, beta)))
     history.points, history.masses, history.t_end = points, masses, t

@@ -15,7 +15,8 @@ Bookkeeping (:class:`ClusterTracker`, one definition used by the solvers and the
 :mod:`meanfield.cluster_dynamics`):
 
 * a *cluster* is a group of nodes linked at distance < :data:`MERGE_DISTANCE` (1e-3 rad,
-  single linkage through each distinct position's 16 nearest neighbours) whose mass is at least
+  single linkage through each distinct position's 16 nearest neighbours, then groups whose centres
+  are that close are joined) whose mass is at least
   ``min_mass`` (default :data:`MIN_CLUSTER_MASS` = 1e-2; stray nodes in the valleys between
   clusters carry far less); ``cluster_count(time)`` counts them in every frame and
   ``cluster_energy(time)`` is the point-cluster energy of MATH.md §5 of all groups
@@ -80,7 +81,22 @@ def link_groups(points: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
     linked = np.isfinite(distance)
     graph = coo_matrix((np.ones(int(linked.sum())), (rows[linked], index[linked])), shape=(n, n))
     count, labels = connected_components(graph, directed=False)
+    while count > 1:     # groups whose centres are within the radius are one group (dense sub-clusters)
+        centres, _ = merge_points(points, np.ones(n), labels, count)
+        outer, inner = link_groups_once(centres, radius)
+        if inner == count:
+            break
+        labels, count = outer[labels], inner
     return labels[positions], count
+
+
+def link_groups_once(centres: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
+    """Connected components of the centres within chord ``2 sin(radius / 2)`` (all pairs: few centres)."""
+    from scipy.sparse.csgraph import connected_components
+
+    chord = np.linalg.norm(centres[:, None, :] - centres[None, :, :], axis=-1)
+    count, labels = connected_components(chord < 2 * math.sin(radius / 2), directed=False)
+    return labels, count
 
 
 def closing_rate(points: np.ndarray, velocities: np.ndarray) -> float:

@@ -90,7 +90,8 @@ def analyse(run, source: str, beta: float) -> dict:
 def _plateau_energy_gap(run, theory) -> float:
     """Largest relative gap between the run's energy and the K-point ODE's energy of the same plateau,
     over frames after ``t_ref`` and away (a factor 1.5) from every merge."""
-    times, energy = run.time.values, run["energy"].values
+    positive = run.time.values > 0
+    times, energy = run.time.values[positive], run["energy"].values[positive]
     starts = np.array([p[0] for p in theory.plateaus])
     levels = np.array([p[2] for p in theory.plateaus])
     merges = np.array(theory.merge_times)
