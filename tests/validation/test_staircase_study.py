@@ -1,0 +1,26 @@
+"""The staircase study's analysis (validation/staircase.py) on a small Lagrangian run."""
+
+import numpy as np
+import pytest
+
+from solvers.solve import solve
+from validation.staircase import analyse, fitted_slopes, plot_study
+
+
+def test_analysis_matches_the_k_point_ode_and_draws_the_figure(tmp_path):
+    runs, rows = {}, []
+    for beta in (4.0, 6.0):
+        run = solve("circle", scheme="lagrangian", beta=beta, resolution=256, init="perturbed:1e-3", seed=0,
+                    t_final=1e8, save_log=10)
+        runs[("lagrangian", beta)] = run
+        rows.append(analyse(run, "lagrangian", beta))
+    for row in rows:
+        assert row["stop_reason"] == "completed" and row["final_count"] == 1
+        assert row["merges_run"] == row["merges_theory"] >= 1
+        assert row["merge_rel_err"] < 1e-3
+        assert row["first_merge_run"] == pytest.approx(row["first_merge_theory"], rel=1e-3)
+    assert rows[0]["count_at_ref"] == rows[0]["k_star"] == 3
+    measured, estimate = fitted_slopes(rows, "lagrangian")
+    assert np.isfinite(measured) and np.isfinite(estimate)
+    plot_study(runs, rows, tmp_path / "staircase.png")
+    assert (tmp_path / "staircase.png").stat().st_size > 10_000
