@@ -90,11 +90,15 @@ def _join_close(points: np.ndarray, masses: np.ndarray, merge_distance: float):
         a, b = np.unravel_index(int(np.argmin(gaps)), gaps.shape)
         if gaps[a, b] >= merge_distance:
             break
-        merged = masses[a] * points[a] + masses[b] * points[b]
-        keep = [i for i in range(points.shape[0]) if i not in (a, b)]
-        points = np.vstack((points[keep], merged / np.linalg.norm(merged)))
-        masses = np.append(masses[keep], masses[a] + masses[b])
+        points, masses = _join(points, masses, a, b)
     return points, masses
+
+
+def _join(points: np.ndarray, masses: np.ndarray, a: int, b: int):
+    """Points ``a`` and ``b`` replaced by one point with their summed mass at their weighted mean direction."""
+    merged = masses[a] * points[a] + masses[b] * points[b]
+    keep = [i for i in range(points.shape[0]) if i not in (a, b)]
+    return np.vstack((points[keep], merged / np.linalg.norm(merged))), np.append(masses[keep], masses[a] + masses[b])
 
 
 @dataclass
@@ -161,7 +165,8 @@ def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start
         history.merge_times.append(t)
         history.mass_a.append(float(masses[a]))
         history.mass_b.append(float(masses[b]))
-        points, masses = _join_close(points, masses, merge_distance * (1 + 1e-9))
+        points, masses = _join(points, masses, a, b)
+        points, masses = _join_close(points, masses, merge_distance)
         history.count_after.append(points.shape[0])
         history.plateaus.append((t, points.shape[0], point_energy(points, masses, beta)))
     history.points, history.masses, history.t_end = points, masses, t

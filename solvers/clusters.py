@@ -64,8 +64,6 @@ def resolve_collapse_tol(collapse_tol, nu: float) -> float:
 
 def link_groups(points: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
     """Group labels of unit vectors linked at chord distance < ``2 sin(radius / 2)`` (see the module docstring)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
     from scipy.spatial import cKDTree
 
     if points.shape[0] < 2:
@@ -75,28 +73,31 @@ def link_groups(points: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
     n = points.shape[0]
     if n < 2:
         return np.zeros(positions.size, dtype=int), 1
+    chord = 2 * math.sin(radius / 2)
     neighbours = min(LINK_NEIGHBOURS + 1, n)
-    distance, index = cKDTree(points).query(points, k=neighbours, distance_upper_bound=2 * math.sin(radius / 2))
+    distance, index = cKDTree(points).query(points, k=neighbours, distance_upper_bound=chord)
     rows = np.repeat(np.arange(n), neighbours).reshape(n, neighbours)
     linked = np.isfinite(distance)
-    graph = coo_matrix((np.ones(int(linked.sum())), (rows[linked], index[linked])), shape=(n, n))
-    count, labels = connected_components(graph, directed=False)
+    count, labels = _components(rows[linked], index[linked], n)
     while count > 1:     # groups whose centres are within the radius are one group (dense sub-clusters)
         centres, _ = merge_points(points, np.ones(n), labels, count)
-        outer, inner = link_groups_once(centres, radius)
-        if inner == count:
+        pairs = cKDTree(centres).query_pairs(chord, output_type="ndarray")
+        if pairs.shape[0] == 0:
             break
-        labels, count = outer[labels], inner
+        joined, outer = _components(pairs[:, 0], pairs[:, 1], count)
+        if joined == count:
+            break
+        labels, count = outer[labels], joined
     return labels[positions], count
 
 
-def link_groups_once(centres: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
-    """Connected components of the centres within chord ``2 sin(radius / 2)`` (all pairs: few centres)."""
+def _components(rows: np.ndarray, columns: np.ndarray, size: int) -> tuple[int, np.ndarray]:
+    """Connected components of the undirected graph with edges ``(rows[i], columns[i])``."""
+    from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    chord = np.linalg.norm(centres[:, None, :] - centres[None, :, :], axis=-1)
-    count, labels = connected_components(chord < 2 * math.sin(radius / 2), directed=False)
-    return labels, count
+    graph = coo_matrix((np.ones(rows.size), (rows, columns)), shape=(size, size))
+    return connected_components(graph, directed=False)
 
 
 def closing_rate(points: np.ndarray, velocities: np.ndarray) -> float:
