@@ -20,7 +20,8 @@ Bookkeeping (:class:`ClusterTracker`, one definition used by the solvers and the
   ``min_mass`` (default :data:`MIN_CLUSTER_MASS` = 1e-2; stray nodes in the valleys between
   clusters carry far less); ``cluster_count(time)`` counts them in every frame and
   ``cluster_energy(time)`` is the point-cluster energy of MATH.md §5 of all groups
-  (``exp(-beta)`` scaled, like ``energy``), the value the energy takes on a plateau;
+  (``exp(-beta)`` scaled, like ``energy``), the value the energy takes on a plateau; it is NaN
+  while more than :data:`MAX_ENERGY_GROUPS` groups exist (no clusters yet, and an O(K^2) sum);
 * a *merge* is the first time two cluster centres come within 1e-3 rad.  A cluster is followed
   for merges once it is *tight*: its nodes linked within :data:`TIGHT_RADIUS` (1e-6 rad, reached
   a few tens of time units after formation; merges of the loose fragments of a forming cluster
@@ -46,6 +47,7 @@ from meanfield.errors import require
 DEFAULT_COLLAPSE_TOL = 256 * float(np.finfo(float).eps)
 MIN_CLUSTER_MASS = 1e-2
 TIGHT_RADIUS = 1e-6
+MAX_ENERGY_GROUPS = 512
 #: Neighbours each node links to when grouping (bounds the cost when thousands of nodes coincide).
 LINK_NEIGHBOURS = 16
 
@@ -173,8 +175,8 @@ class ClusterTracker:
 
     def frame(self, scheme, state) -> dict:
         centres, masses = self.groups(scheme.points(state), scheme.weights)
-        return {"cluster_count": int(np.sum(masses >= self.min_mass)),
-                "cluster_energy": point_energy(centres, masses, self.beta)}
+        energy = point_energy(centres, masses, self.beta) if masses.size <= MAX_ENERGY_GROUPS else math.nan
+        return {"cluster_count": int(np.sum(masses >= self.min_mass)), "cluster_energy": energy}
 
     def after_step(self, scheme, stepper, before, t0: float, after, t1: float) -> None:
         weights, start_points = scheme.weights, scheme.points(before)
