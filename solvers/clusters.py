@@ -70,12 +70,15 @@ def link_groups(points: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
 
     if points.shape[0] < 2:
         return np.zeros(points.shape[0], dtype=int), points.shape[0]
+    chord = 2 * math.sin(radius / 2)
+    nearest, _ = cKDTree(points).query(points, k=2)
+    if nearest[:, 1].min() >= chord:                   # the common case: every node is its own group
+        return np.arange(points.shape[0]), points.shape[0]
     points, positions = np.unique(points, axis=0, return_inverse=True)   # identical positions first
     positions = positions.ravel()
     n = points.shape[0]
     if n < 2:
         return np.zeros(positions.size, dtype=int), 1
-    chord = 2 * math.sin(radius / 2)
     neighbours = min(LINK_NEIGHBOURS + 1, n)
     distance, index = cKDTree(points).query(points, k=neighbours, distance_upper_bound=chord)
     rows = np.repeat(np.arange(n), neighbours).reshape(n, neighbours)
