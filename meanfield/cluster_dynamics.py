@@ -114,6 +114,17 @@ class ClusterHistory:
     t_end: float = 0.0
     # (time, count, exp(-beta) E) at the start of every plateau, the first at t_start
     plateaus: list = field(default_factory=list)
+    beta: float = math.nan
+    # (t0, t1, dense solution, masses) of every integrated segment
+    segments: list = field(default_factory=list)
+
+    def energy_at(self, t: float) -> float:
+        """``exp(-beta) E`` of the points at time ``t`` (within the integrated span), from the dense output."""
+        for t0, t1, solution, masses in self.segments:
+            if t0 <= t <= t1:
+                points = solution(t).reshape(masses.size, -1)
+                return point_energy(points, masses, self.beta)
+        return self.plateaus[-1][2]
 
 
 def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start: float = 0.0,
@@ -133,7 +144,7 @@ def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start
     require(attention in ("sa", "usa"), f"attention must be 'sa' or 'usa' (got {attention!r})")
     require(beta > 0 and merge_distance > 0, "beta and merge_distance must be > 0")
     end = min(t_final, 1e15)
-    history = ClusterHistory()
+    history = ClusterHistory(beta=beta)
     t = float(t_start)
     points, masses = _join_close(points, masses, merge_distance)
     history.plateaus.append((t, points.shape[0], point_energy(points, masses, beta)))
@@ -154,7 +165,9 @@ def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start
                 return 2 * math.asin(min(chord / 2, 1.0)) - merge_distance
             event.terminal, event.direction = True, -1
             events.append(event)
-        solution = solve_ivp(rhs, (t, end), points.ravel(), method="DOP853", rtol=rtol, atol=atol, events=events)
+        solution = solve_ivp(rhs, (t, end), points.ravel(), method="DOP853", rtol=rtol, atol=atol, events=events,
+                             dense_output=True)
+        history.segments.append((t, float(solution.t[-1]), solution.sol, masses.copy()))
         state = solution.y[:, -1].reshape(count, dim)
         t = float(solution.t[-1])
         points = state / np.linalg.norm(state, axis=1, keepdims=True)

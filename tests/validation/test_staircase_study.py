@@ -19,6 +19,7 @@ def test_analysis_matches_the_k_point_ode_and_draws_the_figure(tmp_path):
         assert row["merges_run"] == row["merges_theory"] >= 1
         assert row["merge_rel_err"] < 1e-3
         assert row["first_merge_run"] == pytest.approx(row["first_merge_theory"], rel=1e-3)
+        assert row["plateau_energy_gap"] < 1e-5          # the run's energy is the K-point energy (measured 2e-7)
     assert rows[0]["count_at_ref"] == rows[0]["k_star"] == 3
     measured, estimate = fitted_slopes(rows, "lagrangian")
     assert np.isfinite(measured) and np.isfinite(estimate)
