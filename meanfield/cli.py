@@ -186,7 +186,7 @@ def _report_merges(dataset):
                f"{dataset.sizes['merge']} merges (centres within {dataset.attrs['merge_distance']:g} rad)")
     for time, a, b, after in zip(*(dataset[name].values for name in
                                    ("merge_time", "merge_mass_a", "merge_mass_b", "clusters_after_merge"))):
-        click.echo(f"  t = {time:.8g}: masses {a:.4f} + {b:.4f} -> {after} clusters")
+        click.echo(f"  t = {time:.8g}: masses {a:.4f} + {b:.4f} -> {after} cluster{'s' if after != 1 else ''} left")
 
 
 def _report_run(dataset, out):

@@ -117,9 +117,12 @@ def closing_rate(points: np.ndarray, velocities: np.ndarray) -> float:
 
 
 def merge_points(points: np.ndarray, weights: np.ndarray, labels: np.ndarray, count: int):
-    """Per group: summed weight, and the weighted mean direction as a unit vector."""
+    """Per group: summed weight, and the weighted mean direction as a unit vector (the plain mean for a
+    massless group, e.g. Lagrangian nodes where the initial density vanishes)."""
     masses = np.bincount(labels, weights, minlength=count)
-    sums = np.stack([np.bincount(labels, weights * points[:, i], minlength=count)
+    massless = (masses <= 0)[labels]
+    factor = np.where(massless, 1.0, weights)
+    sums = np.stack([np.bincount(labels, factor * points[:, i], minlength=count)
                      for i in range(points.shape[1])], axis=-1)
     return sums / np.linalg.norm(sums, axis=-1, keepdims=True), masses
 

@@ -165,3 +165,11 @@ def test_collapse_and_log_saving_refuse_bad_values():
         simulate(n=8, beta=1.0, t_final=1.0, nu=0.1, collapse_tol=1e-13)
     with pytest.raises(InputError, match="--save-log"):
         solve("circle", scheme="lagrangian", beta=4.0, resolution=64, t_final=1.0, save_log=0)
+
+
+def test_massless_nodes_merge_without_nan():
+    from solvers.clusters import NodeCollapse
+    points = np.array([[1.0, 0.0, 0.0], [1.0, 1e-15, 0.0], [0.0, 1.0, 0.0]])
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    merged, weights = NodeCollapse(3, DEFAULT_COLLAPSE_TOL).collapse_points(points, np.array([0.0, 0.0, 1.0]))
+    assert merged.shape == (2, 3) and np.all(np.isfinite(merged)) and sorted(weights.tolist()) == [0.0, 1.0]
