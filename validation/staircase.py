@@ -16,7 +16,8 @@ the same beta from i.i.d. tokens, and S^2 at one beta with Lagrangian nodes) one
 * the energy of every frame after ``t_ref`` against the energy of the K-point ODE's points.
 
 Output (``out_dir``): ``staircase.nc`` (one row per case), ``staircase.png`` (cluster angles
-against log t, marker area = mass; energy staircases with the predicted plateaus dashed).
+against log t, each cluster a line whose width shows its mass; energy staircases with the predicted
+plateaus dashed; first merges against beta).
 """
 
 from __future__ import annotations
@@ -153,19 +154,15 @@ def plot_study(runs: dict, rows: list[dict], path) -> None:
     grid = fig.add_gridspec(math.ceil(len(circle) / 2) + 1, 2)
     for index, key in enumerate(circle):
         ax = fig.add_subplot(grid[index // 2, index % 2])
+        _cluster_lines(ax, runs[key])
         run = runs[key]
-        for frame in range(run.sizes["time"]):
-            if run.time.values[frame] <= 0:
-                continue
-            centres, masses = frame_clusters(run, frame)
-            angles = np.mod(np.arctan2(centres[:, 1], centres[:, 0]), 2 * math.pi)
-            ax.scatter(np.full(angles.size, run.time.values[frame]), angles, s=60 * masses, color="k", lw=0)
         for time_ in run["merge_time"].values:
             ax.axvline(time_, color="tab:blue", ls=":", lw=0.8)
         ax.set_xscale("log")
         ax.set_ylim(0, 2 * math.pi)
         ax.set_ylabel("cluster angle")
-        ax.set_title(f"{key[0]}, beta = {key[1]:g}: cluster centres (area = mass), merges dotted", fontsize="medium")
+        ax.set_title(f"{key[0]}, beta = {key[1]:g}: cluster angles (line width = mass), merges dotted",
+                     fontsize="medium")
     _first_merge_panel(fig.add_subplot(grid[-1, 1]), rows)
     ax = fig.add_subplot(grid[-1, 0])
     colours = iter(["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9"])
@@ -187,6 +184,30 @@ def plot_study(runs: dict, rows: list[dict], path) -> None:
     ax.set_title("energy staircases; dashed: plateau energies of the K-point ODE from t_ref", fontsize="medium")
     ax.legend(fontsize="x-small", ncol=3)
     fig.savefig(path, dpi=110)
+
+
+def _cluster_lines(ax, run, width: float = 6.0, jump: float = 0.5) -> None:
+    """Each cluster a line through its angle at consecutive frames, as wide as its mass times ``width``.
+
+    A cluster of one frame is continued from the nearest cluster (by angle) of the frame before, unless
+    that is more than ``jump`` rad away (a cluster that has just formed, or the 0 / 2 pi seam)."""
+    from matplotlib.collections import LineCollection
+
+    segments, widths, previous = [], [], None
+    for frame in np.nonzero(run.time.values > 0)[0]:
+        centres, masses = frame_clusters(run, frame)
+        angles = np.mod(np.arctan2(centres[:, 1], centres[:, 0]), 2 * math.pi)
+        time_ = float(run.time.values[frame])
+        if previous is not None and previous[1].size and angles.size:
+            before = previous[1][np.argmin(np.abs(angles[:, None] - previous[1][None, :]), axis=1)]
+            for angle, start, mass in zip(angles, before, masses):
+                if abs(angle - start) < jump:
+                    segments.append([(previous[0], start), (time_, angle)])
+                    widths.append(width * mass)
+        previous = (time_, angles)
+    ax.add_collection(LineCollection(segments, linewidths=widths, colors="k", capstyle="butt"))
+    first = segments[0][0][0] if segments else float(run.time.values[1])
+    ax.set_xlim(first, float(run.time.values[-1]))
 
 
 def _first_merge_panel(ax, rows: list[dict]) -> None:
