@@ -20,8 +20,8 @@ intervals of constant count, flickers shorter than ``min_duration`` absorbed), a
 the energy at each plateau's end (the staircase) and the first merge.  :func:`smoothed_density`
 turns weighted tokens into a grid density (heat-kernel smoothing: positive, unimodal per point
 mass, relative fluctuations ``~ (sqrt(pi) / (width n))^{1/2}``) for the same cluster criterion.
-:func:`point_cluster_energy` is the energy of clusters collapsed to points (MATH.md §2):
-the value a plateau's energy approaches.
+:func:`meanfield.cluster_dynamics.point_energy` is the energy of clusters collapsed to points
+(MATH.md §5): the value a plateau's energy approaches.
 """
 
 from __future__ import annotations
@@ -111,13 +111,6 @@ def smoothed_density(theta: np.ndarray, weights: np.ndarray, width: float, point
     spectrum = np.zeros(points // 2 + 1, dtype=complex)
     spectrum[: modes + 1] = coefficients
     return np.fft.irfft(spectrum * points, points)
-
-
-def point_cluster_energy(centres: np.ndarray, masses: np.ndarray, beta: float) -> float:
-    """``exp(-beta) E`` of point masses ``m_i`` at angles ``c_i``: ``sum_ij m_i m_j exp(beta (cos(c_i - c_j) - 1)) / 2 beta``."""
-    centres, masses = np.asarray(centres, dtype=float), np.asarray(masses, dtype=float)
-    gram = np.cos(centres[:, None] - centres[None, :])
-    return float(masses @ np.exp(beta * (gram - 1.0)) @ masses / (2 * beta))
 
 
 @dataclass(frozen=True)

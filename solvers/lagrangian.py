@@ -250,7 +250,7 @@ class CircleLagrangian(_Lagrangian):
     def collapse(self, theta: np.ndarray) -> np.ndarray:
         """Merge neighbouring nodes within ``collapse_tol`` (also across the seam); ``theta`` itself if none."""
         tol, count = self.collapser.tol, theta.size
-        if tol == 0 or count < 2:
+        if not self.collapser.enabled or count < 2:
             return theta
         join = np.diff(theta) <= tol
         seam = theta[0] + 2 * math.pi - theta[-1] <= tol

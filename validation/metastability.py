@@ -43,10 +43,11 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from meanfield.cluster_dynamics import point_energy
 from meanfield.diagnostics import detect_clusters, empirical_coefficients
 from meanfield.initial import circle_density
 from meanfield.metastable import (angle_errors, first_merge_time, kstar_angles, linearised_density,
-                                  local_maxima_angles, plateaus, point_cluster_energy, refined_formation_time,
+                                  local_maxima_angles, plateaus, refined_formation_time,
                                   smoothed_density)
 from meanfield.model import Model
 from meanfield.plotting import pool_columns
@@ -113,7 +114,7 @@ def _formation_readout(times, densities, energies, amplitudes, coefficients, mod
     row["plateaus"] = []
     for plateau in found[:MAX_PLATEAUS]:
         clusters = found_clusters[int(np.searchsorted(times, plateau.end))]
-        row["plateaus"].append((plateau, point_cluster_energy(clusters.centres, clusters.masses, beta)))
+        row["plateaus"].append((plateau, point_energy(clusters.centres, clusters.masses, beta)))
     row["centres_at_formation"] = centres
     return row
 

@@ -5,10 +5,11 @@ import math
 import numpy as np
 import pytest
 
+from meanfield.cluster_dynamics import point_energy
 from meanfield.diagnostics import interaction_energy
 from meanfield.initial import circle_density
 from meanfield.metastable import (Plateau, angle_errors, first_merge_time, kstar_angles, linearised_density,
-                                  local_maxima_angles, plateaus, point_cluster_energy, refined_formation_time,
+                                  local_maxima_angles, plateaus, refined_formation_time,
                                   smoothed_density)
 from meanfield.model import Model
 from meanfield.theory import growth_rates
@@ -60,7 +61,7 @@ def test_plateaus_absorb_flickers_and_find_the_first_merge():
 def test_point_cluster_energy_is_the_limit_of_narrow_clusters():
     beta = 4.0
     exact = (0.5 + 0.5 * math.exp(-2 * beta)) / (2 * beta)
-    assert point_cluster_energy(np.array([0.0, math.pi]), np.array([0.5, 0.5]), beta) == pytest.approx(exact, rel=1e-14)
+    assert point_energy(np.array([0.0, math.pi]), np.array([0.5, 0.5]), beta) == pytest.approx(exact, rel=1e-14)
     narrow = circle_density(f"vonmises:{4000}@0+vonmises:{4000}@{math.pi}", 8192)
     assert interaction_energy(narrow, beta) == pytest.approx(exact, rel=2e-3)
 
