@@ -14,6 +14,8 @@ class DensityScheme:
     """Shared checks and records of the circle, sphere and zonal schemes."""
 
     _tail_floor = 0.0
+    #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`)
+    restart_fields = ("_tail_floor",)
 
     def record_initial_tail(self, state: np.ndarray) -> np.ndarray:
         """Remember the initial spectral tail (the resolution monitor's reference); returns ``state``."""

@@ -152,6 +152,8 @@ class _Lagrangian:
     node_weights: np.ndarray
     collapser: NodeCollapse
     _density_floor = 0.0
+    #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`)
+    restart_fields = ("node_weights", "weights", "collapser.owner", "collapser.merged", "_density_floor")
 
     def static_variables(self) -> dict:
         """Time-independent variables of the Dataset: the nodes' weights (quadrature masses)."""
@@ -189,6 +191,7 @@ class CircleLagrangian(_Lagrangian):
 
     geometry = "circle"
     area = 2 * math.pi
+    restart_fields = _Lagrangian.restart_fields + ("_offset",)
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
                  positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, collapse_tol: float | None = None):
@@ -238,6 +241,10 @@ class CircleLagrangian(_Lagrangian):
 
     def _set_weights(self, weights: np.ndarray) -> None:
         self.weights = self.interaction.weights = weights
+
+    def after_restore(self) -> None:
+        """The interaction sums over the restored (merged) weights (:mod:`solvers.checkpoint`)."""
+        self._set_weights(self.weights)
 
     def points(self, theta: np.ndarray) -> np.ndarray:
         """The nodes as unit vectors ``(cos theta, sin theta)``."""

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from meanfield.diagnostics import empirical_coefficients
+from meanfield.defaults import PARTICLE_DEFAULTS
 from meanfield.errors import require
 from meanfield.model import Model
 from meanfield.sampling import sample_tokens
@@ -21,11 +22,12 @@ from meanfield.seeding import stream
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 
+from . import checkpoint
 from .clusters import ClusterTracker, resolve_collapse_tol
 from .particles import ParticleScheme
 from .runloop import run
 from .solve import (add_cluster_records, canonical_command, check_run_length, check_save_log, check_seed,
-                    save_targets)
+                    finish_dataset, init_label, save_targets, start_time)
 from .steppers import make_stepper
 
 QKV_CHOICES = ("identity", "repulsive", "random")
@@ -47,24 +49,42 @@ def empirical_modes(theta: np.ndarray, weights: np.ndarray, modes: np.ndarray) -
     return np.abs(empirical_coefficients(theta, weights, modes))
 
 
-def simulate(*, dim: int = 2, n: int = 256, attention: str = "sa", beta: float = 1.0, nu: float = 0.0,
-             init: str = "uniform", seed: int | None = 0, t_final: float = 10.0, save_every: float | None = None,
-             sampling: str = "iid", resolution: int = 256, qkv: str = "identity", Q=None, K=None, V=None,
-             positions=None, weights=None, stepper: str = "dopri5", rtol: float = 1e-8, cfl: float = 0.5,
+def _continues(source, n: int, dim: int) -> bool:
+    """Whether ``source`` is a particle run of ``n`` tokens in dimension ``dim`` with a restart record."""
+    attrs = source.attrs
+    return (attrs.get("geometry") == "particles" and int(attrs.get("n", -1)) == n
+            and int(attrs.get("dim", -1)) == dim and checkpoint.from_dataset(source) is not None)
+
+
+def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS["n"],
+             attention: str = PARTICLE_DEFAULTS["attention"], beta: float = PARTICLE_DEFAULTS["beta"],
+             nu: float = PARTICLE_DEFAULTS["nu"], init=PARTICLE_DEFAULTS["init"],
+             seed: int | None = PARTICLE_DEFAULTS["seed"], t_final: float = PARTICLE_DEFAULTS["t_final"],
+             save_every: float | None = None, sampling: str = PARTICLE_DEFAULTS["sampling"],
+             resolution: int = PARTICLE_DEFAULTS["resolution"], qkv: str = PARTICLE_DEFAULTS["qkv"], Q=None, K=None,
+             V=None, positions=None, weights=None, stepper: str = PARTICLE_DEFAULTS["stepper"],
+             rtol: float = PARTICLE_DEFAULTS["rtol"], cfl: float = PARTICLE_DEFAULTS["cfl"],
              dt_max: float | None = None, progress: bool = False, save_log: int | None = None,
              collapse_tol: float | None = None):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
 
     Tokens come from ``init`` (see :mod:`meanfield.sampling`) unless ``positions`` (and
-    ``weights``) are given.  ``Q, K, V`` arrays override ``qkv``.  With ``nu > 0`` the step
+    ``weights``) are given.  A particle run file (path or Dataset) of the same ``n`` and
+    ``dim`` continues exactly from its restart record: positions after merges, weights,
+    the noise generator, the step size and the clock (``t_final`` is the end time;
+    :mod:`solvers.checkpoint`).  ``Q, K, V`` arrays override ``qkv``.  With ``nu > 0`` the step
     is capped by ``dt_max`` (default 1e-2), the splitting step of the noise.  ``save_log``:
     frames per decade on a log time axis.  Without noise coincident tokens merge
     (``collapse_tol``, default :data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`, 0: never; MATH.md §5)
     and the run records ``cluster_count``, ``cluster_energy`` and the merges (:mod:`solvers.clusters`).
+    Defaults: :mod:`meanfield.defaults`, shared with the command line.
     """
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
+    source = checkpoint.run_file(init) if positions is None else None
+    exact = source is not None and _continues(source, n, dim)
+    t_start = start_time(source) if exact else 0.0
     save_log = check_save_log(save_log, save_every)
-    t_final, save_every = check_run_length(t_final, save_every)
+    t_final, save_every = check_run_length(t_final, save_every, t_start)
     if save_log is not None:
         save_every = None
     tol = resolve_collapse_tol(collapse_tol, model.nu)
@@ -74,22 +94,27 @@ def simulate(*, dim: int = 2, n: int = 256, attention: str = "sa", beta: float =
         Q, K, V = qkv_matrices(qkv, dim, seed)
     else:
         qkv = "custom"
-    if positions is None:
+    label = init_label(init, source)
+    if exact:  # the tokens come from the restart record below; the weights are restored with them
+        positions, weights = np.zeros((n, dim)), None
+    elif positions is None:
         positions, weights = sample_tokens(init, n, dim, seed, resolution, sampling)
     else:
-        init = "custom positions"
+        label = "custom positions"
     positions = np.asarray(positions, dtype=float)
     require(positions.shape == (n, dim), f"positions must have shape ({n}, {dim}) (got {positions.shape})")
     scheme = ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed, collapse_tol=tol)
     if dt_max is None:
         dt_max = 1e-2 if nu > 0 else math.inf
     time_stepper = make_stepper(stepper, scheme, cfl=cfl, rtol=rtol, dt_max=dt_max)
-    # onto the sphere; tokens already on it to rounding (a restart file) are kept bit for bit
-    norms = np.linalg.norm(positions, axis=-1, keepdims=True)
-    state = np.where(np.abs(norms - 1.0) <= 8 * np.finfo(float).eps, positions, positions / norms)[None]
+    if exact:
+        state = checkpoint.restore(checkpoint.from_dataset(source), scheme, time_stepper)
+    else:  # onto the sphere; tokens already on it to rounding are kept bit for bit
+        norms = np.linalg.norm(positions, axis=-1, keepdims=True)
+        state = np.where(np.abs(norms - 1.0) <= 8 * np.finfo(float).eps, positions, positions / norms)[None]
     tracker = ClusterTracker(model.beta) if tol > 0 else None
     record = run(scheme, time_stepper, state, t_final, save_every, progress=progress,
-                 targets=save_targets(t_final, save_log), trackers=[tracker] if tracker else ())
+                 targets=save_targets(t_final, save_log), trackers=[tracker] if tracker else (), t_start=t_start)
     dims, coords = scheme.dims(), scheme.coords()
     frames = record.frames
     if dim == 2:
@@ -99,12 +124,13 @@ def simulate(*, dim: int = 2, n: int = 256, attention: str = "sa", beta: float =
         dims["mode_amplitude"] = ("mode",)
         coords["mode"] = ("mode", modes)
     settings = {"dim": dim, "n": n, "attention": model.attention, "beta": model.beta, "nu": model.nu,
-                "init": init, "seed": seed, "sampling": sampling, "resolution": resolution, "qkv": qkv,
+                "init": label, "seed": seed, "sampling": sampling, "resolution": resolution, "qkv": qkv,
                 "t_final": t_final, "save_every": save_every, "save_log": save_log, "stepper": stepper,
                 "rtol": rtol, "cfl": cfl, "collapse_tol": collapse_tol}
     attrs = dict(settings, geometry="particles", scheme="particles", package_version=package_version(),
                  command=canonical_command(["particles"], settings),
-                 stop_reason=record.stop_reason, t_reached=record.t_reached, wall_time=record.wall_time,
+                 stop_reason=record.stop_reason, t_start=t_start, restart="exact" if exact else "none",
+                 t_reached=record.t_reached, wall_time=record.wall_time,
                  steps=record.steps, rejected_steps=record.rejected_steps, dt_max=dt_max,
                  interaction=type(scheme.interaction).__name__, collapse_tol_used=tol)
     dataset = build_run_dataset(record.times, frames, dims, coords, attrs)
@@ -112,4 +138,4 @@ def simulate(*, dim: int = 2, n: int = 256, attention: str = "sa", beta: float =
     for name, matrix in (("Q", scheme.Q), ("K", scheme.K), ("V", scheme.V)):
         if matrix is not None:
             dataset[name] = (("row", "column"), matrix)
-    return add_cluster_records(dataset, tracker)
+    return finish_dataset(add_cluster_records(dataset, tracker), record, scheme, time_stepper)

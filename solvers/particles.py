@@ -104,6 +104,8 @@ class ParticleScheme:
     linear = None
     state_scale = 1.0
     name = "particles"
+    #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`; the noise generator too)
+    restart_fields = ("token_weights", "weights", "collapser.owner", "collapser.merged")
 
     def __init__(self, model: Model, n: int, Q=None, K=None, V=None, weights=None, sphere: bool = True,
                  seed=None, observe=None, block_bytes: int | None = None, fast_circle: bool = True,
@@ -195,6 +197,10 @@ class ParticleScheme:
             safe = np.where(length > 0, length, 1.0)
             x = np.cos(length) * x + np.sin(length) * tangent / safe
         return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+    def after_restore(self) -> None:
+        """The interaction sums over the restored (merged) weights (:mod:`solvers.checkpoint`)."""
+        self.interaction.weights = self.weights
 
     # -- collapse ---------------------------------------------------------------------------------------
     @staticmethod

@@ -9,8 +9,14 @@ bookkeeping of :mod:`solvers.clusters`) and adds to every frame (``frame``); the
 scheme that collapses coincident nodes (``collapse``, MATH.md §5) may shrink the state,
 and the stepper restarts from it.  Ctrl-C stops the run the same way
 (``stop_reason = "interrupted ..."``), so the caller can still write the partial
-result.  Floating-point overflow inside a step is not an exception here: the
-validity check reports it as lost finiteness.
+result.  A run that stops early also saves its last valid state as a final frame
+(``RunRecord.off_schedule``) when that state is later than the last saved frame, so
+nothing computed is lost.  Floating-point overflow inside a step is not an exception
+here: the validity check reports it as lost finiteness.
+
+A continued run (:mod:`solvers.checkpoint`) starts its clock at ``t_start``: its save
+times are those of a run from 0 that lie after ``t_start``, so 0 -> 5 -> 10 saves, and
+computes, what 0 -> 10 does.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ class RunRecord:
     steps: int = 0
     rejected_steps: int = 0
     state: object = None
+    #: the last frame is the last valid state of a run that stopped early, not a save time
+    off_schedule: bool = False
 
 
 def save_times(t_final: float, save_every: float) -> np.ndarray:
@@ -79,22 +87,24 @@ def _frame(scheme, state, trackers) -> dict:
 
 
 def run(scheme, stepper, state, t_final: float, save_every: float | None = None, progress: bool = False,
-        targets=None, trackers=()) -> RunRecord:
-    """Integrate ``state`` to ``t_final`` with ``stepper``; see the module docstring.
+        targets=None, trackers=(), t_start: float = 0.0) -> RunRecord:
+    """Integrate ``state`` from ``t_start`` to ``t_final`` with ``stepper``; see the module docstring.
 
     ``targets``: the save times (default :func:`save_times` of ``save_every``); a log axis
-    (:func:`log_save_times`) shows progress in frames instead of time.
+    (:func:`log_save_times`) shows progress in frames instead of time.  Only targets after
+    ``t_start`` are used.
     """
     record = RunRecord()
     start = _time.perf_counter()
-    record.times.append(0.0)
+    t = float(t_start)
+    record.times.append(t)
     record.frames.append(_frame(scheme, state, trackers))
-    reason = scheme.validity(state, 0.0)
-    t = 0.0
+    reason = scheme.validity(state, t)
     log_axis = targets is not None
     targets = save_times(t_final, save_every) if targets is None else np.asarray(targets, dtype=float)
+    targets = targets[targets > t]
     collapse = getattr(scheme, "collapse", None)
-    bar = _progress_bar(targets.size if log_axis else t_final, progress, log_axis)
+    bar = _progress_bar(targets.size if log_axis else t_final - t, progress, log_axis)
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             for target in targets:
@@ -126,6 +136,10 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
         reason = str(exc)
     finally:
         bar.close()
+    if reason is not None and t > record.times[-1]:
+        record.times.append(t)
+        record.frames.append(_frame(scheme, state, trackers))
+        record.off_schedule = True
     record.stop_reason = reason or COMPLETED
     record.t_reached = t
     record.state = state

@@ -13,6 +13,7 @@ import shlex
 
 import numpy as np
 
+from meanfield.defaults import SOLVE_DEFAULTS, geometry_default
 from meanfield.errors import require
 from meanfield.initial import circle_density
 from meanfield.initial_sphere import sphere_density
@@ -22,15 +23,20 @@ from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 
+from . import checkpoint
 from .clusters import ClusterTracker
 from .runloop import log_save_times, run
 from .steppers import make_stepper
 
-DEFAULT_DIM = {"circle": 2, "sphere": 3, "zonal": 3}
 #: ``geometry -> callable(spec, discretisation, seed) -> density on the discretisation's grid``.
 INITIAL_DATA = {"circle": lambda spec, scheme, seed: circle_density(spec, scheme.resolution, seed),
                 "sphere": lambda spec, scheme, seed: sphere_density(spec, scheme.basis, seed),
                 "zonal": lambda spec, scheme, seed: zonal_density(spec, scheme.basis, seed)}
+
+
+def initial_state(init, geometry: str, scheme, seed):
+    """The scheme's starting state from a text spec or a run file (remapped)."""
+    return scheme.state_from_density(INITIAL_DATA[geometry](init, scheme, seed))
 
 
 def scheme_class(geometry: str, name: str):
@@ -39,11 +45,14 @@ def scheme_class(geometry: str, name: str):
     return getattr(importlib.import_module(module), cls)
 
 
-def check_run_length(t_final, save_every):
+def check_run_length(t_final, save_every, t_start: float = 0.0):
+    """``(t_final, save_every)`` checked; the default cadence is 1/100 of the run's length."""
     require(isinstance(t_final, (int, float)) and math.isfinite(t_final) and t_final > 0,
             f"--t-final must be a positive number (got {t_final!r})")
+    require(t_final > t_start, f"--t-final is the end time: it must exceed the time {t_start:.8g} the --init run "
+                               f"reached (got {t_final!r})")
     if save_every is None:
-        save_every = t_final / 100.0
+        save_every = (t_final - t_start) / 100.0
     require(isinstance(save_every, (int, float)) and math.isfinite(save_every) and 0 < save_every,
             f"--save-every must be a positive number (got {save_every!r})")
     return float(t_final), float(min(save_every, t_final))
@@ -89,29 +98,76 @@ def canonical_command(subcommand: list[str], settings: dict) -> str:
     return shlex.join(words)
 
 
-def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0, nu: float = 0.0,
-          dim: int | None = None, resolution: int = 256, init: str = "perturbed:1e-3", seed: int | None = 0,
-          t_final: float = 10.0, save_every: float | None = None, scheme: str | None = None,
-          stepper: str | None = None, rtol: float = 1e-8, atol: float | None = None, cfl: float = 0.5, resolution_tol: float = 1e-6,
-          positivity_tol: float = 1e-6, progress: bool = False, backend: str | None = None,
-          save_log: int | None = None, collapse_tol: float | None = None):
+def _source_settings(source, geometry: str, scheme, resolution, dim):
+    """``scheme``, ``resolution`` and ``dim`` not given: those of a run file of the same geometry."""
+    if source is None or source.attrs.get("geometry") != geometry:
+        return scheme, resolution, dim
+    attrs = source.attrs
+    if scheme is None and attrs.get("scheme") in SCHEMES[geometry]:
+        scheme = attrs["scheme"]
+    resolution = int(attrs["resolution"]) if resolution is None and "resolution" in attrs else resolution
+    dim = int(attrs["dim"]) if dim is None and "dim" in attrs else dim
+    return scheme, resolution, dim
+
+
+def start_time(source) -> float:
+    """The clock of a continued run: the file's restart time, or the time of its last frame."""
+    if source is None:
+        return 0.0
+    return float(source.attrs.get("restart_time", float(source["time"].values[-1])))
+
+
+def init_label(init, source) -> str:
+    """What the ``init`` attribute records: the spec or path, or a description of an in-memory value."""
+    if isinstance(init, str):
+        return init
+    if source is not None:
+        return str(init) if not hasattr(init, "attrs") else f"a {source.attrs.get('scheme', '')} run Dataset"
+    return f"a {type(init).__name__} (Python API)"
+
+
+def finish_dataset(dataset, record, scheme, stepper):
+    """The flag of an off-schedule last frame and the restart record (:mod:`solvers.checkpoint`)."""
+    dataset.attrs["last_frame_off_schedule"] = int(record.off_schedule)
+    return checkpoint.add_to_dataset(dataset, checkpoint.capture(scheme, stepper, record.state, record.t_reached))
+
+
+def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attention"],
+          beta: float = SOLVE_DEFAULTS["beta"], nu: float = SOLVE_DEFAULTS["nu"], dim: int | None = None,
+          resolution: int | None = None, init=SOLVE_DEFAULTS["init"], seed: int | None = SOLVE_DEFAULTS["seed"],
+          t_final: float = SOLVE_DEFAULTS["t_final"], save_every: float | None = None, scheme: str | None = None,
+          stepper: str | None = None, rtol: float = SOLVE_DEFAULTS["rtol"], atol: float | None = None,
+          cfl: float = SOLVE_DEFAULTS["cfl"], resolution_tol: float = SOLVE_DEFAULTS["resolution_tol"],
+          positivity_tol: float = SOLVE_DEFAULTS["positivity_tol"], progress: bool = False,
+          backend: str | None = None, save_log: int | None = None, collapse_tol: float | None = None):
     """Solve the mean-field PDE (MATH.md §2) and return the run as an ``xarray.Dataset``.
 
     ``stop_reason`` says ``"completed"`` or why the run stopped early (lost positivity,
-    resolution or finiteness; interrupted); every frame saved before that is kept.
+    resolution or finiteness; interrupted); every frame saved before that is kept, and the
+    last valid state is saved as a final frame (``last_frame_off_schedule = 1``).
+    ``init``: a text spec, grid values, an ``xarray.DataArray``, a callable, a run Dataset or
+    a ``.nc`` path (:mod:`meanfield.init_data`).  A run of the same geometry, scheme and
+    resolution continues exactly from its restart record, clock included (``t_final`` is the
+    end time; :mod:`solvers.checkpoint`); ``scheme``, ``resolution`` and ``dim`` default to
+    the file's.  Any other run is remapped (conservatively for finite volume) and its clock
+    continues.  Defaults: :mod:`meanfield.defaults`, shared with the command line.
     ``save_log``: frames per decade on a log time axis instead of every ``save_every``.
     ``collapse_tol`` (Lagrangian only): merge nodes closer than this (default
     :data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`, 0: never; MATH.md §5); Lagrangian runs also
     record ``cluster_count``, ``cluster_energy`` and the merges (:mod:`solvers.clusters`).
     """
     require(geometry in SCHEMES, f"geometry must be one of {', '.join(SCHEMES)} (got {geometry!r})")
+    source = checkpoint.run_file(init)
+    scheme, resolution, dim = _source_settings(source, geometry, scheme, resolution, dim)
     scheme = DEFAULT_SCHEME[geometry] if scheme is None else scheme
     require(scheme in SCHEMES[geometry],
             f"--scheme must be one of {', '.join(SCHEMES[geometry])} for the {geometry} (got {scheme!r})")
-    dim = DEFAULT_DIM[geometry] if dim is None else dim
+    dim = geometry_default(geometry, "dim") if dim is None else dim
+    resolution = geometry_default(geometry, "resolution") if resolution is None else resolution
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
+    t_start = start_time(source)
     save_log = check_save_log(save_log, save_every)
-    t_final, save_every = check_run_length(t_final, save_every)
+    t_final, save_every = check_run_length(t_final, save_every, t_start)
     if save_log is not None:
         save_every = None
     seed = check_seed(seed)
@@ -131,19 +187,24 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
     require(k_star <= discretisation.basis.kmax,
             f"--resolution {resolution} keeps modes up to {discretisation.basis.kmax}, below the dominant mode "
             f"{k_star} at beta = {model.beta:g}; increase --resolution")
-    density = INITIAL_DATA[geometry](init, discretisation, seed)
-    state = discretisation.state_from_density(density)
     time_stepper = make_stepper(stepper, discretisation, cfl=cfl, rtol=rtol, atol=atol)
+    exact = source is not None and checkpoint.continues_exactly(source, geometry, scheme,
+                                                                  discretisation.resolution, dim)
+    if exact:
+        state = checkpoint.restore(checkpoint.from_dataset(source), discretisation, time_stepper)
+    else:
+        state = initial_state(init, geometry, discretisation, seed)
     tracker = ClusterTracker(model.beta) if lagrangian else None
     record = run(discretisation, time_stepper, state, t_final, save_every, progress=progress,
-                 targets=save_targets(t_final, save_log), trackers=[tracker] if tracker else ())
+                 targets=save_targets(t_final, save_log), trackers=[tracker] if tracker else (), t_start=t_start)
     settings = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "dim": model.dim,
                 "scheme": scheme, "stepper": stepper, "resolution": discretisation.resolution,
-                "init": init, "seed": seed, "t_final": t_final, "save_every": save_every, "save_log": save_log,
-                "rtol": rtol, "cfl": cfl, "resolution_tol": resolution_tol, "positivity_tol": positivity_tol,
-                "collapse_tol": collapse_tol}
+                "init": init_label(init, source), "seed": seed, "t_final": t_final, "save_every": save_every,
+                "save_log": save_log, "rtol": rtol, "cfl": cfl, "resolution_tol": resolution_tol,
+                "positivity_tol": positivity_tol, "collapse_tol": collapse_tol}
     attrs = dict(settings, geometry=geometry, package_version=package_version(),
                  command=canonical_command(["solve", geometry], settings), stop_reason=record.stop_reason,
+                 t_start=t_start, restart="exact" if exact else ("remap" if source is not None else "none"),
                  t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,
                  rejected_steps=record.rejected_steps, atol=time_stepper.atol,
                  transform_backend=discretisation.basis.backend, dealiased_modes=discretisation.basis.kmax,
@@ -155,4 +216,4 @@ def solve(geometry: str = "circle", *, attention: str = "sa", beta: float = 1.0,
             dataset[name] = variable
     if lagrangian:
         dataset.attrs["collapse_tol_used"] = discretisation.collapser.tol
-    return add_cluster_records(dataset, tracker)
+    return finish_dataset(add_cluster_records(dataset, tracker), record, discretisation, time_stepper)

@@ -1,0 +1,169 @@
+"""Exact restarts: the whole state of a run at its last time, kept in its Dataset (DESIGN.md).
+
+A run file holds, besides its frames, everything the run loop needs to go on exactly as
+if it had never stopped:
+
+* ``restart_state``: the scheme's state as the stepper sees it (spectral coefficients,
+  finite-volume cell averages, Lagrangian nodes after any collapse, particle positions);
+* every mutable field the scheme lists in ``restart_fields`` (node weights after merges,
+  the collapse owner map, the seam offsets of circle nodes, the resolution monitor's
+  reference tail, the finite-volume initial mass) as ``restart_<field>`` variables;
+* attributes ``restart_time`` (the clock), ``restart_step_size`` (the adaptive
+  stepper's next proposal, NaN for fixed steps) and ``restart_rng`` (the noise
+  generator's bit-generator state as JSON, particles with noise only).
+
+Arrays are stored as their raw bytes viewed as float64 or int64 (complex as float pairs),
+with ``stored_dtype`` and ``stored_shape`` attributes, so a restart reads back the same
+bits.  :func:`restart_source` recognises a file or Dataset that the given scheme can
+continue exactly (same geometry, scheme and state shape); anything else is a remap of
+its last density (:mod:`meanfield.init_data`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+PREFIX = "restart_"
+STATE = "state"
+
+
+@dataclass
+class Checkpoint:
+    """What :func:`capture` takes from a scheme and stepper, and :func:`restore` puts back."""
+
+    time: float
+    state: np.ndarray
+    fields: dict = field(default_factory=dict)
+    step_size: float | None = None
+    rng_state: dict | None = None
+
+
+# --------------------------------------------------------------------------------------------- fields
+def _owner_and_name(scheme, path: str):
+    owner, _, name = path.rpartition(".")
+    return (getattr(scheme, owner) if owner else scheme), name
+
+
+def _get(scheme, path: str):
+    owner, name = _owner_and_name(scheme, path)
+    return getattr(owner, name)
+
+
+def _set(scheme, path: str, value) -> None:
+    owner, name = _owner_and_name(scheme, path)
+    setattr(owner, name, value)
+
+
+def capture(scheme, stepper, state, t: float) -> Checkpoint:
+    """The run's state at time ``t``: ``state``, the scheme's ``restart_fields``, the stepper's next
+    step and the noise generator."""
+    fields = {path: np.array(_get(scheme, path)) for path in getattr(scheme, "restart_fields", ())}
+    rng = getattr(scheme, "rng", None)
+    return Checkpoint(time=float(t), state=np.array(state), fields=fields,
+                      step_size=getattr(stepper, "_h", None),
+                      rng_state=None if rng is None else rng.bit_generator.state)
+
+
+def restore(checkpoint: Checkpoint, scheme, stepper) -> np.ndarray:
+    """Put the scheme's fields, the stepper's step and the generator back; returns the state."""
+    for path, value in checkpoint.fields.items():
+        value = np.asarray(value)
+        _set(scheme, path, value.item() if value.ndim == 0 else np.ascontiguousarray(value))
+    after = getattr(scheme, "after_restore", None)
+    if after is not None:
+        after()
+    if checkpoint.step_size is not None and hasattr(stepper, "_h"):
+        stepper._h = checkpoint.step_size
+    if checkpoint.rng_state is not None:
+        scheme.rng.bit_generator.state = checkpoint.rng_state
+    return np.ascontiguousarray(checkpoint.state)
+
+
+# --------------------------------------------------------------------------------------------- storage
+def _variable_name(path: str) -> str:
+    return PREFIX + path.replace(".", "__")
+
+
+def _encode(value: np.ndarray):
+    value = np.asarray(value)  # not ascontiguousarray: that turns a scalar into shape (1,)
+    dtype = value.dtype
+    if dtype == bool:
+        raw = value.astype(np.int64)
+    elif np.issubdtype(dtype, np.complexfloating):
+        raw = value.astype(np.complex128).view(np.float64)
+    elif np.issubdtype(dtype, np.integer):
+        raw = value.astype(np.int64)
+    else:
+        raw = value.astype(np.float64)
+    return raw.ravel(order="C"), {"stored_dtype": str(dtype), "stored_shape": json.dumps(list(value.shape))}
+
+
+def _decode(values: np.ndarray, attrs: dict) -> np.ndarray:
+    dtype, shape = np.dtype(attrs["stored_dtype"]), tuple(json.loads(attrs["stored_shape"]))
+    values = np.asarray(values)
+    if np.issubdtype(dtype, np.complexfloating):
+        values = np.ascontiguousarray(values, dtype=np.float64).view(np.complex128)
+    return values.astype(dtype).reshape(shape)
+
+
+def add_to_dataset(dataset, checkpoint: Checkpoint):
+    """Store ``checkpoint`` in ``dataset`` (module docstring); returns the dataset."""
+    for path, value in {STATE: checkpoint.state, **checkpoint.fields}.items():
+        name = _variable_name(path)
+        raw, attrs = _encode(value)
+        dataset[name] = (name + "_value",), raw, dict(attrs, long_name=f"restart record: {path} (raw values)")
+    dataset.attrs["restart_time"] = checkpoint.time
+    dataset.attrs["restart_step_size"] = math.nan if checkpoint.step_size is None else float(checkpoint.step_size)
+    dataset.attrs["restart_fields"] = ",".join(checkpoint.fields)
+    if checkpoint.rng_state is not None:
+        dataset.attrs["restart_rng"] = json.dumps(checkpoint.rng_state)
+    return dataset
+
+
+def from_dataset(dataset) -> Checkpoint | None:
+    """The checkpoint a Dataset holds, or ``None`` if it has none (an older file)."""
+    name = _variable_name(STATE)
+    if name not in dataset or "restart_time" not in dataset.attrs:
+        return None
+    paths = [p for p in str(dataset.attrs.get("restart_fields", "")).split(",") if p]
+    if any(_variable_name(p) not in dataset for p in paths):
+        return None
+    decode = lambda p: _decode(dataset[_variable_name(p)].values, dataset[_variable_name(p)].attrs)
+    step = float(dataset.attrs.get("restart_step_size", math.nan))
+    rng = dataset.attrs.get("restart_rng")
+    return Checkpoint(time=float(dataset.attrs["restart_time"]), state=decode(STATE),
+                      fields={p: decode(p) for p in paths}, step_size=None if math.isnan(step) else step,
+                      rng_state=None if rng is None else json.loads(rng))
+
+
+def without_checkpoint(dataset):
+    """The Dataset without its restart record (for comparisons and plots)."""
+    names = [name for name in dataset.data_vars if name.startswith(PREFIX)]
+    return dataset.drop_vars(names)
+
+
+def run_file(init):
+    """``init`` as a loaded run Dataset when it is one (an ``xarray.Dataset`` or a ``.nc`` path), else ``None``."""
+    import xarray as xr
+
+    from meanfield.storage import load_run
+
+    if isinstance(init, xr.Dataset):
+        return init
+    if isinstance(init, (str, Path)) and str(init).strip().endswith(".nc"):
+        return load_run(str(init).strip())
+    return None
+
+
+def continues_exactly(source, geometry: str, scheme_name: str, resolution, dim: int) -> bool:
+    """Whether ``source`` (a run Dataset) is a run of the same geometry, scheme, resolution and
+    dimension with a restart record: then the run continues it exactly."""
+    attrs = source.attrs
+    return (attrs.get("geometry") == geometry and attrs.get("scheme") == scheme_name
+            and int(attrs.get("resolution", -1)) == int(resolution) and int(attrs.get("dim", -1)) == int(dim)
+            and from_dataset(source) is not None)
