@@ -1,18 +1,31 @@
-"""Run datasets: build, write and read them (DESIGN.md data contract).
+"""Run datasets: build, write and read them (DESIGN.md data contract); safe output files.
 
 Every run is one ``xarray.Dataset`` with ``time`` as the leading dimension and
 provenance attributes sufficient to re-run it.  Files are netCDF4.
+
+Every file the package writes goes through :func:`write_atomic`: the writer fills a hidden
+temporary file in the destination's folder, which is then renamed onto the destination
+(``os.replace``, atomic on POSIX).  So an existing file is only ever replaced by a complete
+new one, a failed write leaves the old file as it was and no temporary file behind, and a
+destination that another process holds open (xarray keeps netCDF files open) does not stop
+the write.  :func:`check_output_file` and :func:`check_output_folder` refuse a destination
+that cannot be written *before* anything is computed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import secrets
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-from .errors import InputError
+from .errors import InputError, require
 
 #: Attributes every run file carries (DESIGN.md).
 REQUIRED_ATTRS = ("geometry", "attention", "beta", "nu", "dim", "scheme", "stepper", "resolution",
@@ -42,17 +55,24 @@ def package_version() -> str:
     return __version__
 
 
+#: Integers netCDF stores as attributes (int64); larger ones are written as text.
+INT64 = (-2 ** 63, 2 ** 63 - 1)
+
+
 def netcdf_safe(attrs: dict) -> dict:
-    """Attributes converted to types netCDF stores (None -> 'none', bool -> int)."""
+    """Attributes converted to types netCDF stores (None -> 'none', bool -> int, ints beyond
+    int64 and anything else -> text)."""
     out = {}
     for key, value in attrs.items():
         if value is None:
             value = "none"
-        elif isinstance(value, bool):
+        elif isinstance(value, (bool, np.bool_)):
             value = int(value)
         elif isinstance(value, (np.integer, np.floating)):
             value = value.item()
         elif not isinstance(value, (int, float, str)):
+            value = str(value)
+        if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
             value = str(value)
         out[key] = value
     return out
@@ -69,12 +89,123 @@ def build_run_dataset(times, frames: list[dict], dims: dict, coords: dict, attrs
     return xr.Dataset(data_vars, coords=coords, attrs=netcdf_safe(attrs))
 
 
-def save_run(dataset: xr.Dataset, path) -> Path:
-    """Write a run to netCDF (creating parent folders)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    dataset.to_netcdf(path)
+# ------------------------------------------------------------------------------------------ safe writes
+#: Suffixes of run files.
+RUN_SUFFIXES = (".nc",)
+#: Suffixes of movies (:mod:`meanfield.movie`).
+MOVIE_SUFFIXES = (".gif", ".mp4")
+
+
+#: Image formats offered for figures (those matplotlib writes without LaTeX or raw buffers).
+IMAGE_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg", "eps", "ps", "tif", "tiff", "webp")
+
+
+def image_suffixes() -> tuple[str, ...]:
+    """The suffixes of :data:`IMAGE_FORMATS` that this matplotlib can write."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    supported = FigureCanvasBase.get_supported_filetypes()
+    return tuple(f".{name}" for name in IMAGE_FORMATS if name in supported)
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
     return path
+
+
+def _can_create_files_in(folder: Path) -> bool:
+    """Whether a file can be created in ``folder`` (a nameless probe, so nothing is left behind;
+    also right for root, for whom ``os.access`` says yes to everything but read-only mounts)."""
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def check_output_folder(folder, option: str) -> Path:
+    """``folder`` exists and is writable, or can be created: else one line naming ``option``.
+
+    Nothing is created here: the folder is made when the first file is written.
+    """
+    folder = Path(folder).expanduser()
+    require(str(folder).strip() != "", f"{option} must be a folder name (got an empty string)")
+    existing = _nearest_existing(folder.absolute())
+    require(existing.is_dir(), f"{option} {folder}: {existing} is a file, not a folder; choose another {option}")
+    require(_can_create_files_in(existing),
+            f"{option} {folder}: cannot write in {existing} (no permission or a read-only file system); "
+            f"choose a writable {option}")
+    return folder
+
+
+def check_output_file(path, option: str, suffixes) -> Path:
+    """``path`` can be written: an allowed suffix, not a folder, a writable (or creatable) folder.
+
+    ``suffixes``: the allowed suffixes, e.g. :data:`RUN_SUFFIXES` or :func:`image_suffixes`.
+    Checked before anything is computed; nothing is created.
+    """
+    path = Path(path).expanduser()
+    allowed = ", ".join(suffixes)
+    require(path.suffix.lower() in suffixes, f"{option} must be a file name ending in one of {allowed} (got {str(path)!r})")
+    require(not path.is_dir(), f"{option} {path} is a folder; give a file name ending in one of {allowed}")
+    check_output_folder(path.parent, option)
+    require(not path.exists() or os.access(path, os.W_OK),
+            f"{option} {path} exists and is read-only; remove it or choose another {option}")
+    return path
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """``mkdir -p folder``; returns the folders it created, outermost first."""
+    created = []
+    for parent in reversed((folder, *folder.parents)):
+        if not parent.exists():
+            created.append(parent)
+    folder.mkdir(parents=True, exist_ok=True)
+    return created
+
+
+@contextlib.contextmanager
+def _replacing(path: Path):
+    """A temporary path next to ``path`` (same suffix, so writers infer the format); renamed onto
+    ``path`` when the block succeeds, removed (with any folders made for it) when it fails."""
+    created = _make_folders(path.parent)
+    temporary = path.with_name(f".{path.stem}.{os.getpid()}-{secrets.token_hex(4)}.tmp{path.suffix}")
+    try:
+        yield temporary
+        if path.exists():
+            shutil.copymode(path, temporary)   # a replaced file keeps its permissions
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
+def write_atomic(path, writer) -> Path:
+    """Call ``writer(temporary_path)``, then rename the temporary file onto ``path`` (module docstring).
+
+    An ``OSError`` (disk full, permissions) becomes a one-line :class:`InputError`; the old
+    ``path``, if any, is untouched and no temporary file remains.
+    """
+    path = Path(path).expanduser()
+    try:
+        with _replacing(path) as temporary:
+            writer(temporary)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def save_run(dataset: xr.Dataset, path, encoding: dict | None = None) -> Path:
+    """Write a run to netCDF safely (:func:`write_atomic`; parent folders are created)."""
+    out = dataset.copy(deep=False)
+    out.attrs = netcdf_safe(out.attrs)   # attributes added after build_run_dataset, too
+    return write_atomic(path, lambda temporary: out.to_netcdf(temporary, encoding=encoding))
 
 
 def load_run(path, geometry: str | None = None) -> xr.Dataset:

@@ -16,6 +16,7 @@ import numpy as np
 from meanfield.diagnostics import empirical_coefficients
 from meanfield.defaults import PARTICLE_DEFAULTS
 from meanfield.errors import require
+from meanfield.limits import check_particle_size, check_stepper_settings
 from meanfield.model import Model
 from meanfield.sampling import sample_tokens
 from meanfield.seeding import stream
@@ -90,6 +91,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     tol = resolve_collapse_tol(collapse_tol, model.nu)
     seed = check_seed(seed)
     require(isinstance(n, int) and n >= 1, f"--n must be a positive integer (got {n!r})")
+    check_stepper_settings(rtol, cfl, dt_max)
+    check_particle_size(n, dim, t_final, save_every, save_log, resolution, t_start)
     if Q is None and K is None and V is None:
         Q, K, V = qkv_matrices(qkv, dim, seed)
     else:

@@ -18,6 +18,8 @@ from meanfield.errors import require
 from meanfield.initial import circle_density
 from meanfield.initial_sphere import sphere_density
 from meanfield.initial_zonal import zonal_density
+from meanfield.limits import check_number, check_solve_size, check_stepper_settings
+from meanfield.limits import check_seed as _check_seed_range
 from meanfield.model import Model
 from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
 from meanfield.storage import build_run_dataset, package_version
@@ -84,9 +86,8 @@ def add_cluster_records(dataset, tracker: ClusterTracker | None):
 
 
 def check_seed(seed):
-    require(seed is None or (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0),
-            f"--seed must be a non-negative integer (got {seed!r})")
-    return seed
+    """``None`` or an integer in ``[0, 2**63 - 1]`` (:func:`meanfield.limits.check_seed`)."""
+    return _check_seed_range(seed)
 
 
 def canonical_command(subcommand: list[str], settings: dict) -> str:
@@ -174,10 +175,10 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     lagrangian = scheme == "lagrangian"
     require(collapse_tol is None or lagrangian,
             f"--collapse-tol applies to --scheme lagrangian only (got --scheme {scheme})")
-    require(isinstance(rtol, float) and 0 < rtol < 1, f"--rtol must be in (0, 1) (got {rtol!r})")
-    require(isinstance(cfl, (int, float)) and 0 < cfl <= 2, f"--cfl must be in (0, 2] (got {cfl!r})")
-    require(0 < resolution_tol, f"--resolution-tol must be > 0 (got {resolution_tol!r})")
-    require(0 <= positivity_tol, f"--positivity-tol must be >= 0 (got {positivity_tol!r})")
+    check_stepper_settings(rtol, cfl)
+    check_number("--resolution-tol", resolution_tol, 0.0, math.inf)
+    check_number("--positivity-tol", positivity_tol, 0.0, math.inf, low_closed=True)
+    check_solve_size(geometry, scheme, resolution, model.dim, t_final, save_every, save_log, t_start)
     scheme_cls = scheme_class(geometry, scheme)
     stepper = getattr(scheme_cls, "default_stepper", "dopri5") if stepper is None else stepper
     options = {"collapse_tol": collapse_tol} if lagrangian else {}

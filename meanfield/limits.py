@@ -1,0 +1,230 @@
+"""What a run may ask for: ranges of settings, and sizes checked against memory before allocating.
+
+Every check here raises :class:`~meanfield.errors.InputError` with one line that names the
+parameter and the values it may take, *before* anything is allocated or computed: a
+``--resolution``, ``--n``, ``--dim`` or ``--save-every`` that would need more memory than the
+machine has is refused at once instead of failing minutes later with a ``MemoryError``.
+
+Sizes are estimates of the peak memory of a run: the scheme's work arrays plus the saved
+frames, which the run loop keeps in memory until the end.  The per-value byte counts below
+were measured with ``tracemalloc`` (peak over setup and the first steps, 2026-11, numpy
+allocations; ducc0's own buffers are of the size of one grid) and rounded up about twofold:
+
+================================  ===============================  =========================
+scheme                            measured peak                    used here
+================================  ===============================  =========================
+circle spectral / fv / lagrangian  ~250 / ~390 / ~950 B per point  400 / 600 / 2000 B
+sphere spectral / lagrangian       ~145 / ~1000 B per grid value   400 / 2500 B
+zonal galerkin / fv                ~75-95 / ~20-32 B x L^2         200 / 64 B x L^2 (+ grid)
+particles                          ~150-220 B x n d (+256 B x n)   400 B x n (d + 2)
+================================  ===============================  =========================
+
+A run may use at most half of the physical memory (:func:`memory_budget`), so that the
+machine stays usable; a run that fits is not guaranteed to be fast.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from .errors import InputError, require
+
+#: Largest seed: seeds are stored as netCDF int64 attributes.
+MAX_SEED = 2 ** 63 - 1
+#: Largest ambient dimension d (tokens on S^{d-1} or in R^d).
+MAX_DIM = 4096
+#: Most frames a run may save.
+MAX_FRAMES = 10 ** 6
+#: Longest list of values a sweep may ask for (``--betas``, ``--dims``).
+MAX_LIST = 10 ** 4
+#: Most modes ``meanfield theory --modes`` prints.
+MAX_MODES = 10 ** 6
+#: Physical memory assumed where the operating system does not say.
+FALLBACK_MEMORY = 8 * 2 ** 30
+
+#: Work bytes per grid value of the schemes whose memory grows with the number of grid values.
+WORK_BYTES_PER_VALUE = {("circle", "spectral"): 400, ("circle", "fv"): 600, ("circle", "lagrangian"): 2000,
+                        ("sphere", "spectral"): 400, ("sphere", "lagrangian"): 2500,
+                        ("zonal", "galerkin"): 400, ("zonal", "fv"): 400}
+#: Work bytes per squared resolution of the zonal schemes (dense Gegenbauer matrices).
+WORK_BYTES_PER_RESOLUTION_SQUARED = {("zonal", "galerkin"): 200, ("zonal", "fv"): 64}
+#: Saved values per grid value and frame (density, node positions, amplitudes), 8 bytes each.
+FRAME_VALUES_PER_GRID_VALUE = 3
+#: Particle work bytes per token and coordinate (``n (d + 2)``), and per circle grid point sampled from.
+PARTICLE_WORK_BYTES = 400
+#: Fixed overhead of any run (interpreter, libraries' tables).
+BASE_BYTES = 64 * 2 ** 20
+
+
+# ------------------------------------------------------------------------------------------ plain ranges
+def is_integer(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_integer(option: str, value, low: int, high: int | None = None) -> int:
+    """``value`` as an int in ``[low, high]``; one line naming ``option`` otherwise."""
+    allowed = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+    require(is_integer(value) and value >= low and (high is None or value <= high),
+            f"{option} must be {allowed} (got {value!r})")
+    return int(value)
+
+
+def check_number(option: str, value, low: float = -math.inf, high: float = math.inf,
+                 low_closed: bool = False, high_closed: bool = False) -> float:
+    """``value`` as a finite float in the interval (``low``, ``high``) with the given closed ends."""
+    interval = f"{'[' if low_closed else '('}{low:g}, {high:g}{']' if high_closed else ')'}"
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    number = float(value) if ok else math.nan
+    ok = ok and math.isfinite(number) and (low <= number if low_closed else low < number) \
+        and (number <= high if high_closed else number < high)
+    require(ok, f"{option} must be a finite number in {interval} (got {value!r})")
+    return number
+
+
+def check_seed(seed, option: str = "--seed"):
+    """A seed: ``None`` (fresh entropy) or an integer in ``[0, 2**63 - 1]`` (stored as int64)."""
+    if seed is None:
+        return None
+    return check_integer(option, seed, 0, MAX_SEED)
+
+
+def check_dim(dim, option: str = "--dim", low: int = 2) -> int:
+    """An ambient dimension in ``[low, MAX_DIM]``."""
+    return check_integer(option, dim, low, MAX_DIM)
+
+
+def check_stepper_settings(rtol, cfl, dt_max=None) -> None:
+    """The time stepper's settings: ``rtol`` in (0, 1), ``cfl`` in (0, 2], ``dt_max`` > 0 (finite)."""
+    check_number("--rtol", rtol, 0.0, 1.0)
+    check_number("--cfl", cfl, 0.0, 2.0, high_closed=True)
+    if dt_max is not None:
+        check_number("--dt-max", dt_max, 0.0, math.inf)
+
+
+# ------------------------------------------------------------------------------------------ memory
+def physical_memory() -> int:
+    """Bytes of physical memory (``SC_PHYS_PAGES x SC_PAGE_SIZE``), or :data:`FALLBACK_MEMORY`."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        return FALLBACK_MEMORY
+
+
+def memory_budget() -> int:
+    """What one run may use: half of the physical memory."""
+    return physical_memory() // 2
+
+
+def describe_bytes(count: float) -> str:
+    for unit, size in (("TB", 2 ** 40), ("GB", 2 ** 30), ("MB", 2 ** 20)):
+        if count >= size:
+            return f"{count / size:.3g} {unit}"
+    return f"{count / 2 ** 10:.3g} kB"
+
+
+def largest_within(estimate, budget: float, low: int = 1) -> int:
+    """The largest integer ``x >= low`` with ``estimate(x) <= budget`` (``estimate`` increasing), or ``low - 1``."""
+    if estimate(low) > budget:
+        return low - 1
+    high = max(low, 1)
+    while estimate(2 * high) <= budget:
+        high *= 2
+    high *= 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if estimate(middle) <= budget else (low, middle)
+    return low
+
+
+def check_fits(option: str, value, estimate, what: str) -> None:
+    """Refuse ``value`` of ``option`` when ``estimate(value)`` bytes exceed :func:`memory_budget`."""
+    budget = memory_budget()
+    needed = estimate(value)
+    if needed > budget:
+        largest = largest_within(estimate, budget)
+        raise InputError(f"{option} {value} needs about {describe_bytes(needed)} of memory for {what}, more than half "
+                         f"of this machine's {describe_bytes(physical_memory())}; allowed: {option} <= {largest}")
+
+
+# ------------------------------------------------------------------------------------------ frames
+def frame_count(t_final: float, save_every: float | None, save_log: int | None, t_start: float = 0.0) -> float:
+    """How many frames a run saves: every ``save_every`` from ``t_start``, or ``save_log`` per decade from 0.01."""
+    if save_log is not None:
+        return save_log * max(0.0, math.log10(max(t_final, 1e-2)) + 2.0) + 2.0
+    return (t_final - t_start) / save_every + 2.0
+
+
+def check_frames(t_final: float, save_every: float | None, save_log: int | None, frame_bytes: float,
+                 work_bytes: float, t_start: float = 0.0) -> None:
+    """At most :data:`MAX_FRAMES` frames, and the frames and the work arrays within :func:`memory_budget`."""
+    frames = frame_count(t_final, save_every, save_log, t_start)
+    option = "--save-log" if save_log is not None else "--save-every"
+    value = save_log if save_log is not None else save_every
+    length = t_final - t_start
+    smallest = length / (MAX_FRAMES - 2)
+    require(frames <= MAX_FRAMES, f"{option} {value:g} saves {frames:.3g} frames up to --t-final {t_final:g}; at most "
+                                  f"{MAX_FRAMES} frames are allowed (--save-every >= {smallest:.3g})")
+    budget = memory_budget() - work_bytes
+    if frames * frame_bytes > budget:
+        most = max(budget, 0) / frame_bytes
+        raise InputError(f"{option} {value:g} keeps {frames:.3g} frames of {describe_bytes(frame_bytes)} in memory "
+                         f"({describe_bytes(frames * frame_bytes)}), more than half of this machine's memory; allowed: "
+                         f"at most {max(int(most), 0)} frames (--save-every >= {length / max(most - 2, 1):.3g})")
+
+
+# ------------------------------------------------------------------------------------------ PDE runs
+def grid_values(geometry: str, scheme: str, resolution: int) -> int:
+    """Values of one density frame (an upper estimate): circle ``N``; sphere the dealiased
+    Gauss–Legendre grid ``(3(L+1)/2) x (3L+2)`` (solvers.sphere); zonal the polar grid."""
+    if geometry == "sphere":
+        return (3 * (resolution + 1) // 2 + 1) * (3 * resolution + 4)
+    if geometry == "zonal" and scheme != "fv":
+        return 3 * (resolution + 1) // 2 + 1
+    return resolution
+
+
+def solve_work_bytes(geometry: str, scheme: str, resolution: int) -> float:
+    """Estimated peak bytes of a PDE scheme's work arrays (table in the module docstring)."""
+    key = (geometry, scheme)
+    return (BASE_BYTES + WORK_BYTES_PER_VALUE.get(key, 2000) * grid_values(geometry, scheme, resolution)
+            + WORK_BYTES_PER_RESOLUTION_SQUARED.get(key, 0) * float(resolution) ** 2)
+
+
+def check_solve_size(geometry: str, scheme: str, resolution, dim, t_final: float, save_every: float | None,
+                     save_log: int | None = None, t_start: float = 0.0) -> None:
+    """A PDE run's ``resolution`` and ``dim`` within range and its memory within :func:`memory_budget`."""
+    check_dim(dim)
+    check_integer("--resolution", resolution, 1)
+    check_fits("--resolution", int(resolution), lambda r: solve_work_bytes(geometry, scheme, r),
+               f"the {geometry} {scheme} scheme")
+    frame = 8.0 * FRAME_VALUES_PER_GRID_VALUE * grid_values(geometry, scheme, int(resolution))
+    check_frames(t_final, save_every, save_log, frame, solve_work_bytes(geometry, scheme, int(resolution)), t_start)
+
+
+# ------------------------------------------------------------------------------------------ particles
+def particle_work_bytes(n: int, dim: int, resolution: int = 0) -> float:
+    """Estimated peak bytes of a particle run: the stepper's copies of the ``n x d`` state, the
+    row blocks of the interaction, random ``Q, K, V`` and the circle density tokens are drawn from."""
+    return BASE_BYTES + PARTICLE_WORK_BYTES * (float(n) * (dim + 2) + resolution) + 64.0 * dim * dim
+
+
+def check_particle_size(n, dim, t_final: float, save_every: float | None, save_log: int | None = None,
+                        resolution: int = 0, t_start: float = 0.0) -> None:
+    """A particle run's ``n``, ``dim`` and ``resolution`` within range and memory."""
+    check_dim(dim)
+    check_integer("--n", n, 1)
+    check_integer("--resolution", resolution, 0)
+    check_fits("--n", int(n), lambda count: particle_work_bytes(count, dim, resolution), f"{dim}-dimensional tokens")
+    check_fits("--resolution", int(resolution), lambda r: particle_work_bytes(n, dim, r), "the density sampled from")
+    frame = 8.0 * n * (dim + 2)
+    check_frames(t_final, save_every, save_log, frame, particle_work_bytes(n, dim, resolution), t_start)
+
+
+def check_matrix_dim(dim, option: str = "--dim", low: int = 1) -> int:
+    """Tokens in R^d with ``d x d`` matrices (Gaussian moment ODEs): range and memory."""
+    dim = check_integer(option, dim, low, MAX_DIM)
+    check_fits(option, dim, lambda d: BASE_BYTES + 400.0 * d * d, "d x d matrices")
+    return dim
