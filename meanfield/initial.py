@@ -11,6 +11,9 @@ Specs (MATH.md §2.1 normalisation; every density integrates to 1 unless read fr
 ``A+B+...``               the equal-weight mixture of the terms, e.g. ``vonmises:4@0+vonmises:4@3.14``.
 ``run.nc``                the last frame of an earlier circle run, resampled spectrally to N.
 
+Numpy arrays, ``xarray`` objects and functions are read by :mod:`meanfield.init_data`, which
+uses :func:`circle_values` to bring values given at other angles onto the grid.
+
 Anything else, a density that is negative somewhere, or one that does not integrate to a
 positive number, is refused with one line.  So is a density that the grid cannot resolve
 (spectral content above ``kmax`` larger than 1e-3 of the mean; smaller content is
@@ -23,6 +26,7 @@ import math
 import re
 
 import numpy as np
+from scipy.interpolate import CubicSpline
 from scipy.special import ive
 
 from .errors import InputError, require
@@ -82,14 +86,44 @@ def _term(term: str, theta: np.ndarray, seed) -> np.ndarray:
     raise InputError(f"--init: unknown initial condition {term!r}; expected {INIT_HELP}")
 
 
-def _from_file(path: str, n: int) -> np.ndarray:
-    dataset = load_run(path, geometry="circle")
-    density = last_valid_density(dataset, path)
-    coeffs = np.fft.rfft(density, norm="forward")
+def periodic_resample(values: np.ndarray, theta0: float, n: int) -> np.ndarray:
+    """The trigonometric interpolant of ``values`` at ``theta0 + 2 pi j / M`` evaluated at ``2 pi j / n``.
+
+    MATH.md §2.1 coefficients ``rho_hat_k exp(-i k theta0)``, truncated or zero-padded; an even
+    ``M``'s Nyquist term is the symmetric ``rho_hat_{M/2} cos(M/2 (theta - theta0))`` (halved when it
+    becomes an interior mode), so the result equals ``values`` at the old points when ``n = p M``.
+    """
+    m = values.size
+    coeffs = np.fft.rfft(values, norm="forward") * np.exp(-1j * np.arange(m // 2 + 1) * theta0)
     resampled = np.zeros(n // 2 + 1, dtype=complex)
     keep = min(len(coeffs), len(resampled))
     resampled[:keep] = coeffs[:keep]
+    if m % 2 == 0 and m // 2 < keep and (n % 2 or m // 2 != n // 2):
+        resampled[m // 2] *= 0.5
     return np.fft.irfft(resampled, n, norm="forward")
+
+
+def circle_values(theta: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Values at ``2 pi j / n`` of the periodic interpolant of ``values`` given at angles ``theta`` (radians).
+
+    Equispaced ``theta`` (any offset): spectral resampling (:func:`periodic_resample`, exact
+    for band-limited data); otherwise a periodic cubic spline through the points.
+    """
+    theta = np.mod(np.asarray(theta, dtype=float), 2 * math.pi)
+    order = np.argsort(theta, kind="stable")
+    theta, values = theta[order], np.asarray(values, dtype=float)[order]
+    m = theta.size
+    gaps = np.diff(np.append(theta, theta[0] + 2 * math.pi))
+    if np.all(np.abs(gaps - 2 * math.pi / m) <= 1e-9 * 2 * math.pi / m):
+        return periodic_resample(values, float(theta[0]), n)
+    spline = CubicSpline(np.append(theta, theta[0] + 2 * math.pi), np.append(values, values[0]),
+                         bc_type="periodic")
+    return spline(theta[0] + np.mod(2 * math.pi * np.arange(n) / n - theta[0], 2 * math.pi))
+
+
+def _from_file(path: str, n: int) -> np.ndarray:
+    dataset = load_run(path, geometry="circle")
+    return periodic_resample(last_valid_density(dataset, path), 0.0, n)
 
 
 def density_from_spec(spec: str, help_text: str, read_file, term) -> tuple[str, np.ndarray]:
@@ -103,21 +137,28 @@ def density_from_spec(spec: str, help_text: str, read_file, term) -> tuple[str, 
     return spec, sum(term(t) for t in terms) / len(terms)
 
 
+def init_label(spec) -> str:
+    """How a message names the initial data: ``--init 'TEXT'`` for a text spec; a description that
+    already starts with ``init=`` (an array, a function, an xarray object) is kept as it is."""
+    return spec if isinstance(spec, str) and spec.startswith("init=") else f"--init {spec!r}"
+
+
 def check_sign_and_mass(density: np.ndarray, spec: str, mass: float, area: float) -> float:
     """Refuse a non-finite, massless or negative density; returns its mean ``mass / area``."""
-    require(bool(np.all(np.isfinite(density))) and math.isfinite(mass), f"--init {spec!r}: the density is not finite")
-    require(mass > 0, f"--init {spec!r}: the density must integrate to a positive number (got {mass:.3g})")
+    name = init_label(spec)
+    require(bool(np.all(np.isfinite(density))) and math.isfinite(mass), f"{name}: the density is not finite")
+    require(mass > 0, f"{name}: the density must integrate to a positive number (got {mass:.3g})")
     mean = mass / area
     low = float(np.min(density))
-    require(low >= -1e-12 * mean,
-            f"--init {spec!r}: the density is negative somewhere (min {low:.3g}); lower EPS or use another start")
+    hint = "lower EPS or use another start" if name.startswith("--init") else "a density is >= 0"
+    require(low >= -1e-12 * mean, f"{name}: the density is negative somewhere (min {low:.3g}); {hint}")
     return mean
 
 
 def require_resolved(unresolved: float, spec: str, resolution: int, band: str) -> None:
     """Refuse a start whose content past the kept band exceeds ``UNRESOLVED_TOL`` x mean."""
     require(unresolved <= UNRESOLVED_TOL,
-            f"--init {spec!r}: not resolved at --resolution {resolution} (content {unresolved:.2g} x mean past "
+            f"{init_label(spec)}: not resolved at --resolution {resolution} (content {unresolved:.2g} x mean past "
             f"{band}); increase --resolution")
 
 

@@ -16,8 +16,10 @@ Specs (every density integrates to 1 over S^2 unless read from a file):
 Anything else, a density that is negative somewhere or does not integrate to a positive
 number, and a density the basis cannot resolve (it differs from its degree-``lmax``
 projection by more than 1e-3 of the mean density) is refused with one line naming
-``--init``.  This module never imports :mod:`solvers`: it works with the basis object it is given
-(grid ``basis.colatitude`` x ``basis.longitude``, ``analyse``/``synthesise``/``integrate``).
+``--init``.  Values given on another latitude/longitude grid (numpy, ``xarray``, functions:
+:mod:`meanfield.init_data`) come onto the grid by :func:`resample_grid` (a Gauss–Legendre grid of
+a run: spectral) or :func:`latlon_values` (any other grid: bicubic).  This module never imports
+:mod:`solvers`: it works with the basis object it is given (grid ``basis.colatitude`` x ``basis.longitude``, ``analyse``/``synthesise``/``integrate``).
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.interpolate import CubicSpline, RectBivariateSpline
 
 from .errors import InputError, require
-from .initial import _number as parse_number, check_sign_and_mass, density_from_spec, require_resolved
+from .initial import _number as parse_number, check_sign_and_mass, density_from_spec, init_label, require_resolved
 from .storage import last_valid_density, load_run
 
 SPHERE_INIT_HELP = ("uniform, perturbed:EPS, vmf:KAPPA@LAT,LON (LAT/LON in degrees; sums with '+'), "
@@ -97,6 +100,44 @@ def _term(term: str, basis, seed) -> np.ndarray:
     raise InputError(f"--init: unknown initial condition {term!r}; expected {SPHERE_INIT_HELP}")
 
 
+def resample_grid(density: np.ndarray, old, basis) -> np.ndarray:
+    """A density on the grid of the basis ``old`` (another ``lmax``) analysed there and synthesised on ``basis``."""
+    return basis.synthesise(old.resample(old.analyse(density), basis.lmax))
+
+
+def _pole_rows(values: np.ndarray, lat: np.ndarray, lon: np.ndarray, north: bool, rows: int = 3):
+    """Rows beyond a pole by reflection, latitude increasing: ``f(180 - lat, lon) = f(lat, lon + 180)``
+    (south: ``-180 - lat``), from the ``rows`` latitudes nearest the pole (a row at the pole is not repeated)."""
+    inner = np.flatnonzero(np.abs(lat) < 90.0)
+    pick = inner[-rows:][::-1] if north else inner[:rows][::-1]
+    spline = CubicSpline(np.append(lon, lon[0] + 360.0), np.concatenate((values[pick], values[pick, :1]), axis=1),
+                         axis=1, bc_type="periodic")
+    shifted = lon[0] + np.mod(lon + 180.0 - lon[0], 360.0)
+    return (180.0 if north else -180.0) - lat[pick], spline(shifted)
+
+
+def latlon_values(values: np.ndarray, lat: np.ndarray, lon: np.ndarray, lat_out: np.ndarray,
+                  lon_out: np.ndarray) -> np.ndarray:
+    """Bicubic interpolant of ``values[i, j]`` at ``(lat[i], lon[j])`` (degrees) on the grid ``lat_out x lon_out``.
+
+    Longitude is periodic (three columns wrapped on each side); beyond the last latitude the
+    data are continued across the pole (:func:`_pole_rows`), so the interpolant is smooth there.
+    ``lat`` and ``lon`` must be strictly increasing, ``lon`` in ``[0, 360)``, at least 4 longitudes.
+    """
+    wrap = min(3, lon.size)
+    lon_pad = np.concatenate((lon[-wrap:] - 360.0, lon, lon[:wrap] + 360.0))
+    south_lat, south = _pole_rows(values, lat, lon, north=False)
+    north_lat, north = _pole_rows(values, lat, lon, north=True)
+    lat_pad = np.concatenate((south_lat, lat, north_lat))
+    rows = np.concatenate((south, values, north))
+    rows = np.concatenate((rows[:, -wrap:], rows, rows[:, :wrap]), axis=1)
+    spline = RectBivariateSpline(lat_pad, lon_pad, rows, kx=3, ky=3, s=0)
+    lat_order, lon_order = np.argsort(lat_out), np.argsort(np.mod(lon_out, 360.0))
+    out = np.empty((lat_out.size, lon_out.size))
+    out[np.ix_(lat_order, lon_order)] = spline(lat_out[lat_order], np.mod(lon_out, 360.0)[lon_order])
+    return out
+
+
 def _from_file(path: str, basis) -> np.ndarray:
     dataset = load_run(path, geometry="sphere")
     density = last_valid_density(dataset, path)
@@ -105,7 +146,7 @@ def _from_file(path: str, basis) -> np.ndarray:
     old = type(basis)(lmax_old)
     require(density.shape == (old.colatitude.size, old.longitude.size),
             f"--init {path}: density grid {density.shape} is not the grid of a degree-{lmax_old} sphere run")
-    return basis.synthesise(old.resample(old.analyse(density), basis.lmax))
+    return resample_grid(density, old, basis)
 
 
 def sphere_density(spec: str, basis, seed=None) -> np.ndarray:
@@ -118,7 +159,7 @@ def sphere_density(spec: str, basis, seed=None) -> np.ndarray:
 
 def check_sphere_density(density: np.ndarray, spec: str, basis) -> None:
     """Refuse a density that is not finite, negative, massless, or unresolved at ``basis.lmax``."""
-    require(bool(np.all(np.isfinite(density))), f"--init {spec!r}: the density is not finite")
+    require(bool(np.all(np.isfinite(density))), f"{init_label(spec)}: the density is not finite")
     mean = check_sign_and_mass(density, spec, basis.integrate(density), 4 * math.pi)
     residual = float(np.max(np.abs(density - basis.synthesise(basis.analyse(density))))) / mean
     require_resolved(residual, spec, basis.lmax, f"degree {basis.lmax}")

@@ -17,6 +17,8 @@ integrates to 1 over S^{d-1} unless read from a file):
 
 Anything else, a density that is negative somewhere, massless, or unresolved (content past
 degree lmax larger than 1e-3 of the mean) is refused with one line naming ``--init``.
+Values given at other polar angles (numpy, ``xarray``, functions: :mod:`meanfield.init_data`)
+come onto the nodes by :func:`polar_values`.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.interpolate import CubicSpline
 from scipy.special import ive
 
 from .errors import InputError, require
 from .geometry import sphere_area
-from .initial import _number, check_sign_and_mass, density_from_spec, require_resolved
+from .initial import _number, check_sign_and_mass, density_from_spec, init_label, require_resolved
 from .storage import last_valid_density, load_run
 
 INIT_HELP = "uniform, perturbed:EPS, vmf:KAPPA (sums with '+'), or an earlier zonal run's .nc file"
@@ -69,9 +72,19 @@ def _term(term: str, basis, seed) -> np.ndarray:
     raise InputError(f"--init: unknown initial condition {term!r} for zonal densities; expected {INIT_HELP}")
 
 
-def _resample(path: str, basis) -> np.ndarray:
+def polar_values(polar: np.ndarray, values: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Cubic spline through ``values`` at polar angles ``polar`` (radians in ``[0, pi]``, increasing),
+    at ``targets``.  A zonal density is even about both poles, so the data are continued by
+    reflection (``th -> -th``, ``th -> 2 pi - th``, three points each) and the spline is smooth there."""
+    low = np.flatnonzero(polar > 0.0)[:3]
+    high = np.flatnonzero(polar < math.pi)[-3:]
+    angles = np.concatenate((-polar[low][::-1], polar, 2 * math.pi - polar[high][::-1]))
+    data = np.concatenate((values[low][::-1], values, values[high][::-1]))
+    return CubicSpline(angles, data)(np.asarray(targets, dtype=float))
+
+
+def resample_run(dataset, basis, path) -> np.ndarray:
     """The last density of an earlier zonal run, re-expanded in degrees <= its lmax at the new nodes."""
-    dataset = load_run(path, geometry="zonal")
     old_dim = int(dataset.attrs.get("dim", -1))
     require(old_dim == basis.dim,
             f"--init {path}: a zonal run in dimension {old_dim}, but --dim is {basis.dim}")
@@ -85,6 +98,10 @@ def _resample(path: str, basis) -> np.ndarray:
     return basis.polynomials(basis.nodes, degree) @ coeffs
 
 
+def _resample(path: str, basis) -> np.ndarray:
+    return resample_run(load_run(path, geometry="zonal"), basis, path)
+
+
 def zonal_density(spec: str, basis, seed=None) -> np.ndarray:
     """The initial density of ``spec`` at the nodes of ``basis`` (see the module docstring)."""
     spec, density = density_from_spec(spec, INIT_HELP, lambda path: _resample(path, basis),
@@ -95,7 +112,7 @@ def zonal_density(spec: str, basis, seed=None) -> np.ndarray:
 
 def check_zonal_density(density: np.ndarray, spec: str, basis) -> None:
     """Refuse a density that is not finite, negative, massless, or unresolved by the basis."""
-    require(bool(np.all(np.isfinite(density))), f"--init {spec!r}: the density is not finite")
+    require(bool(np.all(np.isfinite(density))), f"{init_label(spec)}: the density is not finite")
     coeffs = basis.interpolant_coeffs(density)
     mass = float(coeffs[0]) * math.sqrt(sphere_area(basis.dim))  # g_0 = mass / sqrt(|S^{d-1}|)
     check_sign_and_mass(density, spec, mass, sphere_area(basis.dim))

@@ -1,7 +1,7 @@
-"""Initial tokens for particle runs, drawn from the same laws as the PDE's ``--init``.
+"""Initial tokens for particle runs, drawn from the same laws as the PDE's ``init``.
 
-``sample_tokens(spec, n, dim, seed, resolution, sampling)`` returns positions ``(n, d)`` on
-S^{d-1} and weights ``(n,)`` summing to 1:
+``sample_tokens(init, n, dim, seed, resolution, sampling)`` returns positions ``(n, d)`` on
+S^{d-1} and weights ``(n,)`` (summing to 1 for the laws below; a particle file keeps its own):
 
 ``uniform``                       i.i.d. uniform on S^{d-1} (normalised Gaussians), any d.
 ``perturbed:EPS``, ``vonmises:..`` (circle) i.i.d. samples of the density that
@@ -9,8 +9,26 @@ S^{d-1} and weights ``(n,)`` summing to 1:
                                   from (same ``R`` and ``S``), by exact rejection sampling of its
                                   trigonometric series.
 ``orthogonal``                    ``n <= d`` pairwise orthogonal tokens, randomly rotated (MATH.md §1).
-``run.nc``                        a particle run's last positions and weights, or samples of a circle
-                                  PDE run's last density.
+``run.nc`` or a ``Dataset``       a particle run's last positions and weights, or samples of a
+                                  circle (``--dim 2``) or sphere (``--dim 3``) density run's last frame.
+
+Densities from the Python API (:mod:`meanfield.init_data` reads them, with the same checks and
+one-line refusals as the PDE's ``init=``; the mass need not be 1, samples follow the normalised law):
+
+* circle (``dim = 2``): a numpy array of values at ``theta_j = 2 pi j / M`` (``M`` its length), a
+  function ``f(theta)`` (evaluated at ``2 pi j / R``, ``R = resolution``), a DataArray with
+  ``theta`` (equispaced: its own trigonometric series; otherwise a periodic cubic spline onto
+  ``2 pi j / R``), a circle run.  Point values are sampled from their trigonometric series, the
+  law of the spectral PDE started from them (exact rejection sampling, :class:`TrigonometricDensity`);
+  they must be resolved on their grid as for ``solve``.  Cell averages (a finite-volume run, an
+  unresolved Lagrangian frame, a DataArray with ``cell_methods`` ``mean``) are a piecewise-constant
+  law (:class:`CellDensity`): a cell is drawn with probability ``average x width``, then a point
+  uniformly inside it, so clustered data sample correctly.
+* sphere (``dim = 3``): a DataArray with ``lat``/``lon`` (degrees), a function ``f(lat, lon)``
+  (evaluated at the centres of ``R x 2R`` equal-angle cells), a sphere run.  The values are
+  read as constant on cells bounded halfway between neighbouring latitudes (the poles close the
+  first and last band) and longitudes: a cell is drawn with probability ``value x area``, then a
+  point uniformly (in area) inside it (:func:`sample_latlon_cells`).
 
 ``sampling="quadrature"`` (circle densities only) replaces i.i.d. samples by the
 deterministic nodes ``theta_j = 2 pi (j + 1/2) / n`` with weights ``rho(theta_j)``
@@ -24,10 +42,11 @@ import math
 
 import numpy as np
 
-from .errors import require
-from .initial import INIT_HELP, circle_density
+from .errors import InputError, require
+from .init_data import as_values, evaluate, kind_of, label_of, piecewise, read_source
+from .initial import INIT_HELP, check_density, check_sign_and_mass, circle_density, circle_values
 from .seeding import stream
-from .storage import last_valid_density, load_run
+from .storage import load_run
 
 SAMPLINGS = ("iid", "quadrature")
 
@@ -80,46 +99,137 @@ class TrigonometricDensity:
         return np.concatenate(accepted)[:n]
 
 
-def _circle_law(spec: str, resolution: int, seed) -> TrigonometricDensity:
-    if spec.endswith(".nc"):
-        dataset = load_run(spec, geometry="circle")
-        return TrigonometricDensity(last_valid_density(dataset, spec))
-    return TrigonometricDensity(circle_density(spec, resolution, seed))
+class CellDensity:
+    """A piecewise-constant circle density: ``values[j]`` on the arc between the faces around ``centres[j]``."""
+
+    def __init__(self, source, label: str):
+        self.law = piecewise(source, "circle")
+        faces = self.law.breaks                           # face j between cells j and j + 1
+        self.left = np.roll(faces, 1)
+        self.left[0] -= 2 * math.pi
+        masses = source.values * (faces - self.left)
+        check_sign_and_mass(source.values, label, float(masses.sum()), 2 * math.pi)
+        self.p = masses / masses.sum()
+
+    def __call__(self, theta: np.ndarray) -> np.ndarray:
+        return self.law.evaluate(theta)
+
+    def sample(self, n: int, rng) -> np.ndarray:
+        cell = rng.choice(self.p.size, size=n, p=self.p)
+        return np.mod(self.left[cell] + rng.uniform(size=n) * (self.law.breaks[cell] - self.left[cell]), 2 * math.pi)
 
 
-def _from_particle_file(path: str, n: int, dim: int):
-    dataset = load_run(path)
-    if "positions" not in dataset:
+def _edges(centres: np.ndarray, low: float, high: float) -> np.ndarray:
+    """Cell edges halfway between sorted centres, closed by ``low`` and ``high``."""
+    return np.concatenate(([low], 0.5 * (centres[1:] + centres[:-1]), [high]))
+
+
+def sample_latlon_cells(values: np.ndarray, lat: np.ndarray, lon: np.ndarray, n: int, rng, label: str):
+    """``n`` i.i.d. points of S^2 from values on a sorted ``lat x lon`` grid (degrees), constant on cells
+    bounded halfway between the coordinates (module docstring): cell by ``value x area``, then uniform in it."""
+    sin_edges = np.sin(np.radians(_edges(lat, -90.0, 90.0)))
+    lon_mid = 0.5 * (lon + np.append(lon[1:], lon[0] + 360.0))           # east edge of each sector
+    lon_west = np.append(lon_mid[-1] - 360.0, lon_mid[:-1])
+    width = np.radians(lon_mid - lon_west)
+    area = np.diff(sin_edges)[:, None] * width[None, :]
+    masses = values * area
+    check_sign_and_mass(values, label, float(masses.sum()), 4 * math.pi)
+    cell = rng.choice(masses.size, size=n, p=(masses / masses.sum()).ravel())
+    row, column = np.divmod(cell, lon.size)
+    z = sin_edges[row] + rng.uniform(size=n) * (sin_edges[row + 1] - sin_edges[row])
+    phi = np.radians(lon_west[column]) + rng.uniform(size=n) * width[column]
+    rho = np.sqrt(np.clip(1.0 - z * z, 0.0, None))
+    return np.stack((rho * np.cos(phi), rho * np.sin(phi), z), axis=1)
+
+
+def _trigonometric(values: np.ndarray, label: str) -> TrigonometricDensity:
+    require(values.ndim == 1 and values.size >= 4,
+            f"{label}: circle grid values must be a 1-D array of at least 4 values (got shape {values.shape})")
+    check_density(values, label, values.size)
+    return TrigonometricDensity(values)
+
+
+def _circle_law(init, kind: str, label: str, resolution: int, seed):
+    """The law of circle tokens for every kind of ``init`` (module docstring)."""
+    if kind == "text":
+        return TrigonometricDensity(circle_density(init, resolution, seed))
+    if kind == "array":
+        return _trigonometric(as_values(init, label), label)
+    if kind == "function":
+        return _trigonometric(evaluate(init, label, 2 * math.pi * np.arange(resolution) / resolution), label)
+    source = read_source(init, "circle", label)
+    if source.cell_averages:
+        return CellDensity(source, label)
+    theta, values = source.coords[0], source.values
+    return _trigonometric(circle_values(theta, values, max(resolution, theta.size)), label)
+
+
+def _particle_tokens(dataset, label: str, n: int, dim: int):
+    """A particle run's last positions and weights (``None`` for a density run)."""
+    if "positions" not in dataset or "density" in dataset:
         return None
     positions = np.asarray(dataset["positions"].values[-1], dtype=float)
     require(positions.shape == (n, dim),
-            f"--init {path}: holds {positions.shape[0]} tokens in dimension {positions.shape[1]}, "
+            f"{label}: holds {positions.shape[0]} tokens in dimension {positions.shape[1]}, "
             f"but --n {n} --dim {dim} were asked for")
-    require(bool(np.all(np.isfinite(positions))), f"--init {path}: the last positions are not finite")
+    require(bool(np.all(np.isfinite(positions))), f"{label}: the last positions are not finite")
     return positions, np.asarray(dataset["weights"].values, dtype=float)
 
 
-def sample_tokens(spec: str, n: int, dim: int, seed=None, resolution: int = 256, sampling: str = "iid"):
-    """Positions ``(n, dim)`` and weights ``(n,)`` for ``--init spec`` (see the module docstring)."""
-    require(isinstance(spec, str) and spec.strip() != "", f"--init must be one of: {INIT_HELP}, orthogonal")
+def _load(init, kind: str, label: str):
+    if kind == "dataset":
+        return init
+    try:
+        return load_run(str(init).strip())
+    except InputError as exc:
+        raise InputError(f"--init {exc}") from None
+
+
+def sample_tokens(init, n: int, dim: int, seed=None, resolution: int = 256, sampling: str = "iid"):
+    """Positions ``(n, dim)`` and weights ``(n,)`` for ``init`` (see the module docstring)."""
+    require(not isinstance(init, str) or init.strip() != "", f"--init must be one of: {INIT_HELP}, orthogonal")
     require(sampling in SAMPLINGS, f"--sampling must be one of {', '.join(SAMPLINGS)} (got {sampling!r})")
-    spec = spec.strip()
+    kind = kind_of(init)
+    init = init.strip() if isinstance(init, str) else init
+    label = label_of(init)
     rng = stream(seed, "sampling")
     uniform_weights = np.full(n, 1.0 / n)
-    if spec.endswith(".nc"):
-        from_file = _from_particle_file(spec, n, dim)
-        if from_file is not None:
-            return from_file
-    if spec == "orthogonal":
+    if kind in ("path", "dataset"):
+        dataset = _load(init, kind, label)
+        tokens = _particle_tokens(dataset, label, n, dim)
+        if tokens is not None:
+            return tokens
+        init, kind = dataset, "dataset"
+    if kind == "text" and init == "orthogonal":
         require(sampling == "iid", "--sampling quadrature needs a circle density --init")
         return orthogonal_tokens(n, dim, rng), uniform_weights
-    if spec == "uniform" and dim > 2:
+    if kind == "text" and init == "uniform" and dim > 2:
         require(sampling == "iid", "--sampling quadrature is defined on the circle (--dim 2) only")
         return uniform_sphere(n, dim, rng), uniform_weights
-    require(dim == 2, f"--init {spec!r} is a circle density: it needs --dim 2 (on S^{{d-1}}, d >= 3, "
-                      f"use uniform or orthogonal)")
-    law = _circle_law(spec, resolution, seed)
+    if dim == 3 and kind != "text":
+        require(sampling == "iid", f"{label}: --sampling quadrature is defined on the circle (--dim 2) only")
+        return _sphere_tokens(init, kind, label, n, resolution, rng), uniform_weights
+    if kind == "text":
+        require(dim == 2, f"--init {init!r} is a circle density: it needs --dim 2 (on S^{{d-1}}, d >= 3, "
+                          f"use uniform or orthogonal)")
+    else:
+        require(dim == 2, f"{label}: densities are sampled on the circle (--dim 2) or S^2 (--dim 3), not --dim {dim}")
+    law = _circle_law(init, kind, label, resolution, seed)
     if sampling == "quadrature":
         theta = 2 * math.pi * (np.arange(n) + 0.5) / n
         return on_circle(theta), law(theta) / law(theta).sum()
     return on_circle(law.sample(n, rng)), uniform_weights
+
+
+def _sphere_tokens(init, kind: str, label: str, n: int, resolution: int, rng) -> np.ndarray:
+    """I.i.d. tokens on S^2 from a DataArray, a function or a sphere run (module docstring)."""
+    require(kind != "array", f"{label}: a numpy array is read as circle grid values (--dim 2); on S^2 give a "
+                             f"DataArray with lat/lon (degrees) or a function f(lat, lon)")
+    if kind == "function":
+        lat = -90.0 + 180.0 * (np.arange(resolution) + 0.5) / resolution
+        lon = 360.0 * (np.arange(2 * resolution) + 0.5) / (2 * resolution)
+        values = evaluate(init, label, *np.meshgrid(lat, lon, indexing="ij"))
+    else:
+        source = read_source(init, "sphere", label)
+        values, (lat, lon) = source.values, source.coords
+    return sample_latlon_cells(values, lat, lon, n, rng, label)
