@@ -48,7 +48,9 @@ def test_run_stops_when_resolution_is_lost_and_keeps_its_frames(clustering_run):
     reason = clustering_run.attrs["stop_reason"]
     assert reason.startswith("resolution lost") or reason.startswith("positivity lost")
     times = clustering_run["time"].values
-    assert 12.0 < times[-1] < 30.0 and np.allclose(np.diff(times), 0.25)
+    assert 12.0 < times[-1] < 30.0 and np.allclose(np.diff(times[:-1]), 0.25)
+    # the last valid state is kept as a final frame between two save times, and flagged
+    assert 0 < times[-1] - times[-2] < 0.25 and clustering_run.attrs["last_frame_off_schedule"] == 1
     density = clustering_run["density"].values
     assert np.all(density >= -1e-6 / (2 * math.pi))
     assert detect_clusters(density[-1]).count == 4  # k* = 4 at beta = 9

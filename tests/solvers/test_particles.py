@@ -138,8 +138,9 @@ def test_restart_from_a_particle_file(tmp_path):
     first = simulate(dim=3, n=20, beta=2.0, init="uniform", seed=7, t_final=1.0, save_every=1.0)
     path = tmp_path / "p.nc"
     first.to_netcdf(path)
-    second = simulate(dim=3, n=20, beta=2.0, init=str(path), t_final=0.5, save_every=0.5)
+    second = simulate(dim=3, n=20, beta=2.0, init=str(path), t_final=1.5, save_every=0.5)
     assert np.array_equal(second["positions"].values[0], first["positions"].values[-1])
+    np.testing.assert_array_equal(second.time.values, [1.0, 1.5])  # the clock goes on from the file
     with pytest.raises(InputError, match="holds 20 tokens"):
         simulate(dim=3, n=21, beta=2.0, init=str(path), t_final=0.5)
 
