@@ -2,8 +2,12 @@
 
 :func:`plot_run` draws, for a circle run,
 
-(a) the density ``rho(t, theta)`` as a space-time heat map on a logarithmic colour
-    scale (clusters sharpen exponentially, so a linear scale shows only the peaks);
+(a) the density as a space-time heat map of its deviation from the uniform state,
+    ``rho / rho_bar - 1`` with ``rho_bar = mass / |S^{d-1}|`` (MATH.md §2), on a symmetric
+    logarithmic colour scale (:func:`deviation_norm`): linear within a tenth of the first frame's
+    largest deviation, logarithmic beyond, so the perturbation of size 1e-3 growing like
+    ``exp(lambda_k t)`` before formation and the clusters (deviations of 10-1000) after it are
+    both visible (a log scale of ``rho`` itself shows only the clusters);
 (b) the scaled interaction energy ``exp(-beta) E`` against time (MATH.md §2: it
     increases for ``nu = 0``);
 (c) the Fourier amplitudes ``|rho_hat_k|`` on a log axis, each overlaid with the
@@ -13,6 +17,13 @@
 Runs saved on a log time axis (``--save-log``) are drawn against ``log t`` (the frame at
 ``t = 0`` is left out of those axes); runs that track clusters (:mod:`solvers.clusters`) add the
 point-cluster energy of every plateau (dashed) and the merge times (dotted) to panel (b).
+
+Sphere runs draw equal-area maps of the same deviation at a few times; Lagrangian sphere runs
+draw their nodes instead, grouped where they coincide (:func:`node_groups`), each group a marker
+whose area is proportional to its mass, so clusters are visible however small they are.
+Legends sit outside the axes, never over a curve.
+
+A dataset without what its figure needs raises :class:`InputError` naming the variable.
 
 Only the object-oriented matplotlib API is used (no ``pyplot`` state), so this
 works under the Agg backend, in scripts and in threads.
@@ -25,12 +36,14 @@ from pathlib import Path
 
 import matplotlib as mpl
 import numpy as np
-from matplotlib.colors import LogNorm
+from matplotlib.colors import LogNorm, TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from .errors import InputError, require
+from .geometry import sphere_area
 from .model import Model
+from .storage import check_output_file, image_suffixes, write_atomic
 from .theory import dominant_mode, growth_rates
 
 DPI = 130
@@ -51,10 +64,31 @@ GAUSSIAN_ELLIPSES = 8
 SPHERE_FRAMES = 4
 
 
+#: What each figure reads besides the ``time`` axis: variables / coordinates, then attributes.
+REQUIRED = {"circle": ("density", "theta", "mass", "energy", "mode_amplitude"),
+            "zonal": ("density", "polar", "mass", "energy", "mode_amplitude"),
+            "sphere": ("lat", "lon", "mass", "energy", "mode_amplitude"),
+            "particles": ("positions", "weights", "energy"),
+            "gaussian": ("mean", "covariance")}
+REQUIRED_ATTRS = ("attention", "beta", "nu")
+
+
 def _check_plottable(dataset) -> None:
+    """Refuse, in one line, a dataset whose figure cannot be drawn: an unknown geometry, a missing
+    variable, attribute or time axis (e.g. a file holding only attributes and times)."""
     geometry = dataset.attrs.get("geometry", "unknown")
     if geometry not in PLOTTABLE:
         raise InputError(f"plot: geometry {geometry} is not supported (circle, sphere, zonal, particle and gaussian runs only)")
+    needed = REQUIRED[geometry] + (("density",) if geometry == "sphere" and "positions" not in dataset else ())
+    missing = [name for name in needed if name not in dataset.variables]
+    require(not missing, f"plot: this {geometry} run lacks {', '.join(missing)} (a {geometry} figure needs "
+                         f"{', '.join(needed)}); is it a complete meanfield run file?")
+    missing = [name for name in REQUIRED_ATTRS if geometry != "gaussian" and name not in dataset.attrs]
+    require(not missing, f"plot: this {geometry} run lacks the attribute(s) {', '.join(missing)}; "
+                         f"is it a meanfield run file?")
+    timed = "mean" if geometry == "gaussian" else "energy"
+    require("time" in dataset.dims and dataset.sizes["time"] >= 1 and "time" in dataset[timed].dims,
+            f"plot: this {geometry} run has no frames ({timed} needs a time axis with at least one time)")
 
 
 def _model(dataset) -> Model:
@@ -117,6 +151,85 @@ def _density_norm(density: np.ndarray) -> LogNorm:
 
 #: Heat maps draw at most this many columns (about the figure's pixel width).
 HEAT_MAP_COLUMNS = 256
+#: Colour map of ``rho / rho_bar - 1``: blue below the uniform density, white at it, red above.
+DEVIATION_COLORMAP = "RdBu_r"
+#: The deviation scale is linear within +-(this x the first frame's largest deviation) ...
+LINEAR_FRACTION = 0.1
+#: ... kept within these bounds (a uniform start has no deviation; a clustered one a large one).
+LINEAR_RANGE = (1e-12, 0.1)
+#: At most this many labelled decades on each side of the deviation colour bar.
+DEVIATION_TICKS = 4
+
+
+def mean_density(dataset) -> np.ndarray:
+    """``rho_bar(t) = mass(t) / |S^{d-1}|``: the uniform density of the same mass (MATH.md §2), per frame."""
+    return np.asarray(dataset["mass"].values, dtype=float) / sphere_area(int(dataset.attrs.get("dim", 2)))
+
+
+def relative_deviation(density, mean) -> np.ndarray:
+    """``rho / rho_bar - 1`` frame by frame (``density``: shape (time, ...); ``mean``: shape (time,))."""
+    density = np.asarray(density, dtype=float)
+    mean = np.asarray(mean, dtype=float).reshape((-1,) + (1,) * (density.ndim - 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return density / mean - 1.0
+
+
+def linear_range(first_deviation) -> float:
+    """Half-width of the linear part of the deviation scale: :data:`LINEAR_FRACTION` of the first frame's
+    largest ``|rho / rho_bar - 1|``, clipped to :data:`LINEAR_RANGE`."""
+    values = np.abs(np.asarray(first_deviation, dtype=float))
+    largest = float(values[np.isfinite(values)].max()) if np.any(np.isfinite(values)) else 0.0
+    return float(np.clip(LINEAR_FRACTION * largest, *LINEAR_RANGE))
+
+
+def symlog(values, linear: float) -> np.ndarray:
+    """``sign(x) log10(1 + |x| / linear)``: linear near 0, logarithmic beyond ``linear``."""
+    values = np.asarray(values, dtype=float)
+    return np.sign(values) * np.log10(1.0 + np.abs(values) / linear)
+
+
+def deviation_norm(scaled) -> TwoSlopeNorm:
+    """White at 0; each side of the colour map spans the finite ``scaled`` values on that side."""
+    finite = np.asarray(scaled, dtype=float)[np.isfinite(scaled)]
+    low = min(float(finite.min()) if finite.size else 0.0, -1e-12)
+    high = max(float(finite.max()) if finite.size else 0.0, 1e-12)
+    return TwoSlopeNorm(vcenter=0.0, vmin=low, vmax=high)
+
+
+def _power_of_ten(exponent: int) -> str:
+    return "$" + {0: "1", 1: "10", -1: "0.1"}.get(exponent, f"10^{{{exponent}}}") + "$"
+
+
+def _side_ticks(top: float, linear: float) -> tuple[list[float], list[str]]:
+    """Ticks of one side of the deviation colour bar, as positive deviations and labels: powers of ten
+    ``linear < 10^k <= top`` (at most :data:`DEVIATION_TICKS`, keeping the largest); without one, ``top``
+    rounded down to one digit."""
+    if not top > linear:
+        return [], []
+    exponents = list(range(math.floor(math.log10(linear)) + 1, math.floor(math.log10(top) + 1e-9) + 1))
+    if not exponents:
+        exponent = math.floor(math.log10(top))
+        digit = math.floor(top / 10.0 ** exponent)
+        return [digit * 10.0 ** exponent], [rf"${digit}\times 10^{{{exponent}}}$"]
+    exponents = exponents[::-1][::math.ceil(len(exponents) / DEVIATION_TICKS)][::-1]
+    return [10.0 ** k for k in exponents], [_power_of_ten(k) for k in exponents]
+
+
+def deviation_colorbar(fig: Figure, mesh, linear: float, deviation, label_prefix: str = r"$\rho/\bar\rho - 1$",
+                       **kwargs):
+    """Colour bar of a map of :func:`symlog` values, ticks at powers of ten of the deviation itself."""
+    finite = np.asarray(deviation, dtype=float)[np.isfinite(deviation)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+    below, below_labels = _side_ticks(-low, linear)
+    above, above_labels = _side_ticks(high, linear)
+    values = [-value for value in below[::-1]] + [0.0] + above
+    labels = [f"$-{label.strip('$')}$" for label in below_labels[::-1]] + ["0"] + above_labels
+    mantissa, exponent = f"{linear:.0e}".split("e")
+    scale = (f"10^{{{int(exponent)}}}" if mantissa == "1" else rf"{mantissa}\times 10^{{{int(exponent)}}}")
+    bar = fig.colorbar(mesh, label=f"{label_prefix}  (log scale beyond $\\pm {scale}$)", **kwargs)
+    bar.set_ticks(symlog(values, linear), labels=labels)
+    bar.minorticks_off()
+    return bar
 
 
 def _angle_axis(ax, top: float, ticks: list[str], label: str) -> None:
@@ -164,20 +277,35 @@ def _heat_map(fig: Figure, ax, x, times, values, label: str, zero: str = r"$\leq
     fig.colorbar(mesh, ax=ax, label=label, extend="min", pad=0.02)
 
 
+def deviation_heat_map(fig: Figure, ax, x, times, density, mean, log: bool = False) -> None:
+    """Space-time heat map of ``rho / rho_bar - 1`` (``density``: (time, x); ``mean``: rho_bar per frame)
+    on the symmetric log scale of the module docstring, with its colour bar."""
+    x, density = pool_columns(x, density)
+    times = np.asarray(times, dtype=float)
+    deviation = relative_deviation(density, mean)
+    linear = linear_range(deviation[0])
+    if log:
+        times, deviation = times[times > 0], deviation[times > 0]
+        ax.set_yscale("log")
+    scaled = symlog(deviation, linear)
+    mesh = ax.pcolormesh(x, times, scaled, shading="nearest", cmap=DEVIATION_COLORMAP, norm=deviation_norm(scaled),
+                         rasterized=True)
+    ax.set_ylabel("time $t$" + (" (log scale)" if log else ""))
+    deviation_colorbar(fig, mesh, linear, deviation, ax=ax, pad=0.02)
+
+
 def _density_panel(fig: Figure, ax, dataset) -> None:
-    density = np.asarray(dataset["density"].values, dtype=float)
-    _heat_map(fig, ax, dataset["theta"].values, dataset["time"].values, density, r"$\rho$",
-              log=log_time_axis(dataset))
+    deviation_heat_map(fig, ax, dataset["theta"].values, dataset["time"].values, dataset["density"].values,
+                       mean_density(dataset), log=log_time_axis(dataset))
     _theta_axis(ax)
-    ax.set_title(r"(a) density $\rho(t,\theta)$")
+    ax.set_title(r"(a) density relative to uniform, $\rho(t,\theta)/\bar\rho - 1$")
 
 
 def _zonal_density_panel(fig: Figure, ax, dataset) -> None:
-    density = np.asarray(dataset["density"].values, dtype=float)
-    _heat_map(fig, ax, dataset["polar"].values, dataset["time"].values, density, r"$\rho$",
-              log=log_time_axis(dataset))
+    deviation_heat_map(fig, ax, dataset["polar"].values, dataset["time"].values, dataset["density"].values,
+                       mean_density(dataset), log=log_time_axis(dataset))
     _polar_axis(ax)
-    ax.set_title(r"(a) zonal density $\rho(t,\vartheta)$")
+    ax.set_title(r"(a) zonal density relative to uniform, $\rho(t,\vartheta)/\bar\rho - 1$")
 
 
 def _frame_indices(count: int, frames: int = SPHERE_FRAMES) -> list[int]:
@@ -206,36 +334,115 @@ def _map_grid(dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _cell_edges(lon, -math.pi, math.pi), _cell_edges(lat, -math.pi / 2, math.pi / 2), order
 
 
-def _sphere_maps(fig, dataset) -> None:
-    """Row of equal-area (Mollweide) maps of the density at a few times, one shared log colour scale."""
-    indices = _frame_indices(dataset.sizes["time"])
-    lon_edges, lat_edges, order = _map_grid(dataset)
-    frames = np.asarray(dataset["density"].values, dtype=float)[indices][:, :, order]
-    norm = _density_norm(frames)
-    cmap = mpl.colormaps[COLORMAP].with_extremes(bad="white")
-    axes = [fig.add_subplot(1, len(indices), i + 1, projection="mollweide") for i in range(len(indices))]
-    for ax, index, frame in zip(axes, indices, frames):
-        mesh = ax.pcolormesh(lon_edges, lat_edges, frame, shading="flat", cmap=cmap, norm=norm, rasterized=True)
+#: Nodes in the same cube of this side (about a pixel of the maps) are drawn as one marker.
+NODE_GROUP_SIZE = 0.02
+#: Marker area (points^2) of a group carrying the whole mass; a group's area is proportional to its mass ...
+FULL_MASS_AREA = 2500.0
+#: ... but at least this, so single nodes stay visible before clusters form.
+MIN_MARKER_AREA = 1.0
+NODE_COLOUR = "tab:red"
+
+
+def node_groups(points, weights, size: float = NODE_GROUP_SIZE) -> tuple[np.ndarray, np.ndarray]:
+    """Unit vectors grouped by the cube of side ``size`` they fall in: per group the weighted mean
+    direction (the plain mean for a massless group) and the summed weight."""
+    points, weights = np.asarray(points, dtype=float), np.asarray(weights, dtype=float)
+    _, labels = np.unique(np.floor(points / size).astype(np.int64), axis=0, return_inverse=True)
+    labels = labels.ravel()
+    masses = np.bincount(labels, weights)
+    factor = np.where(masses[labels] > 0, weights, 1.0)
+    sums = np.stack([np.bincount(labels, factor * points[:, i]) for i in range(points.shape[1])], axis=-1)
+    return sums / np.maximum(np.linalg.norm(sums, axis=-1, keepdims=True), 1e-300), masses
+
+
+def marker_areas(masses, total: float) -> np.ndarray:
+    """Marker areas proportional to mass (:data:`FULL_MASS_AREA` for ``total``), at least :data:`MIN_MARKER_AREA`."""
+    return np.maximum(FULL_MASS_AREA * np.asarray(masses, dtype=float) / total, MIN_MARKER_AREA)
+
+
+def mass_legend_handles(total: float, masses=(0.01, 0.1, 0.5)) -> tuple[list, list]:
+    """Legend entries showing the marker size of a few masses (fractions of ``total``)."""
+    handles = [Line2D([], [], ls="", marker="o", color=NODE_COLOUR, alpha=0.7,
+                      markersize=math.sqrt(float(marker_areas([m * total], total)[0])))
+               for m in masses]
+    return handles, [f"mass {m:g}" for m in masses]
+
+
+def lon_lat(points) -> tuple[np.ndarray, np.ndarray]:
+    """Longitude in [-pi, pi) and latitude in [-pi/2, pi/2] (radians) of unit vectors in R^3."""
+    points = np.asarray(points, dtype=float)
+    return np.arctan2(points[:, 1], points[:, 0]), np.arcsin(np.clip(points[:, 2], -1.0, 1.0))
+
+
+def draw_nodes(ax, points, weights, total: float):
+    """Nodes on a Mollweide axis, grouped by :func:`node_groups`, marker area proportional to mass."""
+    centres, masses = node_groups(points, weights)
+    order = np.argsort(masses)[::-1]            # heavy groups first, so light ones stay visible on top
+    lon, lat = lon_lat(centres[order])
+    return ax.scatter(lon, lat, s=marker_areas(masses[order], total), color=NODE_COLOUR, alpha=0.7,
+                      linewidths=0, rasterized=True)
+
+
+def mollweide_axes(fig, count: int) -> list:
+    """``count`` Mollweide axes in a row, with a light grid and no longitude labels."""
+    axes = [fig.add_subplot(1, count, i + 1, projection="mollweide") for i in range(count)]
+    for ax in axes:
         ax.set_xticklabels([])
         ax.tick_params(labelsize="x-small")
         ax.grid(True, alpha=0.3)
+    return axes
+
+
+def sphere_deviation_maps(dataset, indices):
+    """``(lon edges, lat edges, symlog deviations of the frames at indices, deviations, linear range)``
+    for Mollweide maps: one colour scale for all frames, linear range from the run's first frame."""
+    lon_edges, lat_edges, order = _map_grid(dataset)
+    density = np.asarray(dataset["density"].values, dtype=float)
+    deviation = relative_deviation(density[indices][:, :, order], mean_density(dataset)[indices])
+    linear = linear_range(relative_deviation(density[:1], mean_density(dataset)[:1]))
+    return lon_edges, lat_edges, symlog(deviation, linear), deviation, linear
+
+
+def has_nodes(dataset) -> bool:
+    """Whether a run saved node or token positions on S^2 with their weights (Lagrangian, particles)."""
+    return "positions" in dataset and "weights" in dataset and dataset["positions"].shape[-1] == 3
+
+
+def _sphere_maps(fig, dataset) -> None:
+    """Row of equal-area (Mollweide) maps at a few times: the density's deviation from uniform on
+    one shared colour scale, or for Lagrangian runs the nodes, marker area proportional to mass."""
+    indices = _frame_indices(dataset.sizes["time"])
+    axes = mollweide_axes(fig, len(indices))
+    for ax, index in zip(axes, indices):
         ax.set_title(f"t = {float(dataset['time'].values[index]):g}", fontsize="medium")
-    label = r"$\rho$ (log scale)" + (r";  white: $\leq 0$" if np.any(frames <= 0) else "")
-    fig.colorbar(mesh, ax=axes, label=label, extend="min", shrink=0.8, pad=0.02)
-    fig.suptitle(r"(a) density $\rho(t, x)$ on $S^2$ (Mollweide equal-area maps; longitude $-\pi..\pi$)",
-                 fontsize="medium")
+    if has_nodes(dataset):
+        weights = np.asarray(dataset["weights"].values, dtype=float)
+        for ax, index in zip(axes, indices):
+            draw_nodes(ax, dataset["positions"].values[index], weights, float(weights.sum()))
+        fig.legend(*mass_legend_handles(float(weights.sum())), loc="outside right center", fontsize="small",
+                   title="nodes (area $\\propto$ mass)", title_fontsize="small", labelspacing=1.5, borderpad=1.0)
+        what = "Lagrangian nodes grouped within 0.02, marker area $\\propto$ mass"
+    else:
+        lon_edges, lat_edges, scaled, deviation, linear = sphere_deviation_maps(dataset, indices)
+        norm = deviation_norm(scaled)
+        for ax, frame in zip(axes, scaled):
+            mesh = ax.pcolormesh(lon_edges, lat_edges, frame, shading="flat", cmap=DEVIATION_COLORMAP, norm=norm,
+                                 rasterized=True)
+        deviation_colorbar(fig, mesh, linear, deviation, ax=axes, shrink=0.8, pad=0.02)
+        what = r"density relative to uniform, $\rho/\bar\rho - 1$"
+    fig.suptitle(f"(a) {what} on $S^2$ (Mollweide equal-area maps; longitude $-\\pi..\\pi$)", fontsize="medium")
 
 
 def _token_histogram_panel(fig: Figure, ax, dataset, bins: int = 128) -> None:
-    """Circle tokens: the weighted histogram of angles per frame, as a density heat map."""
+    """Circle tokens: the weighted histogram of angles per frame, relative to uniform, as a heat map."""
     edges = np.linspace(0.0, 2 * math.pi, bins + 1)
     weights = dataset["weights"].values
     counts = np.array([np.histogram(frame, edges, weights=weights)[0] for frame in dataset["theta"].values])
     density = counts / (edges[1] - edges[0])
-    _heat_map(fig, ax, 0.5 * (edges[1:] + edges[:-1]), dataset["time"].values, density, "token density", "empty",
-              log=log_time_axis(dataset))
+    deviation_heat_map(fig, ax, 0.5 * (edges[1:] + edges[:-1]), dataset["time"].values, density,
+                       density.mean(axis=1), log=log_time_axis(dataset))
     _theta_axis(ax)
-    ax.set_title(f"(a) tokens: histogram of angles (n = {dataset.sizes['particle']})")
+    ax.set_title(f"(a) tokens: histogram of angles relative to uniform (n = {dataset.sizes['particle']})")
 
 
 def _inner_product_panel(fig: Figure, ax, dataset, bins: int = 100) -> None:
@@ -274,6 +481,23 @@ def _time_axis(ax, dataset) -> None:
     ax.grid(True, alpha=0.3)
 
 
+def outside_legend(ax, handles=None, labels=None, **kwargs):
+    """A legend to the right of ``ax``, outside it, so it never covers a curve (constrained layout makes room)."""
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    options = dict(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize="small")
+    return ax.legend(handles, labels, **(options | kwargs))
+
+
+def legend_below(ax, handles=None, labels=None, **kwargs):
+    """A legend under ``ax``, below its x label, entries side by side (never over a curve)."""
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    options = dict(loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=3.5, fontsize="small",
+                   ncol=len(handles), frameon=False)
+    return ax.legend(handles, labels, **(options | kwargs))
+
+
 def _energy_panel(ax, dataset) -> None:
     ax.plot(dataset["time"].values, dataset["energy"].values, color="k", lw=1.5, label="run")
     if "cluster_energy" in dataset:
@@ -284,8 +508,8 @@ def _energy_panel(ax, dataset) -> None:
     _time_axis(ax, dataset)
     ax.set_ylabel(r"$e^{-\beta} E(\rho)$")
     ax.set_title("(b) scaled interaction energy")
-    if "cluster_energy" in dataset:
-        ax.legend(fontsize="small", loc="lower right")
+    if "cluster_energy" in dataset or "merge_time" in dataset and dataset.sizes.get("merge", 0):
+        legend_below(ax)
 
 
 def _clipped(curve: np.ndarray, ceiling: float) -> np.ndarray:
@@ -322,7 +546,7 @@ def _modes_panel(ax, dataset, modes) -> None:
     handles, labels = ax.get_legend_handles_labels()
     handles.append(Line2D([], [], color="grey", ls="--", lw=1.2))
     labels.append(f"${amplitude}(0)\\,e^{{\\lambda_{index} t}}$")
-    ax.legend(handles, labels, fontsize="small", ncol=2, loc="upper left", framealpha=0.85)
+    outside_legend(ax, handles, labels)
 
 
 def _mode_colours(count: int) -> list:
@@ -350,15 +574,19 @@ def _title(dataset) -> str:
     return title if reason == "completed" else f"{title}\nstopped early: {_short_reason(reason)}"
 
 
+def check_image_path(path) -> Path:
+    """``path`` ends in an image suffix matplotlib writes and its folder is writable (else one line)."""
+    return check_output_file(path, "image path", image_suffixes())
+
+
 def _save(fig: Figure, path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI)
+    """Write through a temporary file renamed into place (:func:`meanfield.storage.write_atomic`)."""
+    write_atomic(path, lambda temporary: fig.savefig(temporary, dpi=DPI))
 
 
 def _row_figure(dataset, modes) -> Figure:
     """Circle, zonal and particle runs: (a) density heat map, (b) energy, (c) modes or clustering."""
-    fig = Figure(figsize=(16, 5), layout="constrained")
+    fig = Figure(figsize=(19, 5), layout="constrained")
     fig.get_layout_engine().set(w_pad=0.08, wspace=0.04)
     axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.15, 1, 1]})
     geometry = dataset.attrs["geometry"]
@@ -396,6 +624,11 @@ def _ellipse(covariance: np.ndarray, points: int = 120) -> np.ndarray:
     return vectors @ (np.sqrt(np.clip(values, 0.0, None))[:, None] * np.stack((np.cos(angle), np.sin(angle))))
 
 
+#: Coordinates listed one by one in the Gaussian figure's legends (more are drawn unlabelled).
+GAUSSIAN_LABELLED = 10
+GAUSSIAN_TIME = "time $t$ (dimensionless)"
+
+
 def _ellipses_panel(fig: Figure, ax, dataset) -> None:
     """Covariance ellipses of the first two coordinates, centred at the mean, at several times."""
     times = dataset["time"].values
@@ -410,36 +643,60 @@ def _ellipses_panel(fig: Figure, ax, dataset) -> None:
         ax.plot(centre[0] + curve[0], centre[1] + curve[1], color=colour, lw=1.4)
         ax.plot(*centre, "o", color=colour, ms=3)
     mappable = mpl.cm.ScalarMappable(norm=mpl.colors.Normalize(times[0], times[-1]), cmap=cmap)
-    fig.colorbar(mappable, ax=ax, label="time $t$", pad=0.02)
+    fig.colorbar(mappable, ax=ax, label="time $t$ of each ellipse", pad=0.02)
     ax.set_aspect("equal", adjustable="datalim")
-    ax.set_xlabel("$x_1$")
-    ax.set_ylabel("$x_2$")
-    ax.set_title(r"(a) mean and 1-$\sigma$ covariance ellipses" + (" ($x_1, x_2$)" if dataset.sizes["i"] > 2 else ""))
+    ax.set_xlabel("token coordinate $x_1$")
+    ax.set_ylabel("token coordinate $x_2$")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(r"(a) mean $\alpha$ (dot) and 1-$\sigma$ ellipse of $\Sigma$" +
+                 (" in the ($x_1, x_2$) plane" if dataset.sizes["i"] > 2 else ""))
+
+
+def _labelled_lines(ax, times, columns, symbol: str) -> None:
+    """One line per column, labelled ``symbol_1, symbol_2, ...`` (up to :data:`GAUSSIAN_LABELLED`)."""
+    lines = ax.plot(times, columns, lw=1.5)
+    for number, line in enumerate(lines[:GAUSSIAN_LABELLED], start=1):
+        line.set_label(f"${symbol}_{{{number}}}$")
+
+
+def _blowup_line(ax, dataset) -> None:
+    blowup = dataset.attrs.get("blowup_time", "none")
+    if blowup != "none":
+        ax.axvline(float(blowup), color="r", ls="--", lw=1, label=f"blow-up $t^*$ = {float(blowup):.4g}")
+
+
+#: Eigenvalues below this multiple of the largest are rounding noise (a collapsed direction): not drawn.
+EIGENVALUE_FLOOR = 1e-14
 
 
 def _eigenvalue_panel(ax, dataset) -> None:
     eigenvalues = np.linalg.eigvalsh(dataset["covariance"].values)
-    ax.plot(dataset["time"].values, np.clip(eigenvalues, 1e-300, None), lw=1.5)
+    floor = EIGENVALUE_FLOOR * np.max(np.abs(eigenvalues), axis=-1, keepdims=True)
+    resolved = np.where(eigenvalues > floor, eigenvalues, np.nan)
+    _labelled_lines(ax, dataset["time"].values, resolved, r"\lambda")
     ax.set_yscale("log")
     _time_axis(ax, dataset)
-    ax.set_ylabel(r"eigenvalues of $\Sigma(t)$")
-    ax.set_title("(b) covariance spectrum")
-    blowup = dataset.attrs.get("blowup_time", "none")
-    if blowup != "none":
-        ax.axvline(float(blowup), color="r", ls="--", lw=1, label=f"blow-up $t^*$ = {float(blowup):.4g}")
-        ax.legend(fontsize="small")
+    ax.set_xlabel(GAUSSIAN_TIME)
+    ax.set_ylabel(r"eigenvalues $\lambda_1 \leq \lambda_2 \leq \dots$ of $\Sigma(t)$")
+    ax.set_title(r"(b) covariance spectrum" + (f" ($\\lambda$ < {EIGENVALUE_FLOOR:g} $\\lambda_{{max}}$: rounding, not drawn)"
+                                               if np.isnan(resolved).any() else ""))
+    _blowup_line(ax, dataset)
+    outside_legend(ax)
 
 
 def _mean_panel(ax, dataset) -> None:
-    ax.plot(dataset["time"].values, dataset["mean"].values, lw=1.5)
+    _labelled_lines(ax, dataset["time"].values, dataset["mean"].values, r"\alpha")
     _time_axis(ax, dataset)
-    ax.set_ylabel(r"mean $\alpha_i(t)$")
-    ax.set_title("(c) mean")
+    ax.set_xlabel(GAUSSIAN_TIME)
+    ax.set_ylabel(r"mean $\alpha_i(t)$ (token coordinates)")
+    ax.set_title(r"(c) mean $\alpha(t)$")
+    _blowup_line(ax, dataset)
+    outside_legend(ax)
 
 
 def _gaussian_figure(dataset, modes=None) -> Figure:
     """Castin et al.'s picture (MATH.md §3): ellipses in the plane, covariance spectrum, mean."""
-    fig = Figure(figsize=(16, 5), layout="constrained")
+    fig = Figure(figsize=(18, 5.2), layout="constrained")
     axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.15, 1, 1]})
     _ellipses_panel(fig, axes[0], dataset)
     _eigenvalue_panel(axes[1], dataset)
@@ -449,8 +706,18 @@ def _gaussian_figure(dataset, modes=None) -> Figure:
 
 def _gaussian_title(dataset) -> str:
     attrs = dataset.attrs
-    title = (f"Gaussian tokens in $R^{{{dataset.sizes['i']}}}$, {attrs.get('attention')} attention"
-             f"{', case ' + str(attrs['case']) if 'case' in attrs else ''}")
+    case = {"identity": "$V = Q = K = I$", "random": "random $V, Q, K$"}.get(str(attrs.get("case")), None)
+    details = [f"{attrs.get('attention')} attention"]
+    if str(attrs.get("eps", "none")) != "none":
+        details.append(rf"Sinkhorn $\varepsilon$ = {float(attrs['eps']):g}")
+    if int(attrs.get("scaled", 0)):
+        details.append(r"logits scaled by $1/\sqrt{k}$")
+    if case:
+        details.append(case)
+    if "seed" in attrs:
+        details.append(f"seed {int(attrs['seed'])}")
+    title = (f"Gaussian tokens in $R^{{{dataset.sizes['i']}}}$, mean $\\alpha$ and covariance $\\Sigma$ "
+             f"(Castin et al. moment ODEs, MATH.md §3):  " + ",  ".join(details))
     reason = str(attrs.get("stop_reason", "completed"))
     return title if reason == "completed" else f"{title}\nstopped: {_short_reason(reason)}"
 
@@ -464,6 +731,8 @@ def plot_run(dataset, path=None, modes=None) -> Figure:
     raise :class:`InputError`.
     """
     _check_plottable(dataset)
+    if path is not None:
+        path = check_image_path(path)
     builders = {"sphere": _sphere_figure, "gaussian": _gaussian_figure}
     fig = builders.get(dataset.attrs["geometry"], _row_figure)(dataset, modes)
     fig.suptitle(_gaussian_title(dataset) if dataset.attrs["geometry"] == "gaussian" else _title(dataset))

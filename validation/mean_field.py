@@ -89,9 +89,10 @@ def fit_with_spread(x, mean_values, per_seed_values) -> tuple[float, float, floa
 
 
 def progress_bar(total: int, desc: str):
-    """A tqdm bar over study runs (hidden when stderr is not a terminal)."""
-    from tqdm.auto import tqdm
-    return tqdm(total=total, desc=desc, unit="run", disable=None, leave=False)
+    """Progress over study runs: a bar on a terminal, a log line every 5 % otherwise
+    (:func:`meanfield.progress.progress_bar`)."""
+    from meanfield.progress import progress_bar as _progress_bar
+    return _progress_bar(total, unit="run", desc=desc)
 
 
 def save_figure(fig: Figure, path) -> Path:
