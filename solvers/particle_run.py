@@ -28,7 +28,7 @@ from .clusters import ClusterTracker, resolve_collapse_tol
 from .particles import ParticleScheme
 from .runloop import run
 from .solve import (add_cluster_records, canonical_command, check_run_length, check_save_log, check_seed,
-                    finish_dataset, init_label, save_targets, start_time)
+                    finish_dataset, inherited_cadence, init_label, save_targets, start_time)
 from .steppers import make_stepper
 
 QKV_CHOICES = ("identity", "repulsive", "random")
@@ -84,6 +84,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     source = checkpoint.run_file(init) if positions is None else None
     exact = source is not None and _continues(source, n, dim)
     t_start = start_time(source) if exact else 0.0
+    if exact:
+        save_every, save_log = inherited_cadence(source, save_every, save_log)
     save_log = check_save_log(save_log, save_every)
     t_final, save_every = check_run_length(t_final, save_every, t_start)
     if save_log is not None:

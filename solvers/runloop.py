@@ -72,11 +72,12 @@ def log_save_times(t_final: float, per_decade: int) -> np.ndarray:
 
 
 def _progress_bar(total: float, enabled: bool, log: bool = False):
-    from tqdm.auto import tqdm
+    """A bar on a terminal, a line every 5 % otherwise (:func:`meanfield.progress.progress_bar`)."""
+    from meanfield.progress import progress_bar
     if log:
-        return tqdm(total=total, disable=None if enabled else True, unit="frame", leave=False)
-    return tqdm(total=total, disable=None if enabled else True, unit="t", leave=False,
-                bar_format="{l_bar}{bar}| t={n:.4g}/{total:.4g} [{elapsed}<{remaining}]")
+        return progress_bar(total, enabled=enabled, unit="frame", desc="run")
+    return progress_bar(total, enabled=enabled, unit="t", desc="run",
+                        bar_format="{l_bar}{bar}| t={n:.4g}/{total:.4g} [{elapsed}<{remaining}]")
 
 
 def _frame(scheme, state, trackers) -> dict:

@@ -118,6 +118,18 @@ def start_time(source) -> float:
     return float(source.attrs.get("restart_time", float(source["time"].values[-1])))
 
 
+def inherited_cadence(source, save_every, save_log):
+    """``(save_every, save_log)``; when neither is given, a continued run saves as its file did."""
+    if source is None or save_every is not None or save_log is not None:
+        return save_every, save_log
+    every, per_decade = source.attrs.get("save_every"), source.attrs.get("save_log")
+    if isinstance(per_decade, (int, np.integer)) and not isinstance(per_decade, bool):
+        return None, int(per_decade)
+    if isinstance(every, (float, np.floating)) and math.isfinite(every) and every > 0:
+        return float(every), None
+    return None, None
+
+
 def init_label(init, source) -> str:
     """What the ``init`` attribute records: the spec or path, or a description of an in-memory value."""
     if isinstance(init, str):
@@ -167,6 +179,7 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     resolution = geometry_default(geometry, "resolution") if resolution is None else resolution
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
     t_start = start_time(source)
+    save_every, save_log = inherited_cadence(source, save_every, save_log)
     save_log = check_save_log(save_log, save_every)
     t_final, save_every = check_run_length(t_final, save_every, t_start)
     if save_log is not None:
