@@ -33,7 +33,9 @@ the same geometry, scheme and resolution is not done here, :mod:`solvers.solve` 
   the Gauss–Legendre grid of a run (:func:`meanfield.initial_sphere.resample_grid`), else a
   bicubic spline continued across the poles; zonal Galerkin from a run file by today's
   Gegenbauer least-squares re-expansion (:func:`meanfield.initial_zonal.resample_run`), else a
-  cubic spline in the polar angle continued evenly across the poles;
+  cubic spline in the polar angle continued evenly across the poles.  Cell averages going
+  there are read as point values at the cell centres (second order; a clustered frame is then
+  refused as negative or unresolved: remap it onto a finite-volume or circle Lagrangian scheme);
 * **finite-volume targets: a conservative remap.**  The source is a piecewise function, constant
   on its cells (cell averages) or linear between its points (point values, constant beyond the
   end points in ``polar``); the new cell averages are its exact integrals over the target cells
@@ -41,7 +43,7 @@ the same geometry, scheme and resolution is not done here, :mod:`solvers.solve` 
   cells with the measure ``|S^{d-2}| sin^{d-2} th dth``, MATH.md §2.2) divided by the cell
   volumes.  The mass is the source's to round-off and non-negative data stay non-negative,
   so clustered data move to a coarser or finer grid (``scheme.state_from_cell_averages``).
-  A callable is averaged over each cell by Gauss–Legendre quadrature.  The circle
+  A callable is averaged over each cell by Gauss–Legendre quadrature (20 points).  The circle
   Lagrangian scheme takes cell averages the same way (its nodes' weights are the masses of
   the arcs centred on them).
 
@@ -49,7 +51,7 @@ Checks, the same for every kind: finite, non-negative (to ``1e-12 x mean``), pos
 and for grid values resolved on the grid (:func:`meanfield.initial.check_density`,
 ``check_sphere_density``, ``check_zonal_density``); cell averages need no resolution.  Each
 failure is one :class:`InputError` line naming ``init`` (``init=<numpy array of shape ...>``,
-``--init 'run.nc'``) and what was wrong.  Text specs integrate to 1; **arrays, functions and
+``--init run.nc``, ``--init 'SPEC'``) and what was wrong.  Text specs integrate to 1; **arrays, functions and
 runs keep their mass** (nothing is renormalised).
 """
 
@@ -208,9 +210,10 @@ def as_values_coordinate(values, name: str, label: str) -> np.ndarray:
 def dataarray_source(data: xr.DataArray, geometry: str, label: str, cell_averages: bool | None = None) -> GridSource:
     """A :class:`GridSource` from a DataArray with the coordinates of ``geometry`` (module docstring)."""
     names = COORDINATES[geometry]
+    hint = "; select one frame, e.g. .isel(time=-1)" if "time" in data.dims else ""
     require(data.ndim == len(names) and set(data.dims) == set(names),
             f"{label}: dims {tuple(data.dims)}; a {geometry} density needs dims {names} "
-            f"({'; '.join(f'{n}: {UNITS[n]}' for n in names)}); select one frame, e.g. .isel(time=-1)")
+            f"({'; '.join(f'{n}: {UNITS[n]}' for n in names)}){hint}")
     for name in names:
         require(name in data.coords, f"{label}: dimension {name!r} has no coordinate values ({UNITS[name]})")
         _check_units(name, data[name].attrs, label)
@@ -229,17 +232,17 @@ def dataarray_source(data: xr.DataArray, geometry: str, label: str, cell_average
 
 def run_source(dataset: xr.Dataset, geometry: str, label: str, dim: int | None = None) -> GridSource:
     """The last density frame of a run (module docstring: which runs hold cell averages)."""
-    kind = dataset.attrs.get("geometry", "unknown")
+    kind = dataset.attrs.get("geometry", geometry)          # a Dataset built by hand may carry no attributes
     require("density" in dataset, f"{label}: holds no density (a {kind} run); a {geometry} density run is needed")
     require(kind == geometry, f"{label}: a {kind} run, but a {geometry} density is needed")
     if dim is not None and geometry == "zonal":
-        require(int(dataset.attrs.get("dim", -1)) == dim,
+        require(int(dataset.attrs.get("dim", dim)) == dim,
                 f"{label}: a zonal run in dimension {dataset.attrs.get('dim')}, but --dim is {dim}")
     last_valid_density(dataset, label)
     scheme = dataset.attrs.get("scheme")
     averages = scheme == "fv" or (scheme == "lagrangian" and "density_resolved" in dataset
                                   and not bool(np.asarray(dataset["density_resolved"].values)[-1]))
-    source = dataarray_source(dataset["density"].isel(time=-1), geometry, label, cell_averages=averages)
+    source = dataarray_source(dataset["density"].isel(time=-1), geometry, label, cell_averages=True if averages else None)
     source.run = dataset
     return source
 
@@ -356,7 +359,7 @@ def own_grid(scheme) -> tuple[tuple, str]:
     for name in dims:
         values, attrs = np.asarray(coords[name][1]), coords[name][2] if len(coords[name]) > 2 else {}
         parts.append(f"{name} = {values[0]:.4g} .. {values[-1]:.4g} {attrs.get('units', '')}".rstrip())
-    what = "cell averages on its cells" if hasattr(scheme, "state_from_cell_averages") else "point values"
+    what = "cell averages of the cells centred" if hasattr(scheme, "state_from_cell_averages") else "point values"
     return shape, f"{what} at {' x '.join(parts)} (the scheme's coords())"
 
 

@@ -85,7 +85,7 @@ def polar_values(polar: np.ndarray, values: np.ndarray, targets: np.ndarray) -> 
 
 def resample_run(dataset, basis, path) -> np.ndarray:
     """The last density of an earlier zonal run, re-expanded in degrees <= its lmax at the new nodes."""
-    old_dim = int(dataset.attrs.get("dim", -1))
+    old_dim = int(dataset.attrs.get("dim", basis.dim))
     require(old_dim == basis.dim,
             f"--init {path}: a zonal run in dimension {old_dim}, but --dim is {basis.dim}")
     density = last_valid_density(dataset, path)

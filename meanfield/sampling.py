@@ -9,8 +9,10 @@ S^{d-1} and weights ``(n,)`` (summing to 1 for the laws below; a particle file k
                                   from (same ``R`` and ``S``), by exact rejection sampling of its
                                   trigonometric series.
 ``orthogonal``                    ``n <= d`` pairwise orthogonal tokens, randomly rotated (MATH.md §1).
-``run.nc`` or a ``Dataset``       a particle run's last positions and weights, or samples of a
-                                  circle (``--dim 2``) or sphere (``--dim 3``) density run's last frame.
+``run.nc`` or a ``Dataset``       a particle run's last positions and weights (also a Lagrangian
+                                  run's nodes and weights when ``--n``, ``--dim`` are theirs), or
+                                  samples of a circle (``--dim 2``) or sphere (``--dim 3``) density
+                                  run's last frame.
 
 Densities from the Python API (:mod:`meanfield.init_data` reads them, with the same checks and
 one-line refusals as the PDE's ``init=``; the mass need not be 1, samples follow the normalised law):
@@ -165,10 +167,13 @@ def _circle_law(init, kind: str, label: str, resolution: int, seed):
 
 
 def _particle_tokens(dataset, label: str, n: int, dim: int):
-    """A particle run's last positions and weights (``None`` for a density run)."""
-    if "positions" not in dataset or "density" in dataset:
+    """A run's last positions and weights: a particle run, or a Lagrangian run's nodes when ``n`` and
+    ``dim`` are theirs (``None``: a density run to sample)."""
+    if "positions" not in dataset:
         return None
     positions = np.asarray(dataset["positions"].values[-1], dtype=float)
+    if "density" in dataset and positions.shape != (n, dim):
+        return None
     require(positions.shape == (n, dim),
             f"{label}: holds {positions.shape[0]} tokens in dimension {positions.shape[1]}, "
             f"but --n {n} --dim {dim} were asked for")

@@ -73,3 +73,15 @@ def test_corrupt_and_foreign_files_are_refused(tmp_path):
                ).to_netcdf(sphere)
     with pytest.raises(InputError, match="a sphere run"):
         circle_density(str(sphere), 64)
+
+
+def test_periodic_resampling_keeps_the_old_points_and_follows_an_offset():
+    from meanfield.initial import circle_values, periodic_resample, von_mises
+
+    coarse = circle_density("vonmises:3@2", 32)
+    assert np.max(np.abs(periodic_resample(coarse, 0.0, 128)[::4] - coarse)) < 1e-15   # Nyquist term not doubled
+    exact = circle_density("vonmises:3@2", 64)
+    shifted = 2 * math.pi * np.arange(40) / 40 + 0.3           # an equispaced grid with an offset: spectral
+    assert np.max(np.abs(circle_values(shifted, von_mises(shifted, 3, 2), 64) - exact)) < 1e-12
+    scattered = np.sort(np.random.default_rng(1).uniform(0, 2 * math.pi, 300))    # otherwise a periodic spline
+    assert 1e-9 < np.max(np.abs(circle_values(scattered, von_mises(scattered, 3, 2), 64) - exact)) < 1e-5
