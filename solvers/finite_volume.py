@@ -208,6 +208,8 @@ class _FiniteVolumeScheme:
     linear = None
     #: the run stops when the mass drifts by more than this (relative); round-off is ~1e-14
     mass_tol = 1e-10
+    #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`)
+    restart_fields = ("initial_mass",)
 
     def _common(self, model: Model, positivity_tol: float, resolution_tol: float):
         require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
@@ -234,6 +236,14 @@ class _FiniteVolumeScheme:
         state = np.maximum(averages, 0.0)
         self.initial_mass = self.fv.integrate(state)
         return state
+
+    def state_from_cell_averages(self, averages: np.ndarray) -> np.ndarray:
+        """The state from cell averages given as they are (a conservative remap, an fv run's frame):
+        no interpolation, so clustered data stays non-negative with its mass."""
+        averages = np.asarray(averages, dtype=float)
+        require(averages.shape == (self.resolution,),
+                f"the initial cell averages must have {self.resolution} values (got shape {averages.shape})")
+        return self._start(averages)
 
     # -- diagnostics --------------------------------------------------------------------------------
     def validity(self, state: np.ndarray, t: float) -> str | None:

@@ -28,7 +28,8 @@ from .clusters import ClusterTracker, resolve_collapse_tol
 from .particles import ParticleScheme
 from .runloop import run
 from .solve import (add_cluster_records, canonical_command, check_run_length, check_save_log, check_seed,
-                    finish_dataset, inherited_cadence, init_label, save_targets, start_time)
+                    finish_dataset, inherited_cadence, init_label, reproducible, save_targets,
+                    start_time)
 from .steppers import make_stepper
 
 QKV_CHOICES = ("identity", "repulsive", "random")
@@ -81,6 +82,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     Defaults: :mod:`meanfield.defaults`, shared with the command line.
     """
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
+    positions_given = positions is not None
     source = checkpoint.run_file(init) if positions is None else None
     exact = source is not None and _continues(source, n, dim)
     t_start = start_time(source) if exact else 0.0
@@ -99,7 +101,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         Q, K, V = qkv_matrices(qkv, dim, seed)
     else:
         qkv = "custom"
-    label = init_label(init, source)
+    label = init_label(init)
     if exact:  # the tokens come from the restart record below; the weights are restored with them
         positions, weights = np.zeros((n, dim)), None
     elif positions is None:
@@ -135,6 +137,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     attrs = dict(settings, geometry="particles", scheme="particles", package_version=package_version(),
                  command=canonical_command(["particles"], settings),
                  stop_reason=record.stop_reason, t_start=t_start, restart="exact" if exact else "none",
+                 command_reproduces_run=int(reproducible(init) and positions_given is False),
                  t_reached=record.t_reached, wall_time=record.wall_time,
                  steps=record.steps, rejected_steps=record.rejected_steps, dt_max=dt_max,
                  interaction=type(scheme.interaction).__name__, collapse_tol_used=tol)

@@ -10,14 +10,13 @@ from __future__ import annotations
 import importlib
 import math
 import shlex
+from pathlib import Path
 
 import numpy as np
 
 from meanfield.defaults import SOLVE_DEFAULTS, geometry_default
 from meanfield.errors import require
-from meanfield.initial import circle_density
-from meanfield.initial_sphere import sphere_density
-from meanfield.initial_zonal import zonal_density
+from meanfield.init_data import describe_init, initial_state
 from meanfield.limits import check_number, check_solve_size, check_stepper_settings
 from meanfield.limits import check_seed as _check_seed_range
 from meanfield.model import Model
@@ -29,16 +28,6 @@ from . import checkpoint
 from .clusters import ClusterTracker
 from .runloop import log_save_times, run
 from .steppers import make_stepper
-
-#: ``geometry -> callable(spec, discretisation, seed) -> density on the discretisation's grid``.
-INITIAL_DATA = {"circle": lambda spec, scheme, seed: circle_density(spec, scheme.resolution, seed),
-                "sphere": lambda spec, scheme, seed: sphere_density(spec, scheme.basis, seed),
-                "zonal": lambda spec, scheme, seed: zonal_density(spec, scheme.basis, seed)}
-
-
-def initial_state(init, geometry: str, scheme, seed):
-    """The scheme's starting state from a text spec or a run file (remapped)."""
-    return scheme.state_from_density(INITIAL_DATA[geometry](init, scheme, seed))
 
 
 def scheme_class(geometry: str, name: str):
@@ -130,13 +119,14 @@ def inherited_cadence(source, save_every, save_log):
     return None, None
 
 
-def init_label(init, source) -> str:
+def init_label(init) -> str:
     """What the ``init`` attribute records: the spec or path, or a description of an in-memory value."""
-    if isinstance(init, str):
-        return init
-    if source is not None:
-        return str(init) if not hasattr(init, "attrs") else f"a {source.attrs.get('scheme', '')} run Dataset"
-    return f"a {type(init).__name__} (Python API)"
+    return str(init) if isinstance(init, (str, Path)) else describe_init(init)
+
+
+def reproducible(init) -> bool:
+    """Whether the ``command`` attribute re-runs the run: only text specs and files can be typed."""
+    return isinstance(init, (str, Path))
 
 
 def finish_dataset(dataset, record, scheme, stepper):
@@ -207,18 +197,19 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     if exact:
         state = checkpoint.restore(checkpoint.from_dataset(source), discretisation, time_stepper)
     else:
-        state = initial_state(init, geometry, discretisation, seed)
+        state = initial_state(source if source is not None else init, geometry, discretisation, seed)
     tracker = ClusterTracker(model.beta) if lagrangian else None
     record = run(discretisation, time_stepper, state, t_final, save_every, progress=progress,
                  targets=save_targets(t_final, save_log), trackers=[tracker] if tracker else (), t_start=t_start)
     settings = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "dim": model.dim,
                 "scheme": scheme, "stepper": stepper, "resolution": discretisation.resolution,
-                "init": init_label(init, source), "seed": seed, "t_final": t_final, "save_every": save_every,
+                "init": init_label(init), "seed": seed, "t_final": t_final, "save_every": save_every,
                 "save_log": save_log, "rtol": rtol, "cfl": cfl, "resolution_tol": resolution_tol,
                 "positivity_tol": positivity_tol, "collapse_tol": collapse_tol}
     attrs = dict(settings, geometry=geometry, package_version=package_version(),
                  command=canonical_command(["solve", geometry], settings), stop_reason=record.stop_reason,
                  t_start=t_start, restart="exact" if exact else ("remap" if source is not None else "none"),
+                 command_reproduces_run=int(reproducible(init)),
                  t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,
                  rejected_steps=record.rejected_steps, atol=time_stepper.atol,
                  transform_backend=discretisation.basis.backend, dealiased_modes=discretisation.basis.kmax,
@@ -230,4 +221,6 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
             dataset[name] = variable
     if lagrangian:
         dataset.attrs["collapse_tol_used"] = discretisation.collapser.tol
+    if scheme == "fv":  # the density of a finite-volume run is cell averages (CF cell_methods)
+        dataset["density"].attrs["cell_methods"] = f"{next(iter(discretisation.dims()['density']))}: mean"
     return finish_dataset(add_cluster_records(dataset, tracker), record, discretisation, time_stepper)
