@@ -1,7 +1,10 @@
 """The ``meanfield`` command line (DESIGN.md "Command line").
 
-Flags are spelled the same in every subcommand.  A user mistake prints one line,
-``meanfield: error: ...``, and exits with status 2; never a traceback.
+Flags are spelled the same in every subcommand, and their defaults come from
+:mod:`meanfield.defaults`, as the Python API's do.  A user mistake prints one line,
+``meanfield: error: ...``, and exits with status 2 before anything is computed or written;
+never a traceback.  Every output path is checked before computing and written safely
+(:func:`meanfield.storage.write_atomic`).  Exit statuses: :data:`EXIT_HELP`.
 """
 
 from __future__ import annotations
@@ -15,20 +18,49 @@ import click
 import numpy as np
 
 from . import __version__
-from .errors import InputError
+from .defaults import GEOMETRY_DEFAULTS, PARTICLE_DEFAULTS, SOLVE_DEFAULTS
+from .errors import InputError, require
+from .limits import (MAX_LIST, MAX_MODES, check_dim, check_frames, check_integer, check_matrix_dim, check_number,
+                     check_seed)
 from .model import Model
+from .storage import (MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes,
+                      save_run, write_atomic)
 
+EXIT_COMPLETED = 0
 EXIT_USAGE = 2
+EXIT_STOPPED = 3
 EXIT_INTERRUPTED = 130
+
+EXIT_HELP = ("Exit status: 0 when the run completed; 2 on bad input (one line on stderr, nothing computed or "
+             "written); 3 when the run stopped before --t-final (the file is still written with every frame and "
+             "the last valid state; stop_reason says why); 130 when interrupted (Ctrl-C; the file is written "
+             "likewise).")
+
+
+def exit_status(stop_reason: str) -> int:
+    """0 for ``"completed"``, 130 for ``"interrupted ..."``, 3 for any other early stop."""
+    if stop_reason == "completed":
+        return EXIT_COMPLETED
+    return EXIT_INTERRUPTED if stop_reason.startswith("interrupted") else EXIT_STOPPED
+
+
+def _finish(stop_reason: str) -> None:
+    """Exit with :func:`exit_status` of the run (a note on stderr when it did not complete)."""
+    code = exit_status(stop_reason)
+    if code != EXIT_COMPLETED:
+        click.echo(f"meanfield: the run did not complete ({stop_reason}); exit status {code}", err=True)
+        raise click.exceptions.Exit(code)
 
 
 def _attention_option(f):
-    return click.option("--attention", type=click.Choice(["sa", "usa"], case_sensitive=False), default="sa",
+    return click.option("--attention", type=click.Choice(["sa", "usa"], case_sensitive=False),
+                        default=SOLVE_DEFAULTS["attention"],
                         show_default=True, help="SA (softmax) or USA (unnormalised) attention.")(f)
 
 
 def _model_options(f):
-    f = click.option("--nu", type=float, default=0.0, show_default=True, help="Noise strength nu >= 0.")(f)
+    f = click.option("--nu", type=float, default=SOLVE_DEFAULTS["nu"], show_default=True,
+                     help="Noise strength nu >= 0.")(f)
     f = click.option("--beta", type=float, required=True, help="Inverse temperature beta >= 0.")(f)
     return _attention_option(f)
 
@@ -43,15 +75,24 @@ def cli():
       meanfield theory --dim 2 --attention sa --beta 9
       meanfield solve circle --beta 9 --resolution 1024 --init perturbed:1e-4 --t-final 20 --out run.nc
       meanfield plot run.nc -o run.png
+
+    \b
+    Exit status:
+      0    the command completed
+      2    bad input: one line on stderr naming the parameter; nothing computed or written
+      3    a run (solve, particles, gaussian, demo, sweep) stopped before --t-final; its file is
+           still written, with the last valid state; stop_reason says why
+      130  interrupted (Ctrl-C); a run's file is still written likewise
     """
 
 
 # --------------------------------------------------------------------------------------------- theory
 @cli.command()
-@click.option("--dim", type=int, default=2, show_default=True, help="Ambient dimension d >= 2 (sphere S^{d-1}).")
+@click.option("--dim", type=int, default=GEOMETRY_DEFAULTS["circle"]["dim"], show_default=True,
+              help="Ambient dimension d in [2, 4096] (sphere S^{d-1}).")
 @_model_options
-@click.option("--modes", type=int, default=10, show_default=True, help="Show degrees/modes 1..MODES.")
-@click.option("--eps", type=float, default=None, help="Perturbation size: also predict the formation time.")
+@click.option("--modes", type=int, default=10, show_default=True, help=f"Show degrees/modes 1..MODES (<= {MAX_MODES}).")
+@click.option("--eps", type=float, default=None, help="Perturbation size in (0, 1): also predict the formation time.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def theory(dim, attention, beta, nu, modes, eps, as_json):
     """Linear growth rates of the uniform state (MATH.md §2.3).
@@ -62,16 +103,21 @@ def theory(dim, attention, beta, nu, modes, eps, as_json):
     """
     from .theory import critical_noise, dominant_mode, formation_time, growth_rates
 
+    check_dim(dim)
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
-    if modes < 1:
-        raise InputError(f"--modes must be >= 1 (got {modes})")
+    check_integer("--modes", modes, 1, MAX_MODES)
+    if eps is not None:
+        check_number("--eps", eps, 0.0, 1.0)
     degrees = np.arange(1, modes + 1)
     rates = growth_rates(model, degrees)
     k_star = dominant_mode(model)
     if as_json:
-        click.echo(json.dumps({"dim": dim, "attention": model.attention, "beta": model.beta, "nu": model.nu,
-                               "modes": degrees.tolist(), "growth_rates": rates.tolist(),
-                               "dominant_mode": k_star}))
+        result = {"dim": dim, "attention": model.attention, "beta": model.beta, "nu": model.nu,
+                  "modes": degrees.tolist(), "growth_rates": rates.tolist(), "dominant_mode": k_star}
+        if eps is not None:
+            time = formation_time(model, eps)
+            result.update(eps=eps, formation_time=time if math.isfinite(time) else None)
+        click.echo(json.dumps(result))
         return
     click.echo(f"{model.attention.upper()} attention on S^{dim - 1}, beta = {model.beta:g}, nu = {model.nu:g}")
     click.echo(f"{'mode':>6}  {'growth rate':>14}")
@@ -97,20 +143,20 @@ def _collapse_option(text: str):
 
 @cli.group()
 def solve():
-    """Solve the mean-field PDE from a density (circle)."""
+    """Solve the mean-field PDE from a density: circle, sphere S^2, zonal densities on S^{d-1}."""
 
 
-#: Per geometry: default dimension and resolution, what --resolution means, the MATH.md section.
+#: Per geometry: what --resolution means, the MATH.md section, an example (defaults: meanfield.defaults).
 GEOMETRIES = {
-    "circle": {"dim": 2, "resolution": 256, "unit": "grid points N (even)", "section": "§2.1",
+    "circle": {"unit": "grid points N (even)", "section": "§2.1",
                "what": "Fourier pseudo-spectral solve on the circle",
                "example": "--attention sa --beta 9 --resolution 1024 --init perturbed:1e-4 --seed 0 "
                           "--t-final 20 --save-every 0.1 --out run.nc"},
-    "sphere": {"dim": 3, "resolution": 63, "unit": "largest spherical-harmonic degree lmax", "section": "§2.2",
+    "sphere": {"unit": "largest spherical-harmonic degree lmax", "section": "§2.2",
                "what": "Spherical-harmonic pseudo-spectral solve on S^2 (ducc0)",
                "example": "--attention sa --beta 9 --resolution 63 --init perturbed:1e-4 --t-final 20 "
                           "--save-every 0.5 --out sphere.nc"},
-    "zonal": {"dim": 3, "resolution": 64, "unit": "largest Gegenbauer degree L", "section": "§2.2",
+    "zonal": {"unit": "largest Gegenbauer degree L", "section": "§2.2",
               "what": "Zonal densities on S^{d-1}: Galerkin solve in Gegenbauer polynomials",
               "example": "--dim 8 --attention sa --beta 9 --resolution 64 --init vmf:2+perturbed:1e-3 "
                          "--t-final 10 --out zonal.nc"},
@@ -127,39 +173,49 @@ def _scheme_names(geometry: str) -> list[str]:
 def _solve_command(geometry: str, spec: dict):
     """``meanfield solve GEOMETRY``: the same flags for every geometry."""
 
+    defaults = GEOMETRY_DEFAULTS[geometry]
+
     @_model_options
-    @click.option("--dim", type=int, default=spec["dim"], show_default=True, help="Ambient dimension d.")
+    @click.option("--dim", type=int, default=None,
+                  help=f"Ambient dimension d [default: {defaults['dim']}, or the --init run's].")
     @click.option("--scheme", default=None,
-                  help=f"Discretisation: {' | '.join(spec['schemes'])} [default: {spec['schemes'][0]}].")
+                  help=f"Discretisation: {' | '.join(spec['schemes'])} [default: {spec['schemes'][0]}, "
+                       f"or the --init run's].")
     @click.option("--stepper", default=None,
                   help="Time stepper: dopri5, rk4, etdrk4, ssprk3 [default: the scheme's; ssprk3 for fv, else dopri5].")
-    @click.option("--resolution", type=int, default=spec["resolution"], show_default=True, help=spec["unit"])
-    @click.option("--init", "init", default="perturbed:1e-3", show_default=True, help="Initial density (see README).")
-    @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of perturbed starts.")
-    @click.option("--t-final", type=float, required=True, help="Final time.")
+    @click.option("--resolution", type=int, default=None,
+                  help=f"{spec['unit']} [default: {defaults['resolution']}, or the --init run's].")
+    @click.option("--init", "init", default=SOLVE_DEFAULTS["init"], show_default=True,
+                  help="Initial density, or a run file to continue (see README).")
+    @click.option("--seed", type=int, default=SOLVE_DEFAULTS["seed"], show_default=True,
+                  help="Random seed of perturbed starts, in [0, 2^63 - 1].")
+    @click.option("--t-final", type=float, required=True, help="End time (a continued run goes on from its file's time).")
     @_save_options
-    @click.option("--rtol", type=float, default=1e-8, show_default=True, help="Relative tolerance (dopri5).")
-    @click.option("--cfl", type=float, default=0.5, show_default=True, help="Fraction of the stable step.")
+    @click.option("--rtol", type=float, default=SOLVE_DEFAULTS["rtol"], show_default=True,
+                  help="Relative tolerance (dopri5), in (0, 1).")
+    @click.option("--cfl", type=float, default=SOLVE_DEFAULTS["cfl"], show_default=True,
+                  help="Fraction of the stable step, in (0, 2].")
     @_collapse_option("--scheme lagrangian: merge nodes closer than this (rad); 0: never "
                       "[default: 256 machine epsilons].")
-    @click.option("--resolution-tol", type=float, default=1e-6, show_default=True,
+    @click.option("--resolution-tol", type=float, default=SOLVE_DEFAULTS["resolution_tol"], show_default=True,
                   help="Stop when the spectral tail exceeds max(this, 10 x its initial value) x mean.")
-    @click.option("--positivity-tol", type=float, default=1e-6, show_default=True,
+    @click.option("--positivity-tol", type=float, default=SOLVE_DEFAULTS["positivity_tol"], show_default=True,
                   help="Stop when min density < -this x mean density.")
-    @click.option("--out", type=click.Path(dir_okay=False), default="run.nc", show_default=True, help="netCDF output.")
+    @click.option("--out", type=click.Path(dir_okay=False), default="run.nc", show_default=True,
+                  help="netCDF output (.nc).")
     @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
     def command(out, no_progress, **settings):
-        from .storage import save_run
         from solvers.solve import solve as run_solver
 
-        _check_writable(out)
+        out = check_output_file(out, "--out", RUN_SUFFIXES)
         dataset = run_solver(geometry, progress=not no_progress, **settings)
         save_run(dataset, out)
         _report_run(dataset, out)
-        if dataset.attrs["stop_reason"].startswith("interrupted"):
-            raise click.exceptions.Exit(EXIT_INTERRUPTED)
+        _finish(dataset.attrs["stop_reason"])
 
     command.__doc__ = f"""{spec['what']} (MATH.md {spec['section']}).
+
+    {EXIT_HELP}
 
     \b
     Example:
@@ -170,12 +226,6 @@ def _solve_command(geometry: str, spec: dict):
 
 for _geometry, _spec in GEOMETRIES.items():
     _solve_command(_geometry, dict(_spec, schemes=_scheme_names(_geometry)))
-
-
-def _check_writable(out):
-    parent = Path(out).resolve().parent
-    if parent.exists() and not parent.is_dir():
-        raise InputError(f"--out: {parent} is not a folder")
 
 
 def _report_merges(dataset):
@@ -206,49 +256,58 @@ def _report_run(dataset, out):
 
 # --------------------------------------------------------------------------------------------- particles
 @cli.command()
-@click.option("--dim", type=int, default=2, show_default=True, help="Tokens on S^{d-1} in R^d.")
-@click.option("--n", "n", type=int, required=True, help="Number of tokens.")
+@click.option("--dim", type=int, default=PARTICLE_DEFAULTS["dim"], show_default=True,
+              help="Tokens on S^{d-1} in R^d, d in [2, 4096].")
+@click.option("--n", "n", type=int, required=True, help="Number of tokens (>= 1).")
 @_model_options
-@click.option("--init", "init", default="uniform", show_default=True,
+@click.option("--init", "init", default=PARTICLE_DEFAULTS["init"], show_default=True,
               help="uniform | orthogonal | perturbed:EPS | vonmises:KAPPA@MU[+...] | run.nc")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of sampling, noise, matrices.")
-@click.option("--sampling", type=click.Choice(["iid", "quadrature"]), default="iid", show_default=True,
-              help="i.i.d. tokens, or deterministic nodes with quadrature weights (circle densities).")
-@click.option("--resolution", type=int, default=256, show_default=True,
+@click.option("--seed", type=int, default=PARTICLE_DEFAULTS["seed"], show_default=True,
+              help="Seed of sampling, noise, matrices, in [0, 2^63 - 1].")
+@click.option("--sampling", type=click.Choice(["iid", "quadrature"]), default=PARTICLE_DEFAULTS["sampling"],
+              show_default=True, help="i.i.d. tokens, or deterministic nodes with quadrature weights (circle densities).")
+@click.option("--resolution", type=int, default=PARTICLE_DEFAULTS["resolution"], show_default=True,
               help="Grid of the circle density the tokens are drawn from (as in `solve circle`).")
-@click.option("--qkv", type=click.Choice(["identity", "repulsive", "random"]), default="identity",
+@click.option("--qkv", type=click.Choice(["identity", "repulsive", "random"]), default=PARTICLE_DEFAULTS["qkv"],
               show_default=True, help="Q = K = V = I; V = -I; or random Gaussian matrices from --seed.")
-@click.option("--t-final", type=float, required=True, help="Final time.")
+@click.option("--t-final", type=float, required=True, help="End time (a continued run goes on from its file's time).")
 @_save_options
-@click.option("--stepper", default="dopri5", show_default=True, help="Time stepper: dopri5, rk4, etdrk4.")
-@click.option("--rtol", type=float, default=1e-8, show_default=True, help="Relative tolerance (dopri5).")
-@click.option("--cfl", type=float, default=0.5, show_default=True, help="Fraction of the stable step.")
+@click.option("--stepper", default=PARTICLE_DEFAULTS["stepper"], show_default=True,
+              help="Time stepper: dopri5, rk4, etdrk4.")
+@click.option("--rtol", type=float, default=PARTICLE_DEFAULTS["rtol"], show_default=True,
+              help="Relative tolerance (dopri5), in (0, 1).")
+@click.option("--cfl", type=float, default=PARTICLE_DEFAULTS["cfl"], show_default=True,
+              help="Fraction of the stable step, in (0, 2].")
 @_collapse_option("Merge tokens closer than this (rad); 0: never [default: 256 machine epsilons "
                   "without noise; refused with --nu > 0].")
-@click.option("--dt-max", type=float, default=None, help="Largest step (noise splitting step) [default: 1e-2 with noise].")
+@click.option("--dt-max", type=float, default=None,
+              help="Largest step (noise splitting step), > 0 [default: 1e-2 with noise, else none].")
 @click.option("--out", type=click.Path(dir_okay=False), default="particles.nc", show_default=True,
-              help="netCDF output.")
+              help="netCDF output (.nc).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def particles(out, no_progress, **settings):
     """Simulate the interacting tokens (MATH.md §1): SA/USA on S^{d-1}, optional noise.
+
+    {exit_help}
 
     \b
     Example:
       meanfield particles --dim 2 --n 4096 --attention sa --beta 9 --init perturbed:1e-4 \\
           --seed 1 --t-final 20 --save-every 0.1 --out particles.nc
     """
-    from .storage import save_run
     from solvers.particle_run import simulate
 
-    _check_writable(out)
+    out = check_output_file(out, "--out", RUN_SUFFIXES)
     dataset = simulate(progress=not no_progress, **settings)
     save_run(dataset, out)
     click.echo(f"stop_reason: {dataset.attrs['stop_reason']}")
     click.echo(f"saved {dataset.sizes['time']} frames up to t = {float(dataset.time[-1]):.6g} "
                f"({dataset.attrs['steps']} steps, {dataset.attrs['wall_time']:.2f} s) -> {out}")
     _report_merges(dataset)
-    if dataset.attrs["stop_reason"].startswith("interrupted"):
-        raise click.exceptions.Exit(EXIT_INTERRUPTED)
+    _finish(dataset.attrs["stop_reason"])
+
+
+particles.help = particles.help.replace("{exit_help}", EXIT_HELP)
 
 
 # --------------------------------------------------------------------------------------------- gaussian
@@ -258,28 +317,36 @@ def particles(out, no_progress, **settings):
                    "(weights exp(<Qx, Ky> / eps) made doubly stochastic).")
 @click.option("--sinkhorn-eps", "eps", type=float, default=1.0, show_default=True,
               help="Entropic parameter of Sinkhorn attention.")
-@click.option("--dim", type=int, default=2, show_default=True, help="Token dimension d (tokens in R^d).")
+@click.option("--dim", type=int, default=2, show_default=True, help="Token dimension d in [1, 4096] (tokens in R^d).")
 @click.option("--case", type=click.Choice(["identity", "random"]), default="identity", show_default=True,
               help="V = Q = K = I with a random covariance, or random V, Q, K, mean and covariance.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the matrices, in [0, 2^63 - 1].")
 @click.option("--scaled", is_flag=True, help="Scale the logits by 1/sqrt(k) as in transformers.")
 @click.option("--t-final", type=float, required=True, help="Final time.")
 @click.option("--save-every", type=float, default=None, help="Save cadence [default: every accepted step].")
-@click.option("--out", type=click.Path(dir_okay=False), default="gaussian.nc", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), default="gaussian.nc", show_default=True,
+              help="netCDF output (.nc).")
 def gaussian(attention, dim, case, seed, scaled, eps, t_final, save_every, out):
     """Mean and covariance of Gaussian tokens in R^d (Castin et al., MATH.md §3).
 
+    Exit status: 0 when the moments reach --t-final; 2 on bad input; 3 when they blow up or the
+    integration stops before --t-final (the file is still written; stop_reason says why).
+
     \b
     Example:
-      meanfield gaussian --attention softmax --dim 2 --case identity --t-final 1 --out gaussian.nc
+      meanfield gaussian --attention softmax --dim 2 --case identity --t-final 0.4 --out gaussian.nc
     """
     from .gaussian import solve as solve_moments
     from .gaussian_cases import gaussian_case
-    from .storage import save_run
 
-    _check_writable(out)
-    if not (math.isfinite(eps) and eps > 0):
-        raise InputError(f"--sinkhorn-eps must be finite and > 0 (got {eps!r})")
+    out = check_output_file(out, "--out", RUN_SUFFIXES)
+    check_matrix_dim(dim)
+    check_seed(seed)
+    check_number("--sinkhorn-eps", eps, 0.0, math.inf)
+    check_number("--t-final", t_final, 0.0, math.inf)
+    if save_every is not None:
+        check_number("--save-every", save_every, 0.0, math.inf)
+        check_frames(t_final, save_every, None, 8.0 * (dim * dim + dim), 0.0)
     data = gaussian_case(case, dim, seed)
     dataset = solve_moments(data["mean"], data["cov"], V=data["V"], Q=data["Q"], K=data["K"], t_final=t_final,
                             attention=attention, save_every=save_every, scaled=scaled, eps=eps)
@@ -293,36 +360,69 @@ def gaussian(attention, dim, case, seed, scaled, eps, t_final, save_every, out):
     save_run(dataset, out)
     click.echo(f"stop_reason: {dataset.attrs['stop_reason']}   blowup_time: {dataset.attrs['blowup_time']}")
     click.echo(f"saved {dataset.sizes['time']} times up to t = {float(dataset.time[-1]):.6g} -> {out}")
+    _finish(dataset.attrs["stop_reason"])
 
 
 # --------------------------------------------------------------------------------------------- plot
+#: What a run file needs to be plotted, by geometry.
+PLOT_NEEDS = {"circle": "density", "sphere": "density", "zonal": "density", "particles": "positions",
+              "gaussian": "covariance"}
+
+
+def _check_plottable(dataset, run) -> None:
+    geometry = dataset.attrs["geometry"]
+    need = PLOT_NEEDS.get(geometry)
+    require(need is not None, f"RUN {run}: a {geometry} run cannot be plotted (RUN must be one of: "
+                              f"{', '.join(PLOT_NEEDS)} runs)")
+    require(need in dataset.variables and dataset.sizes["time"] >= 1,
+            f"RUN {run}: a {geometry} run needs the variable {need!r} with at least one frame to be plotted")
+
+
 @cli.command()
 @click.argument("run", type=click.Path(dir_okay=False))
 @click.option("-o", "--out", "--output", "output", type=click.Path(dir_okay=False), default=None,
-              help="Image file [default: RUN with .png].")
-def plot(run, output):
-    """Plot a run: density heat map, energy, mode amplitudes with the linear theory.
+              help="Image file: .png, .pdf, .svg, .jpg, ... [default: RUN with .png, unless --movie is given].")
+@click.option("--movie", type=click.Path(dir_okay=False), default=None,
+              help="Movie of the run's frames: OUT.gif or OUT.mp4 (mp4 through the ffmpeg of imageio-ffmpeg).")
+def plot(run, output, movie):
+    """Plot a run: density heat map, energy, mode amplitudes with the linear theory; or a movie.
 
     \b
     Example:
       meanfield plot run.nc -o run.png
+      meanfield plot run.nc --movie run.mp4
     """
     from .plotting import plot_run
     from .storage import load_run
 
+    if output is None and movie is None:
+        output = str(Path(run).with_suffix(".png"))
+    if output is not None:
+        check_output_file(output, "-o/--out", image_suffixes())
+    if movie is not None:
+        check_output_file(movie, "--movie", MOVIE_SUFFIXES)
     dataset = load_run(run)
-    output = output or str(Path(run).with_suffix(".png"))
-    plot_run(dataset, output)
-    click.echo(f"wrote {output}")
+    _check_plottable(dataset, run)
+    if output is not None:
+        write_atomic(output, lambda temporary: plot_run(dataset, temporary))
+        click.echo(f"wrote {output}")
+    if movie is not None:
+        from .movie import write_movie
+
+        write_atomic(movie, lambda temporary: write_movie(dataset, temporary))
+        click.echo(f"wrote {movie}")
 
 
 # --------------------------------------------------------------------------------------------- demo
 @cli.command()
-@click.option("--out-dir", type=click.Path(file_okay=False), default="meanfield-demo", show_default=True)
-@click.option("--resolution", type=int, default=1024, show_default=True)
+@click.option("--out-dir", type=click.Path(file_okay=False), default="meanfield-demo", show_default=True,
+              help="Folder for run.nc and run.png (created if needed).")
+@click.option("--resolution", type=int, default=1024, show_default=True, help="Finite-volume cells (>= 8).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def demo(out_dir, resolution, no_progress):
     """Solve the default case (SA, beta 9, perturbed start) through cluster formation.
+
+    Exit status as for `meanfield solve`: 0 completed, 2 bad input, 3 stopped early, 130 interrupted.
 
     \b
     Example:
@@ -330,7 +430,9 @@ def demo(out_dir, resolution, no_progress):
     """
     from .demo import run_demo
 
-    run_demo(out_dir, resolution=resolution, progress=not no_progress, echo=click.echo)
+    check_output_folder(out_dir, "--out-dir")
+    dataset = run_demo(out_dir, resolution=resolution, progress=not no_progress, echo=click.echo)
+    _finish(dataset.attrs["stop_reason"])
 
 
 # --------------------------------------------------------------------------------------------- validate
@@ -387,7 +489,7 @@ _bench_command("bench-cluster-schemes", "bench_cluster_schemes",
 
 @validate.command("growth-circle")
 @click.option("--quick", is_flag=True, help="Fewer cases.")
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the table as netCDF.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the table as netCDF (.nc).")
 def growth_circle(quick, out):
     """Fitted linear growth rates of PDE runs against MATH.md §2.3 (circle).
 
@@ -397,10 +499,12 @@ def growth_circle(quick, out):
     """
     from validation.growth_rates import format_table, run_study
 
+    if out:
+        check_output_file(out, "--out", RUN_SUFFIXES)
     table = run_study(quick=quick)
     click.echo(format_table(table))
     if out:
-        table.to_netcdf(out)
+        save_run(table, out)
         click.echo(f"wrote {out}")
 
 
@@ -413,6 +517,7 @@ def _study_command(name: str, module: str, out_dir: str, what: str):
     def command(quick, out_dir):
         import importlib
 
+        check_output_folder(out_dir, "--out-dir")
         study = importlib.import_module(f"validation.{module}")
         table = study.run_study(quick=quick, out_dir=out_dir)
         click.echo(study.format_table(table))
@@ -469,6 +574,7 @@ def castin_figures(quick, out_dir):
     """
     from validation.castin_figures import main as figures
 
+    check_output_folder(out_dir, "--out-dir")
     figures((["--quick"] if quick else []) + ["--out-dir", out_dir])
 
 
@@ -479,14 +585,19 @@ def sweep():
 
 
 def _number_list(text: str, name: str, kind=float) -> list:
-    """``"a,b,c"`` or ``"start:stop:count"`` (inclusive linspace)."""
+    """``"a,b,c"`` or ``"start:stop:count"`` (inclusive linspace), at most ``MAX_LIST`` values."""
+    wrong = f"--{name} must be a comma-separated list or START:STOP:COUNT with COUNT in [1, {MAX_LIST}] (got {text!r})"
     try:
         if ":" in text:
             start, stop, count = text.split(":")
-            return [kind(v) for v in np.linspace(float(start), float(stop), int(count))]
-        return [kind(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise InputError(f"--{name} must be a comma-separated list or START:STOP:COUNT (got {text!r})") from None
+            require(1 <= int(count) <= MAX_LIST, wrong)
+            values = [kind(v) for v in np.linspace(float(start), float(stop), int(count))]
+        else:
+            values = [kind(v) for v in text.split(",") if v.strip()]
+    except (ValueError, OverflowError):
+        raise InputError(wrong) from None
+    require(0 < len(values) <= MAX_LIST, wrong)
+    return values
 
 
 @sweep.command("phase-diagram")
@@ -500,25 +611,35 @@ def _number_list(text: str, name: str, kind=float) -> list:
 @click.option("--n", "n", type=int, default=32, show_default=True, help="Tokens per realisation.")
 @click.option("--delta", type=float, default=1e-3, show_default=True, help="Clustered: <x_1, x_2> >= 1 - delta.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--scheduler", default=None, help="Dask scheduler address, or 'synchronous' [default: local cluster].")
-@click.option("--quick", is_flag=True, help="The small sweep the test suite uses (overrides the grid).")
+@click.option("--scheduler", default=None,
+              help="synchronous (this process), threads, processes, or a Dask scheduler address tcp://HOST:PORT "
+                   "[default: a local cluster of processes].")
+@click.option("--quick", is_flag=True, help="The small sweep the test suite uses: presets the grid, times and "
+                                            "realisations; flags given explicitly win.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def phase_diagram(store, dims, betas, quick, no_progress, **settings):
+@click.pass_context
+def phase_diagram(ctx, store, dims, betas, quick, no_progress, **settings):
     """The rotf paper's Fig. 3: P(<x_1(t), x_2(t)> >= 1 - delta) over (t, beta), per d.
+
+    Every setting is checked before the store is created.  Exit status 3 when some chunks
+    stopped early (their stop_reason is in the result), 130 when interrupted (re-run to resume).
 
     \b
     Example:
       meanfield sweep phase-diagram --store phase-diagram --dims 2,8 --betas 0:9:10 --realisations 256
       meanfield sweep phase-diagram --scheduler tcp://scheduler:8786        # an existing Dask cluster
     """
-    from validation.phase_diagram import QUICK, format_summary, plot_phase_diagram, run_sweep
+    from click.core import ParameterSource
+    from validation.phase_diagram import QUICK, check_scheduler, format_summary, plot_phase_diagram, run_sweep
 
-    grid = {"dims": _number_list(dims, "dims", int), "betas": _number_list(betas, "betas")}
-    if quick:
-        grid.update(QUICK)
-    settings = {key: value for key, value in settings.items() if key not in QUICK or not quick}
+    check_output_folder(store, "--store")
+    check_scheduler(settings["scheduler"])
+    values = dict(settings, dims=_number_list(dims, "dims", int), betas=_number_list(betas, "betas"))
+    if quick:  # the preset fills in what the user did not give
+        values.update({key: preset for key, preset in QUICK.items()
+                       if ctx.get_parameter_source(key) is ParameterSource.DEFAULT})
     try:
-        dataset = run_sweep(store, progress=not no_progress, **grid, **settings)
+        dataset = run_sweep(store, progress=not no_progress, **values)
     except KeyboardInterrupt:
         click.echo(f"interrupted: the chunks finished so far are stored in {store}; re-run to resume", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
@@ -529,6 +650,8 @@ def phase_diagram(store, dims, betas, quick, no_progress, **settings):
         click.echo(f"warning: {dataset.attrs['incomplete_chunks']} chunks stopped early (see stop_reason)", err=True)
     click.echo(f"computed {dataset.attrs['computed_chunks']} chunks, reused {dataset.attrs['reused_chunks']}; "
                f"wrote {Path(store) / 'phase_diagram.nc'} and {figure}")
+    if dataset.attrs.get("incomplete_chunks", 0):
+        raise click.exceptions.Exit(EXIT_STOPPED)
 
 
 # --------------------------------------------------------------------------------------------- entry
@@ -548,6 +671,9 @@ def main(argv=None) -> int:
     except click.ClickException as exc:
         click.echo(f"meanfield: error: {exc.format_message()}", err=True)
         return exc.exit_code
+    except MemoryError:  # the size checks of meanfield.limits should have refused the input first
+        click.echo("meanfield: error: out of memory: lower --resolution, --n, --dim or the number of frames", err=True)
+        return EXIT_USAGE
     return code if isinstance(code, int) else 0
 
 

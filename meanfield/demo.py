@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from .diagnostics import cluster_counts, detect_clusters
+from .limits import check_integer, check_solve_size
 from .model import Model
-from .storage import save_run
+from .storage import save_run, write_atomic
 from .metastable import refined_formation_time
 from .theory import dominant_mode, formation_time, growth_rates
 
@@ -26,10 +27,15 @@ DEMO_EPS = 1e-4
 
 
 def run_demo(out_dir="meanfield-demo", resolution: int = 1024, progress: bool = True, echo=print):
-    """Run the demo case, write ``run.nc`` and ``run.png`` into ``out_dir``, return the Dataset."""
+    """Run the demo case, write ``run.nc`` and ``run.png`` into ``out_dir``, return the Dataset.
+
+    ``resolution`` is checked (an integer >= 8 that fits in memory) before anything is printed.
+    """
     from solvers.solve import solve
     from .plotting import plot_run
 
+    check_integer("--resolution", resolution, 8)
+    check_solve_size("circle", DEMO_CASE["scheme"], resolution, 2, DEMO_CASE["t_final"], DEMO_CASE["save_every"])
     model = Model(DEMO_CASE["attention"], DEMO_CASE["beta"], DEMO_CASE["nu"], 2)
     k_star, t_form = dominant_mode(model), formation_time(model, DEMO_EPS)
     echo(f"SA attention, beta = {model.beta:g}, start perturbed:{DEMO_EPS:g}, N = {resolution}")
@@ -42,7 +48,7 @@ def run_demo(out_dir="meanfield-demo", resolution: int = 1024, progress: bool = 
          f"t = {refined_formation_time(initial[k_star], rate):.2f}")
     out = Path(out_dir)
     save_run(dataset, out / "run.nc")
-    plot_run(dataset, out / "run.png")
+    write_atomic(out / "run.png", lambda temporary: plot_run(dataset, temporary))
     counts = cluster_counts(dataset)
     final = detect_clusters(dataset["density"].values[-1])
     first = np.nonzero(counts > 0)[0]

@@ -217,8 +217,8 @@ def check_particle_size(n, dim, t_final: float, save_every: float | None, save_l
     check_dim(dim)
     check_integer("--n", n, 1)
     check_integer("--resolution", resolution, 0)
+    check_fits("--resolution", int(resolution), lambda r: particle_work_bytes(1, dim, r), "the density sampled from")
     check_fits("--n", int(n), lambda count: particle_work_bytes(count, dim, resolution), f"{dim}-dimensional tokens")
-    check_fits("--resolution", int(resolution), lambda r: particle_work_bytes(n, dim, r), "the density sampled from")
     frame = 8.0 * n * (dim + 2)
     check_frames(t_final, save_every, save_log, frame, particle_work_bytes(n, dim, resolution), t_start)
 

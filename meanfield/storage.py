@@ -126,17 +126,19 @@ def _can_create_files_in(folder: Path) -> bool:
         return False
 
 
-def check_output_folder(folder, option: str) -> Path:
-    """``folder`` exists and is writable, or can be created: else one line naming ``option``.
+def check_output_folder(folder, option: str, shown=None) -> Path:
+    """``folder`` exists and is writable, or can be created: else one line naming ``option``
+    (and ``shown``, the value the user gave; default ``folder``).
 
     Nothing is created here: the folder is made when the first file is written.
     """
     folder = Path(folder).expanduser()
+    shown = folder if shown is None else shown
     require(str(folder).strip() != "", f"{option} must be a folder name (got an empty string)")
     existing = _nearest_existing(folder.absolute())
-    require(existing.is_dir(), f"{option} {folder}: {existing} is a file, not a folder; choose another {option}")
+    require(existing.is_dir(), f"{option} {shown}: {existing} is a file, not a folder; choose another {option}")
     require(_can_create_files_in(existing),
-            f"{option} {folder}: cannot write in {existing} (no permission or a read-only file system); "
+            f"{option} {shown}: cannot write in {existing} (no permission or a read-only file system); "
             f"choose a writable {option}")
     return folder
 
@@ -148,10 +150,10 @@ def check_output_file(path, option: str, suffixes) -> Path:
     Checked before anything is computed; nothing is created.
     """
     path = Path(path).expanduser()
-    allowed = ", ".join(suffixes)
-    require(path.suffix.lower() in suffixes, f"{option} must be a file name ending in one of {allowed} (got {str(path)!r})")
-    require(not path.is_dir(), f"{option} {path} is a folder; give a file name ending in one of {allowed}")
-    check_output_folder(path.parent, option)
+    allowed = suffixes[0] if len(suffixes) == 1 else "one of " + ", ".join(suffixes)
+    require(path.suffix.lower() in suffixes, f"{option} must be a file name ending in {allowed} (got {str(path)!r})")
+    require(not path.is_dir(), f"{option} {path} is a folder; give a file name ending in {allowed}")
+    check_output_folder(path.parent, option, shown=path)
     require(not path.exists() or os.access(path, os.W_OK),
             f"{option} {path} exists and is read-only; remove it or choose another {option}")
     return path

@@ -27,8 +27,10 @@ whose ``observe`` hook records only the fractions.  Two exact savings (MATH.md Â
 Chunks are seeded from ``SeedSequence(seed, spawn_key=(d, beta_index))`` and written
 atomically to ``STORE/chunk-d{d}-b{index}.nc``; a re-run skips every stored chunk whose
 settings match and refuses one whose settings differ.  Execution: in-process
-(``scheduler="synchronous"``), a local ``dask.distributed`` cluster (``None``) or an
-existing scheduler (its address).  Run: ``meanfield sweep phase-diagram``.
+(``scheduler="synchronous"``), a local ``dask.distributed`` cluster of processes (``None`` or
+``"processes"``) or of threads (``"threads"``), or an existing scheduler (its address,
+``tcp://host:port``).  Every setting is checked before the store is created, so a refused
+sweep leaves nothing behind.  Run: ``meanfield sweep phase-diagram``.
 """
 
 from __future__ import annotations
@@ -46,9 +48,10 @@ import numpy as np
 import xarray as xr
 
 from meanfield.errors import InputError, require
+from meanfield.limits import MAX_DIM, MAX_FRAMES, MAX_LIST, check_fits, check_seed, particle_work_bytes
 from meanfield.model import Model
 from meanfield.sampling import uniform_sphere
-from meanfield.storage import netcdf_safe, package_version
+from meanfield.storage import check_output_folder, netcdf_safe, package_version, save_run, write_atomic as write_file
 
 #: The paper's figure: d = 2, 8, 32, 128, t in [0, 30] and beta in [0.1, 9] (its code: 90 betas,
 #: 200 times).  We keep its window, with beta step 0.5 and t step 0.5: a chunk (d, beta) costs its
@@ -64,6 +67,11 @@ QUICK = {"dims": (2, 8), "betas": (0.0, 1.0, 4.0), "t_final": 8.0, "n_times": 17
 CHUNK_NAME = re.compile(r"^chunk-d(\d+)-b(\d+)\.nc$")
 RESULT_NAME = "phase_diagram.nc"
 SYNCHRONOUS = "synchronous"
+#: Named schedulers: in this process, or a local cluster of threads or of processes (the default).
+SCHEDULERS = (SYNCHRONOUS, "threads", "processes")
+#: A ``dask.distributed`` scheduler address: ``[protocol://]host:port``.
+SCHEDULER_ADDRESS = re.compile(r"^((tcp|tls|ucx|ws|wss|inproc)://)?[A-Za-z0-9_.\-]+(\.[A-Za-z0-9_\-]+)*:\d{1,5}$"
+                               r"|^((tcp|tls|ucx|ws|wss|inproc)://)?\[[0-9A-Fa-f:.]+\]:\d{1,5}$")
 LOG = logging.getLogger(__name__)
 
 
@@ -84,8 +92,8 @@ class SweepSettings:
     def __post_init__(self):
         _check_int("n", self.n, 2)
         _check_int("realisations", self.realisations, 2)
-        _check_int("seed", self.seed, 0)
-        _check_int("n_times", self.n_times, 2)
+        check_seed(self.seed)
+        _check_int("n_times", self.n_times, 2, MAX_FRAMES)
         require(_is_real(self.delta) and 0 < self.delta < 1, f"--delta must be in (0, 1) (got {self.delta!r})")
         require(_is_real(self.t_final) and math.isfinite(self.t_final) and self.t_final > 0,
                 f"--t-final must be a positive number (got {self.t_final!r})")
@@ -102,9 +110,11 @@ class SweepSettings:
         return None
 
 
-def _check_int(name: str, value, low: int) -> None:
+def _check_int(name: str, value, low: int, high: int | None = None) -> None:
     ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= low
-    require(ok, f"--{name.replace('_', '-')} must be an integer >= {low} (got {value!r})")
+    ok = ok and (high is None or value <= high)
+    allowed = f">= {low}" if high is None else f"in [{low}, {high}]"
+    require(ok, f"--{name.replace('_', '-')} must be an integer {allowed} (got {value!r})")
 
 
 def _is_real(value) -> bool:
@@ -123,10 +133,12 @@ def _same(stored, wanted) -> bool:
 
 
 def check_grid(dims, betas) -> tuple[tuple[int, ...], np.ndarray]:
-    """Validated dimensions (distinct integers >= 2) and betas (distinct, finite, >= 0)."""
+    """Validated dimensions (distinct integers in [2, MAX_DIM]) and betas (distinct, finite, >= 0),
+    at most :data:`~meanfield.limits.MAX_LIST` of each."""
     dims = tuple(int(d) for d in dims) if all(isinstance(d, (int, np.integer)) for d in dims) else None
-    require(bool(dims) and min(dims) >= 2 and len(set(dims)) == len(dims),
-            "--dims must be distinct integers >= 2")
+    require(bool(dims) and len(dims) <= MAX_LIST and min(dims) >= 2 and max(dims) <= MAX_DIM
+            and len(set(dims)) == len(dims), f"--dims must be at most {MAX_LIST} distinct integers in [2, {MAX_DIM}]")
+    require(len(betas) <= MAX_LIST, f"--betas must list at most {MAX_LIST} values (got {len(betas)})")
     betas = np.asarray(betas, dtype=float)
     require(betas.ndim == 1 and betas.size > 0 and bool(np.all(np.isfinite(betas))) and betas.min() >= 0
             and np.unique(betas).size == betas.size, "--betas must be distinct finite numbers >= 0")
@@ -240,16 +252,10 @@ def chunk_path(store, dim: int, index: int) -> Path:
 
 
 def write_atomic(dataset: xr.Dataset, path: Path) -> Path:
-    """Write to a hidden temporary file in the same folder, then ``os.replace`` it into ``path``."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Write compressed, safely (:func:`meanfield.storage.save_run`: temporary file renamed into place)."""
     encoding = {name: {"zlib": True, "complevel": 4} for name in dataset.data_vars
                 if dataset[name].dtype.kind == "f"}
-    try:
-        dataset.to_netcdf(temporary, encoding=encoding)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+    return save_run(dataset, path, encoding=encoding)
 
 
 def _chunk_attrs(path: Path) -> dict:
@@ -288,17 +294,37 @@ def _grid_mismatch(attrs: dict, dim: int, beta: float) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------ execution
+def check_scheduler(scheduler):
+    """``None``, one of :data:`SCHEDULERS`, or a scheduler address ``[tcp://]host:port``."""
+    ok = scheduler is None or (isinstance(scheduler, str)
+                               and (scheduler in SCHEDULERS or SCHEDULER_ADDRESS.match(scheduler) is not None))
+    require(ok, f"--scheduler must be one of {', '.join(SCHEDULERS)} or a Dask scheduler address such as "
+                f"tcp://host:8786 (got {scheduler!r})")
+    return scheduler
+
+
+def check_chunk_memory(settings: SweepSettings, dims, scheduler) -> None:
+    """One chunk per worker at a time: ``realisations x n`` tokens of dimension ``min(d, n)`` each."""
+    workers = 1 if scheduler == SYNCHRONOUS else machine_cores()
+    coordinates = min(max(dims), settings.n)
+    check_fits("--realisations", settings.realisations,
+               lambda r: workers * (particle_work_bytes(r * settings.n, coordinates)
+                                    + 8.0 * settings.n_times * r), f"{workers} chunks of {settings.n} tokens")
+
+
 @contextlib.contextmanager
 def dask_client(scheduler, workers: int):
-    """A ``distributed.Client``: on a new ``LocalCluster`` (``scheduler=None``, ``workers``
-    processes of one thread) or connected to ``scheduler`` (an address).  Closes what it opened."""
+    """A ``distributed.Client``: on a new ``LocalCluster`` (``scheduler`` ``None`` or ``"processes"``:
+    ``workers`` processes of one thread; ``"threads"``: ``workers`` threads in this process) or
+    connected to ``scheduler`` (an address).  Closes what it opened."""
     import dask
     from distributed import Client, LocalCluster
 
     with contextlib.ExitStack() as stack:
-        if scheduler is None:
+        if scheduler in (None, "processes", "threads"):
             stack.enter_context(dask.config.set({"distributed.nanny.pre-spawn-environ": _worker_environ()}))
-            cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+            cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1,
+                                                       processes=scheduler != "threads",
                                                        dashboard_address=":0", silence_logs=logging.ERROR))
             client = stack.enter_context(Client(cluster))
         else:
@@ -329,8 +355,8 @@ def machine_cores() -> int:
 def compute_chunks(jobs: list, settings: SweepSettings, store, scheduler=None, progress: bool = True) -> int:
     """Run ``jobs`` (``(d, index, beta)`` triples) and write each chunk as it completes.
 
-    ``scheduler``: ``"synchronous"`` (in this process, no Dask), ``None`` (a local cluster of
-    one single-threaded worker process per core) or a scheduler address.  Returns the number of
+    ``scheduler``: ``"synchronous"`` (in this process, no Dask), ``None`` or ``"processes"`` (a local
+    cluster of one single-threaded worker process per core), ``"threads"`` or a scheduler address.  Returns the number of
     chunks written.  A chunk that raises does not stop the others: they are computed and saved,
     then the first exception is raised.  On Ctrl-C the chunks written so far stay in ``store``.
     """
@@ -424,15 +450,15 @@ def run_sweep(store, dims=DIMS, betas=BETAS, t_final: float = T_FINAL, n_times: 
     settings = SweepSettings(n=n, delta=delta, realisations=realisations, seed=seed, t_final=t_final,
                              n_times=n_times)
     dims, betas = check_grid(dims, betas)
-    require(scheduler is None or (isinstance(scheduler, str) and scheduler.strip() != ""),
-            f"--scheduler must be '{SYNCHRONOUS}' or a scheduler address such as tcp://host:8786 (got {scheduler!r})")
-    store = Path(store)
-    require(not store.exists() or store.is_dir(), f"--store: {store} is not a folder")
-    store.mkdir(parents=True, exist_ok=True)
-    done = stored_chunks(store, settings, dims, betas)
-    jobs = [(d, i, float(b)) for d in sorted(dims, reverse=True) for i, b in enumerate(betas) if (d, i) not in done]
-    start = _time.perf_counter()
-    computed = compute_chunks(jobs, settings, store, scheduler, progress)
+    check_scheduler(scheduler)
+    check_chunk_memory(settings, dims, scheduler)
+    store = check_output_folder(store, "--store")
+    with _new_store(store):
+        done = stored_chunks(store, settings, dims, betas)
+        jobs = [(d, i, float(b)) for d in sorted(dims, reverse=True) for i, b in enumerate(betas)
+                if (d, i) not in done]
+        start = _time.perf_counter()
+        computed = compute_chunks(jobs, settings, store, scheduler, progress)
     dataset = merge_chunks(store, settings, dims, betas)
     dataset.attrs = netcdf_safe(dict(
         asdict(settings), study="phase-diagram", attention="sa", qkv="identity", init="uniform",
@@ -441,6 +467,19 @@ def run_sweep(store, dims=DIMS, betas=BETAS, t_final: float = T_FINAL, n_times: 
         sweep_wall_time=_time.perf_counter() - start, package_version=package_version()))
     write_atomic(dataset, store / RESULT_NAME)
     return dataset
+
+
+@contextlib.contextmanager
+def _new_store(store: Path):
+    """Create ``store`` if needed; remove it again if this sweep created it and left it empty."""
+    created = not store.exists()
+    store.mkdir(parents=True, exist_ok=True)
+    try:
+        yield store
+    except BaseException:
+        if created and not any(store.iterdir()):
+            store.rmdir()
+        raise
 
 
 # ------------------------------------------------------------------------------------------ summary
@@ -489,7 +528,9 @@ def _panel(ax, dataset, dim, curve):
     ax.plot(*curve, color="red", lw=2.0, label=r"$\Gamma_{\infty,\delta}$: equiangular $t^*(\beta)$",
             path_effects=[patheffects.withStroke(linewidth=3.5, foreground="white")])
     ax.set_xlim(float(dataset["time"].min()), float(dataset["time"].max()))
-    ax.set_ylim(float(dataset["beta"].min()), float(dataset["beta"].max()))
+    low, high = float(dataset["beta"].min()), float(dataset["beta"].max())
+    if high > low:   # one beta: matplotlib's own margins around the single row
+        ax.set_ylim(low, high)
     ax.set_title(f"$d = {dim}$")
     ax.set_xlabel("time $t$")
     return mesh
@@ -514,6 +555,5 @@ def plot_phase_diagram(dataset: xr.Dataset, path=None):
     fig.suptitle(f"SA, $Q = K = V = I$:  $n = {int(attrs['n'])}$,  $\\delta = {float(attrs['delta']):g}$,  "
                  f"{_realisations_label(int(attrs['realisations']))} realisations per $\\beta$")
     if path is not None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=DPI)
+        write_file(path, lambda temporary: fig.savefig(temporary, dpi=DPI))
     return fig

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from meanfield import Model, growth_rates
+from meanfield import InputError, Model, growth_rates
 from meanfield.cli import main
 from meanfield.storage import REQUIRED_ATTRS
 
@@ -72,56 +72,6 @@ def test_plot_from_the_command_line(solved, tmp_path, capsys):
     assert code == 0 and image.stat().st_size > 20_000
 
 
-BAD = [
-    (["theory", "--beta", "-1"], "--beta must be >= 0"),
-    (["theory", "--beta", "1", "--nu", "-0.5"], "--nu must be >= 0"),
-    (["theory", "--beta", "x"], "--beta"),
-    (["solve", "circle", "--beta", "-2", "--t-final", "1"], "--beta"),
-    (["solve", "circle", "--beta", "9", "--resolution", "8", "--t-final", "1"], "--resolution"),
-    (["solve", "circle", "--beta", "9", "--resolution", "63", "--t-final", "1"], "--resolution"),
-    (["solve", "circle", "--beta", "1", "--init", "cauchy:1", "--t-final", "1"], "unknown initial condition"),
-    (["solve", "circle", "--beta", "1", "--t-final", "-1"], "--t-final"),
-    (["solve", "circle", "--beta", "1", "--t-final", "1", "--stepper", "euler"], "--stepper"),
-    (["solve", "circle", "--beta", "1", "--t-final", "1", "--dim", "3"], "--dim"),
-    (["solve", "circle", "--beta", "1", "--t-final", "1", "--seed", "-3"], "--seed"),
-    (["plot", "missing.nc"], "no such file"),
-    (["solve", "circle", "--scheme", "lagrangian", "--beta", "4", "--t-final", "1", "--collapse-tol", "-1"],
-     "--collapse-tol must be a distance in [0, 0.1)"),
-    (["solve", "circle", "--scheme", "lagrangian", "--beta", "4", "--t-final", "1", "--collapse-tol", "nan"],
-     "--collapse-tol"),
-    (["solve", "circle", "--scheme", "fv", "--beta", "4", "--t-final", "1", "--collapse-tol", "1e-12"],
-     "--collapse-tol applies to --scheme lagrangian only"),
-    (["solve", "circle", "--scheme", "lagrangian", "--beta", "4", "--t-final", "1", "--save-log", "0"],
-     "--save-log (frames per decade) must be an integer in [1, 1000]"),
-    (["solve", "circle", "--beta", "4", "--t-final", "1", "--save-log", "5", "--save-every", "0.1"],
-     "--save-every or --save-log, not both"),
-    (["particles", "--n", "8", "--beta", "1", "--nu", "0.1", "--t-final", "1", "--collapse-tol", "1e-12"],
-     "--collapse-tol needs --nu 0"),
-    (["particles", "--n", "8", "--beta", "1", "--t-final", "1", "--save-log", "0"], "--save-log"),
-    (["particles", "--n", "8", "--beta", "1", "--t-final", "1", "--collapse-tol", "inf"], "--collapse-tol"),
-]
-
-
-@pytest.mark.parametrize("args, words", BAD)
-def test_bad_input_is_one_line_and_exit_2(args, words, capsys, tmp_path):
-    code, out, err = run_cli(capsys, *args, *(["--out", tmp_path / "x.nc"] if args[0] in ("solve", "particles") else []))
-    assert code == 2
-    assert err.count("\n") == 1 and err.startswith("meanfield: error:") and words in err
-    assert not (tmp_path / "x.nc").exists()
-
-
-def test_corrupt_and_foreign_files(capsys, tmp_path):
-    corrupt = tmp_path / "bad.nc"
-    corrupt.write_text("garbage")
-    foreign = tmp_path / "foreign.nc"
-    xr.Dataset({"a": ("x", [1.0])}).to_netcdf(foreign)
-    for path, words in ((corrupt, "not a readable netCDF"), (foreign, "not a meanfield run")):
-        for args in (["plot", path], ["solve", "circle", "--beta", "1", "--t-final", "1", "--init", path,
-                                      "--out", tmp_path / "y.nc"]):
-            code, _, err = run_cli(capsys, *args)
-            assert code == 2 and words in err and err.count("\n") == 1
-
-
 def test_console_script_has_no_traceback_for_user_mistakes():
     result = subprocess.run([sys.executable, "-m", "meanfield.cli", "solve", "circle", "--beta", "-1",
                              "--t-final", "1"], capture_output=True, text=True, timeout=120)
@@ -153,6 +103,11 @@ def test_sweep_quick_from_the_command_line(tmp_path, capsys):
     assert (store / "phase_diagram.nc").exists() and (store / "phase_diagram.png").stat().st_size > 20_000
     code, out, _ = run_cli(capsys, *args)
     assert code == 0 and "computed 0 chunks, reused 6" in out
+    code, out, _ = run_cli(capsys, *args, "--dims", "2", "--betas", "0")   # explicit flags win over --quick
+    assert code == 0 and "computed 0 chunks, reused 1" in out
+    with xr.open_dataset(store / "phase_diagram.nc") as ds:
+        assert ds["dim"].values.tolist() == [2] and ds["beta"].values.tolist() == [0.0]
+        assert ds.attrs["realisations"] == 32 and ds.attrs["t_final"] == 8.0     # the rest from the preset
     code, _, err = run_cli(capsys, "sweep", "phase-diagram", "--dims", "2,x", "--store", store)
     assert code == 2 and "--dims" in err
 
@@ -188,7 +143,7 @@ def test_solve_sphere_from_the_command_line(tmp_path, capsys):
 def test_gaussian_from_the_command_line(tmp_path, capsys):
     out = tmp_path / "g.nc"
     code, text, _ = run_cli(capsys, "gaussian", "--dim", 3, "--case", "identity", "--t-final", 1, "--out", out)
-    assert code == 0 and "stop_reason: blowup" in text
+    assert code == 3 and "stop_reason: blowup" in text     # blows up before --t-final: stopped early
     with xr.open_dataset(out) as ds:
         sigma0 = ds["covariance"].values[0]
         assert float(ds.attrs["blowup_time"]) == pytest.approx(1 / (2 * np.linalg.eigvalsh(sigma0)[-1]), abs=1e-6)
@@ -197,3 +152,159 @@ def test_gaussian_from_the_command_line(tmp_path, capsys):
     assert code == 0 and (tmp_path / "g.png").stat().st_size > 20_000
     code, _, err = run_cli(capsys, "gaussian", "--dim", 0, "--t-final", 1, "--out", out)
     assert code == 2 and "--dim" in err
+
+
+# ------------------------------------------------------------------------------------------ exit statuses
+def _stop_at(cls, monkeypatch, raise_interrupt: bool, t_stop: float = 0.5):
+    """Make ``cls.validity`` report a failure (or raise Ctrl-C) once the run passes ``t_stop``."""
+    original = cls.validity
+
+    def validity(self, state, t):
+        if t >= t_stop:
+            if raise_interrupt:
+                raise KeyboardInterrupt
+            return f"tokens left the sphere at t = {t:.6g} (test)"
+        return original(self, state, t)
+
+    monkeypatch.setattr(cls, "validity", validity)
+
+
+SOLVE_SMALL = ["solve", "circle", "--beta", "4", "--resolution", "32", "--t-final", "1", "--save-every", "0.25",
+               "--no-progress"]
+PARTICLES_SMALL = ["particles", "--n", "16", "--beta", "1", "--t-final", "1", "--save-every", "0.25", "--no-progress"]
+
+
+@pytest.mark.parametrize("command", ["solve", "particles"])
+@pytest.mark.parametrize("outcome, status", [("completed", 0), ("stopped", 3), ("interrupted", 130)])
+def test_exit_status_follows_the_stop_reason(command, outcome, status, tmp_path, capsys, monkeypatch):
+    from solvers.circle import CircleSpectral
+    from solvers.particles import ParticleScheme
+
+    if outcome != "completed":
+        _stop_at(CircleSpectral if command == "solve" else ParticleScheme, monkeypatch, outcome == "interrupted")
+    out = tmp_path / "run.nc"
+    code, text, err = run_cli(capsys, *(SOLVE_SMALL if command == "solve" else PARTICLES_SMALL), "--out", out)
+    assert code == status
+    with xr.open_dataset(out) as ds:     # the file is written in every case
+        reason = ds.attrs["stop_reason"]
+        reached = float(ds["time"].values[-1])
+    assert f"stop_reason: {reason}" in text
+    if outcome == "completed":
+        assert reason == "completed" and reached == 1.0 and err == ""
+    else:
+        assert reason.startswith("interrupted" if outcome == "interrupted" else "tokens left the sphere")
+        assert 0.25 <= reached < 0.5 and f"exit status {status}" in err and err.count("\n") == 1
+
+
+def test_a_run_that_loses_resolution_exits_3(tmp_path, capsys):
+    out = tmp_path / "early.nc"
+    code, text, err = run_cli(capsys, "solve", "circle", "--beta", 9, "--resolution", 64, "--init", "perturbed:1e-2",
+                              "--t-final", 100, "--out", out, "--no-progress")
+    assert code == 3 and "stop_reason: resolution lost" in text and "exit status 3" in err
+    with xr.open_dataset(out) as ds:
+        assert ds.attrs["stop_reason"].startswith("resolution lost") and 5 < float(ds["time"].values[-1]) < 100
+
+
+def test_gaussian_that_reaches_t_final_exits_0(tmp_path, capsys):
+    code, text, err = run_cli(capsys, "gaussian", "--dim", 2, "--t-final", 0.4, "--out", tmp_path / "g.nc")
+    assert code == 0 and "stop_reason: completed" in text and err == ""
+
+
+def test_help_documents_the_exit_statuses(capsys):
+    for args in (["--help"], ["solve", "circle", "--help"], ["solve", "sphere", "--help"], ["particles", "--help"],
+                 ["gaussian", "--help"]):
+        code, out, _ = run_cli(capsys, *args)
+        flat = " ".join(out.split())
+        assert code == 0 and ("3 when" in flat or "3 a run" in flat), args
+        assert "stop_reason" in flat
+    code, out, _ = run_cli(capsys, "particles", "--help")
+    assert "130 when interrupted" in " ".join(out.split())
+
+
+# ------------------------------------------------------------------------------------------ safe writes
+def _density(path):
+    with xr.open_dataset(path) as ds:
+        return ds["density"].values.copy()
+
+
+SMALL_RUN = ["solve", "circle", "--beta", "2", "--resolution", "16", "--t-final", "0.5", "--save-every", "0.25",
+             "--no-progress"]
+
+
+def test_an_output_held_open_is_replaced(tmp_path, capsys):
+    out = tmp_path / "run.nc"
+    assert main(SMALL_RUN + ["--seed", "1", "--out", str(out)]) == 0
+    out.chmod(0o640)
+    held = xr.open_dataset(out)          # as a notebook would: xarray keeps the file open
+    try:
+        old = held["density"].values.copy()
+        code, _, err = run_cli(capsys, *SMALL_RUN, "--seed", 2, "--out", out)
+        assert code == 0, err
+        new = _density(out)
+    finally:
+        held.close()
+    assert new.shape == old.shape and not np.array_equal(new, old)
+    assert (out.stat().st_mode & 0o777) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.nc"]
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "run.nc"
+    assert main(SMALL_RUN + ["--out", str(out)]) == 0
+    before = out.read_bytes()
+    written = []
+
+    def broken_write(self, path, *args, **kwargs):     # half a file, then the disk is full
+        written.append(path)
+        with open(path, "wb") as handle:
+            handle.write(before[:100])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(xr.Dataset, "to_netcdf", broken_write)
+    code, _, err = run_cli(capsys, *SMALL_RUN, "--seed", 3, "--out", out)
+    assert code == 2 and err.count("\n") == 1 and "No space left on device" in err and str(out) in err
+    assert written and written[0] != out and written[0].parent == tmp_path   # a temporary next to the output
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.nc"]
+
+
+def test_a_failed_write_removes_the_folders_it_made(tmp_path):
+    from meanfield.storage import write_atomic
+
+    def failing(temporary):
+        temporary.write_text("partial")
+        raise OSError(5, "Input/output error")
+
+    with pytest.raises(InputError, match="Input/output error"):
+        write_atomic(tmp_path / "new" / "deeper" / "fig.png", failing)
+    assert list(tmp_path.iterdir()) == []
+    path = write_atomic(tmp_path / "made" / "f.txt", lambda temporary: temporary.write_text("done"))
+    assert path.read_text() == "done" and [p.name for p in path.parent.iterdir()] == ["f.txt"]
+
+
+def test_attributes_beyond_int64_are_written_as_text(tmp_path):
+    from meanfield.storage import load_run, save_run
+
+    attrs = {"geometry": "circle", "stop_reason": "completed", "seed": 2 ** 70, "small": np.int64(5), "flag": True}
+    ds = xr.Dataset({"mass": ("time", [1.0])}, coords={"time": [0.0]}, attrs=attrs)
+    loaded = load_run(save_run(ds, tmp_path / "big.nc"))
+    assert loaded.attrs["seed"] == str(2 ** 70) and loaded.attrs["small"] == 5 and loaded.attrs["flag"] == 1
+
+
+def test_plot_writes_a_movie_through_meanfield_movie(solved, tmp_path, capsys, monkeypatch):
+    import sys
+    import types
+
+    calls = []
+
+    def write_movie(dataset, path):
+        calls.append(path)
+        path.write_bytes(b"GIF89a" + bytes(dataset.sizes["time"]))
+
+    monkeypatch.setitem(sys.modules, "meanfield.movie", types.SimpleNamespace(write_movie=write_movie))
+    movie = tmp_path / "run.gif"
+    code, out, err = run_cli(capsys, "plot", solved, "--movie", movie)
+    assert code == 0 and f"wrote {movie}" in out and err == ""
+    assert movie.read_bytes() == b"GIF89a" + bytes(5)
+    assert calls[0].parent == tmp_path and calls[0].suffix == ".gif" and calls[0] != movie
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.gif"]     # no still image unless -o is given
