@@ -151,12 +151,16 @@ def run_file(init):
     """``init`` as a loaded run Dataset when it is one (an ``xarray.Dataset`` or a ``.nc`` path), else ``None``."""
     import xarray as xr
 
+    from meanfield.errors import InputError
     from meanfield.storage import load_run
 
     if isinstance(init, xr.Dataset):
         return init
     if isinstance(init, (str, Path)) and str(init).strip().endswith(".nc"):
-        return load_run(str(init).strip())
+        try:
+            return load_run(str(init).strip())
+        except InputError as error:
+            raise InputError(f"--init {error}") from None
     return None
 
 
