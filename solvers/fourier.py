@@ -6,10 +6,22 @@ pyfftw ``FFTW`` objects planned once per grid with aligned, preallocated
 buffers (the fastest here, see DESIGN.md); scipy.fft is the fallback when
 pyfftw is missing.  Several independent synthesis buffers can be requested so
 that a right-hand side can hold several grid fields at once without copying.
+
+Plans are made with FFTW_ESTIMATE, so that the same run repeats bit for bit (issue 12).
+FFTW_MEASURE times candidate algorithms and keeps the fastest; which one wins depends
+on the machine's load, and the candidates round differently in the last bits (runs of
+one command differed by up to 1.8e-13).  FFTW_ESTIMATE picks from a cost model, so
+every process on one machine makes the same plans.  A plan may also take the algorithm
+recorded in the process's FFTW *wisdom* for the same size by a more thorough planner
+(an ESTIMATE plan made after any MEASURE plan of that size in the same process reuses
+the measured algorithm), so the wisdom is set aside while planning and restored after.
+The cost (a slower right-hand side at some sizes, far cheaper planning) is measured
+by ``meanfield validate bench-circle``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -21,8 +33,9 @@ except ImportError:  # pragma: no cover
 
 import scipy.fft
 
-#: FFTW planning effort; MEASURE costs ~0.5 s once per grid and pays back within a run.
-FFTW_FLAGS = ("FFTW_MEASURE",)
+#: FFTW flags of each planning mode: ``"estimate"`` (the default: the same plans in every
+#: run) or ``"measure"`` (timed, may differ from run to run: for benchmarks only).
+PLANNING = {"estimate": ("FFTW_ESTIMATE",), "measure": ("FFTW_MEASURE",)}
 
 
 class _ScipyTransform:
@@ -44,14 +57,34 @@ class _ScipyTransform:
             self.output_array[:] = scipy.fft.irfft(self.input_array, self.n, norm="forward")
 
 
-def _make_transform(n: int, direction: str, backend: str):
+@contextlib.contextmanager
+def _wisdom_set_aside(active: bool):
+    """Plan inside this block without the process's FFTW wisdom, which is restored afterwards.
+
+    Without it, an FFTW_ESTIMATE plan reuses an algorithm measured earlier in the process
+    for the same size (FFTW lets a plan use wisdom from a more thorough planner), so the
+    plan would depend on what ran before (module docstring).
+    """
+    if not active:
+        yield
+        return
+    saved = pyfftw.export_wisdom()
+    pyfftw.forget_wisdom()
+    try:
+        yield
+    finally:
+        pyfftw.forget_wisdom()
+        pyfftw.import_wisdom(saved)
+
+
+def _make_transform(n: int, direction: str, backend: str, planning: str = "estimate"):
     if backend == "scipy":
         return _ScipyTransform(n, direction)
     real = pyfftw.empty_aligned(n, dtype="float64")
     spec = pyfftw.empty_aligned(n // 2 + 1, dtype="complex128")
     if direction == "forward":
-        return pyfftw.FFTW(real, spec, direction="FFTW_FORWARD", flags=FFTW_FLAGS)
-    return pyfftw.FFTW(spec, real, direction="FFTW_BACKWARD", flags=FFTW_FLAGS)
+        return pyfftw.FFTW(real, spec, direction="FFTW_FORWARD", flags=PLANNING[planning])
+    return pyfftw.FFTW(spec, real, direction="FFTW_BACKWARD", flags=PLANNING[planning])
 
 
 class FourierBasis:
@@ -60,21 +93,26 @@ class FourierBasis:
     ``to_grid(coeffs, slot)`` synthesises ``sum_k rho_hat_k exp(i k theta)`` into the
     grid buffer ``slot`` and returns it (a view owned by the basis: copy it to keep it);
     ``to_coeffs(grid)`` analyses into a returned view of the spectral buffer.
+    ``planning`` (pyfftw only): ``"estimate"`` (reproducible, the default) or ``"measure"``
+    (:data:`PLANNING`; timed plans that may differ between runs, for benchmarks).
     """
 
-    def __init__(self, n: int, backend: str | None = None, slots: int = 1):
+    def __init__(self, n: int, backend: str | None = None, slots: int = 1, planning: str = "estimate"):
         if backend is None:
             backend = "pyfftw" if pyfftw is not None else "scipy"
         if backend not in ("pyfftw", "scipy") or (backend == "pyfftw" and pyfftw is None):
             raise ValueError(f"FFT backend must be 'pyfftw' (if installed) or 'scipy' (got {backend!r})")
-        self.n, self.backend = n, backend
+        if planning not in PLANNING:
+            raise ValueError(f"FFTW planning must be one of {', '.join(PLANNING)} (got {planning!r})")
+        self.n, self.backend, self.planning = n, backend, planning
         self.theta = 2.0 * math.pi * np.arange(n) / n
         self.wavenumbers = np.arange(n // 2 + 1)
         #: 2/3-rule dealiasing: modes |k| <= kmax survive a quadratic product unaliased.
         self.kmax = (n - 1) // 3
         self.dealias = (self.wavenumbers <= self.kmax).astype(float)
-        self._forward = _make_transform(n, "forward", backend)
-        self._backward = [_make_transform(n, "backward", backend) for _ in range(slots)]
+        with _wisdom_set_aside(backend == "pyfftw" and planning == "estimate"):
+            self._forward = _make_transform(n, "forward", backend, planning)
+            self._backward = [_make_transform(n, "backward", backend, planning) for _ in range(slots)]
         self.cell = 2.0 * math.pi / n
 
     # -- transforms --------------------------------------------------------------------------

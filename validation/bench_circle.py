@@ -21,6 +21,13 @@ This is a measurement, not a test: it prints ratios and asserts nothing about sp
    ``exp(-beta)``, so the spectral result times ``exp(beta)`` must agree with the
    direct one to about 1e-13 relative; the largest pointwise relative difference
    is printed.  The direct method is skipped above ``DIRECT_MAX`` points.
+3. **Reproducible vs timed FFTW plans.**  The package plans FFTW with FFTW_ESTIMATE so
+   that runs repeat bit for bit (``solvers/fourier.py``); FFTW_MEASURE, which times
+   candidate algorithms, was used before.  At ``N`` in :data:`PLANNING_SIZES` the SA
+   right-hand side and the bare transform pair (one analysis, a copy of the ``N/2 + 1``
+   coefficients, one synthesis) are timed with both kinds of plan in this process
+   (``*_est/meas`` > 1: the reproducible plan is slower), together with the time to
+   plan a basis (one analysis and three synthesis plans, as ``CircleSpectral`` makes).
 
 Timings are the best of several runs (``time.perf_counter``), each run long enough
 that a measurement takes about ``target`` seconds; the per-call cost is printed in
@@ -46,10 +53,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from meanfield.model import Model  # noqa: E402
+from solvers import fourier  # noqa: E402
 from solvers.circle import CircleSpectral  # noqa: E402
 
 SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384)
-QUICK_SIZES = (256, 1024, 4096)
+QUICK_SIZES = (256, 1024, 4096, 16384)
+#: Grids at which FFTW_ESTIMATE and FFTW_MEASURE plans are compared (part 3 of the docstring).
+PLANNING_SIZES = (256, 1024, 4096, 16384)
 #: Largest grid for the direct quadrature (its N x N kernel is 0.5 GB at 8192).
 DIRECT_MAX = 8192
 #: Entries per row block of the one-off direct convolution (512 kB of doubles: stays in cache).
@@ -67,6 +77,17 @@ COLUMNS = (  # (header, row key, format)
     ("speedup_matvec", "speedup_matvec", ".1f"),
     ("speedup_full", "speedup_full", ".1f"),
     ("max_rel_diff", "max_rel_diff", ".2e"),
+)
+PLANNING_COLUMNS = (
+    ("N", "N", "d"),
+    ("rhs_meas_us", "rhs_measure_us", ".2f"),
+    ("rhs_est_us", "rhs_estimate_us", ".2f"),
+    ("rhs_est/meas", "rhs_ratio", ".2f"),
+    ("pair_meas_us", "pair_measure_us", ".2f"),
+    ("pair_est_us", "pair_estimate_us", ".2f"),
+    ("pair_est/meas", "pair_ratio", ".2f"),
+    ("plan_meas_ms", "plan_measure_ms", ".1f"),
+    ("plan_est_ms", "plan_estimate_ms", ".2f"),
 )
 
 
@@ -221,11 +242,53 @@ def _convolution_rows(scheme: CircleSpectral, state: np.ndarray, beta: float,
             "max_rel_diff": max_relative_difference(convolved, direct_convolution(theta, rho, beta))}
 
 
+def transform_pair(basis: fourier.FourierBasis, state: np.ndarray):
+    """One bare analysis and synthesis on ``basis``'s buffers (the synthesis input is refilled
+    by copying the analysis output each time, since a complex-to-real plan may overwrite it)."""
+    np.copyto(basis.analysis_input(), basis.to_grid(state))
+
+    def pair():
+        np.copyto(basis.synthesis_input(), basis.analyse())
+        return basis.synthesise()
+
+    return pair
+
+
+def _planned_basis(n: int, planning: str):
+    """A three-slot pyfftw basis planned with ``planning`` and the seconds its planning took."""
+    start = time.perf_counter()
+    basis = fourier.FourierBasis(n, "pyfftw", slots=3, planning=planning)
+    return basis, time.perf_counter() - start
+
+
+def _planning_rows(n: int, beta: float, timing: dict) -> dict:
+    """SA right-hand side and bare transform pair with FFTW_MEASURE vs FFTW_ESTIMATE plans.
+
+    Two schemes that differ only in their basis's plans; the ESTIMATE basis is planned first
+    (each plan sets the process's wisdom aside anyway, see :mod:`solvers.fourier`).
+    """
+    bases, plan_seconds, schemes = {}, {}, {}
+    for planning in ("estimate", "measure"):
+        bases[planning], plan_seconds[planning] = _planned_basis(n, planning)
+        schemes[planning] = scheme = CircleSpectral(Model("sa", beta=beta), n, backend="pyfftw")
+        scheme.basis = bases[planning]
+    state = initial_state(schemes["estimate"])
+    calls = [call for planning in ("measure", "estimate")
+             for call in (lambda s=schemes[planning]: s.rhs(state, 0.0), transform_pair(bases[planning], state))]
+    rhs_meas, pair_meas, rhs_est, pair_est = best_times(calls, **timing)
+    return {"N": n, "rhs_measure_us": 1e6 * rhs_meas, "rhs_estimate_us": 1e6 * rhs_est,
+            "rhs_ratio": rhs_est / rhs_meas, "pair_measure_us": 1e6 * pair_meas,
+            "pair_estimate_us": 1e6 * pair_est, "pair_ratio": pair_est / pair_meas,
+            "plan_measure_ms": 1e3 * plan_seconds["measure"], "plan_estimate_ms": 1e3 * plan_seconds["estimate"]}
+
+
 def run_benchmark(sizes=SIZES, beta: float = 9.0, quick: bool = False) -> list[dict]:
     """Measure every size; one dict per ``N`` with the keys of :data:`COLUMNS` (times in µs).
 
     ``quick`` uses :data:`QUICK_SIZES` (unless ``sizes`` is given explicitly) and shorter
-    measurements.  Direct-method entries are ``None`` above :data:`DIRECT_MAX`.
+    measurements.  Direct-method entries are ``None`` above :data:`DIRECT_MAX`.  Rows at
+    :data:`PLANNING_SIZES` also carry ``"planning"``: the dict of :data:`PLANNING_COLUMNS`
+    (when pyfftw is installed).
     """
     if quick and tuple(sizes) == SIZES:
         sizes = QUICK_SIZES
@@ -235,13 +298,28 @@ def run_benchmark(sizes=SIZES, beta: float = 9.0, quick: bool = False) -> list[d
         row = {"N": n, **_rhs_rows(n, beta, timing)}
         scheme, state = row.pop("scheme"), row.pop("state")
         row.update(_convolution_rows(scheme, state, beta, timing, direct=n <= DIRECT_MAX))
+        if n in PLANNING_SIZES and fourier.pyfftw is not None:
+            row["planning"] = _planning_rows(n, beta, timing)
         rows.append(row)
     return rows
 
 
-def format_table(rows: list[dict], columns=COLUMNS) -> str:
-    """An aligned text table of ``columns`` (default :data:`COLUMNS`; ``rhs_us`` is SA); missing
-    entries read 'skipped'."""
+def format_table(rows: list[dict], columns=None) -> str:
+    """An aligned text table of ``columns``; missing entries read 'skipped'.
+
+    Without ``columns``: the benchmark's report, the table of :data:`COLUMNS` (``rhs_us``
+    is SA) and, below it, the FFTW planning table (:data:`PLANNING_COLUMNS`) of the rows
+    that carry one.
+    """
+    if columns is None:
+        report = format_table(rows, COLUMNS)
+        planning = [row["planning"] for row in rows if "planning" in row]
+        if planning:
+            report += ("\n\nFFTW plans: FFTW_MEASURE (timed; may differ from run to run) vs FFTW_ESTIMATE "
+                       "(the package's; runs repeat bit for bit); rhs = SA right-hand side, pair = analysis + "
+                       "synthesis, plan = one analysis and three synthesis plans\n"
+                       + format_table(planning, PLANNING_COLUMNS))
+        return report
     cells = [[h for h, _, _ in columns]]
     cells += [["skipped" if row.get(key) is None else format(row[key], fmt) for _, key, fmt in columns]
               for row in rows]
