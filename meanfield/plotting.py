@@ -73,7 +73,7 @@ REQUIRED = {"circle": ("density", "theta", "mass", "energy", "mode_amplitude"),
 REQUIRED_ATTRS = ("attention", "beta", "nu")
 
 
-def _check_plottable(dataset) -> None:
+def check_plottable(dataset) -> None:
     """Refuse, in one line, a dataset whose figure cannot be drawn: an unknown geometry, a missing
     variable, attribute or time axis (e.g. a file holding only attributes and times)."""
     geometry = dataset.attrs.get("geometry", "unknown")
@@ -128,7 +128,7 @@ def theory_curves(dataset, modes=None) -> np.ndarray:
     ``lambda_k`` from :func:`meanfield.theory.growth_rates` (MATH.md §2.3); ``t0`` is the
     first saved time (0 for a run started from ``--init``).
     """
-    _check_plottable(dataset)
+    check_plottable(dataset)
     modes = _checked_modes(dataset, modes)
     rates = growth_rates(_model(dataset), modes)
     times = np.asarray(dataset["time"].values, dtype=float)
@@ -215,18 +215,29 @@ def _side_ticks(top: float, linear: float) -> tuple[list[float], list[str]]:
     return [10.0 ** k for k in exponents], [_power_of_ten(k) for k in exponents]
 
 
-def deviation_colorbar(fig: Figure, mesh, linear: float, deviation, label_prefix: str = r"$\rho/\bar\rho - 1$",
-                       **kwargs):
-    """Colour bar of a map of :func:`symlog` values, ticks at powers of ten of the deviation itself."""
+def deviation_ticks(deviation, linear: float) -> tuple[list[float], list[str]]:
+    """Tick values (of ``rho / rho_bar - 1`` itself) and labels for a deviation scale: 0 and powers of ten
+    beyond ``linear`` on each side, within the finite range of ``deviation``."""
     finite = np.asarray(deviation, dtype=float)[np.isfinite(deviation)]
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
     below, below_labels = _side_ticks(-low, linear)
     above, above_labels = _side_ticks(high, linear)
     values = [-value for value in below[::-1]] + [0.0] + above
-    labels = [f"$-{label.strip('$')}$" for label in below_labels[::-1]] + ["0"] + above_labels
+    return values, [f"$-{label.strip('$')}$" for label in below_labels[::-1]] + ["0"] + above_labels
+
+
+def linear_label(linear: float) -> str:
+    """``linear`` as mathtext, e.g. ``$\\pm 2\\times 10^{-4}$``."""
     mantissa, exponent = f"{linear:.0e}".split("e")
-    scale = (f"10^{{{int(exponent)}}}" if mantissa == "1" else rf"{mantissa}\times 10^{{{int(exponent)}}}")
-    bar = fig.colorbar(mesh, label=f"{label_prefix}  (log scale beyond $\\pm {scale}$)", **kwargs)
+    scale = f"10^{{{int(exponent)}}}" if mantissa == "1" else rf"{mantissa}\times 10^{{{int(exponent)}}}"
+    return f"$\\pm {scale}$"
+
+
+def deviation_colorbar(fig: Figure, mesh, linear: float, deviation, label_prefix: str = r"$\rho/\bar\rho - 1$",
+                       **kwargs):
+    """Colour bar of a map of :func:`symlog` values, ticks at powers of ten of the deviation itself."""
+    values, labels = deviation_ticks(deviation, linear)
+    bar = fig.colorbar(mesh, label=f"{label_prefix}  (log scale beyond {linear_label(linear)})", **kwargs)
     bar.set_ticks(symlog(values, linear), labels=labels)
     bar.minorticks_off()
     return bar
@@ -368,6 +379,13 @@ def mass_legend_handles(total: float, masses=(0.01, 0.1, 0.5)) -> tuple[list, li
     return handles, [f"mass {m:g}" for m in masses]
 
 
+def mass_legend(target, total: float, **kwargs):
+    """The marker-size legend of :func:`mass_legend_handles` on ``target`` (an axis or a figure)."""
+    options = dict(fontsize="small", title="area $\\propto$ mass", title_fontsize="small", labelspacing=1.5,
+                   borderpad=1.0, handletextpad=1.5)
+    return target.legend(*mass_legend_handles(total), **(options | kwargs))
+
+
 def lon_lat(points) -> tuple[np.ndarray, np.ndarray]:
     """Longitude in [-pi, pi) and latitude in [-pi/2, pi/2] (radians) of unit vectors in R^3."""
     points = np.asarray(points, dtype=float)
@@ -419,9 +437,8 @@ def _sphere_maps(fig, dataset) -> None:
         weights = np.asarray(dataset["weights"].values, dtype=float)
         for ax, index in zip(axes, indices):
             draw_nodes(ax, dataset["positions"].values[index], weights, float(weights.sum()))
-        fig.legend(*mass_legend_handles(float(weights.sum())), loc="outside right center", fontsize="small",
-                   title="nodes (area $\\propto$ mass)", title_fontsize="small", labelspacing=1.5, borderpad=1.0)
-        what = "Lagrangian nodes grouped within 0.02, marker area $\\propto$ mass"
+        mass_legend(fig, float(weights.sum()), loc="outside right center")
+        what = "Lagrangian nodes on $S^2$ (coincident nodes grouped, marker area $\\propto$ mass; "
     else:
         lon_edges, lat_edges, scaled, deviation, linear = sphere_deviation_maps(dataset, indices)
         norm = deviation_norm(scaled)
@@ -429,8 +446,8 @@ def _sphere_maps(fig, dataset) -> None:
             mesh = ax.pcolormesh(lon_edges, lat_edges, frame, shading="flat", cmap=DEVIATION_COLORMAP, norm=norm,
                                  rasterized=True)
         deviation_colorbar(fig, mesh, linear, deviation, ax=axes, shrink=0.8, pad=0.02)
-        what = r"density relative to uniform, $\rho/\bar\rho - 1$"
-    fig.suptitle(f"(a) {what} on $S^2$ (Mollweide equal-area maps; longitude $-\\pi..\\pi$)", fontsize="medium")
+        what = r"density relative to uniform, $\rho/\bar\rho - 1$, on $S^2$ ("
+    fig.suptitle(f"(a) {what}Mollweide equal-area maps; longitude $-\\pi..\\pi$)", fontsize="medium")
 
 
 def _token_histogram_panel(fig: Figure, ax, dataset, bins: int = 128) -> None:
@@ -722,6 +739,11 @@ def _gaussian_title(dataset) -> str:
     return title if reason == "completed" else f"{title}\nstopped: {_short_reason(reason)}"
 
 
+def run_title(dataset) -> str:
+    """The figure title of a run: model, parameters, initial data, and why it stopped if it did."""
+    return _gaussian_title(dataset) if dataset.attrs.get("geometry") == "gaussian" else _title(dataset)
+
+
 def plot_run(dataset, path=None, modes=None) -> Figure:
     """The standard figure of a run, chosen by its ``geometry`` attribute; saved to ``path`` if given.
 
@@ -730,12 +752,12 @@ def plot_run(dataset, path=None, modes=None) -> Figure:
     Fourier modes / degrees of panel (c), default ``1 .. max(6, 2 k*)``.  Other geometries
     raise :class:`InputError`.
     """
-    _check_plottable(dataset)
+    check_plottable(dataset)
     if path is not None:
         path = check_image_path(path)
     builders = {"sphere": _sphere_figure, "gaussian": _gaussian_figure}
     fig = builders.get(dataset.attrs["geometry"], _row_figure)(dataset, modes)
-    fig.suptitle(_gaussian_title(dataset) if dataset.attrs["geometry"] == "gaussian" else _title(dataset))
+    fig.suptitle(run_title(dataset))
     if path is not None:
         _save(fig, path)
     return fig
