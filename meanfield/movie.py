@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from .errors import require
 from .plotting import (DEVIATION_COLORMAP, NODE_COLOUR, deviation_colorbar, deviation_norm, has_nodes,
                        deviation_ticks, linear_label, linear_range, log_time_axis, lon_lat, marker_areas, mass_legend, mean_density, node_groups,
-                       relative_deviation, run_title, sphere_deviation_maps, _ellipse, _polar_axis, _theta_axis)
+                       relative_deviation, run_title, sphere_deviation_maps, _ellipse, polar_axis, theta_axis)
 from .storage import MOVIE_SUFFIXES, check_output_file, write_atomic
 
 #: At most this many frames, sampled evenly from the saved ones.
@@ -127,7 +127,7 @@ class _DensityLine:
         ax.set_yticks(*deviation_ticks(shown, linear))
         ax.minorticks_off()
         ax.grid(True, alpha=0.3)
-        (_theta_axis if geometry == "circle" else _polar_axis)(ax)
+        (theta_axis if geometry == "circle" else polar_axis)(ax)
         ax.set_ylabel(rf"$\rho/\bar\rho - 1$ (log scale beyond {linear_label(linear)})")
         ax.set_title("density relative to uniform")
 

@@ -250,11 +250,11 @@ def _angle_axis(ax, top: float, ticks: list[str], label: str) -> None:
     ax.set_xlabel(label)
 
 
-def _theta_axis(ax) -> None:
+def theta_axis(ax) -> None:
     _angle_axis(ax, 2.0 * math.pi, ["0", r"$\pi/2$", r"$\pi$", r"$3\pi/2$", r"$2\pi$"], r"$\theta$")
 
 
-def _polar_axis(ax) -> None:
+def polar_axis(ax) -> None:
     _angle_axis(ax, math.pi, ["0", r"$\pi/4$", r"$\pi/2$", r"$3\pi/4$", r"$\pi$"], r"polar angle $\vartheta$")
 
 
@@ -308,14 +308,14 @@ def deviation_heat_map(fig: Figure, ax, x, times, density, mean, log: bool = Fal
 def _density_panel(fig: Figure, ax, dataset) -> None:
     deviation_heat_map(fig, ax, dataset["theta"].values, dataset["time"].values, dataset["density"].values,
                        mean_density(dataset), log=log_time_axis(dataset))
-    _theta_axis(ax)
+    theta_axis(ax)
     ax.set_title(r"(a) density relative to uniform, $\rho(t,\theta)/\bar\rho - 1$")
 
 
 def _zonal_density_panel(fig: Figure, ax, dataset) -> None:
     deviation_heat_map(fig, ax, dataset["polar"].values, dataset["time"].values, dataset["density"].values,
                        mean_density(dataset), log=log_time_axis(dataset))
-    _polar_axis(ax)
+    polar_axis(ax)
     ax.set_title(r"(a) zonal density relative to uniform, $\rho(t,\vartheta)/\bar\rho - 1$")
 
 
@@ -458,7 +458,7 @@ def _token_histogram_panel(fig: Figure, ax, dataset, bins: int = 128) -> None:
     density = counts / (edges[1] - edges[0])
     deviation_heat_map(fig, ax, 0.5 * (edges[1:] + edges[:-1]), dataset["time"].values, density,
                        density.mean(axis=1), log=log_time_axis(dataset))
-    _theta_axis(ax)
+    theta_axis(ax)
     ax.set_title(f"(a) tokens: histogram of angles relative to uniform (n = {dataset.sizes['particle']})")
 
 
@@ -506,12 +506,22 @@ def outside_legend(ax, handles=None, labels=None, **kwargs):
     return ax.legend(handles, labels, **(options | kwargs))
 
 
+def _points(size) -> float:
+    from matplotlib.font_manager import FontProperties
+    return float(FontProperties(size=size).get_size_in_points())
+
+
 def legend_below(ax, handles=None, labels=None, **kwargs):
-    """A legend under ``ax``, below its x label, entries side by side (never over a curve)."""
+    """A legend under ``ax``, clear of its tick labels (room for superscripts) and x label, entries side by
+    side, so it never covers a curve (constrained layout makes room for it)."""
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
-    options = dict(loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=3.5, fontsize="small",
-                   ncol=len(handles), frameon=False)
+    rc = mpl.rcParams
+    below = (1.7 * _points(rc["xtick.labelsize"]) + 1.3 * _points(rc["axes.labelsize"]) + rc["xtick.major.size"]
+             + rc["xtick.major.pad"] + rc["axes.labelpad"] + 2.0)
+    fontsize = kwargs.pop("fontsize", "small")
+    options = dict(loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=below / _points(fontsize),
+                   fontsize=fontsize, ncol=len(handles), frameon=False)
     return ax.legend(handles, labels, **(options | kwargs))
 
 

@@ -50,7 +50,7 @@ from meanfield.metastable import (angle_errors, first_merge_time, kstar_angles, 
                                   local_maxima_angles, plateaus, refined_formation_time,
                                   smoothed_density)
 from meanfield.model import Model
-from meanfield.plotting import pool_columns
+from meanfield.plotting import deviation_heat_map, mean_density, theta_axis
 from meanfield.storage import netcdf_safe, package_version, save_run
 from meanfield.theory import dominant_mode, formation_time, growth_rates
 from solvers.particle_run import empirical_modes, simulate
@@ -228,44 +228,53 @@ def run_study(quick: bool = False, out_dir="metastability-study", scheme: str = 
 
 
 def plot_study(runs: dict, settings: dict) -> Figure:
-    """Top: the PDE density in (time, angle) with the predicted angles and formation times.
-    Bottom: cluster count and energy against time (log scale), PDE and particles."""
+    """Top: the PDE density relative to uniform in (angle, time), with its colour bar, the predicted
+    formation times and the angles predicted from the phase of mode k*.  Bottom: cluster count (steps)
+    and energy (dashed, right axis) against time on a log axis, PDE and particles, predicted formation dotted."""
     betas = settings["betas"]
-    fig = Figure(figsize=(4.6 * len(betas), 8.0), layout="constrained")
-    axes = fig.subplots(2, len(betas), squeeze=False)
+    fig = Figure(figsize=(5.6 * len(betas), 9.0), layout="constrained")
+    rows = fig.subfigures(2, 1)      # rows laid out apart: the twin axes below do not push the colour bars above
+    axes = np.array([row.subplots(1, len(betas), squeeze=False)[0] for row in rows])
     for column, beta in enumerate(betas):
         run, row = runs[(beta, "pde")]
         ax = axes[0, column]
-        theta, density = pool_columns(run.theta.values, np.maximum(run.density.values, 1e-6))
-        ax.pcolormesh(theta, run.time.values, np.log10(density), shading="auto", cmap="magma",
-                      vmin=-3, vmax=max(1.0, float(np.log10(density.max()))), rasterized=True)
-        for label, t, style in (("log(1/eps)/lambda", row["t_form_issue"], ":"),
-                                ("from |a_k*(0)|", row["t_form_refined"], "--")):
-            ax.axhline(t, color="cyan", ls=style, lw=1, label=f"predicted {label}")
+        deviation_heat_map(rows[0], ax, run.theta.values, run.time.values, run.density.values, mean_density(run))
+        theta_axis(ax)
+        for label, t, style in ((r"$\log(1/\varepsilon)/\lambda_{k^*}$", row["t_form_issue"], ":"),
+                                (r"from $|a_{k^*}(0)|$", row["t_form_refined"], "--")):
+            ax.axhline(t, color="k", ls=style, lw=1.2, label=f"formation predicted {label}")
         if math.isfinite(row["t_formed"]):
             coefficients = np.fft.rfft(run.density.values[0])
             predicted = kstar_angles(coefficients[row["k_star"]], row["k_star"])
-            ax.plot(predicted, np.full(predicted.size, row["t_formed"]), "c^", ms=6, label="k* phase angles")
-        ax.set(title=f"PDE ({run.attrs['scheme']}), beta = {beta:g}, k* = {row['k_star']}", xlabel="theta",
-               ylabel="t (log10 density)")
-        ax.legend(fontsize=7, loc="upper right")
+            ax.plot(predicted, np.full(predicted.size, row["t_formed"]), "k^", ms=7, mfc="yellow",
+                    label="cluster angles predicted by the phase of mode $k^*$ (drawn at the measured formation)")
+        ax.set_title(f"PDE ({run.attrs['scheme']}), $\\beta$ = {beta:g}, $k^*$ = {row['k_star']}")
+        top_handles = ax.get_legend_handles_labels()
         ax = axes[1, column]
         energy_axis = ax.twinx()
+        handles = []
         for source, colour in zip(SOURCES, ("C0", "C1")):
             _, row_s = runs[(beta, source)]
             times, energies = row_s["series"]
             counts = np.zeros(times.size)
             for plateau, _ in row_s["plateaus"]:
                 counts[(times >= plateau.start) & (times <= plateau.end)] = plateau.count
-            label = "PDE" if source == "pde" else f"particles n = {row_s['size']}"
-            ax.step(times[1:], counts[1:], where="post", color=colour, label=f"{label}: clusters")
-            energy_axis.plot(times[1:], energies[1:], color=colour, ls="--", lw=1)
-            ax.axvline(row_s["t_form_refined"], color=colour, ls=":", lw=1)
-        ax.set(xscale="log", xlabel="t", ylabel="cluster count (plateaus)",
-               title=f"beta = {beta:g}: count, energy (dashed), formation predicted (dotted)")
-        ax.title.set_fontsize(9)
-        energy_axis.set_ylabel("exp(-beta) E")
-        ax.legend(fontsize=7, loc="upper left")
+            label = "PDE" if source == "pde" else f"particles, n = {row_s['size']}"
+            handles += ax.step(times[1:], counts[1:], where="post", color=colour, label=f"{label}: clusters")
+            handles += energy_axis.plot(times[1:], energies[1:], color=colour, ls="--", lw=1,
+                                        label=f"{label}: energy (right axis)")
+            handles.append(ax.axvline(row_s["t_form_refined"], color=colour, ls=":", lw=1.2,
+                                      label=f"{label}: formation predicted"))
+        ax.set(xscale="log", xlabel="time $t$ (log scale)", ylabel="number of clusters (on plateaus)",
+               title=f"$\\beta$ = {beta:g}: clusters and energy against time")
+        ax.yaxis.get_major_locator().set_params(integer=True)
+        ax.grid(True, alpha=0.3)
+        energy_axis.set_ylabel(r"energy $e^{-\beta} E$")
+        bottom_handles = handles
+    # the entries are the same in every column: one legend above the maps, one below the curves
+    rows[0].legend(*top_handles, loc="outside upper center", ncol=3, fontsize="small", frameon=False)
+    rows[1].legend(bottom_handles, [h.get_label() for h in bottom_handles], loc="outside lower center", ncol=3,
+               fontsize="small", frameon=False)
     return fig
 
 
