@@ -28,6 +28,8 @@ This is a measurement, not a test: it prints ratios and asserts nothing about sp
    coefficients, one synthesis) are timed with both kinds of plan in this process
    (``*_est/meas`` > 1: the reproducible plan is slower), together with the time to
    plan a basis (one analysis and three synthesis plans, as ``CircleSpectral`` makes).
+   ``rhs_rel_diff``: how far the two right-hand sides differ (largest entry, relative to
+   the largest): rounding only, the size of the run-to-run differences MEASURE caused.
 
 Timings are the best of several runs (``time.perf_counter``), each run long enough
 that a measurement takes about ``target`` seconds; the per-call cost is printed in
@@ -88,6 +90,7 @@ PLANNING_COLUMNS = (
     ("pair_est/meas", "pair_ratio", ".2f"),
     ("plan_meas_ms", "plan_measure_ms", ".1f"),
     ("plan_est_ms", "plan_estimate_ms", ".2f"),
+    ("rhs_rel_diff", "rhs_rel_diff", ".1e"),
 )
 
 
@@ -273,13 +276,16 @@ def _planning_rows(n: int, beta: float, timing: dict) -> dict:
         schemes[planning] = scheme = CircleSpectral(Model("sa", beta=beta), n, backend="pyfftw")
         scheme.basis = bases[planning]
     state = initial_state(schemes["estimate"])
+    measured = schemes["measure"].rhs(state, 0.0)
+    difference = np.max(np.abs(schemes["estimate"].rhs(state, 0.0) - measured)) / np.max(np.abs(measured))
     calls = [call for planning in ("measure", "estimate")
              for call in (lambda s=schemes[planning]: s.rhs(state, 0.0), transform_pair(bases[planning], state))]
     rhs_meas, pair_meas, rhs_est, pair_est = best_times(calls, **timing)
     return {"N": n, "rhs_measure_us": 1e6 * rhs_meas, "rhs_estimate_us": 1e6 * rhs_est,
             "rhs_ratio": rhs_est / rhs_meas, "pair_measure_us": 1e6 * pair_meas,
             "pair_estimate_us": 1e6 * pair_est, "pair_ratio": pair_est / pair_meas,
-            "plan_measure_ms": 1e3 * plan_seconds["measure"], "plan_estimate_ms": 1e3 * plan_seconds["estimate"]}
+            "plan_measure_ms": 1e3 * plan_seconds["measure"], "plan_estimate_ms": 1e3 * plan_seconds["estimate"],
+            "rhs_rel_diff": float(difference)}
 
 
 def run_benchmark(sizes=SIZES, beta: float = 9.0, quick: bool = False) -> list[dict]:
@@ -317,7 +323,8 @@ def format_table(rows: list[dict], columns=None) -> str:
         if planning:
             report += ("\n\nFFTW plans: FFTW_MEASURE (timed; may differ from run to run) vs FFTW_ESTIMATE "
                        "(the package's; runs repeat bit for bit); rhs = SA right-hand side, pair = analysis + "
-                       "synthesis, plan = one analysis and three synthesis plans\n"
+                       "synthesis, plan = one analysis and three synthesis plans, rhs_rel_diff = max |rhs_est - rhs_meas| / "
+                       "max |rhs_meas|\n"
                        + format_table(planning, PLANNING_COLUMNS))
         return report
     cells = [[h for h, _, _ in columns]]
