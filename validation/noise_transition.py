@@ -41,6 +41,7 @@ from scipy.optimize import newton_krylov, NoConvergence
 
 from meanfield.kernels import scaled_funk_hecke
 from meanfield.model import Model
+from meanfield.plotting import outside_legend
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.theory import critical_noise, dominant_mode, growth_rates
 from meanfield.initial import circle_density
@@ -56,7 +57,9 @@ STATIONARY_TOL = 1e-6
 UNIFORM_LEVEL = 1e-4
 FULL = {"betas": (1.0, 4.0), "ratios": (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 1.02, 1.05, 1.1, 1.2, 1.4),
         "attention": "sa", "resolution": 128, "max_time": 4000.0}
-QUICK = {"betas": (1.0,), "ratios": (0.7, 1.2), "attention": "sa", "resolution": 64, "max_time": 600.0}
+#: Enough points to show the curve: three on the clustered branch, three on the uniform one (about 25 s).
+QUICK = {"betas": (1.0,), "ratios": (0.5, 0.7, 0.95, 1.05, 1.2, 1.4), "attention": "sa", "resolution": 64,
+         "max_time": 600.0}
 
 
 def order_parameter(coefficients: np.ndarray) -> np.ndarray:
@@ -154,18 +157,32 @@ def run_study(quick: bool = False, out_dir="noise-transition-study", seed: int =
 
 
 def plot_study(ds: xr.Dataset) -> Figure:
-    """Bifurcation diagram: ``r`` against ``nu / nu_c`` for both starts, the threshold at 1."""
+    """Bifurcation diagram: ``r`` against ``nu / nu_c`` for both starts, the threshold at 1; points whose
+    run was not stationary by the time limit are drawn hollow."""
     betas = ds.beta.values
-    fig = Figure(figsize=(4.8 * len(betas), 3.8), layout="constrained")
+    fig = Figure(figsize=(5.2 * len(betas) + 2.2, 4.2), layout="constrained")
     axes = fig.subplots(1, len(betas), squeeze=False)[0]
     for ax, beta in zip(axes, betas):
-        for start, marker in zip(ds.start.values, ("o", "x")):
-            ax.plot(ds.ratio, ds.order.sel(beta=beta, start=start), marker=marker, ls="-" if marker == "o" else "",
-                    label=f"from {start}")
-        ax.axvline(1.0, color="k", ls="--", lw=1, label=f"nu_c = {float(ds.critical_noise.sel(beta=beta)):.4g}")
-        ax.set(xlabel="nu / nu_c", ylabel="r = 2 pi max |rho_hat_k| (stationary)",
-               title=f"{ds.attrs['attention'].upper()}, beta = {beta:g}")
-        ax.legend(fontsize=8)
+        for start, marker, size, colour in zip(ds.start.values, ("o", "x"), (7, 7), ("tab:blue", "tab:orange")):
+            cell = ds.sel(beta=beta, start=start)
+            order, settled = cell.order.values, cell.stationary.values.astype(bool)
+            ax.plot(ds.ratio, order, color=colour, lw=1, alpha=0.6)
+            ax.plot(ds.ratio[settled], order[settled], ls="", marker=marker, ms=size, color=colour,
+                    label=f"from {start} start")
+            if (~settled).any():
+                ax.plot(ds.ratio[~settled], order[~settled], ls="", marker=marker, ms=size, color=colour,
+                        mfc="none", alpha=0.6)
+        if not ds.stationary.sel(beta=beta).values.all():
+            ax.plot([], [], ls="", marker="o", ms=7, color="grey", mfc="none",
+                    label=f"not stationary by t = {float(ds.attrs['max_time']):g}")
+        ax.axvline(1.0, color="k", ls="--", lw=1,
+                   label=rf"$\nu_c$ = {float(ds.critical_noise.sel(beta=beta)):.4g} (linear theory)")
+        ax.set(xlabel=r"noise relative to the threshold, $\nu / \nu_c$",
+               ylabel=r"order parameter $r = 2\pi \max_{k \geq 1} |\hat\rho_k|$ at the end",
+               title=rf"{ds.attrs['attention'].upper()}, $\beta$ = {beta:g}: stationary state against noise")
+        ax.set_ylim(-0.03, 1.0)
+        ax.grid(True, alpha=0.3)
+    outside_legend(axes[-1])
     return fig
 
 

@@ -7,10 +7,11 @@ import pytest
 
 from meanfield.model import Model
 from meanfield.theory import critical_noise
-from validation.noise_transition import fixed_point, fixed_point_residual, format_table, run_study
+from validation.noise_transition import QUICK, fixed_point, fixed_point_residual, format_table, plot_study, run_study
 
 
-def test_quick_sweep_has_the_transition_at_nu_c(tmp_path):
+def test_quick_sweep_has_the_transition_at_nu_c(tmp_path, monkeypatch):
+    monkeypatch.setitem(QUICK, "ratios", (0.7, 1.2))      # the two points the physics needs (the rest take ~15 s)
     ds = run_study(quick=True, out_dir=tmp_path)
     above = ds.order.sel(ratio=1.2)
     below = ds.order.sel(ratio=0.7)
@@ -35,3 +36,27 @@ def test_uniform_density_is_a_fixed_point_and_a_cluster_is_not():
     assert solution is not None
     assert np.max(np.abs(fixed_point_residual(model, solution))) < 1e-10
     assert solution.mean() * 2 * math.pi == pytest.approx(1.0, abs=1e-12)
+
+
+def test_quick_preset_draws_the_curve_on_both_sides_of_nu_c():
+    ratios = np.array(QUICK["ratios"])
+    assert (ratios < 1).sum() >= 3 and (ratios > 1).sum() >= 3
+
+
+def test_bifurcation_figure_draws_every_point_and_marks_unsettled_runs():
+    import xarray as xr
+    ratios = [0.5, 0.7, 0.95, 1.05, 1.2]
+    order = np.array([[[0.8, 0.8], [0.7, 0.7], [0.3, 0.3], [0.0, 0.0], [0.0, 0.0]]])
+    stationary = np.ones(order.shape, dtype=np.int8)
+    stationary[0, 2:4] = 0
+    ds = xr.Dataset({"order": (("beta", "ratio", "start"), order), "stationary": (("beta", "ratio", "start"), stationary),
+                     "critical_noise": ("beta", [0.45])},
+                    coords={"beta": [1.0], "ratio": ratios, "start": ["perturbed", "clustered"]},
+                    attrs={"attention": "sa", "max_time": 600.0})
+    ax = plot_study(ds).axes[0]
+    filled = [line for line in ax.lines if line.get_linestyle() == "None" and line.get_markerfacecolor() != "none"]
+    hollow = [line for line in ax.lines if line.get_linestyle() == "None" and line.get_markerfacecolor() == "none"]
+    assert sum(len(line.get_xdata()) for line in filled) == 2 * 3          # settled points, both starts
+    assert sum(len(line.get_xdata()) for line in hollow) == 2 * 2          # unsettled points drawn hollow
+    labels = ax.get_legend().get_texts()
+    assert any("not stationary by t = 600" in text.get_text() for text in labels)
