@@ -269,11 +269,11 @@ def _disc_caption(ds: xr.Dataset, regime: str) -> str:
     row = ds.sel(regime=regime)
     if regime == "blow-up":
         err = np.abs(row.blowup_time - row.exact_blowup_time) / row.exact_blowup_time
-        return (f"t* detected {float(row.blowup_time.min()):.3f}-{float(row.blowup_time.max()):.3f}, "
+        return (f"blow-up time $t^*$ detected {float(row.blowup_time.min()):.3f} - {float(row.blowup_time.max()):.3f};\n"
                 f"max rel. error vs exact {float(err.max()):.1e}")
     t_end = float(np.nanmax(row.time.values))
-    return (f"t = {t_end:g}: lambda_min {float(row.final_eig_min.max()):.1e} (max over paths), "
-            f"lambda_max {float(row.final_eig_max.min()):.2g}-{float(row.final_eig_max.max()):.2g};\n"
+    return (f"t = {t_end:g}: $\\lambda_{{min}}(\\Sigma)$ {float(row.final_eig_min.max()):.1e} (max over paths), "
+            f"$\\lambda_{{max}}(\\Sigma)$ {float(row.final_eig_max.min()):.2g} - {float(row.final_eig_max.max()):.2g};\n"
             f"max rel. error vs closed form {float(row.final_rel_error_vs_exact.max()):.1e}")
 
 
@@ -403,7 +403,7 @@ def plot_ranks(ds: xr.Dataset) -> Figure:
     dims = [int(d) for d in ds["d"].values]
     fig = Figure(figsize=(4.6 * len(dims), 8), layout="constrained")
     axes = fig.subplots(2, len(dims), squeeze=False)
-    labels = {"identity": "V = I_d", "random": "V random"}
+    labels = {"identity": "$V = I_d$", "random": "$V$ random"}
     for a, row in enumerate(ds["V"].values):
         for b, d in enumerate(dims):
             ax = axes[a, b]
@@ -416,10 +416,11 @@ def plot_ranks(ds: xr.Dataset) -> Figure:
                 ax.bar(ranks, [int((blown == k).sum()) for k in ranks], color="tab:red", alpha=0.6, width=0.5)
             ax.axvline(math.ceil(d / 2) - 0.5, color="k", ls="--", lw=1)
             ax.set_xticks(ranks)
-            ax.set_xlabel("rank")
-            ax.set_ylabel("count")
+            ax.set_xlabel(r"rank of the limiting covariance $\Sigma_\infty$")
+            ax.set_ylabel("number of samples")
+            ax.yaxis.get_major_locator().set_params(integer=True)
             note = ", ".join(f"{k} {counts[k]}" for k in ("blowup", "threshold", "failed") if counts[k])
-            ax.set_title(f"{labels[str(row)]}, d = {d}, rank A = {d // 2}\n"
+            ax.set_title(f"{labels[str(row)]}, $d$ = {d}, rank $A$ = {d // 2}\n"
                          f"completed {int((sel.stop_reason.values == 'completed').sum())}/{ds.sizes['sample']}"
                          + (f"; {note}" if note else ""), fontsize=10)
             ax.grid(True, axis="y", alpha=0.3)
@@ -430,7 +431,8 @@ def plot_ranks(ds: xr.Dataset) -> Figure:
                 r"$\lceil d/2 \rceil - 1/2$ (Castin et al.: limit rank below this line)"],
                loc="outside lower center", ncol=3, fontsize="small")
     escalated = int((ds.t_used.values > ds.attrs["t_final"]).sum())
-    fig.suptitle(f"Rank of the limiting covariance, softmax, A = -BB^T of rank floor(d/2), T = {ds.attrs['t_final']:g}"
+    fig.suptitle(f"Rank of the limiting covariance, softmax, $A = -BB^\\top$ of rank $\\lfloor d/2 \\rfloor$, "
+                 f"$T$ = {ds.attrs['t_final']:g}"
                  + (f" ({escalated} ambiguous runs extended up to T = {float(ds.t_used.max()):g})" if escalated else "")
                  + f"; {ds.sizes['sample']} samples per panel, seed {ds.attrs['seed']}")
     return fig

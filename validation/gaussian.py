@@ -57,6 +57,7 @@ from meanfield.storage import netcdf_safe, package_version
 from solvers.particles import ParticleScheme
 from solvers.runloop import run
 from solvers.steppers import make_stepper
+from meanfield.plotting import legend_below
 from validation.mean_field import progress_bar, save_figure, study_main, write_dataset
 from validation.phase_diagram import machine_cores, write_atomic
 
@@ -447,7 +448,7 @@ def plot_study(ds: xr.Dataset) -> Figure:
         ax.set_ylabel(r"$|\Delta$ mean$| + \|\Delta$ cov$\|_F$ at $t_{final}$")
         ax.set_title(kind)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize="x-small", loc="lower left")
+        legend_below(ax, ncol=1, fontsize="x-small")
     runs = ds["runs"].max(("attention", "dim")).values
     fig.suptitle(f"Gaussian tokens: particles vs moment ODEs at t = {ds.attrs['t_final']:g} "
                  f"({ds.sizes['draw']} draws; runs per n {int(runs.max())} .. {int(runs.min())}; "
