@@ -450,9 +450,9 @@ def bench_circle(quick):
     Example:
       meanfield validate bench-circle --quick
     """
-    from validation.bench_circle import format_table, run_benchmark
+    from validation.bench_circle import main as benchmark
 
-    click.echo(format_table(run_benchmark(quick=quick)))
+    benchmark(["--quick"] if quick else [])
 
 
 def _bench_command(name: str, module: str, what: str, quick_help: str):

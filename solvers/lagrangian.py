@@ -283,8 +283,9 @@ class CircleLagrangian(_Lagrangian):
     def coefficients(self, theta: np.ndarray) -> np.ndarray:
         """``mu_hat_k = (1/2 pi) sum_j w_j exp(-i k theta_j)``, ``k = 0 .. N/2`` (MATH.md §2.1; NUFFT)."""
         out = np.empty(self.n + 2, dtype=complex)
+        # one thread: ducc0's threaded nu2u sums in a run-dependent order (bit-for-bit repeats)
         ducc0.nufft.nu2u(points=self.weights.astype(complex), coord=np.mod(theta, 2 * math.pi)[:, None],
-                         forward=True, epsilon=NUFFT_EPSILON, out=out, fft_order=True)
+                         nthreads=1, forward=True, epsilon=NUFFT_EPSILON, out=out, fft_order=True)
         return out[:self.n // 2 + 1] / (2 * math.pi)
 
     # -- dynamics -----------------------------------------------------------------------------------

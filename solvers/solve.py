@@ -74,9 +74,11 @@ def add_cluster_records(dataset, tracker: ClusterTracker | None):
     return dataset
 
 
-def check_seed(seed):
-    """``None`` or an integer in ``[0, 2**63 - 1]`` (:func:`meanfield.limits.check_seed`)."""
-    return _check_seed_range(seed)
+def check_seed(seed) -> int:
+    """An integer in ``[0, 2**63 - 1]`` (:func:`meanfield.limits.check_seed`); ``None`` draws one from
+    fresh entropy, so that the run records the seed it used and its ``command`` repeats it."""
+    seed = _check_seed_range(seed)
+    return int(np.random.SeedSequence().entropy % 2**63) if seed is None else int(seed)
 
 
 def canonical_command(subcommand: list[str], settings: dict) -> str:
