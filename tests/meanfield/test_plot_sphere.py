@@ -32,3 +32,19 @@ def test_theory_curves_use_the_run_dimension(run):
     expected = (run["mode_amplitude"].sel(mode=[1, 2]).values[0]
                 * np.exp(np.outer(times - times[0], growth_rates(model, [1, 2]))))
     assert np.allclose(theory_curves(run, [1, 2]), expected, rtol=1e-12, atol=0)
+
+
+def test_lagrangian_clusters_are_markers_sized_by_mass(tmp_path):
+    from matplotlib.collections import PathCollection
+    from meanfield.plotting import FULL_MASS_AREA
+    run = solve("sphere", scheme="lagrangian", beta=9.0, resolution=6, init="perturbed:1e-2", t_final=15.0,
+                save_every=5.0)
+    fig = plot_run(run, tmp_path / "f.png")
+    maps = [ax for ax in fig.axes if ax.name == "mollweide"]
+    assert len(maps) == 4
+    first, last = ([c for c in ax.collections if isinstance(c, PathCollection)][0].get_sizes() for ax in (maps[0], maps[-1]))
+    total = float(run["weights"].sum())
+    assert first.max() < 0.05 * FULL_MASS_AREA                        # before formation: single light nodes
+    assert last.max() > 0.1 * FULL_MASS_AREA                          # after: clusters carrying > 10 % of the mass
+    assert last.sum() == pytest.approx(FULL_MASS_AREA, rel=0.05)      # areas add up to the whole mass
+    assert total == pytest.approx(float(run["mass"].values[0]), rel=1e-12)

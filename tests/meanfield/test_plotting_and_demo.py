@@ -48,3 +48,28 @@ def test_plot_particle_runs(dim, tmp_path):
     ds = simulate(dim=dim, n=64, beta=4.0, init="uniform", seed=0, t_final=2.0, save_every=0.5)
     fig = plot_run(ds, tmp_path / "p.png")
     assert len(fig.axes) >= 3 and (tmp_path / "p.png").stat().st_size > 20_000
+
+
+def test_the_early_perturbation_is_visible_in_the_heat_map():
+    """A 1e-3 perturbation must not be one flat colour: on the old log scale of rho it spanned < 1 % of the map."""
+    from meanfield.plotting import _density_norm, deviation_norm, linear_range, mean_density, relative_deviation, symlog
+    ds = solve("circle", beta=9.0, resolution=128, scheme="fv", init="perturbed:1e-3", t_final=20.0, save_every=1.0)
+    deviation = relative_deviation(ds["density"].values, mean_density(ds))
+    assert np.allclose(np.mean(deviation, axis=1), 0.0, atol=1e-12)        # rho_bar = mass / 2 pi is the frame mean
+    linear = linear_range(deviation[0])
+    assert linear == pytest.approx(0.1 * np.abs(deviation[0]).max())
+    colour = np.asarray(deviation_norm(symlog(deviation, linear))(symlog(deviation, linear)))
+    first, last = colour[0], colour[-1]
+    assert np.ptp(first) > 0.2                      # the start spans a fifth of the colour map ...
+    density = ds["density"].values
+    assert np.ptp(np.asarray(_density_norm(density)(density[0]))) < 0.01   # ... where a log scale of rho was flat
+    assert last.max() > 0.99 and last.min() < 0.01  # clusters and the empty space between them saturate
+
+
+def test_node_groups_sum_the_mass_of_coincident_nodes():
+    from meanfield.plotting import marker_areas, node_groups
+    points = np.array([[1.0, 0.0, 0.0], [1.0, 1e-9, 0.0], [0.0, 0.0, 1.0]])
+    centres, masses = node_groups(points, np.array([0.25, 0.25, 0.5]))
+    assert sorted(masses.tolist()) == [0.5, 0.5] and np.allclose(np.linalg.norm(centres, axis=1), 1.0)
+    assert np.allclose(sorted(marker_areas(masses, 1.0)), [1250.0, 1250.0])
+    assert marker_areas([1e-9], 1.0)[0] == 1.0      # a single light node stays visible
