@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from .errors import require
 from .plotting import (DEVIATION_COLORMAP, NODE_COLOUR, deviation_colorbar, deviation_norm, has_nodes,
                        deviation_ticks, linear_label, linear_range, log_time_axis, lon_lat, marker_areas, mass_legend, mean_density, node_groups,
-                       relative_deviation, run_title, sphere_deviation_maps, _ellipse, polar_axis, theta_axis)
+                       gaussian_profile, relative_deviation, run_title, sphere_deviation_maps, _ellipse, polar_axis, theta_axis)
 from .storage import MOVIE_SUFFIXES, check_output_file, write_atomic
 
 #: At most this many frames, sampled evenly from the saved ones.
@@ -227,33 +227,49 @@ class _InnerProducts:
 
 
 class _GaussianEllipse:
-    """Mean and 1-sigma covariance ellipse of the first two coordinates."""
+    """Mean and 1-sigma covariance ellipse of the first two coordinates (tokens in R^1: the density)."""
 
     def __init__(self, fig, ax, dataset, indices):
         self.mean = np.asarray(dataset["mean"].values, dtype=float)[:, :2]
         self.covariance = np.asarray(dataset["covariance"].values, dtype=float)[:, :2, :2]
-        extents = [self._curve(index) for index in indices]
-        points = np.concatenate(extents, axis=1)
+        self.line1d = self.mean.shape[1] == 1
+        curves = [self._curve(index) for index in indices]
+        points = np.concatenate(curves, axis=1)
         finite = points[:, np.all(np.isfinite(points), axis=0)]
-        self.line, = ax.plot(*extents[0], color="tab:blue", lw=1.6)
-        self.dot, = ax.plot(*self.mean[indices[0]], "o", color="tab:blue", ms=4)
+        self.line, = ax.plot(*curves[0], color="tab:blue", lw=1.6)
+        self.dot, = ax.plot(*self._centre(indices[0]), "o", color="tab:blue", ms=4)
         self.artists = [self.line, self.dot]
+        ax.grid(True, alpha=0.3)
+        if self.line1d:
+            if finite.size:
+                ax.set_xlim(finite[0].min(), finite[0].max())
+                ax.set_ylim(0.0, 1.05 * finite[1].max())
+            ax.set_xlabel("token coordinate $x$")
+            ax.set_ylabel(r"density of $N(\alpha, \Sigma)$")
+            ax.set_title(r"law of the tokens, $N(\alpha(t), \Sigma(t))$")
+            return
         if finite.size:
             centre, half = finite.mean(axis=1), 0.55 * np.ptp(finite, axis=1).max() + 1e-12
             ax.set_xlim(centre[0] - half, centre[0] + half)
             ax.set_ylim(centre[1] - half, centre[1] + half)
         ax.set_aspect("equal")
-        ax.grid(True, alpha=0.3)
         ax.set_xlabel("token coordinate $x_1$")
         ax.set_ylabel("token coordinate $x_2$")
         ax.set_title(r"mean $\alpha$ and 1-$\sigma$ ellipse of $\Sigma$")
 
     def _curve(self, index: int) -> np.ndarray:
+        if self.line1d:
+            return np.stack(gaussian_profile(self.mean[index, 0], self.covariance[index, 0, 0]))
         return self.mean[index][:, None] + _ellipse(self.covariance[index])
+
+    def _centre(self, index: int) -> tuple[list, list]:
+        if self.line1d:
+            return [self.mean[index, 0]], [0.0]
+        return [self.mean[index, 0]], [self.mean[index, 1]]
 
     def draw(self, index: int) -> None:
         self.line.set_data(*self._curve(index))
-        self.dot.set_data([self.mean[index, 0]], [self.mean[index, 1]])
+        self.dot.set_data(*self._centre(index))
 
 
 def _main_panel(dataset):

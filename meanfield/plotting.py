@@ -7,7 +7,9 @@
     logarithmic colour scale (:func:`deviation_norm`): linear within a tenth of the first frame's
     largest deviation, logarithmic beyond, so the perturbation of size 1e-3 growing like
     ``exp(lambda_k t)`` before formation and the clusters (deviations of 10-1000) after it are
-    both visible (a log scale of ``rho`` itself shows only the clusters);
+    both visible (a log scale of ``rho`` itself shows only the clusters); particle runs: the
+    histogram of token angles on the same scale (d = 2), the distribution of pairwise inner
+    products on a log scale (d >= 3);
 (b) the scaled interaction energy ``exp(-beta) E`` against time (MATH.md §2: it
     increases for ``nu = 0``);
 (c) the Fourier amplitudes ``|rho_hat_k|`` on a log axis, each overlaid with the
@@ -47,7 +49,7 @@ from .storage import check_output_file, image_suffixes, write_atomic
 from .theory import dominant_mode, growth_rates
 
 DPI = 130
-#: The colour scale spans at most this many decades below the densest point.
+#: The log colour scale of the inner-product panel (tokens, d >= 3) spans at most this many decades.
 DENSITY_DECADES = 4
 #: Theory lines stop where they exceed this multiple of the largest observed amplitude.
 THEORY_CEILING = 10.0
@@ -656,25 +658,43 @@ GAUSSIAN_LABELLED = 10
 GAUSSIAN_TIME = "time $t$ (dimensionless)"
 
 
+def gaussian_profile(mean: float, variance: float, points: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` over mean +- 4 sigma and the normal density ``N(mean, variance)`` there (tokens in R^1)."""
+    sigma = math.sqrt(max(float(variance), 1e-300))
+    x = np.linspace(mean - 4 * sigma, mean + 4 * sigma, points)
+    return x, np.exp(-0.5 * ((x - mean) / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
+
+
 def _ellipses_panel(fig: Figure, ax, dataset) -> None:
-    """Covariance ellipses of the first two coordinates, centred at the mean, at several times."""
+    """Covariance ellipses of the first two coordinates, centred at the mean, at several times
+    (tokens in R^1: the Gaussian density itself)."""
     times = dataset["time"].values
     # evenly spaced in time; before a blow-up stop short of it, where the ellipse is unbounded
     end = times[-1] if dataset.attrs.get("blowup_time", "none") == "none" else times[0] + 0.9 * (times[-1] - times[0])
     picks = np.unique(np.searchsorted(times, np.linspace(times[0], end, GAUSSIAN_ELLIPSES)).clip(0, times.size - 1))
     cmap = mpl.colormaps["viridis"]
+    line = dataset.sizes["i"] == 1
     for index in picks:
+        colour = cmap((times[index] - times[0]) / max(times[-1] - times[0], 1e-300))
+        if line:
+            ax.plot(*gaussian_profile(float(dataset["mean"].values[index, 0]),
+                                      float(dataset["covariance"].values[index, 0, 0])), color=colour, lw=1.4)
+            continue
         centre = dataset["mean"].values[index, :2]
         curve = _ellipse(dataset["covariance"].values[index, :2, :2])
-        colour = cmap((times[index] - times[0]) / max(times[-1] - times[0], 1e-300))
         ax.plot(centre[0] + curve[0], centre[1] + curve[1], color=colour, lw=1.4)
         ax.plot(*centre, "o", color=colour, ms=3)
     mappable = mpl.cm.ScalarMappable(norm=mpl.colors.Normalize(times[0], times[-1]), cmap=cmap)
-    fig.colorbar(mappable, ax=ax, label="time $t$ of each ellipse", pad=0.02)
+    fig.colorbar(mappable, ax=ax, label="time $t$ of each " + ("curve" if line else "ellipse"), pad=0.02)
+    ax.grid(True, alpha=0.3)
+    if line:
+        ax.set_xlabel("token coordinate $x$")
+        ax.set_ylabel(r"density of $N(\alpha, \Sigma)$")
+        ax.set_title(r"(a) law of the tokens, $N(\alpha(t), \Sigma(t))$")
+        return
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_xlabel("token coordinate $x_1$")
     ax.set_ylabel("token coordinate $x_2$")
-    ax.grid(True, alpha=0.3)
     ax.set_title(r"(a) mean $\alpha$ (dot) and 1-$\sigma$ ellipse of $\Sigma$" +
                  (" in the ($x_1, x_2$) plane" if dataset.sizes["i"] > 2 else ""))
 

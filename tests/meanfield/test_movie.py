@@ -24,6 +24,8 @@ RUNS = {
     "particles-d5": lambda: simulate(dim=5, n=32, beta=4.0, init="uniform", seed=0, t_final=1.0, save_every=0.1),
     "gaussian": lambda: solve_moments(np.zeros(2), np.diag([1.0, 0.5]), V=np.eye(2), Q=np.eye(2), K=np.eye(2),
                                       t_final=0.3, save_every=0.03),
+    "gaussian-d1": lambda: solve_moments(np.zeros(1), np.eye(1), V=np.eye(1), Q=np.eye(1), K=np.eye(1),
+                                         t_final=0.4, save_every=0.04),
 }
 
 

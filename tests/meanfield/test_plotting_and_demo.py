@@ -73,3 +73,14 @@ def test_node_groups_sum_the_mass_of_coincident_nodes():
     assert sorted(masses.tolist()) == [0.5, 0.5] and np.allclose(np.linalg.norm(centres, axis=1), 1.0)
     assert np.allclose(sorted(marker_areas(masses, 1.0)), [1250.0, 1250.0])
     assert marker_areas([1e-9], 1.0)[0] == 1.0      # a single light node stays visible
+
+
+def test_gaussian_tokens_on_a_line_are_drawn_as_densities(tmp_path):
+    from meanfield.gaussian import solve as solve_moments
+    ds = solve_moments(np.zeros(1), np.eye(1), V=np.eye(1), Q=np.eye(1), K=np.eye(1), t_final=0.4, save_every=0.05)
+    fig = plot_run(ds, tmp_path / "g.png")
+    curves = fig.axes[0].lines
+    assert len(curves) == 8 and (tmp_path / "g.png").stat().st_size > 20_000
+    x, y = curves[0].get_data()
+    assert np.sum(0.5 * (y[1:] + y[:-1]) * np.diff(x)) == pytest.approx(1.0, abs=1e-3)   # N(alpha, Sigma) at t = 0
+    assert "law of the tokens" in fig.axes[0].get_title() and fig.axes[1].get_xlabel() == "time $t$ (dimensionless)"
