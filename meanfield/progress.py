@@ -10,6 +10,9 @@ support:
   a line only when :data:`HEARTBEAT` seconds have passed since the last one, so a slow stretch
   still shows life without flooding the log;
 * ``enabled=False``: nothing at all.
+
+Leaving a ``with progress_bar(...)`` block by an exception writes no final line, so a command
+that fails still prints only its one-line error.
 """
 
 from __future__ import annotations
@@ -111,12 +114,18 @@ class LineProgress(_Silent):
             self._write()
 
     def close(self) -> None:
-        """Write the final line (unless the last line already showed this count); idempotent."""
+        """Write the final line (unless nothing was counted or the last line showed this count); idempotent."""
         if self.closed:
             return
-        if self.written_at != self.n:
+        if self.n > 0 and self.written_at != self.n:
             self._write()
         self.closed = True
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:                   # the error's own message is the last word: no progress line after it
+            self.closed = True
 
 
 def _is_terminal(stream) -> bool:

@@ -81,6 +81,17 @@ def test_disabled_is_silent_and_a_terminal_gets_tqdm(capsys):
     assert "bar" in terminal.getvalue()
 
 
+def test_an_error_inside_the_block_leaves_only_its_own_message(capsys):
+    with pytest.raises(ValueError):
+        with progress_bar(100, unit="run", desc="study") as bar:
+            bar.update(1)
+            raise ValueError("bad input")
+    bar.close()
+    with progress_bar(100, unit="run", desc="nothing counted"):
+        pass
+    assert capsys.readouterr().err == ""
+
+
 def test_not_a_terminal_by_default_logs_to_stderr(capsys):
     with progress_bar(2, unit="run", desc="pytest") as bar:
         bar.update(2)
