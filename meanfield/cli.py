@@ -364,20 +364,6 @@ def gaussian(attention, dim, case, seed, scaled, eps, t_final, save_every, out):
 
 
 # --------------------------------------------------------------------------------------------- plot
-#: What a run file needs to be plotted, by geometry.
-PLOT_NEEDS = {"circle": "density", "sphere": "density", "zonal": "density", "particles": "positions",
-              "gaussian": "covariance"}
-
-
-def _check_plottable(dataset, run) -> None:
-    geometry = dataset.attrs["geometry"]
-    need = PLOT_NEEDS.get(geometry)
-    require(need is not None, f"RUN {run}: a {geometry} run cannot be plotted (RUN must be one of: "
-                              f"{', '.join(PLOT_NEEDS)} runs)")
-    require(need in dataset.variables and dataset.sizes["time"] >= 1,
-            f"RUN {run}: a {geometry} run needs the variable {need!r} with at least one frame to be plotted")
-
-
 @cli.command()
 @click.argument("run", type=click.Path(dir_okay=False))
 @click.option("-o", "--out", "--output", "output", type=click.Path(dir_okay=False), default=None,
@@ -392,7 +378,8 @@ def plot(run, output, movie):
       meanfield plot run.nc -o run.png
       meanfield plot run.nc --movie run.mp4
     """
-    from .plotting import plot_run
+    from .movie import check_movie_dataset, write_movie
+    from .plotting import check_plottable, plot_run
     from .storage import load_run
 
     if output is None and movie is None:
@@ -402,14 +389,15 @@ def plot(run, output, movie):
     if movie is not None:
         check_output_file(movie, "--movie", MOVIE_SUFFIXES)
     dataset = load_run(run)
-    _check_plottable(dataset, run)
     if output is not None:
-        write_atomic(output, lambda temporary: plot_run(dataset, temporary))
+        check_plottable(dataset)
+    if movie is not None:
+        check_movie_dataset(dataset)
+    if output is not None:  # plot_run and write_movie write through a temporary file renamed into place
+        plot_run(dataset, output)
         click.echo(f"wrote {output}")
     if movie is not None:
-        from .movie import write_movie
-
-        write_atomic(movie, lambda temporary: write_movie(dataset, temporary))
+        write_movie(dataset, movie)
         click.echo(f"wrote {movie}")
 
 

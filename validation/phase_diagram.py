@@ -360,9 +360,9 @@ def compute_chunks(jobs: list, settings: SweepSettings, store, scheduler=None, p
     chunks written.  A chunk that raises does not stop the others: they are computed and saved,
     then the first exception is raised.  On Ctrl-C the chunks written so far stay in ``store``.
     """
-    from tqdm.auto import tqdm
+    from meanfield.progress import progress_bar
 
-    with tqdm(total=len(jobs), disable=None if progress else True, unit="chunk", desc="phase diagram") as bar:
+    with progress_bar(len(jobs), enabled=progress, unit="chunk", desc="phase diagram") as bar:
         def save(dataset: xr.Dataset) -> None:
             path = write_atomic(dataset, chunk_path(store, int(dataset.attrs["dim"]), int(dataset.attrs["beta_index"])))
             if dataset.attrs["stop_reason"] != "completed":

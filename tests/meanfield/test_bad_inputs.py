@@ -155,7 +155,7 @@ CLI_CASES = [
     (_cli("plot", "{run}", "-o", "{unwritable}/fig.png"), "-o/--out"),
     (_cli("plot", "{run}", "--movie", "movie.avi"), "--movie must be a file name ending in one of .gif, .mp4"),
     (_cli("plot", "{run}", "--movie", "{unwritable}/m.gif"), "--movie"),
-    (_cli("plot", "{nodensity}", "-o", "fig.png"), "needs the variable 'density'"),
+    (_cli("plot", "{nodensity}", "-o", "fig.png"), "lacks density"),
     (_cli("plot", "{corrupt}", "-o", "fig.png"), "not a readable netCDF"),
     (_cli("plot", "{foreign}", "-o", "fig.png"), "not a meanfield run"),
     # demo
