@@ -8,7 +8,8 @@ support:
   ``phase diagram: 35% (7/20 chunk) elapsed 12 s, ~22 s left`` each time the count crosses a
   multiple of :data:`LOG_STEP` of the total, and at the end.  Between those steps an update writes
   a line only when :data:`HEARTBEAT` seconds have passed since the last one, so a slow stretch
-  still shows life without flooding the log;
+  still shows life without flooding the log.  Nothing but the final line is written during the
+  first :data:`QUIET_START` seconds, so a run that takes less does not fill a log with 20 lines;
 * ``enabled=False``: nothing at all.
 
 Leaving a ``with progress_bar(...)`` block by an exception writes no final line, so a command
@@ -25,6 +26,8 @@ import time
 LOG_STEP = 0.05
 #: Seconds without a line after which the next update writes one anyway.
 HEARTBEAT = 30.0
+#: Seconds after the start before the first line (short runs only write their final line).
+QUIET_START = 1.0
 
 
 def describe_seconds(seconds: float) -> str:
@@ -107,6 +110,8 @@ class LineProgress(_Silent):
         self.n += n
         step = self._step()
         now = self.clock()
+        if now - self.start < QUIET_START:
+            return
         if step > self.last_step:
             self.last_step = step
             self._write()

@@ -47,8 +47,8 @@ def test_model_time_in_small_steps_logs_twenty_lines_not_thousands():
         bar.update(0.0025)
     bar.close()
     out = lines(stream)
-    assert len(out) == 20
-    assert out[9].startswith("run: 50% (t = 5/10)")
+    assert len(out) == 16                                  # 25 %, 30 %, ..., 100 %: the first second is quiet
+    assert out[0].startswith("run: 25% (t = 2.5/10)") and out[5].startswith("run: 50% (t = 5/10)")
     assert out[-1] == "run: 100% (t = 10/10) elapsed 4 s"
 
 
@@ -102,3 +102,12 @@ def test_not_a_terminal_by_default_logs_to_stderr(capsys):
 @pytest.mark.parametrize("seconds, text", [(0.4, "0 s"), (59.4, "59 s"), (185, "3 min 05 s"), (7620, "2 h 07 min")])
 def test_durations(seconds, text):
     assert describe_seconds(seconds) == text
+
+
+def test_a_run_shorter_than_the_quiet_start_writes_only_its_final_line():
+    stream, clock = io.StringIO(), Clock()
+    with progress_bar(10.0, unit="t", desc="run", stream=stream, clock=clock) as bar:
+        for _ in range(80):
+            clock.now += 0.005
+            bar.update(0.125)
+    assert lines(stream) == ["run: 100% (t = 10/10) elapsed 0 s"]
