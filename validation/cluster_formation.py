@@ -45,6 +45,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from meanfield.model import Model
+from meanfield.plotting import legend_below
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.theory import dominant_mode, formation_time, growth_rates
 from solvers.particle_run import simulate
@@ -177,7 +178,7 @@ def plot_study(ds: xr.Dataset) -> Figure:
     """Formation time against log n for both criteria: seeds, means, free fits (dashed) and the
     prediction ``log n / (2 lambda_k*) + c`` with fitted ``c`` (solid)."""
     attrs = ds.attrs
-    fig = Figure(figsize=(8, 5.5), layout="constrained")
+    fig = Figure(figsize=(8, 6.2), layout="constrained")
     ax = fig.subplots()
     n = ds["n"].values
     log_n = np.log(n.astype(float))
@@ -189,13 +190,13 @@ def plot_study(ds: xr.Dataset) -> Figure:
     ax.set_xticks(log_n)
     ax.set_xticklabels([f"$2^{{{int(round(math.log2(v)))}}}$" for v in n])
     ax.set_xlabel("number of particles $n$ (log scale)")
-    ax.set_ylabel("cluster formation time")
+    ax.set_ylabel("cluster formation time $t$")
     ax.set_title(rf"{str(attrs['attention']).upper()}, $\beta$ = {attrs['beta']:g}, $k^*$ = {attrs['k_star']}, "
                  rf"$\lambda_{{k^*}}$ = {attrs['lambda_k_star']:.4f}; i.i.d. uniform, {attrs['seeds']} seeds"
                  f"\nruns whose mode $k^*$ never reaches 1/2: {attrs['not_formed']} of {ds['formation_time'].size}",
                  fontsize="medium")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left")
+    legend_below(ax, ncol=1)
     return fig
 
 

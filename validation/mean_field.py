@@ -45,6 +45,7 @@ from matplotlib.lines import Line2D
 
 from meanfield.errors import require
 from meanfield.initial import circle_density
+from meanfield.plotting import legend_below
 from meanfield.storage import netcdf_safe, package_version
 from solvers.particle_run import simulate
 from solvers.solve import solve
@@ -395,20 +396,24 @@ def _beta_panel(ax, ds: xr.Dataset, beta: float) -> None:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("number of particles $n$")
-    ax.set_ylabel(r"$W_1(\mu^n_t, \rho_t)$")
+    ax.set_ylabel(r"Wasserstein distance $W_1(\mu^n_t, \rho_t)$")
     ax.set_title(rf"$\beta$ = {beta:g}")
     ax.grid(True, which="both", alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
-    handles += [Line2D([], [], color="grey", marker="o", ls="--"),
-                Line2D([], [], color="grey", marker="s", mfc="none", ls=":")]
-    labels += ["i.i.d.: seed mean, min-max bars, fit", "quadrature nodes, fit"]
-    ax.legend(handles, labels, fontsize="small", loc="lower left")
+    times = [index for index, label in enumerate(labels) if label.startswith("t = ")]
+    references = [index for index in range(len(labels)) if index not in times]
+    handles = [handles[i] for i in times] + [Line2D([], [], color="grey", marker="o", ls="--"),
+                                             Line2D([], [], color="grey", marker="s", mfc="none", ls=":")] \
+        + [handles[i] for i in references]
+    labels = [labels[i] for i in times] + ["i.i.d.: seed mean, min-max bars, fit", "quadrature nodes, fit"] \
+        + [labels[i] for i in references]
+    legend_below(ax, handles, labels, ncol=3)   # one column of times, then what the markers and lines are
 
 
 def plot_study(ds: xr.Dataset) -> Figure:
     """Log-log W1 against n, one panel per beta, one colour per time, fitted lines, reference slopes."""
     count = ds.sizes["beta"]
-    fig = Figure(figsize=(6.5 * count, 5.2), layout="constrained")
+    fig = Figure(figsize=(6.5 * count, 5.8), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, count, squeeze=False)[0])
     for ax, beta in zip(axes, ds["beta"].values):
         _beta_panel(ax, ds, float(beta))

@@ -543,12 +543,13 @@ def plot_phase_diagram(dataset: xr.Dataset, path=None):
     from meanfield.plotting import DPI
 
     dims = [int(d) for d in dataset["dim"].values]
-    fig = Figure(figsize=(3.6 * len(dims) + 1.2, 4.0), layout="constrained")
+    fig = Figure(figsize=(max(3.6 * len(dims) + 1.2, 6.4), 4.4), layout="constrained")   # room for the title
     axes = np.atleast_1d(fig.subplots(1, len(dims), sharey=True))
     curve = _equiangular_curve(dataset)
     meshes = [_panel(ax, dataset, dim, curve) for ax, dim in zip(axes, dims)]
-    axes[0].set_ylabel(r"$\beta$")
-    axes[-1].legend(loc="upper left", fontsize="small", framealpha=0.85)   # large d, large beta: p ~ 0 there
+    axes[0].set_ylabel(r"inverse temperature $\beta$")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", fontsize="small",
+               frameon=False)   # under all panels: it covers no part of a heat map
     fig.colorbar(meshes[-1], ax=list(axes), label=r"$\mathbb{P}(\langle x_1(t), x_2(t)\rangle \geq 1-\delta)$",
                  pad=0.01)
     attrs = dataset.attrs

@@ -42,6 +42,7 @@ from meanfield.diagnostics import detect_clusters
 from meanfield.initial import circle_density
 from meanfield.metastable import refined_formation_time
 from meanfield.model import Model
+from meanfield.plotting import legend_below
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.theory import dominant_mode, growth_rates
 from solvers.particle_run import simulate
@@ -185,18 +186,18 @@ def run_study(quick: bool = False, out_dir="scheme-comparison-study", seed: int 
 def plot_study(early, through, structured, clusters_through, clusters_structured) -> Figure:
     """Left: the three densities before formation and their differences.  Middle / right: the final
     finite-volume density with the cluster masses of every run as stems."""
-    fig = Figure(figsize=(15, 4.2), layout="constrained")
+    fig = Figure(figsize=(15, 4.8), layout="constrained")
     axes = fig.subplots(1, 3)
     ax = axes[0]
     spectral = early["runs"]["spectral"]
     theta = spectral.theta.values
     for scheme, style in (("spectral", "-"), ("fv", "--"), ("lagrangian", ":")):
         ax.plot(theta, early["runs"][scheme].density.values[-1], style, label=scheme)
-    ax.set(title=f"before formation, t = {early['t_check']:.3g}: max diff / mean "
-                 f"FV {early['fv_vs_spectral']:.1e}, Lagr. {early['lagrangian_vs_spectral']:.1e}",
-           xlabel="theta", ylabel="density")
-    ax.title.set_fontsize(8)
-    ax.legend(fontsize=8)
+    ax.set(title=f"before formation, t = {early['t_check']:.3g}\nmax |difference| / mean density: "
+                 f"FV {early['fv_vs_spectral']:.1e}, Lagrangian {early['lagrangian_vs_spectral']:.1e}",
+           xlabel=r"angle $\theta$ (rad)", ylabel=r"density $\rho(\theta)$")
+    ax.title.set_fontsize("medium")
+    legend_below(ax)
     for ax, runs, clusters, label in ((axes[1], through, clusters_through, f"perturbed:{EPS:g}"),
                                       (axes[2], structured, clusters_structured, "structured start")):
         fv = runs["fv"]
@@ -205,10 +206,14 @@ def plot_study(early, through, structured, clusters_through, clusters_structured
         for name, colour, shift in (("fv", "C0", 0.0), ("lagrangian", "C1", 0.01), ("particles", "C2", 0.02)):
             if f"{name}_clusters" in clusters:
                 centres, masses = clusters[f"{name}_clusters"]
-                twin.stem(centres + shift, masses, linefmt=colour, markerfmt=f"{colour}o", basefmt=" ", label=name)
-        twin.set_ylabel("cluster mass")
-        twin.legend(fontsize=8, loc="upper right")
-        ax.set(title=f"{label}: t = {float(fv.time[-1]):.4g}", xlabel="theta", ylabel="FV density (log)")
+                twin.stem(centres + shift, masses, linefmt=colour, markerfmt=f"{colour}o", basefmt=" ",
+                          label=f"{name} clusters")
+        twin.set_ylabel("cluster mass (stems)")
+        handles, labels = ax.get_legend_handles_labels()
+        more_handles, more_labels = twin.get_legend_handles_labels()
+        legend_below(ax, handles + more_handles, labels + more_labels)
+        ax.set(title=f"{label}: t = {float(fv.time[-1]):.4g}", xlabel=r"angle $\theta$ (rad)",
+               ylabel="finite-volume density (log scale)")
     return fig
 
 

@@ -31,6 +31,7 @@ import xarray as xr
 
 from meanfield.cluster_dynamics import cluster_history, plateau_estimate
 from meanfield.model import Model
+from meanfield.plotting import legend_below
 from meanfield.storage import save_run
 from meanfield.theory import dominant_mode
 from solvers.clusters import frame_clusters
@@ -148,9 +149,10 @@ def run_study(quick: bool = False, out_dir="staircase-study", seed: int = 0) -> 
 def plot_study(runs: dict, rows: list[dict], path) -> None:
     """Cluster angles against log t (circle, marker area = mass) and energy staircases with predictions."""
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
     circle = [key for key in runs if key[0] != "sphere"]
-    fig = Figure(figsize=(16, 4 + 2.2 * math.ceil(len(circle) / 2)), layout="constrained")
+    fig = Figure(figsize=(16, 5 + 2.4 * math.ceil(len(circle) / 2)), layout="constrained")   # room for legends below
     grid = fig.add_gridspec(math.ceil(len(circle) / 2) + 1, 2)
     for index, key in enumerate(circle):
         ax = fig.add_subplot(grid[index // 2, index % 2])
@@ -160,7 +162,8 @@ def plot_study(runs: dict, rows: list[dict], path) -> None:
             ax.axvline(time_, color="tab:blue", ls=":", lw=0.8)
         ax.set_xscale("log")
         ax.set_ylim(0, 2 * math.pi)
-        ax.set_ylabel("cluster angle")
+        ax.set_xlabel("time t (log scale)")
+        ax.set_ylabel("cluster angle (rad)")
         ax.set_title(f"{key[0]}, beta = {key[1]:g}: cluster angles (line width = mass), merges dotted",
                      fontsize="medium")
     _first_merge_panel(fig.add_subplot(grid[-1, 1]), rows)
@@ -180,9 +183,12 @@ def plot_study(runs: dict, rows: list[dict], path) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("time t (log scale)")
-    ax.set_ylabel(r"$e^{-\beta} E$")
+    ax.set_ylabel(r"scaled interaction energy $e^{-\beta} E$")
     ax.set_title("energy staircases; dashed: plateau energies of the K-point ODE from t_ref", fontsize="medium")
-    ax.legend(fontsize="x-small", ncol=3)
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], color="k", ls="--", lw=1.0))
+    labels.append("K-point ODE plateaus")
+    legend_below(ax, handles, labels, ncol=4, fontsize="x-small")
     fig.savefig(path, dpi=110)
 
 
@@ -222,9 +228,9 @@ def _first_merge_panel(ax, rows: list[dict]) -> None:
                 label=f"{source}: exp(beta (1 - cos D))")
     ax.set_yscale("log")
     ax.set_xlabel(r"$\beta$")
-    ax.set_ylabel("first merge - t_ref")
+    ax.set_ylabel("first merge time - t_ref (log scale)")
     ax.set_title("first merge against beta (D: nearest pair at t_ref)", fontsize="medium")
-    ax.legend(fontsize="x-small")
+    legend_below(ax, ncol=3, fontsize="x-small")
 
 
 def format_table(table: xr.Dataset) -> str:
