@@ -73,7 +73,7 @@ def cli():
     \b
     Example:
       meanfield theory --dim 2 --attention sa --beta 9
-      meanfield solve circle --beta 9 --resolution 1024 --init perturbed:1e-4 --t-final 20 --out run.nc
+      meanfield solve circle --beta 9 --resolution 1024 --init perturbed:1e-4 --t-final 17 --out run.nc
       meanfield plot run.nc -o run.png
 
     \b
@@ -151,14 +151,14 @@ GEOMETRIES = {
     "circle": {"unit": "grid points N (even)", "section": "§2.1",
                "what": "Fourier pseudo-spectral solve on the circle",
                "example": "--attention sa --beta 9 --resolution 1024 --init perturbed:1e-4 --seed 0 "
-                          "--t-final 20 --save-every 0.1 --out run.nc"},
+                          "--t-final 17 --save-every 0.1 --out run.nc"},
     "sphere": {"unit": "largest spherical-harmonic degree lmax", "section": "§2.2",
                "what": "Spherical-harmonic pseudo-spectral solve on S^2 (ducc0)",
-               "example": "--attention sa --beta 9 --resolution 63 --init perturbed:1e-4 --t-final 20 "
+               "example": "--attention sa --beta 9 --resolution 63 --init perturbed:1e-4 --t-final 16 "
                           "--save-every 0.5 --out sphere.nc"},
     "zonal": {"unit": "largest Gegenbauer degree L", "section": "§2.2",
               "what": "Zonal densities on S^{d-1}: Galerkin solve in Gegenbauer polynomials",
-              "example": "--dim 8 --attention sa --beta 9 --resolution 64 --init vmf:2+perturbed:1e-3 "
+              "example": "--dim 8 --attention sa --beta 9 --scheme fv --resolution 64 --init vmf:2+perturbed:1e-3 "
                          "--t-final 10 --out zonal.nc"},
 }
 
