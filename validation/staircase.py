@@ -38,6 +38,8 @@ from solvers.clusters import frame_clusters
 from solvers.particle_run import simulate
 from solvers.solve import solve
 
+from .mean_field import progress_bar
+
 FULL = {"betas": (4.0, 6.0, 9.0, 12.0), "nodes": 512, "tokens": 2048, "sphere_beta": 9.0, "sphere_lmax": 31,
         "t_final": 1e12, "eps": 1e-4}
 QUICK = {"betas": (4.0, 6.0, 9.0), "nodes": 256, "tokens": 1024, "sphere_beta": 4.0, "sphere_lmax": 10,
@@ -126,11 +128,14 @@ def run_study(quick: bool = False, out_dir="staircase-study", seed: int = 0) -> 
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     rows, runs = [], {}
-    for source, beta, runner in _cases(preset, seed):
-        run = runner()
-        runs[(source, beta)] = run
-        save_run(run, out / f"{source}-beta{beta:g}.nc")
-        rows.append(analyse(run, source, beta))
+    cases = list(_cases(preset, seed))
+    with progress_bar(len(cases), "staircase") as bar:
+        for source, beta, runner in cases:
+            run = runner()
+            runs[(source, beta)] = run
+            save_run(run, out / f"{source}-beta{beta:g}.nc")
+            rows.append(analyse(run, source, beta))
+            bar.update()
     table = xr.Dataset({key: ("case", [row[key] for row in rows]) for key in rows[0]},
                        attrs={"study": "staircase", "quick": int(quick), "seed": seed,
                               "wall_time": time.perf_counter() - start,
