@@ -7,7 +7,9 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
 * theory — :func:`growth_rates`, :func:`dominant_mode`, :func:`critical_noise`,
   :func:`formation_time` (MATH.md §2.3).
 * diagnostics — :func:`detect_clusters`, :func:`fit_growth_rates`.
-* :func:`solve` — run the PDE, returns an ``xarray.Dataset``; :func:`load_run`, :func:`save_run`.
+* :func:`solve` — run the PDE, returns an ``xarray.Dataset``; :func:`simulate_particles` — the
+  tokens themselves; :func:`load_run`, :func:`save_run`.  ``init=`` takes text specs, arrays,
+  DataArrays, callables and run files; a run file of the same scheme continues exactly.
 * :func:`plot_run` — the standard figure of a run.
 * :mod:`meanfield.gaussian` — the Castin et al. mean/covariance ODEs (MATH.md §3).
 * cluster dynamics — :func:`cluster_history` (the K-point ODE and its merges),
@@ -38,6 +40,12 @@ def solve(geometry: str = "circle", **settings):
     return _solve(geometry, **settings)
 
 
+def simulate_particles(**settings):
+    """Simulate the interacting tokens (MATH.md §1); see :func:`solvers.particle_run.simulate` (imported lazily)."""
+    from solvers.particle_run import simulate as _simulate
+    return _simulate(**settings)
+
+
 def plot_run(dataset, path=None, modes=None):
     """The standard figure of a run; see :func:`meanfield.plotting.plot_run` (imported lazily)."""
     from .plotting import plot_run as _plot_run
@@ -45,5 +53,5 @@ def plot_run(dataset, path=None, modes=None):
 
 
 __all__ = ["cluster_history", "plateau_estimate", "point_energy", "gaussian", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
-           "growth_rates", "load_run", "save_run", "scaled_funk_hecke", "solve", "sphere_area",
+           "growth_rates", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "sphere_area",
            "__version__"]
