@@ -1,0 +1,120 @@
+"""Normalisation schemes: how a layer norm turns the attention output into token motion (MATH.md §6).
+
+Tokens are ``x_j = r_j theta_j`` with ``theta_j`` on the sphere and a radius ``r_j > 0``.  With
+the attention output ``A_j`` (the softmax average of ``V theta_k`` for SA; unnormalised for USA),
+every scheme moves the direction by ``dtheta_j/dt = P_{theta_j} A_j / s_j`` and the radius by
+``dr_j/dt``:
+
+==========  =============================  ===================================
+scheme      speed divisor ``s_j``          ``dr_j/dt``
+==========  =============================  ===================================
+post        1 (the seeds' model)           0
+pre         ``r_j``                        ``<theta_j, A_j>``
+mix         post for ``t <= tau``, then pre (``tau = mix_switch``)
+peri        ``r_j |A_j|``                  ``<theta_j, A_j> / |A_j|``
+ngpt        ``|A_j| / alpha``              0
+lnscale     ``sqrt(t + 1)``                0
+==========  =============================  ===================================
+
+Post, nGPT and LN-scaling keep the mean field a density on the sphere (the speed depends on the
+direction and the time only); Pre, Mix and Peri need a radius per token or node.
+:class:`Normalization` is the validated choice (one line naming the parameter for bad input);
+:meth:`Normalization.divisor` and :meth:`Normalization.radial_rate` are the table above, for arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import require
+
+#: Every scheme, in the order the command line lists them.
+SCHEMES = ("post", "pre", "mix", "peri", "ngpt", "lnscale")
+#: Schemes whose tokens carry a radius (the state grows by one column).
+CARRY_RADIUS = ("pre", "mix", "peri")
+#: Schemes whose mean field is a density on the sphere (the PDE solvers can run them).
+ON_THE_SPHERE = ("post", "ngpt", "lnscale")
+#: Default switch time of Mix-LN (post before, pre after).
+DEFAULT_MIX_SWITCH = 1.0
+
+
+def _positive(name: str, value, closed: bool = False) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        require(False, f"{name} must be a number (got {value!r})")
+    require(math.isfinite(number) and (number >= 0 if closed else number > 0),
+            f"{name} must be a finite number {'>= 0' if closed else '> 0'} (got {value!r})")
+    return number
+
+
+@dataclass(frozen=True)
+class Normalization:
+    """A normalisation scheme and its parameters (module docstring; MATH.md §6).
+
+    name        one of :data:`SCHEMES` (``post`` is the seeds' model).
+    r0          the tokens' initial radius (schemes that carry one), ``> 0``.
+    alpha       nGPT's step (speed ``alpha P A / |A|``), ``> 0``.
+    mix_switch  Mix-LN's switch time ``tau >= 0``.
+    """
+
+    name: str = "post"
+    r0: float = 1.0
+    alpha: float = 1.0
+    mix_switch: float = DEFAULT_MIX_SWITCH
+
+    def __post_init__(self):
+        require(isinstance(self.name, str) and self.name.lower() in SCHEMES,
+                f"--normalization must be one of {', '.join(SCHEMES)} (got {self.name!r})")
+        object.__setattr__(self, "name", self.name.lower())
+        object.__setattr__(self, "r0", _positive("--r0", self.r0))
+        object.__setattr__(self, "alpha", _positive("--alpha", self.alpha))
+        object.__setattr__(self, "mix_switch", _positive("--mix-switch", self.mix_switch, closed=True))
+
+    @property
+    def carries_radius(self) -> bool:
+        return self.name in CARRY_RADIUS
+
+    @property
+    def on_the_sphere(self) -> bool:
+        return self.name in ON_THE_SPHERE
+
+    @property
+    def needs_norm(self) -> bool:
+        """Whether the motion needs ``|A_j|`` (Peri-LN and nGPT)."""
+        return self.name in ("peri", "ngpt")
+
+    def acts_as(self, t: float) -> str:
+        """The scheme in force at time ``t``: Mix-LN is ``post`` up to ``mix_switch``, then ``pre``."""
+        if self.name == "mix":
+            return "post" if t <= self.mix_switch else "pre"
+        return self.name
+
+    def divisor(self, t: float, radius=None, norm=None):
+        """The speed divisor ``s`` at time ``t`` for radii ``radius`` and output norms ``|A| = norm``."""
+        scheme = self.acts_as(t)
+        if scheme == "post":
+            return 1.0
+        if scheme == "pre":
+            return radius
+        if scheme == "peri":
+            return radius * norm
+        if scheme == "ngpt":
+            return norm / self.alpha
+        return math.sqrt(t + 1.0)
+
+    def radial_rate(self, t: float, radial, norm=None):
+        """``dr/dt`` at time ``t`` from ``<theta, A> = radial`` and ``|A| = norm`` (0 for schemes without radius)."""
+        scheme = self.acts_as(t)
+        if scheme == "pre":
+            return radial
+        if scheme == "peri":
+            return radial / norm
+        return np.zeros_like(radial)
+
+    def as_attrs(self) -> dict:
+        """The scheme as netCDF attributes (``normalization``, ``r0``, ``alpha``, ``mix_switch``)."""
+        return {"normalization": self.name, "r0": self.r0, "alpha": self.alpha, "mix_switch": self.mix_switch}
