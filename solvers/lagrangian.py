@@ -108,6 +108,7 @@ from meanfield.errors import require
 from meanfield.initial_sphere import unit_vectors
 from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_over_beta
 from meanfield.model import Model
+from meanfield.normalization import Normalization
 from meanfield.theory import fastest_growth_rate
 
 from .clusters import NodeCollapse, closing_rate, resolve_collapse_tol
@@ -135,6 +136,17 @@ def _check_common(model: Model, positivity_tol, resolution_tol, alternative: str
             f"--resolution-tol must be > 0 (got {resolution_tol!r})")
 
 
+def _check_normalization(normalization, collapse_tol) -> Normalization:
+    """The scheme of MATH.md §6 (default Post-LN); radius-carrying schemes refuse node collapse."""
+    normalization = Normalization() if normalization is None else normalization
+    require(isinstance(normalization, Normalization),
+            f"normalization must be a meanfield.normalization.Normalization (got {normalization!r})")
+    require(not normalization.carries_radius or collapse_tol is None or collapse_tol == 0,
+            f"--collapse-tol must be 0 with --normalization {normalization.name} (got {collapse_tol!r}): nodes "
+            f"at one direction with different radii move apart, so they never merge")
+    return normalization
+
+
 def _top_sixth(band: int) -> slice:
     """The top sixth ``[5 band / 6, band]`` of modes ``0 .. band`` (at least mode 1)."""
     return slice(max(1, (5 * band) // 6), band + 1)
@@ -152,6 +164,8 @@ class _Lagrangian:
     node_weights: np.ndarray
     collapser: NodeCollapse
     _density_floor = 0.0
+    #: the normalisation scheme (MATH.md §6); Post-LN unless given
+    normalization = Normalization()
     #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`)
     restart_fields = ("node_weights", "weights", "collapser.owner", "collapser.merged", "_density_floor")
 
@@ -161,7 +175,8 @@ class _Lagrangian:
                             {"long_name": "node weight: initial density x quadrature weight"})}
 
     def _start_collapse(self, collapse_tol) -> None:
-        self.collapser = NodeCollapse(self.n, resolve_collapse_tol(collapse_tol, self.model.nu))
+        tol = 0.0 if self.normalization.carries_radius else resolve_collapse_tol(collapse_tol, self.model.nu)
+        self.collapser = NodeCollapse(self.n, tol)
 
     def _denominator_lost(self, t: float) -> str | None:
         low, self._min_denominator = self._min_denominator, math.inf
@@ -179,14 +194,24 @@ class _Lagrangian:
         return (projected if resolved else cell_average), resolved
 
     def dims(self) -> dict:
+        radius = {"radius": ("particle",)} if self.normalization.carries_radius else {}
         return dict(self._dims, density_resolved=(), flow_map_tail=(),
-                    positions=("particle", "component"))
+                    positions=("particle", "component"), **radius)
+
+    def _move(self, t: float, tangent, radial, norm, radius):
+        """Direction speed ``P A / s`` and ``dr/dt`` of the normalisation scheme (MATH.md §6), from the
+        tangential part ``tangent = P A`` (today's velocity), ``radial = <theta, A>``, ``norm = |A|``."""
+        scheme = self.normalization
+        divisor = scheme.divisor(t, radius, norm)
+        return tangent / divisor, divisor, scheme.radial_rate(t, radial, norm) if scheme.carries_radius else None
 
 
 class CircleLagrangian(_Lagrangian):
     """Weighted trapezoid nodes on the circle; see the module docstring.
 
-    State: the unwrapped node angles ``theta_j(t)`` (shape ``(N,)``), ``theta_j(0) = 2 pi j / N``.
+    State: the unwrapped node angles ``theta_j(t)`` (shape ``(N,)``), ``theta_j(0) = 2 pi j / N``;
+    under a normalisation that carries a radius (Pre, Mix, Peri-LN; MATH.md §6) the angles followed by
+    the nodes' radii ``r_j(t)`` (shape ``(2N,)``, ``r_j(0) = r0``).
     """
 
     geometry = "circle"
@@ -194,9 +219,11 @@ class CircleLagrangian(_Lagrangian):
     restart_fields = _Lagrangian.restart_fields + ("_offset",)
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
-                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, collapse_tol: float | None = None):
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, collapse_tol: float | None = None,
+                 normalization: Normalization | None = None):
         require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
         _check_common(model, positivity_tol, resolution_tol, "--scheme spectral or --scheme fv")
+        self.normalization = _check_normalization(normalization, collapse_tol)
         require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
                 and resolution >= 8 and resolution % 2 == 0,
                 f"--resolution (number of nodes) must be an even integer >= 8 (got {resolution!r})")
@@ -219,6 +246,11 @@ class CircleLagrangian(_Lagrangian):
         self._uses_b = np.array([True, False, False, True])[:, None]      # rows whose C-coefficient is b
         self._coeffs = np.stack((speed_c, -modes * speed_c, density_c, modes * density_c))
         self._coeffs_s = np.stack((-speed_c, -modes * speed_c, density_c, -modes * density_c))
+        # <theta_i, A_i> numerator: exp(beta cos phi) cos phi = d/dbeta of the Bessel series, whose mode k
+        # has coefficient I_{|k-1|} + I_{k+1} (k >= 1; I_1 at k = 0), exp(-beta) scaled (MATH.md §6)
+        ive = np.append(scaled_funk_hecke(np.arange(modes[-1] + 2), model.beta, 2) / (2 * math.pi), 0.0)
+        self._radial_c = (ive[np.abs(modes - 1)] + ive[modes + 1]) * np.where(modes == 0, 0.5, 1.0) \
+            * (math.exp(model.beta) if model.attention == "usa" else 1.0)
         band = np.arange(1, modes[-1] + 1)
         self.max_rate = fastest_growth_rate(model, band)
         self._density_tail = _top_sixth(basis.kmax)
@@ -237,7 +269,17 @@ class CircleLagrangian(_Lagrangian):
         self._set_weights(self.node_weights)
         state = self.labels.copy()
         self._density_floor = self._density_tail_of(self.coefficients(state))
+        if self.normalization.carries_radius:
+            return np.concatenate((state, np.full(self.n, self.normalization.r0)))
         return state
+
+    def angles(self, state: np.ndarray) -> np.ndarray:
+        """The node angles of a state (the first half when the nodes carry radii)."""
+        return state[:state.size // 2] if self.normalization.carries_radius else state
+
+    def radii(self, state: np.ndarray) -> np.ndarray:
+        """The node radii of a state (radius-carrying normalisations only)."""
+        return state[state.size // 2:]
 
     def _set_weights(self, weights: np.ndarray) -> None:
         self.weights = self.interaction.weights = weights
@@ -246,8 +288,12 @@ class CircleLagrangian(_Lagrangian):
         """The interaction sums over the restored (merged) weights (:mod:`solvers.checkpoint`)."""
         self._set_weights(self.weights)
 
-    def points(self, theta: np.ndarray) -> np.ndarray:
-        """The nodes as unit vectors ``(cos theta, sin theta)``."""
+    def points(self, state: np.ndarray) -> np.ndarray:
+        """The nodes of a state as unit vectors ``(cos theta, sin theta)``."""
+        return self.unit_vectors(self.angles(state))
+
+    @staticmethod
+    def unit_vectors(theta: np.ndarray) -> np.ndarray:
         return np.stack((np.cos(theta), np.sin(theta)), -1)
 
     def expand(self, theta: np.ndarray) -> np.ndarray:
@@ -289,14 +335,17 @@ class CircleLagrangian(_Lagrangian):
         return out[:self.n // 2 + 1] / (2 * math.pi)
 
     # -- dynamics -----------------------------------------------------------------------------------
-    def rhs(self, theta: np.ndarray, t: float) -> np.ndarray:
+    def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``d theta_j / dt = X[mu](theta_j)`` by the band-limited sums (MATH.md §2.1), and ``max |X'|``.
 
         The sums of :class:`CircleFourierInteraction` in real form: with ``C_kj = cos(k theta_j)``,
         ``S_kj = sin(k theta_j)``, ``T_k = a_k + i b_k = sum_j w_j exp(i k theta_j)``, the per-node terms
         ``exp(-i k theta_i) T_k`` have real part ``a_k C_ki + b_k S_ki`` and imaginary part
         ``b_k C_ki - a_k S_ki``; numerator, denominator and their ``theta``-derivatives are two GEMMs.
+        Under another normalisation (MATH.md §6) ``X[mu] = P A`` is divided by the scheme's ``s_j``, with
+        ``<theta_j, A_j>`` from one more pair of sums (:meth:`_normalised`).
         """
+        theta = self.angles(state)
         phases = np.empty((self._modes.size, theta.size), dtype=complex)
         phases[0] = 1.0
         np.exp(1j * theta, out=phases[1])
@@ -313,10 +362,26 @@ class CircleLagrangian(_Lagrangian):
             slope = (slope - speed * denominator_slope) / denominator
         else:
             speed = numerator
+        if self.normalization.name != "post":
+            return self._normalised(state, t, theta, speed, slope, (cos, sin, a, b),
+                                    denominator if self.model.attention == "sa" else 1.0)
         self.max_speed = float(np.max(np.abs(speed)))
         self.lipschitz = float(np.max(np.abs(slope)))
         self._speed, self._theta_of_speed = speed, theta
         return speed
+
+    def _normalised(self, state, t, theta, tangent, slope, sums, denominator):
+        """The motion of MATH.md §6 from ``P A = tangent``: ``<theta, A>`` (numerator sum over
+        ``denominator``), ``|A|^2 = |P A|^2 + <theta, A>^2``, then ``P A / s`` and, with radii, ``dr/dt``."""
+        cos, sin, a, b = sums
+        radial = ((self._radial_c * a) @ cos + (self._radial_c * b) @ sin) / denominator
+        norm = np.hypot(tangent, radial) if self.normalization.needs_norm else None
+        radius = self.radii(state) if self.normalization.carries_radius else None
+        speed, divisor, growth = self._move(t, tangent, radial, norm, radius)
+        self.max_speed = float(np.max(np.abs(speed)))
+        self.lipschitz = float(np.max(np.abs(slope / divisor)))
+        self._speed, self._theta_of_speed = speed, theta
+        return speed if growth is None else np.concatenate((speed, growth))
 
     def stable_dt(self, cfl: float) -> float:
         """``cfl / max(max|X'|, lambda_max)``: keeps neighbours ordered (``h |X'| < 1``) and resolves
@@ -335,9 +400,12 @@ class CircleLagrangian(_Lagrangian):
         return cfl / max(rate, 1e-300)
 
     # -- checks and records ---------------------------------------------------------------------------
-    def validity(self, theta: np.ndarray, t: float) -> str | None:
-        if not np.all(np.isfinite(theta)):
+    def validity(self, state: np.ndarray, t: float) -> str | None:
+        if not np.all(np.isfinite(state)):
             return f"non-finite values at t = {t:.6g}"
+        theta = self.angles(state)
+        if self.normalization.carries_radius and not np.min(self.radii(state)) > 0:
+            return f"a node's radius reached {float(np.min(self.radii(state))):.3g} at t = {t:.6g} (must stay > 0)"
         tol = ORDER_TOL * max(1.0, float(np.max(np.abs(theta))))
         gaps = np.diff(theta)
         wrap = float(theta[0] + 2 * math.pi - theta[-1])
@@ -377,17 +445,21 @@ class CircleLagrangian(_Lagrangian):
     def _density_tail_of(self, coeffs: np.ndarray) -> float:
         return float(np.max(np.abs(coeffs[self._density_tail])) / abs(coeffs[0]))
 
-    def frame(self, theta: np.ndarray) -> dict:
+    def frame(self, state: np.ndarray) -> dict:
+        theta = self.angles(state)
         coeffs = self.coefficients(theta)
         nodes = self.expand(theta)
         projected = self.basis.to_grid(coeffs * self.basis.dealias).copy()
         flow_tail = self.flow_map_tail(nodes)
         density, resolved = self._choose_density(projected, self._density_tail_of(coeffs), flow_tail,
                                                  self.cell_average(nodes))
-        return {"density": density, "mass": self.basis.integrate(density),
-                "energy": float(self.interaction.scaled_energy(self.points(theta)[None])[0]),
-                "mode_amplitude": np.abs(coeffs), "density_resolved": resolved, "flow_map_tail": flow_tail,
-                "node_theta": np.mod(nodes, 2 * math.pi), "positions": self.points(nodes)}
+        out = {"density": density, "mass": self.basis.integrate(density),
+               "energy": float(self.interaction.scaled_energy(self.unit_vectors(theta)[None])[0]),
+               "mode_amplitude": np.abs(coeffs), "density_resolved": resolved, "flow_map_tail": flow_tail,
+               "node_theta": np.mod(nodes, 2 * math.pi), "positions": self.unit_vectors(nodes)}
+        if self.normalization.carries_radius:
+            out["radius"] = self.radii(state)[self.collapser.owner]
+        return out
 
     def coords(self) -> dict:
         return {"theta": ("theta", self.basis.theta, {"long_name": "angle", "units": "rad"}),
