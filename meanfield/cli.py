@@ -23,6 +23,7 @@ from .errors import InputError, require
 from .limits import (MAX_LIST, MAX_MODES, check_dim, check_frames, check_integer, check_matrix_dim, check_number,
                      check_seed)
 from .model import Model
+from .normalization import DEFAULT_MIX_SWITCH
 from .storage import (MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes,
                       save_run, write_atomic)
 
@@ -268,8 +269,9 @@ def _report_run(dataset, out):
               show_default=True, help="i.i.d. tokens, or deterministic nodes with quadrature weights (circle densities).")
 @click.option("--resolution", type=int, default=PARTICLE_DEFAULTS["resolution"], show_default=True,
               help="Grid of the circle density the tokens are drawn from (as in `solve circle`).")
-@click.option("--qkv", type=click.Choice(["identity", "repulsive", "random"]), default=PARTICLE_DEFAULTS["qkv"],
-              show_default=True, help="Q = K = V = I; V = -I; or random Gaussian matrices from --seed.")
+@click.option("--qkv", default=PARTICLE_DEFAULTS["qkv"], show_default=True,
+              help="identity (Q = K = V = I) | repulsive (V = -I) | random (Gaussian, from --seed) | FILE.npz "
+                   "(arrays Q, K, V, each d x d or 1 x d x d).")
 @click.option("--t-final", type=float, required=True, help="End time (a continued run goes on from its file's time).")
 @_save_options
 @click.option("--stepper", default=PARTICLE_DEFAULTS["stepper"], show_default=True,
@@ -282,6 +284,13 @@ def _report_run(dataset, out):
                   "without noise; refused with --nu > 0].")
 @click.option("--dt-max", type=float, default=None,
               help="Largest step (noise splitting step), > 0 [default: 1e-2 with noise, else none].")
+@click.option("--normalization", default="post", show_default=True,
+              help="post | pre | mix | peri | ngpt | lnscale (MATH.md §6); pre, mix, peri carry a radius per "
+                   "token (no noise, no collapse).")
+@click.option("--r0", type=float, default=1.0, show_default=True, help="Initial radius of the tokens, > 0.")
+@click.option("--alpha", type=float, default=1.0, show_default=True, help="nGPT step alpha, > 0.")
+@click.option("--mix-switch", type=float, default=DEFAULT_MIX_SWITCH, show_default=True,
+              help="Mix-LN: Post-LN up to this time, then Pre-LN, >= 0.")
 @click.option("--out", type=click.Path(dir_okay=False), default="particles.nc", show_default=True,
               help="netCDF output (.nc).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")

@@ -347,6 +347,8 @@ class CircleFourierInteraction:
     ``sum_j w_j exp(beta cos phi) = I_0 T_0 + 2 sum_k I_k Re(exp(-i k theta_i) T_k)`` and
     ``sum_j w_j exp(beta cos phi) sin phi = sum_k (2 k I_k / beta) Im(exp(-i k theta_i) T_k)``
     (differentiate the Bessel series of ``exp(beta cos phi)``); ``exp(-beta)`` scaling throughout.
+    The radial part (normalisation schemes, MATH.md §6) is the beta-derivative of the first sum:
+    ``sum_j w_j exp(beta cos phi) cos phi = I_1 T_0 + sum_{k >= 1} (I_{k-1} + I_{k+1}) Re(exp(-i k theta_i) T_k)``.
     """
 
     def __init__(self, beta: float, attention: str, weights, tol: float = 1e-16):
@@ -357,6 +359,8 @@ class CircleFourierInteraction:
         scaled = scaled_funk_hecke(modes, beta, 2) / (2 * math.pi)            # ive_k(beta)
         self.density_coeffs = np.where(modes == 0, 1.0, 2.0) * scaled * scale
         self.speed_coeffs = 2 * modes * scaled_funk_hecke_over_beta(modes, beta, 2) / (2 * math.pi) * scale
+        below, above = scaled_funk_hecke(np.abs(modes - 1), beta, 2), scaled_funk_hecke(modes + 1, beta, 2)
+        self.radial_coeffs = np.where(modes == 0, above, below + above) / (2 * math.pi) * scale
 
     def _phases(self, theta: np.ndarray) -> np.ndarray:
         """``exp(i k theta)`` for k = 0..M, shape ``(B, n, M+1)``, by repeated multiplication."""
@@ -376,6 +380,18 @@ class CircleFourierInteraction:
         if self.attention == "sa":
             speed /= local.real @ self.density_coeffs
         return speed
+
+    def components(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(<x_i, v_i>, d theta_i/dt)``: the radial and angular parts of ``v_i`` (before projection)
+        for angles of shape ``(B, n)``; ``|v_i|^2`` is the sum of their squares (MATH.md §6)."""
+        phases = self._phases(theta)
+        sums = np.einsum("bjk,j->bk", phases, self.weights)
+        local = phases.conj() * sums[:, None, :]
+        radial, speed = local.real @ self.radial_coeffs, local.imag @ self.speed_coeffs
+        if self.attention == "sa":
+            density = local.real @ self.density_coeffs
+            radial, speed = radial / density, speed / density
+        return radial, speed
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """Tangent velocity ``(d theta/dt) (-sin theta, cos theta)`` (already projected)."""

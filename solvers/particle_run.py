@@ -5,11 +5,18 @@ What ``meanfield particles`` and :func:`meanfield.simulate_particles` call.  The
 ``weights(particle)``, ``energy(time)`` (``exp(-beta) E``, MATH.md §2) and, on the circle,
 ``mode_amplitude(time, mode)`` = ``|sum_j w_j exp(-i k theta_j)| / 2 pi``, the empirical
 counterpart of the PDE's ``|rho_hat_k|`` (MATH.md §2.1).
+
+With a normalisation scheme (MATH.md §6, :mod:`meanfield.normalization`) the attrs record it
+(``normalization``, ``r0``, ``alpha``, ``mix_switch``); ``positions`` are the directions and the
+schemes that carry a radius (pre, mix, peri) add ``radius(time, particle)``.  Mix-LN's switch at
+``tau`` is a jump in time: the run saves a frame at ``tau`` and restarts the stepper there, so no
+step straddles it.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +25,7 @@ from meanfield.defaults import PARTICLE_DEFAULTS
 from meanfield.errors import require
 from meanfield.limits import check_particle_size, check_stepper_settings
 from meanfield.model import Model
+from meanfield.normalization import DEFAULT_MIX_SWITCH, Normalization
 from meanfield.sampling import sample_tokens
 from meanfield.seeding import stream
 from meanfield.storage import build_run_dataset, package_version
@@ -26,7 +34,7 @@ from meanfield.theory import dominant_mode
 from . import checkpoint
 from .clusters import ClusterTracker, resolve_collapse_tol
 from .particles import ParticleScheme
-from .runloop import run
+from .runloop import RunRecord, run, save_times
 from .solve import (add_cluster_records, canonical_command, check_run_length, check_save_log, check_seed,
                     finish_dataset, inherited_cadence, init_label, reproducible, save_targets,
                     start_time)
@@ -35,9 +43,37 @@ from .steppers import make_stepper
 QKV_CHOICES = ("identity", "repulsive", "random")
 
 
-def qkv_matrices(kind: str, dim: int, seed):
-    """``(Q, K, V)`` for ``--qkv``: identity; repulsive (``V = -I``); random (Gaussian / sqrt(d))."""
-    require(kind in QKV_CHOICES, f"--qkv must be one of {', '.join(QKV_CHOICES)} (got {kind!r})")
+def qkv_file(path, dim: int):
+    """``(Q, K, V)`` from a ``.npz`` file: arrays ``Q``, ``K``, ``V``, each ``d x d`` or ``1 x d x d``
+    (one head: the tokens live on the sphere, where stacked heads are not supported)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: np.asarray(data[name]) for name in data.files if name in ("Q", "K", "V")}
+    except (OSError, ValueError) as exc:
+        require(False, f"--qkv {path}: cannot read it as a .npz file ({exc})")
+    missing = [name for name in ("Q", "K", "V") if name not in arrays]
+    require(not missing, f"--qkv {path} must hold arrays Q, K and V (missing {', '.join(missing)})")
+    matrices = []
+    for name in ("Q", "K", "V"):
+        array = arrays[name]
+        require(np.issubdtype(array.dtype, np.number) and not np.iscomplexobj(array),
+                f"--qkv {path}: {name} must be a real array (got dtype {array.dtype})")
+        require(array.ndim != 3 or array.shape[0] == 1,
+                f"--qkv {path}: {name} has {array.shape[0]} heads; particles on the sphere take one head "
+                f"({dim} x {dim} or 1 x {dim} x {dim})")
+        array = array[0] if array.ndim == 3 else array
+        require(array.shape == (dim, dim), f"--qkv {path}: {name} must be {dim} x {dim} (got shape {arrays[name].shape})")
+        require(bool(np.all(np.isfinite(array))), f"--qkv {path}: {name} must be finite")
+        matrices.append(array.astype(float))
+    return tuple(matrices)
+
+
+def qkv_matrices(kind, dim: int, seed):
+    """``(Q, K, V)`` for ``--qkv``: identity; repulsive (``V = -I``); random (Gaussian / sqrt(d));
+    or a ``.npz`` file (:func:`qkv_file`)."""
+    if isinstance(kind, Path) or (isinstance(kind, str) and kind.lower().endswith(".npz")):
+        return qkv_file(kind, dim)
+    require(kind in QKV_CHOICES, f"--qkv must be one of {', '.join(QKV_CHOICES)} or a FILE.npz (got {kind!r})")
     if kind == "identity":
         return None, None, None
     if kind == "repulsive":
@@ -51,11 +87,33 @@ def empirical_modes(theta: np.ndarray, weights: np.ndarray, modes: np.ndarray) -
     return np.abs(empirical_coefficients(theta, weights, modes))
 
 
-def _continues(source, n: int, dim: int) -> bool:
-    """Whether ``source`` is a particle run of ``n`` tokens in dimension ``dim`` with a restart record."""
+def _continues(source, n: int, dim: int, normalization: Normalization) -> bool:
+    """Whether ``source`` is a particle run of ``n`` tokens in dimension ``dim`` with a restart record
+    whose state has the same shape (a radius column exactly when ``normalization`` carries one)."""
     attrs = source.attrs
+    carried = str(attrs.get("normalization", "post")) in ("pre", "mix", "peri")
     return (attrs.get("geometry") == "particles" and int(attrs.get("n", -1)) == n
-            and int(attrs.get("dim", -1)) == dim and checkpoint.from_dataset(source) is not None)
+            and int(attrs.get("dim", -1)) == dim and carried == normalization.carries_radius
+            and checkpoint.from_dataset(source) is not None)
+
+
+def _run_switching(scheme, stepper, state, t_final, save_every, targets, switch, t_start, **kw) -> RunRecord:
+    """:func:`solvers.runloop.run`, but with a step landing on ``switch`` (Mix-LN's ``tau``) when it lies
+    inside the run: a frame is saved there and the stepper restarts, so no step (nor a reused last
+    stage) straddles the jump of the right-hand side."""
+    if switch is None or not t_start < switch < t_final:
+        return run(scheme, stepper, state, t_final, save_every, targets=targets, t_start=t_start, **kw)
+    times = save_times(t_final, save_every) if targets is None else np.asarray(targets, dtype=float)
+    times = np.union1d(times, [switch])
+    first = run(scheme, stepper, state, switch, targets=times[times <= switch], t_start=t_start, **kw)
+    if first.stop_reason != "completed":
+        return first
+    stepper.restart()
+    second = run(scheme, stepper, first.state, t_final, targets=times[times > switch], t_start=switch, **kw)
+    return RunRecord(times=first.times + second.times[1:], frames=first.frames + second.frames[1:],
+                     stop_reason=second.stop_reason, t_reached=second.t_reached,
+                     wall_time=first.wall_time + second.wall_time, steps=second.steps,
+                     rejected_steps=second.rejected_steps, state=second.state, off_schedule=second.off_schedule)
 
 
 def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS["n"],
@@ -67,7 +125,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
              V=None, positions=None, weights=None, stepper: str = PARTICLE_DEFAULTS["stepper"],
              rtol: float = PARTICLE_DEFAULTS["rtol"], cfl: float = PARTICLE_DEFAULTS["cfl"],
              dt_max: float | None = None, progress: bool = False, save_log: int | None = None,
-             collapse_tol: float | None = None):
+             collapse_tol: float | None = None, normalization: str = "post", r0: float = 1.0,
+             alpha: float = 1.0, mix_switch: float = DEFAULT_MIX_SWITCH):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
 
     Tokens come from ``init`` (see :mod:`meanfield.sampling`) unless ``positions`` (and
@@ -79,12 +138,16 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     frames per decade on a log time axis.  Without noise coincident tokens merge
     (``collapse_tol``, default :data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`, 0: never; MATH.md §5)
     and the run records ``cluster_count``, ``cluster_energy`` and the merges (:mod:`solvers.clusters`).
+    ``normalization`` (``post``, ``pre``, ``mix``, ``peri``, ``ngpt``, ``lnscale``) with ``r0``, ``alpha``
+    and ``mix_switch``: the scheme of MATH.md §6 (module docstring; pre, mix and peri switch collapse
+    off by default and refuse noise).  ``qkv`` may be a ``.npz`` file of ``Q``, ``K``, ``V``.
     Defaults: :mod:`meanfield.defaults`, shared with the command line.
     """
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
+    scheme_choice = Normalization(normalization, r0=r0, alpha=alpha, mix_switch=mix_switch)
     positions_given = positions is not None
     source = checkpoint.run_file(init) if positions is None else None
-    exact = source is not None and _continues(source, n, dim)
+    exact = source is not None and _continues(source, n, dim, scheme_choice)
     t_start = start_time(source) if exact else 0.0
     if exact:
         save_every, save_log = inherited_cadence(source, save_every, save_log)
@@ -92,6 +155,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     t_final, save_every = check_run_length(t_final, save_every, t_start)
     if save_log is not None:
         save_every = None
+    if scheme_choice.carries_radius and collapse_tol is None:
+        collapse_tol = 0.0  # merges are for schemes on the sphere (solvers.clusters)
     tol = resolve_collapse_tol(collapse_tol, model.nu)
     seed = check_seed(seed)
     require(isinstance(n, int) and n >= 1, f"--n must be a positive integer (got {n!r})")
@@ -99,6 +164,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     check_particle_size(n, dim, t_final, save_every, save_log, resolution, t_start)
     if Q is None and K is None and V is None:
         Q, K, V = qkv_matrices(qkv, dim, seed)
+        qkv = str(qkv)
     else:
         qkv = "custom"
     label = init_label(init)
@@ -110,7 +176,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         label = "custom positions"
     positions = np.asarray(positions, dtype=float)
     require(positions.shape == (n, dim), f"positions must have shape ({n}, {dim}) (got {positions.shape})")
-    scheme = ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed, collapse_tol=tol)
+    scheme = ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed, collapse_tol=tol,
+                            normalization=scheme_choice)
     if dt_max is None:
         dt_max = 1e-2 if nu > 0 else math.inf
     time_stepper = make_stepper(stepper, scheme, cfl=cfl, rtol=rtol, dt_max=dt_max)
@@ -119,9 +186,12 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     else:  # onto the sphere; tokens already on it to rounding are kept bit for bit
         norms = np.linalg.norm(positions, axis=-1, keepdims=True)
         state = np.where(np.abs(norms - 1.0) <= 8 * np.finfo(float).eps, positions, positions / norms)[None]
+        if scheme.carries_radius:
+            state = np.concatenate((state, np.full((1, n, 1), scheme_choice.r0)), axis=-1)
     tracker = ClusterTracker(model.beta) if tol > 0 else None
-    record = run(scheme, time_stepper, state, t_final, save_every, progress=progress,
-                 targets=save_targets(t_final, save_log), trackers=[tracker] if tracker else (), t_start=t_start)
+    switch = scheme_choice.mix_switch if scheme_choice.name == "mix" else None
+    record = _run_switching(scheme, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
+                            switch, t_start, progress=progress, trackers=[tracker] if tracker else ())
     dims, coords = scheme.dims(), scheme.coords()
     frames = record.frames
     if dim == 2:
@@ -134,7 +204,10 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
                 "init": label, "seed": seed, "sampling": sampling, "resolution": resolution, "qkv": qkv,
                 "t_final": t_final, "save_every": save_every, "save_log": save_log, "stepper": stepper,
                 "rtol": rtol, "cfl": cfl, "collapse_tol": collapse_tol}
-    attrs = dict(settings, geometry="particles", scheme="particles", package_version=package_version(),
+    if scheme_choice.name != "post":  # post runs keep their command line as before
+        settings.update(scheme_choice.as_attrs())
+    attrs_scheme = scheme_choice.as_attrs()
+    attrs = dict(settings, **attrs_scheme, geometry="particles", scheme="particles", package_version=package_version(),
                  command=canonical_command(["particles"], settings),
                  stop_reason=record.stop_reason, t_start=t_start, restart="exact" if exact else "none",
                  command_reproduces_run=int(reproducible(init) and positions_given is False),

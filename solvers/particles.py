@@ -20,6 +20,16 @@ the summed weight at their weighted mean direction.  Whatever ``Q, K, V``, token
 have one velocity, so without noise they never separate again and the merge is exact.  The state
 then holds the remaining tokens (``weights`` are theirs, ``token_weights`` the original ones);
 frames report one position per original token.
+
+Normalisation schemes (``normalization``, :class:`meanfield.normalization.Normalization`, MATH.md §6):
+with the attention output ``A_j`` of the directions ``theta_j`` (the velocity above before
+projection), directions move by ``P_theta A / s`` and Pre-, Mix- and Peri-LN tokens also carry a
+radius ``r_j`` with ``dr_j/dt`` from the scheme's table.  Those schemes hold the state as
+``(B, n, d + 1)``: the direction, then the radius as the last column (``after_step`` renormalises
+the direction only), so exact restarts carry the radius with the state.  Post-LN (the default) is
+the model above, bit for bit.  On the circle with ``Q = K = V = I`` the ``O(n M)`` Fourier path also
+gives ``<theta, A>`` (:meth:`solvers.interaction.CircleFourierInteraction.components`), so every
+scheme keeps the fast path.  Radius-carrying schemes refuse noise and collapse.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ import numpy as np
 
 from meanfield.errors import require
 from meanfield.model import Model
+from meanfield.normalization import Normalization
 from meanfield.seeding import stream
 
 from .clusters import NodeCollapse, closing_rate
@@ -99,6 +110,7 @@ class ParticleScheme:
     ``seed``     seeds the noise.
     ``observe``  optional ``callable(x) -> dict`` replacing the default frame record.
     ``collapse_tol``  merge tokens closer than this (0: never; see the module docstring).
+    ``normalization``  a :class:`meanfield.normalization.Normalization` (``None``: Post-LN).
     """
 
     linear = None
@@ -109,7 +121,8 @@ class ParticleScheme:
 
     def __init__(self, model: Model, n: int, Q=None, K=None, V=None, weights=None, sphere: bool = True,
                  seed=None, observe=None, block_bytes: int | None = None, fast_circle: bool = True,
-                 kernel: str = "dot", heads=None, sinkhorn_eps: float = 1.0, collapse_tol: float = 0.0):
+                 kernel: str = "dot", heads=None, sinkhorn_eps: float = 1.0, collapse_tol: float = 0.0,
+                 normalization: Normalization | None = None):
         require(isinstance(n, (int, np.integer)) and n >= 1, f"--n must be a positive integer (got {n!r})")
         dim = model.dim
         self.model, self.n, self.dim, self.sphere = model, int(n), dim, sphere
@@ -135,6 +148,15 @@ class ParticleScheme:
             self.heads = [check_head(f"[{h}]", *head, dim) for h, head in enumerate(heads)]
         self.weights = self.token_weights = normalised_weights(weights, self.n)
         require(sphere or model.nu == 0, "--nu must be 0 for tokens in R^d (noise is defined on the sphere)")
+        self.normalization = Normalization() if normalization is None else normalization
+        require(isinstance(self.normalization, Normalization), "normalization must be a Normalization")
+        name = self.normalization.name
+        require(name == "post" or sphere, f"--normalization {name} needs tokens on the sphere")
+        self.carries_radius = self.normalization.carries_radius
+        require(not self.carries_radius or model.nu == 0,
+                f"--normalization {name} carries a radius: it needs --nu 0 (noise is defined for post, ngpt, lnscale)")
+        require(not self.carries_radius or collapse_tol == 0,
+                f"--normalization {name} carries a radius: it needs --collapse-tol 0 (merges are for post, ngpt, lnscale)")
         require(collapse_tol == 0 or (sphere and model.nu == 0 and kernel == "dot" and heads is None),
                 "collapse_tol needs tokens on the sphere, no noise and one dot-product head")
         self.collapser = NodeCollapse(self.n, collapse_tol)
@@ -155,7 +177,41 @@ class ParticleScheme:
         self.max_speed = 0.0
 
     # -- dynamics ---------------------------------------------------------------------------------
+    def directions(self, x: np.ndarray) -> np.ndarray:
+        """The tokens' directions ``theta`` (``x`` without its radius column, if any)."""
+        return x[..., :self.dim] if self.carries_radius else x
+
+    def _attention_parts(self, theta: np.ndarray):
+        """``(<theta, A>, P_theta A, |A|)`` of the attention output ``A`` (MATH.md §6)."""
+        if isinstance(self.interaction, CircleFourierInteraction):
+            angle = np.arctan2(theta[..., 1], theta[..., 0])
+            radial, speed = self.interaction.components(angle)
+            tangent = np.stack((-np.sin(angle) * speed, np.cos(angle) * speed), axis=-1)
+            return radial, tangent, np.hypot(radial, speed)
+        output = self.interaction.velocity(theta)
+        radial = np.sum(output * theta, axis=-1)
+        norm = np.sqrt(np.sum(output * output, axis=-1))
+        output -= radial[..., None] * theta
+        return radial, output, norm
+
+    def _normalized_rhs(self, x: np.ndarray, t: float) -> np.ndarray:
+        """``dtheta/dt = P_theta A / s`` and, for radius-carrying schemes, ``dr/dt`` (MATH.md §6)."""
+        theta = self.directions(x)
+        radial, tangent, norm = self._attention_parts(theta)
+        radius = x[..., self.dim] if self.carries_radius else None
+        divisor = self.normalization.divisor(t, radius, norm)
+        tangent /= divisor[..., None] if np.ndim(divisor) else divisor
+        if not self.carries_radius:
+            return tangent
+        rate = self.normalization.radial_rate(t, radial, norm)
+        return np.concatenate((tangent, rate[..., None]), axis=-1)
+
     def rhs(self, x: np.ndarray, t: float) -> np.ndarray:
+        if self.normalization.name != "post":
+            velocity = self._normalized_rhs(x, t)
+            self.max_speed = float(np.sqrt(np.max(np.sum(velocity * velocity, axis=-1))))
+            self._field = (x, velocity)
+            return velocity
         velocity = self.interaction.velocity(x)
         if self.sphere and not isinstance(self.interaction, CircleFourierInteraction):
             velocity -= np.sum(velocity * x, axis=-1, keepdims=True) * x
@@ -190,6 +246,10 @@ class ParticleScheme:
         """Renormalise to the sphere; with noise, a geodesic random-walk step of variance ``2 nu h``."""
         if not self.sphere:
             return x
+        if self.carries_radius:  # the direction back to the sphere; the radius as it is
+            out = x.copy()
+            out[..., :self.dim] /= np.linalg.norm(x[..., :self.dim], axis=-1, keepdims=True)
+            return out
         if self.model.nu > 0:
             xi = self.rng.standard_normal(x.shape) * math.sqrt(2 * self.model.nu * h)
             tangent = xi - np.sum(xi * x, axis=-1, keepdims=True) * x
@@ -223,8 +283,10 @@ class ParticleScheme:
     def validity(self, x: np.ndarray, t: float) -> str | None:
         if not np.all(np.isfinite(x)):
             return f"non-finite values at t = {t:.6g}"
+        if self.carries_radius and not np.all(x[..., self.dim] > 0):
+            return f"a token's radius reached 0 at t = {t:.6g}"
         if self.sphere:
-            drift = float(np.max(np.abs(np.linalg.norm(x, axis=-1) - 1.0)))
+            drift = float(np.max(np.abs(np.linalg.norm(self.directions(x), axis=-1) - 1.0)))
             if drift > SPHERE_TOL:
                 return f"tokens left the sphere at t = {t:.6g} (| |x| - 1 | = {drift:.3g})"
         return None
@@ -234,6 +296,7 @@ class ParticleScheme:
         of ``E - 1/(2 beta)``.  Defined for the single-head dot-product kernel only."""
         require(self.heads is None and self.kernel == "dot",
                 "the interaction energy is defined only for the single-head dot-product kernel")
+        x = self.directions(x)
         if self.model.beta == 0:
             mean = np.einsum("bnd,n->bd", x, self.weights)
             return 0.5 * np.sum(mean * mean, axis=-1)
@@ -243,15 +306,18 @@ class ParticleScheme:
         tokens = x[:, self.collapser.owner] if self.collapser.merged else x
         if self.observe is not None:
             return self.observe(tokens)
-        record = {"positions": tokens[0].copy()}
+        record = {"positions": self.directions(tokens)[0].copy()}
+        if self.carries_radius:
+            record["radius"] = tokens[0, :, self.dim].copy()
         if self.heads is None and self.kernel == "dot":
             record["energy"] = float(self.scaled_energy(x)[0])
         if self.dim == 2 and self.sphere:
+            tokens = self.directions(tokens)
             record["theta"] = np.mod(np.arctan2(tokens[0, :, 1], tokens[0, :, 0]), 2 * math.pi)
         return record
 
     def dims(self) -> dict:
-        return {"positions": ("particle", "component"), "theta": ("particle",)}
+        return {"positions": ("particle", "component"), "theta": ("particle",), "radius": ("particle",)}
 
     def coords(self) -> dict:
         return {"particle": ("particle", np.arange(self.n)), "component": ("component", np.arange(self.dim))}
