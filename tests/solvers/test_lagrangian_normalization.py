@@ -1,0 +1,121 @@
+"""Lagrangian nodes under the normalisation schemes of MATH.md §6 (solvers/lagrangian.py)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from meanfield import InputError, Model
+from meanfield.initial import circle_density
+from meanfield.normalization import Normalization
+from solvers.interaction import DirectInteraction
+from solvers.lagrangian import CircleLagrangian
+from solvers.particle_run import simulate
+from solvers.runloop import run
+from solvers.steppers import make_stepper
+from validation.mean_field import INIT, fit_line, wasserstein1_circle
+
+
+def frames_of(scheme, init: str, t_final: float, save_every: float, rtol: float = 1e-10) -> dict:
+    """``{time: frame}`` of a run of ``scheme`` from the text spec ``init``."""
+    state = scheme.state_from_density(circle_density(init, scheme.n, 0))
+    record = run(scheme, make_stepper("dopri5", scheme, rtol=rtol), state, t_final, save_every)
+    assert record.stop_reason == "completed"
+    return {round(t, 9): frame for t, frame in zip(record.times, record.frames)}
+
+
+@pytest.mark.parametrize("attention", ["sa", "usa"])
+@pytest.mark.parametrize("name, t", [("pre", 2.0), ("mix", 0.2), ("mix", 2.0), ("peri", 2.0), ("ngpt", 2.0),
+                                     ("lnscale", 2.0)])
+def test_normalised_motion_equals_the_direct_sum(name, t, attention, rng):
+    """``P A / s`` and ``dr/dt`` of every scheme against the O(n^2) attention sum (MATH.md §6)."""
+    beta, scheme_choice = 3.0, Normalization(name, r0=1.5, alpha=0.7, mix_switch=1.0)
+    scheme = CircleLagrangian(Model(attention, beta, 0.0, 2), 64, normalization=scheme_choice)
+    start = scheme.state_from_density(circle_density("perturbed:0.2", 64, 1))
+    theta = scheme.angles(start)
+    assert np.array_equal(theta, scheme.labels)
+    theta = np.sort(theta + 0.3 * np.sin(theta) + 0.01 * rng.standard_normal(theta.size))
+    radius = 1.0 + rng.random(theta.size)
+    state = np.concatenate((theta, radius)) if scheme_choice.carries_radius else theta
+    assert state.shape == start.shape
+    if scheme_choice.carries_radius:
+        assert np.all(scheme.radii(start) == 1.5)
+    x = np.stack((np.cos(theta), np.sin(theta)), -1)
+    attended = DirectInteraction(beta, attention, weights=scheme.weights).velocity(x[None])[0]
+    tangent = -np.sin(theta) * attended[:, 0] + np.cos(theta) * attended[:, 1]
+    radial = np.cos(theta) * attended[:, 0] + np.sin(theta) * attended[:, 1]
+    norm = np.hypot(tangent, radial)
+    acting = {"mix": "post" if t <= 1.0 else "pre"}.get(name, name)
+    divisor = {"post": 1.0, "pre": radius, "peri": radius * norm, "ngpt": norm / 0.7, "lnscale": math.sqrt(t + 1)}
+    growth = {"post": 0 * radius, "pre": radial, "peri": radial / norm}
+    expected = tangent / divisor[acting]
+    if scheme_choice.carries_radius:
+        expected = np.concatenate((expected, growth[acting]))
+    assert np.max(np.abs(scheme.rhs(state, t) - expected)) < 1e-13 * np.max(np.abs(expected))
+
+
+def test_pre_ln_radius_grows_linearly_at_the_uniform_state():
+    """Uniform nodes stay put and ``r = r0 + a t`` with ``a = I_1(beta) / I_0(beta)`` (MATH.md §6)."""
+    from scipy.special import ive
+    beta, r0 = 4.0, 0.5
+    scheme = CircleLagrangian(Model("sa", beta, 0.0, 2), 32, normalization=Normalization("pre", r0=r0))
+    frames = frames_of(scheme, "uniform", 3.0, 1.0)
+    a = ive(1, beta) / ive(0, beta)
+    for t, frame in frames.items():
+        assert np.max(np.abs(frame["radius"] - (r0 + a * t))) < 1e-12
+        assert np.max(np.abs(np.angle(np.exp(1j * (frame["node_theta"] - scheme.labels))))) < 1e-12
+
+
+def test_pre_ln_nodes_and_particles_agree_in_w1_as_post_ln_does():
+    """W1 between Pre-LN particles and the Pre-LN node density: the level and slope the mean-field study
+    shows for Post-LN (validation/mean_field.py: quadrature nodes at ``pi / (2 n)`` scale, slope -1)."""
+    beta, r0, times, sizes = 4.0, 0.5, (1.0, 2.0, 4.0), (64, 128, 256)
+    w1 = {}
+    for name in ("post", "pre"):
+        nodes = CircleLagrangian(Model("sa", beta, 0.0, 2), 512, normalization=Normalization(name, r0=r0))
+        frames = frames_of(nodes, INIT, max(times), 1.0)
+        for n in sizes:
+            particles = simulate(dim=2, n=n, beta=beta, init=INIT, seed=0, resolution=256, sampling="quadrature",
+                                 t_final=max(times), save_every=1.0, rtol=1e-10, normalization=name, r0=r0)
+            assert particles.attrs["stop_reason"] == "completed"
+            if name == "pre":   # mean radius: a quadrature of the same smooth radius field (measured 4e-12)
+                mean_radius = particles["radius"].sel(time=4.0).values @ particles["weights"].values
+                assert abs(mean_radius - frames[4.0]["radius"] @ nodes.node_weights) < 1e-9
+            w1[name, n] = [wasserstein1_circle(particles["theta"].sel(time=t).values, particles["weights"].values,
+                                               frames[t]["density"]) for t in times]
+    for i, t in enumerate(times):
+        post, pre = np.array([w1["post", n][i] for n in sizes]), np.array([w1["pre", n][i] for n in sizes])
+        # measured: n W1 = 1.50 (post) and 1.51 (pre) at every n, t; slopes -1.000
+        assert np.all(np.abs(pre / post - 1) < 0.1), (t, pre, post)
+        assert np.all((1.3 < pre * np.array(sizes)) & (pre * np.array(sizes) < math.pi / 2)), (t, pre)
+        assert abs(fit_line(np.log(sizes), np.log(pre))[0] + 1) < 0.02
+
+
+def test_ln_scaling_is_post_ln_on_the_clock_two_sqrt_t_plus_one():
+    """``s = sqrt(t + 1)`` only reparametrises time: LN-scaling at ``t`` is Post-LN at ``2 (sqrt(t + 1) - 1)``."""
+    model = Model("sa", 5.0, 0.0, 2)
+    scaled = frames_of(CircleLagrangian(model, 128, normalization=Normalization("lnscale")), "perturbed:0.05", 8.0, 1.0)
+    post = frames_of(CircleLagrangian(model, 128), "perturbed:0.05", 4.0, 1.0)
+    for t_scaled, t_post in ((3.0, 2.0), (8.0, 4.0)):
+        gap = np.angle(np.exp(1j * (scaled[t_scaled]["node_theta"] - post[t_post]["node_theta"])))
+        assert np.max(np.abs(gap)) < 1e-9                     # measured 3e-13, 1.3e-12
+    assert np.max(np.abs(post[4.0]["node_theta"] - scaled[4.0]["node_theta"])) > 1e-3   # not trivially equal
+
+
+def test_radius_carrying_schemes_refuse_collapse_and_bad_input():
+    model = Model("sa", 2.0, 0.0, 2)
+    with pytest.raises(InputError) as info:
+        CircleLagrangian(model, 16, collapse_tol=1e-9, normalization=Normalization("pre"))
+    assert "--collapse-tol" in str(info.value) and "pre" in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(InputError, match="Normalization"):
+        CircleLagrangian(model, 16, normalization="pre")
+    for name in ("pre", "mix", "peri"):
+        scheme = CircleLagrangian(model, 16, normalization=Normalization(name))
+        assert not scheme.collapser.enabled and "radius" in scheme.dims()
+        state = scheme.state_from_density(circle_density("uniform", 16))
+        assert scheme.validity(state, 0.0) is None
+        state[-1] = 0.0
+        assert "radius" in scheme.validity(state, 1.0)
+    for name in ("ngpt", "lnscale"):
+        scheme = CircleLagrangian(model, 16, normalization=Normalization(name))
+        assert scheme.collapser.enabled and "radius" not in scheme.dims()
