@@ -6,6 +6,8 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
 * kernels — :func:`scaled_funk_hecke`, :func:`band_limit` (MATH.md §2.1–2.2).
 * theory — :func:`growth_rates`, :func:`dominant_mode`, :func:`critical_noise`,
   :func:`formation_time` (MATH.md §2.3).
+* normalisation theory — :func:`equiangular_solution`, :func:`initial_rate`, :func:`late_time_decay`,
+  :func:`mode_amplitude_factor`, :func:`effective_growth_rate` (MATH.md §6).
 * diagnostics — :func:`detect_clusters`, :func:`fit_growth_rates`.
 * :func:`solve` — run the PDE, returns an ``xarray.Dataset``; :func:`simulate_particles` — the
   tokens themselves; :func:`load_run`, :func:`save_run`.  ``init=`` takes text specs, arrays,
@@ -32,6 +34,8 @@ from .kernels import band_limit, scaled_funk_hecke
 from .model import Model
 from .storage import load_run, save_run
 from .theory import critical_noise, dominant_mode, formation_time, growth_rates
+from .normalization_theory import (effective_growth_rate, equiangular_solution, initial_rate, late_time_decay,
+                                    mode_amplitude_factor)
 
 
 def solve(geometry: str = "circle", **settings):
@@ -52,6 +56,7 @@ def plot_run(dataset, path=None, modes=None):
     return _plot_run(dataset, path, modes)
 
 
-__all__ = ["cluster_history", "plateau_estimate", "point_energy", "gaussian", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
+__all__ = ["effective_growth_rate", "equiangular_solution", "initial_rate", "late_time_decay", "mode_amplitude_factor",
+           "cluster_history", "plateau_estimate", "point_energy", "gaussian", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
            "growth_rates", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "sphere_area",
            "__version__"]

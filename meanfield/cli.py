@@ -94,13 +94,25 @@ def cli():
 @_model_options
 @click.option("--modes", type=int, default=10, show_default=True, help=f"Show degrees/modes 1..MODES (<= {MAX_MODES}).")
 @click.option("--eps", type=float, default=None, help="Perturbation size in (0, 1): also predict the formation time.")
+@click.option("--normalization", default=None,
+              help="Also the theory of a normalisation scheme (MATH.md §6): post, pre, mix, peri, ngpt or lnscale.")
+@click.option("--r0", type=float, default=None, help="Initial radius r0 > 0 (with --normalization) [default: 1].")
+@click.option("--alpha", type=float, default=None, help="nGPT step alpha > 0 (with --normalization) [default: 1].")
+@click.option("--mix-switch", type=float, default=None,
+              help="Mix-LN switch time tau >= 0 (with --normalization) [default: 1].")
+@click.option("--n", "tokens", type=int, default=None,
+              help="Tokens of the orthonormal start, >= 2 (with --normalization) [default: --dim].")
+@click.option("--t", "time", type=float, default=None,
+              help="Time >= 0 of the amplitude factors (with --normalization) [default: 10].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
-def theory(dim, attention, beta, nu, modes, eps, as_json):
-    """Linear growth rates of the uniform state (MATH.md §2.3).
+def theory(dim, attention, beta, nu, modes, eps, normalization, r0, alpha, mix_switch, tokens, time, as_json):
+    """Linear growth rates of the uniform state (MATH.md §2.3); with --normalization also the
+    scheme's mode growth, the orthonormal start's drho/dt(0) and its late-time law (MATH.md §6).
 
     \b
     Example:
       meanfield theory --dim 3 --attention usa --beta 4 --nu 0.01 --modes 8 --json
+      meanfield theory --dim 8 --beta 3 --normalization pre --r0 1.5 --n 6 --t 5
     """
     from .theory import critical_noise, dominant_mode, formation_time, growth_rates
 
@@ -109,7 +121,20 @@ def theory(dim, attention, beta, nu, modes, eps, as_json):
     check_integer("--modes", modes, 1, MAX_MODES)
     if eps is not None:
         check_number("--eps", eps, 0.0, 1.0)
+    scheme_options = {"--r0": r0, "--alpha": alpha, "--mix-switch": mix_switch, "--n": tokens, "--t": time}
+    if normalization is None:
+        for option, value in scheme_options.items():
+            require(value is None, f"{option} needs --normalization")
+    else:
+        from .normalization import Normalization
+        from .normalization_theory import normalization_report, report_lines
+        scheme = Normalization(normalization, **{key: value for key, value in
+                                                 (("r0", r0), ("alpha", alpha), ("mix_switch", mix_switch))
+                                                 if value is not None})
+        tokens = check_integer("--n", dim if tokens is None else tokens, 2)
+        time = check_number("--t", 10.0 if time is None else time, 0.0, low_closed=True)
     degrees = np.arange(1, modes + 1)
+    report = None if normalization is None else normalization_report(scheme, model, degrees, tokens, time)
     rates = growth_rates(model, degrees)
     k_star = dominant_mode(model)
     if as_json:
@@ -118,6 +143,7 @@ def theory(dim, attention, beta, nu, modes, eps, as_json):
         if eps is not None:
             time = formation_time(model, eps)
             result.update(eps=eps, formation_time=time if math.isfinite(time) else None)
+        result.update(report or {})
         click.echo(json.dumps(result))
         return
     click.echo(f"{model.attention.upper()} attention on S^{dim - 1}, beta = {model.beta:g}, nu = {model.nu:g}")
@@ -128,6 +154,8 @@ def theory(dim, attention, beta, nu, modes, eps, as_json):
     click.echo(f"critical noise: nu_c = {critical_noise(model):.8g} (uniform state stable iff nu > nu_c)")
     if eps is not None:
         click.echo(f"formation time from eps = {eps:g}: {formation_time(model, eps):.6g}")
+    for line in report_lines(report, degrees) if report else ():
+        click.echo(line)
 
 
 # --------------------------------------------------------------------------------------------- solve
