@@ -102,10 +102,10 @@ def cli():
               help="Mix-LN switch time tau >= 0 (with --normalization) [default: 1].")
 @click.option("--n", "tokens", type=int, default=None,
               help="Tokens of the orthonormal start, >= 2 (with --normalization) [default: --dim].")
-@click.option("--t", "time", type=float, default=None,
+@click.option("--t", "at_time", type=float, default=None,
               help="Time >= 0 of the amplitude factors (with --normalization) [default: 10].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
-def theory(dim, attention, beta, nu, modes, eps, normalization, r0, alpha, mix_switch, tokens, time, as_json):
+def theory(dim, attention, beta, nu, modes, eps, normalization, r0, alpha, mix_switch, tokens, at_time, as_json):
     """Linear growth rates of the uniform state (MATH.md §2.3); with --normalization also the
     scheme's mode growth, the orthonormal start's drho/dt(0) and its late-time law (MATH.md §6).
 
@@ -121,7 +121,7 @@ def theory(dim, attention, beta, nu, modes, eps, normalization, r0, alpha, mix_s
     check_integer("--modes", modes, 1, MAX_MODES)
     if eps is not None:
         check_number("--eps", eps, 0.0, 1.0)
-    scheme_options = {"--r0": r0, "--alpha": alpha, "--mix-switch": mix_switch, "--n": tokens, "--t": time}
+    scheme_options = {"--r0": r0, "--alpha": alpha, "--mix-switch": mix_switch, "--n": tokens, "--t": at_time}
     if normalization is None:
         for option, value in scheme_options.items():
             require(value is None, f"{option} needs --normalization")
@@ -132,9 +132,9 @@ def theory(dim, attention, beta, nu, modes, eps, normalization, r0, alpha, mix_s
                                                  (("r0", r0), ("alpha", alpha), ("mix_switch", mix_switch))
                                                  if value is not None})
         tokens = check_integer("--n", dim if tokens is None else tokens, 2)
-        time = check_number("--t", 10.0 if time is None else time, 0.0, low_closed=True)
+        at_time = check_number("--t", 10.0 if at_time is None else at_time, 0.0, low_closed=True)
     degrees = np.arange(1, modes + 1)
-    report = None if normalization is None else normalization_report(scheme, model, degrees, tokens, time)
+    report = None if normalization is None else normalization_report(scheme, model, degrees, tokens, at_time)
     rates = growth_rates(model, degrees)
     k_star = dominant_mode(model)
     if as_json:
