@@ -100,7 +100,9 @@ def _continues(source, n: int, dim: int, normalization: Normalization) -> bool:
 def _run_switching(scheme, stepper, state, t_final, save_every, targets, switch, t_start, **kw) -> RunRecord:
     """:func:`solvers.runloop.run`, but with a step landing on ``switch`` (Mix-LN's ``tau``) when it lies
     inside the run: a frame is saved there and the stepper restarts, so no step (nor a reused last
-    stage) straddles the jump of the right-hand side."""
+    stage) straddles the jump of the right-hand side; from then on (and in a run continued from
+    ``t >= switch``) ``scheme.after_switch`` makes every stage, the first at ``switch`` too, Pre-LN."""
+    scheme.after_switch = switch is not None and t_start >= switch
     if switch is None or not t_start < switch < t_final:
         return run(scheme, stepper, state, t_final, save_every, targets=targets, t_start=t_start, **kw)
     times = save_times(t_final, save_every) if targets is None else np.asarray(targets, dtype=float)
@@ -109,6 +111,7 @@ def _run_switching(scheme, stepper, state, t_final, save_every, targets, switch,
     if first.stop_reason != "completed":
         return first
     stepper.restart()
+    scheme.after_switch = True
     second = run(scheme, stepper, first.state, t_final, targets=times[times > switch], t_start=switch, **kw)
     return RunRecord(times=first.times + second.times[1:], frames=first.frames + second.frames[1:],
                      stop_reason=second.stop_reason, t_reached=second.t_reached,

@@ -153,6 +153,9 @@ class ParticleScheme:
         name = self.normalization.name
         require(name == "post" or sphere, f"--normalization {name} needs tokens on the sphere")
         self.carries_radius = self.normalization.carries_radius
+        #: Mix-LN: whether the run is past its switch; the run loop's caller sets it at ``tau``, so the
+        #: first stage of a step starting at ``tau`` (where ``acts_as`` still says post) moves as Pre-LN
+        self.after_switch = False
         require(not self.carries_radius or model.nu == 0,
                 f"--normalization {name} carries a radius: it needs --nu 0 (noise is defined for post, ngpt, lnscale)")
         require(not self.carries_radius or collapse_tol == 0,
@@ -199,6 +202,8 @@ class ParticleScheme:
         theta = self.directions(x)
         radial, tangent, norm = self._attention_parts(theta)
         radius = x[..., self.dim] if self.carries_radius else None
+        if self.after_switch:
+            t = max(t, math.nextafter(self.normalization.mix_switch, math.inf))
         divisor = self.normalization.divisor(t, radius, norm)
         tangent /= divisor[..., None] if np.ndim(divisor) else divisor
         if not self.carries_radius:

@@ -58,7 +58,7 @@ def test_orthonormal_start_follows_the_equiangular_ode(name):
     assert np.ptp(off, axis=1).max() < 1e-10            # the start stays equiangular
     expected = reference(Normalization(name, r0=R0, mix_switch=TAU), run.time.values)
     np.testing.assert_allclose(expected[:, 0], run.time.values, atol=1e-14)
-    assert np.max(np.abs(off.mean(axis=1) - expected[:, 1])) < 1e-8
+    assert np.max(np.abs(off.mean(axis=1) - expected[:, 1])) < 1e-8   # measured: <= 1e-12 for every scheme
     assert ("radius" in run) == (name in ("pre", "mix", "peri"))
     if "radius" in run:
         radius = run.radius.values
@@ -112,12 +112,13 @@ def test_mix_ln_is_post_then_pre():
     post = simulate(init="uniform", t_final=1.2, normalization="post", collapse_tol=0, **common)
     assert 1.2 in mix.time.values                       # a frame (and a step) lands on tau
     before = mix.sel(time=post.time.values)
-    np.testing.assert_allclose(before.positions.values, post.positions.values, atol=1e-10)
+    np.testing.assert_allclose(before.positions.values, post.positions.values, rtol=0, atol=3e-12)
     assert np.all(before.radius.values == R0)           # no radial motion under Post-LN
     pre = simulate(init="uniform", positions=post.positions.values[-1], t_final=1.3, normalization="pre",
                    **common)
-    np.testing.assert_allclose(mix.positions.values[-1], pre.positions.values[-1], atol=1e-9)
-    np.testing.assert_allclose(mix.radius.values[-1], pre.radius.values[-1], atol=1e-9)
+    # the first step after tau moves as Pre-LN from its first stage (scheme.after_switch)
+    np.testing.assert_allclose(mix.positions.values[-1], pre.positions.values[-1], rtol=0, atol=3e-12)
+    np.testing.assert_allclose(mix.radius.values[-1], pre.radius.values[-1], rtol=0, atol=3e-12)
     assert np.all(mix.radius.values[-1] > R0 + 0.5)
 
 
