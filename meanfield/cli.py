@@ -587,6 +587,11 @@ _study_command("gaussian", "gaussian", "gaussian-study",
                "Gaussian tokens: particle moments against the Castin et al. ODEs, error against n.")
 
 
+_study_command("long-context", "long_context", "long-context-study",
+               "Long context (MATH.md §7): one SA layer at beta = gamma log n; exact cosine of equiangular tokens "
+               "against gamma, its limit, a direct check, and a Monte Carlo of i.i.d. tokens.")
+
+
 @validate.command("castin-figures")
 @click.option("--quick", is_flag=True, help="20 samples per rank histogram instead of 200.")
 @click.option("--out-dir", type=click.Path(file_okay=False), default="castin-figures", show_default=True)
