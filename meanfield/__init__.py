@@ -14,6 +14,8 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
   DataArrays, callables and run files; a run file of the same scheme continues exactly.
 * :func:`plot_run` — the standard figure of a run.
 * :mod:`meanfield.gaussian` — the Castin et al. mean/covariance ODEs (MATH.md §3).
+* :mod:`meanfield.long_context` — one SA layer at ``beta = gamma log n``: :func:`one_layer_cosine` of
+  equiangular tokens, its :func:`limit_cosine`, :func:`critical_gamma` (MATH.md §7).
 * cluster dynamics — :func:`cluster_history` (the K-point ODE and its merges),
   :func:`plateau_estimate`, :func:`point_energy` (MATH.md §5).
 """
@@ -25,12 +27,13 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0+unknown"
 
-from . import gaussian
+from . import gaussian, long_context
 from .cluster_dynamics import cluster_history, plateau_estimate, point_energy
 from .diagnostics import detect_clusters, fit_growth_rates, interaction_energy
 from .errors import InputError
 from .geometry import sphere_area
 from .kernels import band_limit, scaled_funk_hecke
+from .long_context import critical_gamma, limit_cosine, one_layer_cosine
 from .model import Model
 from .storage import load_run, save_run
 from .theory import critical_noise, dominant_mode, formation_time, growth_rates
@@ -57,6 +60,6 @@ def plot_run(dataset, path=None, modes=None):
 
 
 __all__ = ["effective_growth_rate", "equiangular_solution", "initial_rate", "late_time_decay", "mode_amplitude_factor",
-           "cluster_history", "plateau_estimate", "point_energy", "gaussian", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
+           "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
            "growth_rates", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "sphere_area",
            "__version__"]
