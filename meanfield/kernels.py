@@ -54,6 +54,29 @@ def scaled_funk_hecke_over_beta(degree, beta: float, dim: int = 2) -> np.ndarray
     return np.where(degree == 0, 0.0, scaled_funk_hecke(degree, beta, dim) / beta)
 
 
+def scaled_funk_hecke_beta_derivative(degree, beta: float, dim: int = 2) -> np.ndarray:
+    """``exp(-beta) d kappa_l / d beta``: the Funk–Hecke coefficients of ``t exp(beta t)`` (MATH.md §2.2, §6).
+
+    From ``kappa_l = (2 pi)^{d/2} beta^{-(d-2)/2} I_{l+(d-2)/2}(beta)`` and
+    ``I_mu' = I_{mu+1} + (mu / beta) I_mu``:
+
+        exp(-beta) kappa_l' = (2 pi)^{d/2} beta^{-(d-2)/2} [ive(l + d/2, beta) + (l / beta) ive(l + (d-2)/2, beta)]
+
+    (two positive terms: no cancellation).  ``sum_l kappa_l' rho_l Y_l`` is ``d/dbeta (K * rho)``, the
+    numerator of the radial attention ``<theta, A>`` (MATH.md §6); at the uniform state the ratio to
+    ``kappa_0`` is ``I_{d/2}(beta) / I_{d/2-1}(beta)``.  At ``beta = 0`` the limit: ``|S^{d-1}| / d``
+    at degree 1 and 0 elsewhere.
+    """
+    require(beta >= 0, f"beta must be >= 0 (got {beta:g})")
+    degree = np.abs(np.asarray(degree))
+    if beta == 0.0:
+        from .geometry import sphere_area
+        return np.where(degree == 1, sphere_area(dim) / dim, 0.0)
+    order = _order(degree, dim)
+    prefactor = (2.0 * math.pi) ** (dim / 2.0) * beta ** (-(dim - 2) / 2.0)
+    return prefactor * (ive(order + 1.0, beta) + degree / beta * ive(order, beta))
+
+
 def band_limit(beta: float, dim: int = 2, tol: float = 1e-15) -> int:
     """Numerical band limit ``M(beta, tol)`` of the kernel (MATH.md §2.1).
 

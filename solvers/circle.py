@@ -7,6 +7,9 @@ right-hand side:
     rho      = synthesis(rho_hat)
     X        = synthesis(i k c_k rho_hat)            / synthesis(c_k rho_hat)   (SA)
              = synthesis(i k exp(beta) c_k / beta rho_hat)                       (USA)
+             = alpha G / sqrt(G^2 + R^2)                                         (nGPT, SA and USA)
+               G = synthesis(i k c_k / beta rho_hat),  R = synthesis(c_k' rho_hat)
+    X       /= sqrt(t + 1)                                                       (LN-scaling)
     d rho_hat/dt = -i k analysis(rho X)   (dealiased)     + the exact noise term -nu k^2
 
 with ``c_k = exp(-beta) 2 pi I_k(beta)`` (scaled Funk–Hecke, MATH.md §2.1): the
@@ -14,6 +17,8 @@ with ``c_k = exp(-beta) 2 pi I_k(beta)`` (scaled Funk–Hecke, MATH.md §2.1): t
 becomes ``(i k c_k / beta) rho_hat`` over ``c_k rho_hat``.  Three syntheses and one
 analysis per evaluation.  The velocity field is smooth (the kernel is entire);
 only ``rho`` can lose resolution, which :meth:`CircleSpectral.validity` watches.
+Normalisations (MATH.md §6, :mod:`solvers.normalized_velocity`): ``c_k' = exp(-beta) d kappa_k/dbeta``
+gives the radial attention; nGPT needs a fourth synthesis, LN-scaling none.
 """
 
 from __future__ import annotations
@@ -24,39 +29,45 @@ import numpy as np
 
 from meanfield.diagnostics import scaled_energy_from_coefficients
 from meanfield.errors import require
-from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_over_beta
+from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_beta_derivative, scaled_funk_hecke_over_beta
 from meanfield.model import Model
-from meanfield.theory import fastest_growth_rate
 
 from .density_scheme import DensityScheme
 from .fourier import FourierBasis
+from .normalized_velocity import VelocityNormalization
 
 
 class CircleSpectral(DensityScheme):
-    """Pseudo-spectral right-hand side on the circle; see the module docstring."""
+    """Pseudo-spectral right-hand side on the circle; see the module docstring.
+
+    ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (a name or a
+    :class:`meanfield.normalization.Normalization`; MATH.md §6).
+    """
 
     geometry = "circle"
     name = "spectral"
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
-                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6):
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None):
         require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
         require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
         require(isinstance(resolution, (int, np.integer)) and resolution >= 8 and resolution % 2 == 0,
                 f"--resolution must be an even integer >= 8 (got {resolution!r})")
         self.model = model
-        self.basis = basis = FourierBasis(int(resolution), backend, slots=3)
+        self.speed_divisor = divisor = VelocityNormalization(normalization, model)
+        self.basis = basis = FourierBasis(int(resolution), backend, slots=4 if divisor.ngpt else 3)
         self.resolution = basis.n
         k = basis.wavenumbers
         self.conv = scaled_funk_hecke(k, model.beta, 2) * basis.dealias        # exp(-beta) 2 pi I_k
         velocity = 1j * k * scaled_funk_hecke_over_beta(k, model.beta, 2) * basis.dealias
-        if model.attention == "usa":
+        if model.attention == "usa" and not divisor.ngpt:  # nGPT's field is scale-free
             velocity = velocity * math.exp(model.beta)
         self.velocity = velocity
+        self.radial = scaled_funk_hecke_beta_derivative(k, model.beta, 2) * basis.dealias if divisor.ngpt else None
         self.divergence = -1j * k * basis.dealias / basis.n                  # includes 1/N of analysis
         self.linear = None if model.nu == 0 else -model.nu * k.astype(float) ** 2 * basis.dealias
         modes = np.arange(1, basis.kmax + 1)
-        self.max_rate = fastest_growth_rate(model, modes)
+        self.max_rate = divisor.fastest_rate(modes)
         self.state_scale = 1.0 / (2 * math.pi)
         self.positivity_tol = positivity_tol
         self.resolution_tol = resolution_tol
@@ -79,14 +90,20 @@ class CircleSpectral(DensityScheme):
 
     # -- dynamics ---------------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
-        """The transport term ``-d/dtheta(rho X[rho])`` in coefficient space (MATH.md §2)."""
+        """The transport term ``-d/dtheta(rho X[rho])`` in coefficient space (MATH.md §2, §6)."""
         basis = self.basis
         rho = basis.to_grid(state, 0)
         np.multiply(state, self.velocity, out=basis.synthesis_input(1))
         speed = basis.synthesise(1)
-        if self.model.attention == "sa":
-            np.multiply(state, self.conv, out=basis.synthesis_input(2))
-            np.divide(speed, basis.synthesise(2), out=speed)
+        divisor = self.speed_divisor
+        if divisor.ngpt:
+            np.multiply(state, self.radial, out=basis.synthesis_input(3))
+            divisor.divide(speed, t, speed * speed, basis.synthesise(3))
+        else:
+            if self.model.attention == "sa":
+                np.multiply(state, self.conv, out=basis.synthesis_input(2))
+                np.divide(speed, basis.synthesise(2), out=speed)
+            divisor.divide(speed, t)
         self.max_speed = max(float(speed.max()), -float(speed.min()))
         np.multiply(rho, speed, out=basis.analysis_input())
         return basis.analyse() * self.divergence

@@ -38,6 +38,12 @@ smooth even when ``rho`` is not; DESIGN.md).
   ``V = U'/(beta U)`` (SA) or ``exp(beta) U'/beta`` (USA), whose polar component is
   ``u = -sin th V(cos th)`` (``e`` is the pole ``th = 0``).  Degrees ``l <= M(beta, d)``.
 
+Normalisations (MATH.md §6, :mod:`solvers.normalized_velocity`) change only the face velocity, never
+the diffusive flux: LN-scaling divides it by ``sqrt(t + 1)``; nGPT (the same field for SA and USA)
+takes the scaled tangential field ``G`` (the USA formula without ``exp(beta)``) and the radial
+attention ``R`` (the same synthesis with ``c_l' = exp(-beta) d kappa_l/dbeta`` in place of
+``c_l``, no derivative) at the faces and moves by ``alpha G / sqrt(G^2 + R^2)``.
+
 For SA ``|X| = |grad log(K*rho)| / beta <= 1`` exactly (``|P_x y| <= 1``), so the face speeds are
 clipped to ``[-1, 1]``: this changes nothing but guards the ratio where ``U`` is near its
 round-off floor (empty regions at large ``beta``).
@@ -79,11 +85,12 @@ from scipy.special import roots_legendre
 
 from meanfield.errors import require
 from meanfield.geometry import laplace_eigenvalue, sphere_area
-from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_over_beta
+from meanfield.kernels import (band_limit, scaled_funk_hecke, scaled_funk_hecke_beta_derivative,
+                               scaled_funk_hecke_over_beta)
 from meanfield.model import Model
-from meanfield.theory import fastest_growth_rate
 
 from .fourier import FourierBasis
+from .normalized_velocity import VelocityNormalization
 from .zonal import ZonalBasis, normalised_gegenbauer
 
 
@@ -211,9 +218,10 @@ class _FiniteVolumeScheme:
     #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`)
     restart_fields = ("initial_mass",)
 
-    def _common(self, model: Model, positivity_tol: float, resolution_tol: float):
+    def _common(self, model: Model, positivity_tol: float, resolution_tol: float, normalization):
         require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
         self.model = model
+        self.speed_divisor = VelocityNormalization(normalization, model)
         self.positivity_tol = positivity_tol
         self.resolution_tol = resolution_tol
         self.initial_mass = None
@@ -221,7 +229,20 @@ class _FiniteVolumeScheme:
     # -- dynamics ---------------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``d rho_i/dt``: minus the flux divergence (module docstring)."""
-        return self.fv.divergence(state, self.face_speed(state))
+        return self.fv.divergence(state, self.face_speed(state, t))
+
+    def _scaled_velocity(self, velocity: np.ndarray) -> np.ndarray:
+        """The face-velocity multiplier: ``exp(beta)`` times ``velocity`` for USA, except under nGPT (scale-free)."""
+        if self.model.attention == "usa" and not self.speed_divisor.ngpt:
+            return velocity * math.exp(self.model.beta)
+        return velocity
+
+    def _normalised(self, speed: np.ndarray, t: float, radial=None) -> np.ndarray:
+        """The face speeds divided in place by the normalisation's ``s`` (nGPT: with ``radial`` at the faces)."""
+        divisor = self.speed_divisor
+        if divisor.ngpt:
+            return divisor.divide(speed, t, speed * speed, radial)
+        return divisor.divide(speed, t)
 
     def stable_dt(self, cfl: float) -> float:
         """``cfl / max(max_i r_i, lambda_max)``: Euler positivity for ``cfl <= 1`` (module docstring)."""
@@ -267,17 +288,20 @@ class _FiniteVolumeScheme:
 
 
 class CircleFiniteVolume(_FiniteVolumeScheme):
-    """Finite volumes on the circle: ``N`` cells centred at ``theta_j = 2 pi j / N`` (module docstring)."""
+    """Finite volumes on the circle: ``N`` cells centred at ``theta_j = 2 pi j / N`` (module docstring).
+
+    ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (MATH.md §6).
+    """
 
     geometry = "circle"
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
-                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6):
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None):
         require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
         require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
                 and resolution >= 8, f"--resolution (number of cells) must be an integer >= 8 (got {resolution!r})")
         require(backend in (None, "pyfftw", "scipy"), f"--backend must be pyfftw or scipy for the circle (got {backend!r})")
-        self._common(model, positivity_tol, resolution_tol)
+        self._common(model, positivity_tol, resolution_tol, normalization)
         n = self.resolution = int(resolution)
         # band limit of the kernel, and a synthesis grid N 2^p with M < N 2^p / 2 (MATH.md §2.1)
         beta = model.beta
@@ -285,8 +309,10 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         size = n
         while size // 2 <= band:
             size *= 2
-        self.basis = basis = FourierBasis(n, backend, slots=2 if size == n else 0)
-        self._slots = basis if size == n else FourierBasis(size, basis.backend, slots=2)
+        ngpt = self.speed_divisor.ngpt
+        slots = 3 if ngpt else 2
+        self.basis = basis = FourierBasis(n, backend, slots=slots if size == n else 0)
+        self._slots = basis if size == n else FourierBasis(size, basis.backend, slots=slots)
         self._stride = size // n
         h = self.cell = 2.0 * math.pi / n
         faces = basis.theta[0] - h / 2 + h * np.arange(n + 1)
@@ -299,13 +325,12 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         self._sinc = np.sinc(k * h / (2 * math.pi))                          # sin(kh/2) / (kh/2)
         shift = self._sinc * np.exp(-0.5j * k * h) / n                       # cell transform, face phase, 1/N
         self.conv_coeffs = scaled_funk_hecke(k, beta, 2)                     # exp(-beta) 2 pi I_k
-        velocity = 1j * k * scaled_funk_hecke_over_beta(k, beta, 2)
-        if model.attention == "usa":
-            velocity = velocity * math.exp(beta)
+        velocity = self._scaled_velocity(1j * k * scaled_funk_hecke_over_beta(k, beta, 2))
         self._numerator = velocity * shift
         self._denominator = self.conv_coeffs * shift
+        self._radial = scaled_funk_hecke_beta_derivative(k, beta, 2) * shift if ngpt else None
         self._kmodes = np.arange(basis.kmax + 1)
-        self.max_rate = fastest_growth_rate(self.model, np.arange(1, basis.kmax + 1))
+        self.max_rate = self.speed_divisor.fastest_rate(np.arange(1, basis.kmax + 1))
         self.state_scale = 1.0 / (2 * math.pi)
 
     # -- transforms --------------------------------------------------------------------------------
@@ -322,15 +347,17 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         buffer[coeffs.size:] = 0.0
         return self._slots.synthesise(slot)[::self._stride]
 
-    def face_speed(self, state: np.ndarray) -> np.ndarray:
-        """``X`` at the faces ``theta_j - h/2`` from the spectral convolution of ``P`` (MATH.md §2.1)."""
+    def face_speed(self, state: np.ndarray, t: float = 0.0) -> np.ndarray:
+        """``X`` at the faces ``theta_j - h/2`` at time ``t`` from the spectral convolution of ``P`` (MATH.md §2.1, §6)."""
         spectrum = self._dft(state)
         speed = self._at_faces(spectrum * self._numerator, 0)
+        if self.speed_divisor.ngpt:
+            return self._normalised(speed.copy(), t, self._at_faces(spectrum * self._radial, 2))
         if self.model.attention == "sa":
             speed = np.clip(speed / self._at_faces(spectrum * self._denominator, 1), -1.0, 1.0)
         else:
             speed = speed.copy()
-        return speed
+        return self._normalised(speed, t)
 
     # -- state <-> density ------------------------------------------------------------------------
     @property
@@ -414,18 +441,19 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
 
     ``basis`` is a :class:`solvers.zonal.ZonalBasis` of degree ``max(2, (N-1)//3)``: it carries the
     initial data (values at its Gauss–Jacobi nodes) and the degrees reported in ``mode_amplitude``.
+    ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (MATH.md §6).
     """
 
     geometry = "zonal"
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
-                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6):
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None):
         require(model.dim >= 3, f"--dim must be >= 3 for zonal densities (got {model.dim})")
         require(backend in (None, "gegenbauer"),
                 f"--backend must be gegenbauer for the zonal solver (got {backend!r})")
         require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
                 and resolution >= 8, f"--resolution (number of cells) must be an integer >= 8 (got {resolution!r})")
-        self._common(model, positivity_tol, resolution_tol)
+        self._common(model, positivity_tol, resolution_tol, normalization)
         n = self.resolution = int(resolution)
         dim, beta = model.dim, model.beta
         self.basis = basis = ZonalBasis(max(2, (n - 1) // 3), dim)
@@ -439,23 +467,24 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         self.G = cell_integrals(faces, max(band, basis.lmax), dim)
         ell = np.arange(band + 1)
         self.conv_coeffs = scaled_funk_hecke(ell, beta, dim)               # exp(-beta) kappa_l
-        velocity = scaled_funk_hecke_over_beta(ell, beta, dim)             # exp(-beta) kappa_l / beta
-        if model.attention == "usa":
-            velocity = velocity * math.exp(beta)
+        velocity = self._scaled_velocity(scaled_funk_hecke_over_beta(ell, beta, dim))   # exp(-beta) kappa_l / beta
         p, dp = normalised_gegenbauer(np.cos(faces), band, dim, derivative=True)
         self._numerator = -np.sin(faces)[:, None] * dp * velocity          # polar component -sin th V
         self._denominator = p * self.conv_coeffs
+        self._radial = p * scaled_funk_hecke_beta_derivative(ell, beta, dim) if self.speed_divisor.ngpt else None
         self._analysis = self.G[:band + 1]
-        self.max_rate = fastest_growth_rate(self.model, np.arange(1, basis.lmax + 1))
+        self.max_rate = self.speed_divisor.fastest_rate(np.arange(1, basis.lmax + 1))
         self.state_scale = 1.0 / sphere_area(dim)
 
-    def face_speed(self, state: np.ndarray) -> np.ndarray:
-        """Polar velocity at the faces from the Gegenbauer coefficients of ``P`` (MATH.md §2.2)."""
+    def face_speed(self, state: np.ndarray, t: float = 0.0) -> np.ndarray:
+        """Polar velocity at the faces at time ``t`` from the Gegenbauer coefficients of ``P`` (MATH.md §2.2, §6)."""
         g = self._analysis @ state
         speed = self._numerator @ g
+        if self.speed_divisor.ngpt:
+            return self._normalised(speed, t, self._radial @ g)
         if self.model.attention == "sa":
             speed = np.clip(speed / (self._denominator @ g), -1.0, 1.0)
-        return speed
+        return self._normalised(speed, t)
 
     # -- state <-> density ------------------------------------------------------------------------
     @property

@@ -20,12 +20,14 @@ from meanfield.init_data import describe_init, initial_state
 from meanfield.limits import check_number, check_solve_size, check_stepper_settings
 from meanfield.limits import check_seed as _check_seed_range
 from meanfield.model import Model
+from meanfield.normalization import Normalization
 from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 
 from . import checkpoint
 from .clusters import ClusterTracker
+from .normalized_velocity import density_normalization
 from .runloop import log_save_times, run
 from .steppers import make_stepper
 
@@ -137,6 +139,20 @@ def finish_dataset(dataset, record, scheme, stepper):
     return checkpoint.add_to_dataset(dataset, checkpoint.capture(scheme, stepper, record.state, record.t_reached))
 
 
+def check_normalization(name, alpha, scheme: str) -> Normalization:
+    """The run's :class:`Normalization` (MATH.md §6): ``alpha`` only with ``ngpt``; the density schemes
+    take ``post``, ``ngpt`` and ``lnscale``, the Lagrangian schemes ``post`` for now (one-line refusals)."""
+    normalization = Normalization(name, alpha=Normalization.alpha if alpha is None else alpha)
+    require(alpha is None or normalization.name == "ngpt",
+            f"--alpha applies to --normalization ngpt only (got --normalization {normalization.name})")
+    if scheme == "lagrangian":
+        require(normalization.name == "post",
+                f"--scheme lagrangian supports --normalization post only (got {normalization.name}); ngpt and "
+                f"lnscale run with the spectral, galerkin and fv schemes, pre, mix and peri with `meanfield particles`")
+        return normalization
+    return density_normalization(normalization)
+
+
 def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attention"],
           beta: float = SOLVE_DEFAULTS["beta"], nu: float = SOLVE_DEFAULTS["nu"], dim: int | None = None,
           resolution: int | None = None, init=SOLVE_DEFAULTS["init"], seed: int | None = SOLVE_DEFAULTS["seed"],
@@ -144,7 +160,8 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
           stepper: str | None = None, rtol: float = SOLVE_DEFAULTS["rtol"], atol: float | None = None,
           cfl: float = SOLVE_DEFAULTS["cfl"], resolution_tol: float = SOLVE_DEFAULTS["resolution_tol"],
           positivity_tol: float = SOLVE_DEFAULTS["positivity_tol"], progress: bool = False,
-          backend: str | None = None, save_log: int | None = None, collapse_tol: float | None = None):
+          backend: str | None = None, save_log: int | None = None, collapse_tol: float | None = None,
+          normalization: str = Normalization.name, alpha: float | None = None):
     """Solve the mean-field PDE (MATH.md §2) and return the run as an ``xarray.Dataset``.
 
     ``stop_reason`` says ``"completed"`` or why the run stopped early (lost positivity,
@@ -160,6 +177,9 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     ``collapse_tol`` (Lagrangian only): merge nodes closer than this (default
     :data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`, 0: never; MATH.md §5); Lagrangian runs also
     record ``cluster_count``, ``cluster_energy`` and the merges (:mod:`solvers.clusters`).
+    ``normalization``: ``post`` (the default), ``ngpt`` (step ``alpha``, default 1) or ``lnscale``
+    (MATH.md §6, :mod:`solvers.normalized_velocity`) for the spectral, galerkin and fv schemes; the
+    Lagrangian schemes take ``post`` only (:func:`check_normalization`).
     """
     require(geometry in SCHEMES, f"geometry must be one of {', '.join(SCHEMES)} (got {geometry!r})")
     source = checkpoint.run_file(init)
@@ -186,7 +206,8 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     check_solve_size(geometry, scheme, resolution, model.dim, t_final, save_every, save_log, t_start)
     scheme_cls = scheme_class(geometry, scheme)
     stepper = getattr(scheme_cls, "default_stepper", "dopri5") if stepper is None else stepper
-    options = {"collapse_tol": collapse_tol} if lagrangian else {}
+    normalization = check_normalization(normalization, alpha, scheme)
+    options = {"collapse_tol": collapse_tol} if lagrangian else {"normalization": normalization}
     discretisation = scheme_cls(model, resolution, backend=backend, resolution_tol=resolution_tol,
                                 positivity_tol=positivity_tol, **options)
     k_star = dominant_mode(model)
@@ -207,7 +228,9 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
                 "scheme": scheme, "stepper": stepper, "resolution": discretisation.resolution,
                 "init": init_label(init), "seed": seed, "t_final": t_final, "save_every": save_every,
                 "save_log": save_log, "rtol": rtol, "cfl": cfl, "resolution_tol": resolution_tol,
-                "positivity_tol": positivity_tol, "collapse_tol": collapse_tol}
+                "positivity_tol": positivity_tol, "collapse_tol": collapse_tol,
+                "normalization": normalization.name,
+                "alpha": normalization.alpha if normalization.name == "ngpt" else None}
     attrs = dict(settings, geometry=geometry, package_version=package_version(),
                  command=canonical_command(["solve", geometry], settings), stop_reason=record.stop_reason,
                  t_start=t_start, restart="exact" if exact else ("remap" if source is not None else "none"),
@@ -215,7 +238,7 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
                  t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,
                  rejected_steps=record.rejected_steps, atol=time_stepper.atol,
                  transform_backend=discretisation.basis.backend, dealiased_modes=discretisation.basis.kmax,
-                 dominant_mode=k_star)
+                 dominant_mode=k_star, **normalization.as_attrs())
     dataset = build_run_dataset(record.times, record.frames, discretisation.dims(), discretisation.coords(), attrs)
     static = getattr(discretisation, "static_variables", None)
     if static is not None:  # time-independent variables, e.g. the Lagrangian nodes' weights

@@ -27,6 +27,11 @@ degree ``3 lmax`` in both ``cos theta`` and ``phi``).  One right-hand side:
 with ``c_l = exp(-beta) kappa_l`` (scaled Funk–Hecke, d = 3).  For SA the ``exp(beta)``
 cancels in the ratio ``grad(K*rho) / (beta K*rho)``.  Two (USA) or three (SA) scalar
 syntheses-equivalents plus one vector synthesis and one vector analysis per evaluation.
+
+Normalisations (MATH.md §6, :mod:`solvers.normalized_velocity`): LN-scaling divides ``(v_th, v_ph)``
+by ``sqrt(t + 1)``; nGPT (the same field for SA and USA) takes ``G = gradient(c_l / beta rho_lm)``
+and ``R = synthesis(c_l' rho_lm)``, ``c_l' = exp(-beta) d kappa_l/dbeta``, and moves by
+``alpha G / sqrt(|G|^2 + R^2)``.
 """
 
 from __future__ import annotations
@@ -37,11 +42,11 @@ import ducc0
 import numpy as np
 
 from meanfield.errors import require
-from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_over_beta
+from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_beta_derivative, scaled_funk_hecke_over_beta
 from meanfield.model import Model
-from meanfield.theory import fastest_growth_rate
 
 from .density_scheme import DensityScheme
+from .normalized_velocity import VelocityNormalization
 
 
 def m_major_layout(lmax: int) -> tuple[np.ndarray, np.ndarray]:
@@ -237,30 +242,33 @@ class SphereSpectral(DensityScheme):
 
     ``resolution`` is ``lmax``; densities live on the dealiased Gauss–Legendre grid of
     :class:`SphereBasis` (``frame()["density"]`` is on that grid, ``lat`` descending from
-    the north pole).
+    the north pole).  ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (MATH.md §6).
     """
 
     geometry = "sphere"
     name = "spectral"
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
-                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, nthreads: int = 1):
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, nthreads: int = 1,
+                 normalization=None):
         require(model.dim == 3, f"--dim must be 3 for the sphere (got {model.dim})")
         require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
         require(isinstance(resolution, (int, np.integer)) and resolution >= 6,
                 f"--resolution (lmax) must be an integer >= 6 (got {resolution!r})")
         self.model = model
+        self.speed_divisor = divisor = VelocityNormalization(normalization, model)
         self.basis = basis = make_sphere_basis(int(resolution), backend, nthreads)
         self.resolution = basis.lmax
         l = basis.degree_of_index
         self.conv = scaled_funk_hecke(l, model.beta, 3)                       # exp(-beta) kappa_l
         potential = scaled_funk_hecke_over_beta(l, model.beta, 3)
-        if model.attention == "usa":
+        if model.attention == "usa" and not divisor.ngpt:  # nGPT's field is scale-free
             potential = potential * math.exp(model.beta)
         self.potential = potential              # X = grad(potential * rho) (USA), / (conv * rho) (SA)
+        self.radial = scaled_funk_hecke_beta_derivative(l, model.beta, 3) if divisor.ngpt else None
         self.linear = None if model.nu == 0 else -model.nu * (l * (l + 1.0))
         degrees = np.arange(1, basis.lmax + 1)
-        self.max_rate = fastest_growth_rate(model, degrees)
+        self.max_rate = divisor.fastest_rate(degrees)
         self.state_scale = 1.0 / (4 * math.pi)
         self.positivity_tol = positivity_tol
         self.resolution_tol = resolution_tol
@@ -283,12 +291,18 @@ class SphereSpectral(DensityScheme):
 
     # -- dynamics ---------------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
-        """The transport term ``-div(rho X[rho])`` in coefficient space (MATH.md §2)."""
+        """The transport term ``-div(rho X[rho])`` in coefficient space (MATH.md §2, §6)."""
         basis = self.basis
         rho = basis.synthesise(state, out=self._rho[0])
         vel = basis.gradient(state * self.potential, out=self._vel)
-        if self.model.attention == "sa":
-            np.divide(vel, basis.synthesise(state * self.conv, out=self._conv_grid[0]), out=vel)
+        divisor = self.speed_divisor
+        if divisor.ngpt:
+            radial = basis.synthesise(state * self.radial, out=self._conv_grid[0])
+            divisor.divide(vel, t, vel[0] ** 2 + vel[1] ** 2, radial)
+        else:
+            if self.model.attention == "sa":
+                np.divide(vel, basis.synthesise(state * self.conv, out=self._conv_grid[0]), out=vel)
+            divisor.divide(vel, t)
         self.max_speed = math.sqrt(float(np.max(vel[0] ** 2 + vel[1] ** 2)))
         np.multiply(vel, rho, out=vel)
         return -basis.divergence(vel)

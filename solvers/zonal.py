@@ -18,6 +18,11 @@ with ``X = V(t) (e - t x)``, ``V = U'/(beta U)`` (SA) or ``exp(beta) U_s'/beta``
 cancels in SA's ratio).  Degree 0 has ``P_0' = 0``: mass is conserved exactly, and no
 ``1/sin th`` appears.  Gauss–Jacobi quadrature with ``Q >= ceil(3(L+1)/2)`` nodes
 integrates the degree-``3L`` USA integrand (and the linearised SA one) exactly.
+
+Normalisations (MATH.md §6, :mod:`solvers.normalized_velocity`): LN-scaling divides ``V`` by
+``sqrt(t + 1)``; nGPT (the same field for SA and USA) uses ``V_s = U'/beta`` and the radial
+attention ``R = sum_l c_l' g_l P_l`` (``c_l' = exp(-beta) d kappa_l/dbeta``):
+``V = alpha V_s / sqrt((1 - t^2) V_s^2 + R^2)`` (``|X| = sin th |V|``).
 """
 
 from __future__ import annotations
@@ -29,11 +34,11 @@ from scipy.special import roots_jacobi
 
 from meanfield.errors import require
 from meanfield.geometry import laplace_eigenvalue, sphere_area
-from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_over_beta
+from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_beta_derivative, scaled_funk_hecke_over_beta
 from meanfield.model import Model
-from meanfield.theory import fastest_growth_rate
 
 from .density_scheme import DensityScheme
+from .normalized_velocity import VelocityNormalization
 
 
 def normalised_gegenbauer(t, lmax: int, dim: int, derivative: bool = False):
@@ -125,13 +130,16 @@ class ZonalBasis:
 
 
 class ZonalGalerkin(DensityScheme):
-    """Galerkin right-hand side for zonal densities on S^{d-1}; see the module docstring."""
+    """Galerkin right-hand side for zonal densities on S^{d-1}; see the module docstring.
+
+    ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (MATH.md §6).
+    """
 
     geometry = "zonal"
     name = "galerkin"
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
-                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6):
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None):
         require(model.dim >= 3, f"--dim must be >= 3 for zonal densities (got {model.dim})")
         require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
         require(backend in (None, "gegenbauer"),
@@ -139,22 +147,24 @@ class ZonalGalerkin(DensityScheme):
         require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
                 and resolution >= 8, f"--resolution (lmax) must be an integer >= 8 (got {resolution!r})")
         self.model = model
+        self.speed_divisor = divisor = VelocityNormalization(normalization, model)
         self.basis = basis = ZonalBasis(int(resolution), model.dim)
         self.resolution = basis.lmax
         ell = basis.degrees
         beta = model.beta
         self.conv = scaled_funk_hecke(ell, beta, model.dim)                 # exp(-beta) kappa_l
         velocity = scaled_funk_hecke_over_beta(ell, beta, model.dim)        # exp(-beta) kappa_l / beta
-        if model.attention == "usa":
+        if model.attention == "usa" and not divisor.ngpt:  # nGPT's field is scale-free
             velocity = velocity * math.exp(beta)
         self.velocity = velocity
+        self.radial = scaled_funk_hecke_beta_derivative(ell, beta, model.dim) if divisor.ngpt else None
         self._sin2 = 1.0 - basis.nodes ** 2
         self._sin = np.sqrt(self._sin2)
         self._flux_weight = basis.quad * self._sin2                          # |S^{d-2}| w_j (1 - t_j^2)
         self._divergence = basis.D.T                                         # test functions P_l'
         eig = laplace_eigenvalue(ell, model.dim).astype(float)
         self.linear = None if model.nu == 0 else -model.nu * eig
-        self.max_rate = fastest_growth_rate(model, ell[1:])
+        self.max_rate = divisor.fastest_rate(ell[1:])
         self.state_scale = 1.0 / sphere_area(model.dim)
         self.positivity_tol = positivity_tol
         self.resolution_tol = resolution_tol
@@ -176,18 +186,21 @@ class ZonalGalerkin(DensityScheme):
         return self.basis.synthesise(state)
 
     # -- dynamics ---------------------------------------------------------------------------------
-    def speed_profile(self, state: np.ndarray) -> np.ndarray:
-        """``V(t_j)`` with ``X = V (e - t x)``: the meridional velocity is ``-sin th V``."""
+    def speed_profile(self, state: np.ndarray, t: float = 0.0) -> np.ndarray:
+        """``V(t_j)`` at time ``t`` with ``X = V (e - t x)``: the meridional velocity is ``-sin th V``."""
         basis = self.basis
         speed = basis.derivative(state * self.velocity)
+        divisor = self.speed_divisor
+        if divisor.ngpt:
+            return divisor.divide(speed, t, speed * speed * self._sin2, basis.synthesise(state * self.radial))
         if self.model.attention == "sa":
             speed = speed / basis.synthesise(state * self.conv)
-        return speed
+        return divisor.divide(speed, t)
 
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
-        """``d g_l/dt = int rho X . grad P_l dsigma`` by quadrature (the transport term of MATH.md §2)."""
+        """``d g_l/dt = int rho X . grad P_l dsigma`` by quadrature (the transport term of MATH.md §2, §6)."""
         rho = self.basis.synthesise(state)
-        speed = self.speed_profile(state)
+        speed = self.speed_profile(state, t)
         self.max_speed = float(np.max(np.abs(speed) * self._sin))
         return self._divergence @ (self._flux_weight * rho * speed)
 
