@@ -13,7 +13,9 @@
   ``MC_CASES``): ``rho = RHO`` (the "almost simplex" ``sqrt(rho) e_0 + sqrt(1 - rho) z_i``, ``z_i``
   uniform on ``S^{d-1}``, at ``d = DIM`` and ``4 DIM``), whose collapse stops near ``gamma_c`` like the
   equiangular formula at the same ``n`` (smeared at moderate ``d``: the pairwise cosines spread by
-  ``(1 - rho)/sqrt(d)``; sharper at the larger ``d``), and ``rho = 0``, tokens uniform on ``S^{d-1}``: no common direction, so collapse stops at a ``gamma``
+  ``(1 - rho)/sqrt(d)``; sharper at the larger ``d``.  At fixed ``d`` the nearest neighbours, at
+  ``1 - <x_i, x_j> ~ n^(-2/(d-1))``, take over as ``n`` grows, so the ``log n`` transition belongs to
+  ``d`` large against ``log n``), and ``rho = 0``, tokens uniform on ``S^{d-1}``: no common direction, so collapse stops at a ``gamma``
   that goes to 0 as ``n`` grows (the self tilt ``~ beta / d`` beats the mean, ``|mean| ~ n^-1/2``).
 
 Output (``out_dir``): ``long_context.nc`` and ``long_context.png`` (limit against gamma for each rho;
@@ -239,12 +241,12 @@ def format_table(ds: xr.Dataset) -> str:
     ns = ds.n.values
     lines = ["exact cosine of equiangular tokens after one layer, beta = gamma log n (MATH.md §7)",
              f"{'rho':>5} {'gamma_c':>8} {'4rho/(1+3rho)':>13} {'cos(gamma_c) n=1e18':>19}   gamma_half at n = "
-             + " ".join(f"1e{math.log10(n):.0f}" for n in ns)]
+             + " ".join(f"{'1e' + format(math.log10(n), '.0f'):>6}" for n in ns)]
     for rho in ds.rho.values:
         cell = ds.sel(rho=rho)
         lines.append(f"{rho:5g} {float(cell.critical_gamma):8.4g} {float(cell.critical_cosine):13.6g} "
                      f"{float(cell.cosine_at_critical.values[-1]):19.12g}   "
-                     + " ".join(f"{value:.4g}" for value in cell.gamma_half.values))
+                     + " ".join(f"{value:6.4g}" for value in cell.gamma_half.values))
     lines.append(f"formula vs direct layer (rho = {ds.attrs['rho_check']:g}, gamma = {ds.attrs['check_gammas']} x gamma_c), "
                  "max |difference|: " + ", ".join(f"n={n}: {e:.1e} ({p} tokens)" for n, e, p in
                                                    zip(ds.n_check.values, ds.gram_error.values, ds.gram_pairs.values)))
