@@ -20,7 +20,14 @@ same field, which the schemes compute from scaled quantities (no ``exp(beta)``, 
 
 Linearised at the uniform state ``P A = 0``, so degree ``l`` grows at ``lambda_l / s_0`` (MATH.md §6):
 ``alpha lambda_l / a`` for nGPT with ``a = <theta, A> = I_{d/2}(beta) / I_{d/2-1}(beta)`` (SA; the
-same ratio ``lambda_l / a`` for USA), and amplitudes ``exp(2 lambda_l (sqrt(t + 1) - 1))`` for LN-scaling.
+same ratio ``lambda_l / a`` for USA; degree 1 grows at ``alpha (d - 1) / beta``), and amplitudes
+``exp(2 lambda_l (sqrt(t + 1) - 1))`` for LN-scaling.
+
+nGPT's ``alpha`` only rescales time (``X`` is proportional to it).  Its field is less smooth than
+Post-LN's: ``1 / |A|`` is the square root of an entire function, whose complex zeros lie closer to the
+sphere than those of ``K * rho`` (circle, ``vonmises:3`` at ``beta = 4``: the Fourier coefficients of
+``X`` fall by a factor of about 0.74 per mode against 0.48 for Post-LN), so spectral runs need a
+higher resolution for the same density.
 """
 
 from __future__ import annotations
