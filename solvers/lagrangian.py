@@ -83,6 +83,23 @@ together from then on, i.e. they merge, which is the exact dynamics to double pr
 
 No noise: a deterministic Lagrangian scheme has no diffusion, so ``nu > 0`` is refused.
 
+Normalisation schemes (MATH.md §6; ``normalization``, a :class:`meanfield.normalization.Normalization`,
+Post-LN by default and then bit for bit the scheme above).  The attention output ``A_j`` of node ``j``
+has the tangential part ``P A_j = X[mu](x_j)`` (the field above) and the radial part
+``<x_j, A_j> = d/dbeta (K * mu)(x_j) / (K * mu)(x_j)`` (SA; USA undivided): the same band-limited
+sums with the coefficients ``exp(-beta) d kappa_l / d beta``
+(:func:`meanfield.kernels.scaled_funk_hecke_beta_derivative`), one more pair of sums on the circle,
+one more synthesis on S^2; ``|A_j|^2 = |P A_j|^2 + <x_j, A_j>^2``.  Each node's direction then moves
+at ``P A_j / s_j`` (:meth:`Normalization.divisor`).  nGPT and LN-scaling keep the state as it is.
+Pre-, Mix- and Peri-LN give every node a radius ``r_j`` (``r_j(0) = r0``, ``dr_j/dt`` from
+:meth:`Normalization.radial_rate`): the circle state is the ``N`` angles followed by the ``N`` radii,
+the sphere state has a fourth column; frames gain ``radius(particle)``.  The nodes are then weighted
+particles in ``(direction, radius)``; ``density`` stays the density of their directions.  Such nodes
+never collapse (``collapse_tol`` must be 0 or unset): two nodes at one direction with different radii
+move at different speeds, so merging them is not exact.  Mix-LN's switch at ``tau`` is a jump of the
+field in time: the run lands a step on ``tau`` and restarts the stepper there, then sets ``after_switch``
+(as particle runs do).
+
 Collapse (MATH.md §5; :mod:`solvers.clusters`).  Nodes closer than ``collapse_tol`` (default
 :data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`; 0 switches it off) become one node with the summed
 weight at their weighted mean position: exact, since coinciding nodes move together for ever.
@@ -106,7 +123,8 @@ import numpy as np
 
 from meanfield.errors import require
 from meanfield.initial_sphere import unit_vectors
-from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_over_beta
+from meanfield.kernels import (band_limit, scaled_funk_hecke, scaled_funk_hecke_beta_derivative,
+                               scaled_funk_hecke_over_beta)
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.theory import fastest_growth_rate
@@ -166,6 +184,9 @@ class _Lagrangian:
     _density_floor = 0.0
     #: the normalisation scheme (MATH.md §6); Post-LN unless given
     normalization = Normalization()
+    #: Mix-LN: set by the run's caller once the clock has reached ``mix_switch`` (as for particles,
+    #: :func:`solvers.particle_run._run_switching`: a step lands on ``tau`` and the stepper restarts)
+    after_switch = False
     #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`)
     restart_fields = ("node_weights", "weights", "collapser.owner", "collapser.merged", "_density_floor")
 
@@ -202,6 +223,8 @@ class _Lagrangian:
         """Direction speed ``P A / s`` and ``dr/dt`` of the normalisation scheme (MATH.md §6), from the
         tangential part ``tangent = P A`` (today's velocity), ``radial = <theta, A>``, ``norm = |A|``."""
         scheme = self.normalization
+        if self.after_switch:   # a step starting at Mix-LN's tau moves as Pre-LN from its first stage
+            t = max(t, math.nextafter(scheme.mix_switch, math.inf))
         divisor = scheme.divisor(t, radius, norm)
         return tangent / divisor, divisor, scheme.radial_rate(t, radial, norm) if scheme.carries_radius else None
 
@@ -246,11 +269,10 @@ class CircleLagrangian(_Lagrangian):
         self._uses_b = np.array([True, False, False, True])[:, None]      # rows whose C-coefficient is b
         self._coeffs = np.stack((speed_c, -modes * speed_c, density_c, modes * density_c))
         self._coeffs_s = np.stack((-speed_c, -modes * speed_c, density_c, -modes * density_c))
-        # <theta_i, A_i> numerator: exp(beta cos phi) cos phi = d/dbeta of the Bessel series, whose mode k
-        # has coefficient I_{|k-1|} + I_{k+1} (k >= 1; I_1 at k = 0), exp(-beta) scaled (MATH.md §6)
-        ive = np.append(scaled_funk_hecke(np.arange(modes[-1] + 2), model.beta, 2) / (2 * math.pi), 0.0)
-        self._radial_c = (ive[np.abs(modes - 1)] + ive[modes + 1]) * np.where(modes == 0, 0.5, 1.0) \
-            * (math.exp(model.beta) if model.attention == "usa" else 1.0)
+        # <theta_i, A_i> numerator: exp(beta cos phi) cos phi = d/dbeta of the Bessel series, exp(-beta)
+        # scaled, in the Re rows like the density's (MATH.md §6)
+        self._radial_c = np.where(modes == 0, 1.0, 2.0) * scaled_funk_hecke_beta_derivative(modes, model.beta, 2) \
+            / (2 * math.pi) * (math.exp(model.beta) if model.attention == "usa" else 1.0)
         band = np.arange(1, modes[-1] + 1)
         self.max_rate = fastest_growth_rate(model, band)
         self._density_tail = _top_sixth(basis.kmax)
@@ -473,7 +495,8 @@ class SphereLagrangian(_Lagrangian):
 
     ``resolution`` is the ``lmax`` of the :class:`solvers.sphere.SphereBasis` whose grid holds the
     nodes and the reported density.  State: node positions, shape ``(nlat * nlon, 3)``, row-major
-    over the grid (``particle = ring * nlon + column``).
+    over the grid (``particle = ring * nlon + column``); under a normalisation that carries a radius
+    (Pre, Mix, Peri-LN; MATH.md §6) a fourth column holds the nodes' radii ``r_j(t)`` (``r_j(0) = r0``).
     """
 
     geometry = "sphere"
@@ -481,9 +504,10 @@ class SphereLagrangian(_Lagrangian):
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
                  positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, nthreads: int = 1,
-                 collapse_tol: float | None = None):
+                 collapse_tol: float | None = None, normalization: Normalization | None = None):
         require(model.dim == 3, f"--dim must be 3 for the sphere (got {model.dim})")
         _check_common(model, positivity_tol, resolution_tol, "--scheme spectral")
+        self.normalization = _check_normalization(normalization, collapse_tol)
         require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool) and resolution >= 6,
                 f"--resolution (lmax) must be an integer >= 6 (got {resolution!r})")
         self.model = model
@@ -502,6 +526,9 @@ class SphereLagrangian(_Lagrangian):
         self.conv = scaled_funk_hecke(degree, model.beta, 3)               # exp(-beta) kappa_l
         potential = scaled_funk_hecke_over_beta(degree, model.beta, 3)     # exp(-beta) kappa_l / beta
         self.potential = potential * (math.exp(model.beta) if model.attention == "usa" else 1.0)
+        # <x, A> numerator: d/dbeta (K * mu), exp(-beta) scaled (MATH.md §6); USA restores exp(beta)
+        self.radial = scaled_funk_hecke_beta_derivative(degree, model.beta, 3) \
+            * (math.exp(model.beta) if model.attention == "usa" else 1.0)
         self.lipschitz_factor = 2.0 + model.beta
         degrees = np.arange(1, band + 1)
         self.max_rate = fastest_growth_rate(model, degrees)
@@ -534,12 +561,26 @@ class SphereLagrangian(_Lagrangian):
         self.weights = self.node_weights = np.ascontiguousarray((density * self.basis.weights).ravel())
         state = self.labels.copy()
         self._density_floor = self._density_tail_of(self.coefficients(state, self.basis.lmax))
+        if self.normalization.carries_radius:
+            return np.concatenate((state, np.full((self.n, 1), self.normalization.r0)), axis=1)
         return state
 
+    def points(self, state: np.ndarray) -> np.ndarray:
+        """The nodes of a state as unit vectors (the first three columns)."""
+        return state[:, :3] if self.normalization.carries_radius else state
+
+    @staticmethod
+    def radii(state: np.ndarray) -> np.ndarray:
+        """The node radii of a state (radius-carrying normalisations only)."""
+        return state[:, 3]
+
     # -- dynamics -----------------------------------------------------------------------------------
-    def rhs(self, x: np.ndarray, t: float) -> np.ndarray:
+    def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``X[mu](x_j)`` (MATH.md §2, §2.2): gradient of the band-limited ``K*mu`` over ``beta``, SA divided
-        by ``K*mu``; returned as Cartesian tangent vectors, shape ``(n, 3)``."""
+        by ``K*mu``; returned as Cartesian tangent vectors, shape ``(n, 3)``.  Under another normalisation
+        (MATH.md §6) ``X = P A`` is divided by the scheme's ``s_j`` (:meth:`_normalised`), and with radii a
+        fourth column holds ``dr_j/dt``."""
+        x = self.points(state)
         loc = self.locations(x)
         kw = dict(lmax=self.band, loc=loc, epsilon=SHT_EPSILON, nthreads=self.nthreads)
         mu = ducc0.sht.adjoint_synthesis_general(map=self.weights[None], spin=0, **kw)
@@ -551,15 +592,32 @@ class SphereLagrangian(_Lagrangian):
             self.lipschitz = self.lipschitz_factor
         else:
             self.lipschitz = self.lipschitz_factor * math.exp(self.model.beta) * float(np.max(conv))
+        growth = None
+        if self.normalization.name != "post":
+            v_theta, v_phi, growth = self._normalised(state, t, v_theta, v_phi, kw, mu, conv)
         colat, lon = loc[:, 0], loc[:, 1]
         cos_t, sin_t, cos_p, sin_p = np.cos(colat), np.sin(colat), np.cos(lon), np.sin(lon)
-        velocity = np.empty_like(x)
+        velocity = np.empty_like(state)
         velocity[:, 0] = v_theta * cos_t * cos_p - v_phi * sin_p
         velocity[:, 1] = v_theta * cos_t * sin_p + v_phi * cos_p
         velocity[:, 2] = -v_theta * sin_t
+        if growth is not None:
+            velocity[:, 3] = growth
         self.max_speed = math.sqrt(float(np.max(v_theta ** 2 + v_phi ** 2)))
-        self._field = (x, velocity)
+        self._field = (x, velocity[:, :3])
         return velocity
+
+    def _normalised(self, state, t, v_theta, v_phi, kw, mu, conv):
+        """``P A / s`` (spherical components) and ``dr/dt`` (or ``None``) of MATH.md §6 from ``P A``:
+        ``<x, A> = d/dbeta (K * mu) / (K * mu)`` (SA; USA undivided), ``|A|^2 = |P A|^2 + <x, A>^2``."""
+        radial = ducc0.sht.synthesis_general(alm=mu * self.radial, spin=0, **kw)[0]
+        if self.model.attention == "sa":
+            radial = radial / conv
+        norm = np.sqrt(v_theta ** 2 + v_phi ** 2 + radial ** 2) if self.normalization.needs_norm else None
+        radius = self.radii(state) if self.normalization.carries_radius else None
+        v_theta, divisor, growth = self._move(t, v_theta, radial, norm, radius)
+        self.lipschitz = self.lipschitz / float(np.min(divisor))
+        return v_theta, v_phi / divisor, growth
 
     def stable_dt(self, cfl: float) -> float:
         """``cfl / max(L, lambda_max)`` with the Lipschitz bound ``L`` of the field: SA ``2 + beta`` (the
@@ -574,13 +632,12 @@ class SphereLagrangian(_Lagrangian):
             return self.stable_dt(cfl)
         return cfl / max(self.lipschitz * self.max_speed, closing_rate(*self._field), 1e-300)
 
-    def after_step(self, x: np.ndarray, h: float) -> np.ndarray:
-        """Renormalise the nodes to the unit sphere."""
-        return x / np.linalg.norm(x, axis=-1, keepdims=True)
-
-    @staticmethod
-    def points(x: np.ndarray) -> np.ndarray:
-        return x
+    def after_step(self, state: np.ndarray, h: float) -> np.ndarray:
+        """Renormalise the nodes to the unit sphere (radii untouched)."""
+        if self.normalization.carries_radius:
+            x = state[:, :3]
+            return np.concatenate((x / np.linalg.norm(x, axis=-1, keepdims=True), state[:, 3:]), axis=1)
+        return state / np.linalg.norm(state, axis=-1, keepdims=True)
 
     def collapse(self, x: np.ndarray) -> np.ndarray:
         """Merge nodes within ``collapse_tol`` (:class:`solvers.clusters.NodeCollapse`); ``x`` itself if none."""
@@ -593,9 +650,12 @@ class SphereLagrangian(_Lagrangian):
         return np.ascontiguousarray(merged)
 
     # -- checks and records ---------------------------------------------------------------------------
-    def validity(self, x: np.ndarray, t: float) -> str | None:
-        if not np.all(np.isfinite(x)):
+    def validity(self, state: np.ndarray, t: float) -> str | None:
+        if not np.all(np.isfinite(state)):
             return f"non-finite values at t = {t:.6g}"
+        if self.normalization.carries_radius and not np.min(self.radii(state)) > 0:
+            return f"a node's radius reached {float(np.min(self.radii(state))):.3g} at t = {t:.6g} (must stay > 0)"
+        x = self.points(state)
         drift = float(np.max(np.abs(np.linalg.norm(x, axis=-1) - 1.0)))
         if drift > SPHERE_TOL:
             return f"nodes left the sphere at t = {t:.6g} (| |x| - 1 | = {drift:.3g})"
@@ -624,8 +684,9 @@ class SphereLagrangian(_Lagrangian):
         """``exp(-beta) E = (1 / 2 beta) sum_{l,m} exp(-beta) kappa_l |mu_lm|^2`` (MATH.md §2.2)."""
         return float(np.sum(self._multiplicity * self.conv * np.abs(mu_band) ** 2) / (2 * self.model.beta))
 
-    def frame(self, x: np.ndarray) -> dict:
+    def frame(self, state: np.ndarray) -> dict:
         b = self.basis
+        x = self.points(state)
         top = max(b.lmax, self.band)
         mu = self.coefficients(x, top)
         mu_grid = b.resample(mu, b.lmax)
@@ -635,9 +696,12 @@ class SphereLagrangian(_Lagrangian):
         flow_tail = self.flow_map_tail(nodes)
         density, resolved = self._choose_density(projected, self._density_tail_of(mu_grid), flow_tail,
                                                  self.cell_average(nodes))
-        return {"density": density, "mass": b.integrate(density), "energy": self.energy_from(b.resample(mu, self.band)),
-                "mode_amplitude": b.degree_amplitude(mu_grid), "density_resolved": resolved,
-                "flow_map_tail": flow_tail, "positions": nodes}
+        out = {"density": density, "mass": b.integrate(density), "energy": self.energy_from(b.resample(mu, self.band)),
+               "mode_amplitude": b.degree_amplitude(mu_grid), "density_resolved": resolved,
+               "flow_map_tail": flow_tail, "positions": nodes}
+        if self.normalization.carries_radius:
+            out["radius"] = self.radii(state)[self.collapser.owner]
+        return out
 
     def coords(self) -> dict:
         b = self.basis
