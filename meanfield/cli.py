@@ -231,9 +231,13 @@ def _solve_command(geometry: str, spec: dict):
     @click.option("--positivity-tol", type=float, default=SOLVE_DEFAULTS["positivity_tol"], show_default=True,
                   help="Stop when min density < -this x mean density.")
     @click.option("--normalization", default="post", show_default=True,
-                  help="post | ngpt | lnscale (MATH.md §6) with the spectral, galerkin and fv schemes; pre, mix "
-                       "and peri carry a radius per token: `meanfield particles`.")
+                  help="post | ngpt | lnscale (MATH.md §6) with every scheme; pre | mix | peri carry a radius "
+                       "per node: --scheme lagrangian (or `meanfield particles`).")
     @click.option("--alpha", type=float, default=None, help="nGPT step alpha > 0 (--normalization ngpt) [default: 1].")
+    @click.option("--r0", type=float, default=None,
+                  help="Initial node radius r0 > 0 (--normalization pre, mix, peri) [default: 1].")
+    @click.option("--mix-switch", type=float, default=None,
+                  help="Mix-LN switch time tau >= 0: post before, pre after (--normalization mix) [default: 1].")
     @click.option("--out", type=click.Path(dir_okay=False), default="run.nc", show_default=True,
                   help="netCDF output (.nc).")
     @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")

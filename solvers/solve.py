@@ -20,7 +20,7 @@ from meanfield.init_data import describe_init, initial_state
 from meanfield.limits import check_number, check_solve_size, check_stepper_settings
 from meanfield.limits import check_seed as _check_seed_range
 from meanfield.model import Model
-from meanfield.normalization import Normalization
+from meanfield.normalization import CARRY_RADIUS, Normalization
 from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
@@ -139,16 +139,20 @@ def finish_dataset(dataset, record, scheme, stepper):
     return checkpoint.add_to_dataset(dataset, checkpoint.capture(scheme, stepper, record.state, record.t_reached))
 
 
-def check_normalization(name, alpha, scheme: str) -> Normalization:
-    """The run's :class:`Normalization` (MATH.md §6): ``alpha`` only with ``ngpt``; the density schemes
-    take ``post``, ``ngpt`` and ``lnscale``, the Lagrangian schemes ``post`` for now (one-line refusals)."""
-    normalization = Normalization(name, alpha=Normalization.alpha if alpha is None else alpha)
+def check_normalization(name, alpha, scheme: str, r0=None, mix_switch=None) -> Normalization:
+    """The run's :class:`Normalization` (MATH.md §6): ``alpha`` only with ``ngpt``, ``r0`` only with a scheme
+    that carries a radius, ``mix_switch`` only with ``mix``; the density schemes take ``post``, ``ngpt``
+    and ``lnscale``, the Lagrangian schemes all six (one-line refusals)."""
+    given = {key: value for key, value in (("alpha", alpha), ("r0", r0), ("mix_switch", mix_switch))
+             if value is not None}
+    normalization = Normalization(name, **given)
     require(alpha is None or normalization.name == "ngpt",
             f"--alpha applies to --normalization ngpt only (got --normalization {normalization.name})")
+    require(r0 is None or normalization.carries_radius,
+            f"--r0 applies to --normalization pre, mix or peri only (got --normalization {normalization.name})")
+    require(mix_switch is None or normalization.name == "mix",
+            f"--mix-switch applies to --normalization mix only (got --normalization {normalization.name})")
     if scheme == "lagrangian":
-        require(normalization.name == "post",
-                f"--scheme lagrangian supports --normalization post only (got {normalization.name}); ngpt and "
-                f"lnscale run with the spectral, galerkin and fv schemes, pre, mix and peri with `meanfield particles`")
         return normalization
     return density_normalization(normalization)
 
@@ -161,7 +165,8 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
           cfl: float = SOLVE_DEFAULTS["cfl"], resolution_tol: float = SOLVE_DEFAULTS["resolution_tol"],
           positivity_tol: float = SOLVE_DEFAULTS["positivity_tol"], progress: bool = False,
           backend: str | None = None, save_log: int | None = None, collapse_tol: float | None = None,
-          normalization: str = Normalization.name, alpha: float | None = None):
+          normalization: str = Normalization.name, alpha: float | None = None, r0: float | None = None,
+          mix_switch: float | None = None):
     """Solve the mean-field PDE (MATH.md §2) and return the run as an ``xarray.Dataset``.
 
     ``stop_reason`` says ``"completed"`` or why the run stopped early (lost positivity,
@@ -179,7 +184,8 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     record ``cluster_count``, ``cluster_energy`` and the merges (:mod:`solvers.clusters`).
     ``normalization``: ``post`` (the default), ``ngpt`` (step ``alpha``, default 1) or ``lnscale``
     (MATH.md §6, :mod:`solvers.normalized_velocity`) for the spectral, galerkin and fv schemes; the
-    Lagrangian schemes take ``post`` only (:func:`check_normalization`).
+    Lagrangian schemes take all six, ``pre``, ``mix`` (switch time ``mix_switch``) and ``peri`` with a
+    radius per node starting at ``r0`` (:mod:`solvers.lagrangian`; :func:`check_normalization`).
     """
     require(geometry in SCHEMES, f"geometry must be one of {', '.join(SCHEMES)} (got {geometry!r})")
     source = checkpoint.run_file(init)
@@ -206,31 +212,36 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     check_solve_size(geometry, scheme, resolution, model.dim, t_final, save_every, save_log, t_start)
     scheme_cls = scheme_class(geometry, scheme)
     stepper = getattr(scheme_cls, "default_stepper", "dopri5") if stepper is None else stepper
-    normalization = check_normalization(normalization, alpha, scheme)
-    options = {"collapse_tol": collapse_tol} if lagrangian else {"normalization": normalization}
+    normalization = check_normalization(normalization, alpha, scheme, r0, mix_switch)
+    options = {"collapse_tol": collapse_tol} if lagrangian else {}
     discretisation = scheme_cls(model, resolution, backend=backend, resolution_tol=resolution_tol,
-                                positivity_tol=positivity_tol, **options)
+                                positivity_tol=positivity_tol, normalization=normalization, **options)
     k_star = dominant_mode(model)
     require(k_star <= discretisation.basis.kmax,
             f"--resolution {resolution} keeps modes up to {discretisation.basis.kmax}, below the dominant mode "
             f"{k_star} at beta = {model.beta:g}; increase --resolution")
     time_stepper = make_stepper(stepper, discretisation, cfl=cfl, rtol=rtol, atol=atol)
     exact = source is not None and checkpoint.continues_exactly(source, geometry, scheme,
-                                                                  discretisation.resolution, dim)
+                                                                  discretisation.resolution, dim) \
+        and (source.attrs.get("normalization", "post") in CARRY_RADIUS) == normalization.carries_radius
     if exact:
         state = checkpoint.restore(checkpoint.from_dataset(source), discretisation, time_stepper)
     else:
         state = initial_state(source if source is not None else init, geometry, discretisation, seed)
     tracker = ClusterTracker(model.beta) if lagrangian else None
-    record = run(discretisation, time_stepper, state, t_final, save_every, progress=progress,
-                 targets=save_targets(t_final, save_log), trackers=[tracker] if tracker else (), t_start=t_start)
+    from .particle_run import _run_switching   # Mix-LN: a step lands on tau (late import: it imports us)
+    record = _run_switching(discretisation, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
+                            normalization.mix_switch if normalization.name == "mix" else None, t_start,
+                            progress=progress, trackers=[tracker] if tracker else ())
     settings = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "dim": model.dim,
                 "scheme": scheme, "stepper": stepper, "resolution": discretisation.resolution,
                 "init": init_label(init), "seed": seed, "t_final": t_final, "save_every": save_every,
                 "save_log": save_log, "rtol": rtol, "cfl": cfl, "resolution_tol": resolution_tol,
                 "positivity_tol": positivity_tol, "collapse_tol": collapse_tol,
                 "normalization": normalization.name,
-                "alpha": normalization.alpha if normalization.name == "ngpt" else None}
+                "alpha": normalization.alpha if normalization.name == "ngpt" else None,
+                "r0": normalization.r0 if normalization.carries_radius else None,
+                "mix_switch": normalization.mix_switch if normalization.name == "mix" else None}
     attrs = dict(settings, geometry=geometry, package_version=package_version(),
                  command=canonical_command(["solve", geometry], settings), stop_reason=record.stop_reason,
                  t_start=t_start, restart="exact" if exact else ("remap" if source is not None else "none"),

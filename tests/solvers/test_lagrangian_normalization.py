@@ -5,7 +5,9 @@ import math
 import numpy as np
 import pytest
 
+import meanfield
 from meanfield import InputError, Model
+from meanfield.cli import main
 from meanfield.initial import circle_density
 from meanfield.normalization import Normalization
 from solvers.interaction import DirectInteraction
@@ -13,6 +15,7 @@ from meanfield.initial_sphere import sphere_density
 from solvers.lagrangian import CircleLagrangian, SphereLagrangian
 from solvers.particle_run import simulate
 from solvers.runloop import run
+from solvers.solve import solve
 from solvers.steppers import make_stepper
 from validation.mean_field import INIT, fit_line, wasserstein1_circle
 
@@ -155,3 +158,73 @@ def test_radius_carrying_schemes_refuse_collapse_and_bad_input():
     for name in ("ngpt", "lnscale"):
         scheme = CircleLagrangian(model, 16, normalization=Normalization(name))
         assert scheme.collapser.enabled and "radius" not in scheme.dims()
+
+
+@pytest.mark.parametrize("name", ["ngpt", "lnscale"])
+def test_ngpt_and_ln_scaling_nodes_agree_with_the_spectral_pde(name):
+    """Before clusters form the node measure's modes equal the spectral density's (MATH.md §2.1, §6)."""
+    common = dict(beta=4.0, init="vonmises:1@0+vonmises:2@2", t_final=2.0, save_every=1.0, rtol=1e-12,
+                  normalization=name, alpha=0.5 if name == "ngpt" else None)
+    spectral = solve("circle", scheme="spectral", resolution=256, **common)
+    assert spectral.attrs["stop_reason"] == "completed"
+    exact = np.abs(np.fft.rfft(spectral["density"].values[-1])[:7] / 256)
+    errors = []
+    for n in (32, 64, 128):
+        nodes = solve("circle", scheme="lagrangian", resolution=n, **common)
+        assert nodes.attrs["stop_reason"] == "completed"
+        assert nodes.attrs["normalization"] == name and "radius" not in nodes
+        errors.append(float(np.max(np.abs(nodes["mode_amplitude"].values[-1, :7] - exact))))
+    # measured (t = 2, |mu_hat_k| - |rho_hat_k|, k <= 6): ngpt 1.5e-5, 1.1e-8, 8.7e-14; lnscale 2.8e-5, 1.2e-8, 2.2e-14
+    assert errors[0] > 1e-6 and errors[1] < 1e-3 * errors[0] and errors[2] < 1e-12, errors
+    assert np.max(np.abs(exact[1:] - np.abs(np.fft.rfft(spectral["density"].values[0])[1:7] / 256))) > 1e-3
+
+
+def test_radius_runs_record_the_radius_and_restart_exactly_across_the_mix_switch(tmp_path):
+    """``radius(time, particle)``, the scheme in the attributes and the command; 0 -> 1 -> 3 and 0 -> 2 -> 3 repeat
+    0 -> 3 bit for bit across Mix-LN's switch at tau = 1.5 (the radii are part of the restart state)."""
+    common = dict(beta=3.0, resolution=32, init="perturbed:0.1", seed=1, save_every=0.5, normalization="mix",
+                  r0=0.7, mix_switch=1.5)
+    whole = solve("circle", scheme="lagrangian", t_final=3.0, **common)
+    assert whole.attrs["stop_reason"] == "completed" and whole["radius"].dims == ("time", "particle")
+    assert (whole.attrs["normalization"], whole.attrs["r0"], whole.attrs["mix_switch"]) == ("mix", 0.7, 1.5)
+    assert "--normalization mix" in whole.attrs["command"] and "--r0 0.7 --mix-switch 1.5" in whole.attrs["command"]
+    radius = whole["radius"].values
+    before = whole["time"].values <= 1.5
+    assert np.all(radius[before] == 0.7) and np.all(radius[~before] > 0.7)     # Post-LN, then Pre-LN
+    for first_end in (1.0, 2.0):
+        first = solve("circle", scheme="lagrangian", t_final=first_end, **common)
+        path = tmp_path / f"first_{first_end:g}.nc"
+        meanfield.save_run(first, str(path))
+        second = solve("circle", scheme="lagrangian", t_final=3.0, **dict(common, init=str(path)))
+        assert second.attrs["restart"] == "exact"
+        for variable in ("node_theta", "radius", "density"):
+            assert np.array_equal(second[variable].values[-1], whole[variable].values[-1]), (first_end, variable)
+    post = solve("circle", scheme="lagrangian", t_final=1.0, beta=3.0, resolution=32, save_every=0.5)
+    path = tmp_path / "post.nc"
+    meanfield.save_run(post, str(path))
+    remapped = solve("circle", scheme="lagrangian", t_final=2.0, init=str(path), normalization="pre")
+    assert remapped.attrs["restart"] == "remap" and np.all(remapped["radius"].values[0] == 1.0)
+
+
+def test_sphere_pre_ln_run_and_command_line(tmp_path, capsys):
+    out = tmp_path / "sphere.nc"
+    assert main(["solve", "sphere", "--scheme", "lagrangian", "--beta", "2", "--resolution", "6", "--t-final", "0.5",
+                 "--save-every", "0.25", "--normalization", "peri", "--r0", "2", "--out", str(out),
+                 "--no-progress"]) == 0
+    run_file = meanfield.load_run(str(out))
+    assert run_file["radius"].dims == ("time", "particle") and run_file["positions"].shape[-1] == 3
+    assert np.all(run_file["radius"].values[0] == 2.0) and np.all(run_file["radius"].values[-1] > 2.0)
+    assert run_file.attrs["normalization"] == "peri" and abs(float(run_file["mass"].values[-1]) - 1) < 1e-13
+
+
+@pytest.mark.parametrize("kwargs, phrase", [
+    (dict(normalization="pre", collapse_tol=1e-9), "--collapse-tol must be 0 with --normalization pre"),
+    (dict(normalization="post", r0=2.0), "--r0 applies to --normalization pre, mix or peri only"),
+    (dict(normalization="peri", mix_switch=2.0), "--mix-switch applies to --normalization mix only"),
+    (dict(normalization="pre", r0=0.0), "--r0 must be a finite number > 0"),
+    (dict(normalization="mix", mix_switch=-1.0), "--mix-switch must be a finite number >= 0"),
+])
+def test_solve_refuses_bad_normalization_settings_in_one_line(kwargs, phrase):
+    with pytest.raises(InputError) as info:
+        solve("circle", scheme="lagrangian", resolution=16, t_final=0.1, **kwargs)
+    assert phrase in str(info.value) and "\n" not in str(info.value)
