@@ -153,6 +153,9 @@ def test_radius_carrying_schemes_refuse_collapse_and_bad_input():
         assert not scheme.collapser.enabled and "radius" in scheme.dims()
         state = scheme.state_from_density(circle_density("uniform", 16))
         assert scheme.validity(state, 0.0) is None
+        crossed = state.copy()
+        crossed[[3, 4]] = crossed[[4, 3]]
+        assert "different radii" in scheme.validity(crossed, 1.0)
         state[-1] = 0.0
         assert "radius" in scheme.validity(state, 1.0)
     for name in ("ngpt", "lnscale"):
