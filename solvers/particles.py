@@ -214,7 +214,9 @@ class ParticleScheme:
     def rhs(self, x: np.ndarray, t: float) -> np.ndarray:
         if self.normalization.name != "post":
             velocity = self._normalized_rhs(x, t)
-            self.max_speed = float(np.sqrt(np.max(np.sum(velocity * velocity, axis=-1))))
+            # the step bound follows the directions; the radius rate <theta, A> is bounded and moves nothing
+            angular = velocity[..., :self.dim]
+            self.max_speed = float(np.sqrt(np.max(np.sum(angular * angular, axis=-1))))
             self._field = (x, velocity)
             return velocity
         velocity = self.interaction.velocity(x)

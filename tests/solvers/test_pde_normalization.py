@@ -261,7 +261,7 @@ def test_the_run_records_its_normalization_and_the_command_repeats_it(tmp_path):
     (["circle", "--normalization", "pre"], "use `meanfield particles --normalization pre` or --scheme lagrangian"),
     (["zonal", "--scheme", "fv", "--normalization", "peri"], "use `meanfield particles --normalization peri`"),
     (["sphere", "--normalization", "mix"], "needs a radius per token"),
-    (["circle", "--scheme", "lagrangian", "--normalization", "ngpt"], "--scheme lagrangian supports --normalization post"),
+    (["circle", "--scheme", "lagrangian", "--normalization", "pre", "--collapse-tol", "1e-9"], "--collapse-tol"),
     (["circle", "--normalization", "lnscale", "--alpha", "2"], "--alpha applies to --normalization ngpt only"),
     (["circle", "--normalization", "ngpt", "--alpha", "0"], "--alpha must be a finite number > 0"),
     (["circle", "--normalization", "layer"], "--normalization must be one of"),
