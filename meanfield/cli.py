@@ -600,6 +600,12 @@ _study_command("long-context", "long_context", "long-context-study",
                "against gamma, its limit, a direct check, and a Monte Carlo of i.i.d. tokens.")
 
 
+_study_command("normalization", "normalization", "normalization-study",
+               "Normalisation schemes (MATH.md §6): particles from an orthonormal start against the equiangular "
+               "ODE with fitted late-time laws, the initial speed of i.i.d. tokens, and PDE mode growth under "
+               "Post-LN, nGPT and LN-scaling against the linear theory.")
+
+
 @validate.command("castin-figures")
 @click.option("--quick", is_flag=True, help="20 samples per rank histogram instead of 200.")
 @click.option("--out-dir", type=click.Path(file_okay=False), default="castin-figures", show_default=True)

@@ -1,0 +1,234 @@
+"""Normalisation schemes side by side: particles, the equiangular ODE and the PDE (MATH.md §6).
+
+``meanfield validate normalization [--quick]``.  Three parts, every number against theory
+(:mod:`meanfield.normalization_theory`):
+
+1. **Orthonormal start** (``n`` tokens in ``d = n``, ``Q = K = V = I``, ``beta = 5``) under all six
+   schemes: the particles' ``rho(t)`` (mean pairwise inner product of the directions) against the
+   equiangular ODE, and the late-time decay of ``1 - rho`` fitted from the particles on a window
+   where the law holds: exponential rate (Post ``2``, nGPT ``2 alpha``), power ``t^-2``
+   (Pre, Mix, Peri) and ``exp(-4 sqrt(t + 1))`` (LN-scaling).  The same fit on the ODE solution
+   at the same times is printed beside it: the gap between that and the asymptotic value is
+   the pre-asymptotic correction of the window, not an error of the particles.
+2. **Initial speed gap** for i.i.d. tokens on S^{d-1} (``d = 64``, ``n = 256``): the mean speed of
+   the directions at ``t = 0`` per scheme.  Peri-LN and nGPT divide by ``|A_j|``, which is small when
+   the attention averages many unrelated tokens, so they start fast; Post and Pre (``r0 = 1``) start slow.
+3. **The PDE on the circle** under Post, nGPT and LN-scaling: the growth of each unstable mode,
+   fitted against the scheme's attention clock ``G(t) = int dt / s_0`` (:func:`attention_time`), is
+   the Post-LN rate ``lambda_l`` of MATH.md §2.3 (relative error printed).
+
+Writes ``normalization.nc`` (all three tables, one Dataset) and ``normalization.png``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from scipy.spatial.distance import pdist
+
+from meanfield.model import Model
+from meanfield.normalization import SCHEMES, Normalization
+from meanfield.normalization_theory import (attention_time, equiangular_solution, late_time_decay,
+                                            mode_amplitude_factor)
+from meanfield.plotting import legend_below
+from meanfield.theory import growth_rates
+from solvers.particle_run import simulate
+from solvers.solve import solve
+
+from .mean_field import progress_bar, save_figure, study_main, write_dataset
+
+#: The power laws need ``n`` large enough to leave the slow start (Pre-LN: ``r`` grows from ``t = 0`` while
+#: ``rho`` is still small) before ``t_power / 10``: the ODE's own fit on ``[300, 3000]`` is 2.07 / 2.03 / 2.02
+#: (Pre / Mix / Peri) at n = 64 and 2.02 / 2.01 / 2.00 at n = 256.
+FULL = {"n": 256, "beta": 5.0, "r0": 1.0, "alpha": 1.0, "mix_switch": 1.0, "t_power": 3000.0,
+        "iid_dim": 64, "iid_n": 256, "pde_beta": 9.0, "pde_resolution": 256}
+QUICK = {"n": 64, "beta": 5.0, "r0": 1.0, "alpha": 1.0, "mix_switch": 1.0, "t_power": 3000.0,
+         "iid_dim": 32, "iid_n": 64, "pde_beta": 4.0, "pde_resolution": 64}
+#: ``1 - rho`` window of the exponential and stretched-exponential fits (above it: not yet late;
+#: below it: the directions' rounding dominates).
+WINDOW = (1e-11, 1e-4)
+#: The PDE runs start at this perturbation and are fitted while the largest mode stays below ``LINEAR``.
+PDE_EPS, LINEAR = 1e-8, 1e-4
+PDE_SCHEMES = ("post", "ngpt", "lnscale")
+SPEED_STEP = 1e-4
+
+
+def one_minus_rho(positions: np.ndarray) -> np.ndarray:
+    """``1 - rho`` per frame, as the mean of ``|theta_i - theta_j|^2 / 2`` (no cancellation near 1)."""
+    return np.array([float(np.mean(pdist(frame, "sqeuclidean"))) / 2.0 for frame in positions])
+
+
+def _scheme(name: str, preset: dict) -> Normalization:
+    return Normalization(name, r0=preset["r0"], alpha=preset["alpha"], mix_switch=preset["mix_switch"])
+
+
+def _horizon(law, solution_times, ode_gap) -> float:
+    """How long to run: the power laws to ``t_power``; the others until the ODE's ``1 - rho`` leaves the window."""
+    below = np.nonzero(ode_gap < WINDOW[0])[0]
+    return float(solution_times[below[0]]) if below.size else float(solution_times[-1])
+
+
+def orthonormal_case(name: str, preset: dict) -> dict:
+    """Particles from the orthonormal start under one scheme, against the equiangular ODE."""
+    scheme, n, beta = _scheme(name, preset), preset["n"], preset["beta"]
+    law = late_time_decay(scheme, beta)
+    probe = np.geomspace(1e-2, preset["t_power"], 400)
+    ode = equiangular_solution(scheme, n, beta, probe)
+    t_final = preset["t_power"] if law.kind == "power" else _horizon(law, probe, ode.one_minus_rho)
+    run = simulate(dim=n, n=n, beta=beta, init="orthogonal", seed=0, t_final=t_final, save_log=20, rtol=1e-11,
+                   collapse_tol=0.0, **scheme.as_attrs())
+    times = run["time"].values
+    gap = one_minus_rho(run["positions"].values)
+    reference = equiangular_solution(scheme, n, beta, times).one_minus_rho
+    if law.kind == "power":
+        window = times >= t_final / 10
+    else:
+        window = (gap >= WINDOW[0]) & (gap <= WINDOW[1])
+    return {"scheme": name, "law": law.formula, "law_kind": law.kind, "theory_rate": law.rate,
+            "particle_rate": law.fit(times[window], gap[window]),
+            "ode_rate": law.fit(times[window], reference[window]),
+            "window_start": float(times[window][0]), "window_end": float(times[window][-1]),
+            "max_rho_error": float(np.max(np.abs(gap - reference))), "stop_reason": run.attrs["stop_reason"],
+            "times": times, "gap": gap, "reference": reference}
+
+
+def initial_speeds(preset: dict) -> dict:
+    """Mean speed of the directions at ``t = 0`` for i.i.d. tokens, per scheme (part 2 of the docstring)."""
+    speeds = {}
+    for name in SCHEMES:
+        run = simulate(dim=preset["iid_dim"], n=preset["iid_n"], beta=preset["beta"], init="uniform", seed=0,
+                       t_final=SPEED_STEP, save_every=SPEED_STEP, stepper="rk4", collapse_tol=0.0,
+                       **_scheme(name, preset).as_attrs())
+        start, end = run["positions"].values[0], run["positions"].values[-1]
+        speeds[name] = float(np.mean(np.linalg.norm(end - start, axis=-1))) / SPEED_STEP
+    return speeds
+
+
+def pde_growth(name: str, preset: dict) -> dict:
+    """Fitted growth of the unstable circle modes under one scheme, on the scheme's attention clock."""
+    model = Model("sa", preset["pde_beta"], 0.0, 2)
+    modes = np.arange(1, preset["pde_resolution"] // 3 + 1)
+    rates = growth_rates(model, modes)
+    unstable = modes[rates > 0.2 * rates.max()]
+    scheme = Normalization(name, alpha=preset["alpha"])
+    clock_needed = math.log(LINEAR / PDE_EPS) / rates.max()
+    probe = np.linspace(0, 1e4, 200001)
+    t_final = float(probe[np.searchsorted(attention_time(scheme, model, probe), clock_needed)])
+    run = solve("circle", beta=model.beta, resolution=preset["pde_resolution"], init=f"perturbed:{PDE_EPS:g}",
+                seed=1, t_final=t_final, save_every=t_final / 40, rtol=1e-10, normalization=name,
+                **({"alpha": preset["alpha"]} if name == "ngpt" else {}))
+    times = run["time"].values
+    clock = attention_time(scheme, model, times)
+    amplitude = run["mode_amplitude"].sel(mode=list(unstable)).values
+    keep = (times > 0.25 * times[-1]) & (np.max(amplitude, axis=1) < LINEAR)
+    fitted = np.polyfit(clock[keep], np.log(amplitude[keep]), 1)[0]
+    theory = rates[np.isin(modes, unstable)]
+    dominant = int(unstable[np.argmax(theory)])
+    observed = run["mode_amplitude"].sel(mode=dominant).values
+    predicted = observed[0] * mode_amplitude_factor(scheme, model, dominant, times)
+    return {"scheme": name, "modes": unstable, "fitted": fitted, "theory": theory,
+            "max_relative_error": float(np.max(np.abs(fitted / theory - 1))), "t_final": t_final,
+            "times": times, "dominant": dominant, "observed": observed, "predicted": predicted}
+
+
+def run_study(quick: bool = False, out_dir="normalization-study") -> xr.Dataset:
+    """All three parts (module docstring); writes ``normalization.nc`` and ``normalization.png``."""
+    preset = QUICK if quick else FULL
+    start = time.perf_counter()
+    with progress_bar(len(SCHEMES) + 1 + len(PDE_SCHEMES), "normalization") as bar:
+        cases = []
+        for name in SCHEMES:
+            cases.append(orthonormal_case(name, preset))
+            bar.update()
+        speeds = initial_speeds(preset)
+        bar.update()
+        pde = []
+        for name in PDE_SCHEMES:
+            pde.append(pde_growth(name, preset))
+            bar.update()
+    table = _table(cases, speeds, pde, preset, quick, out_dir, time.perf_counter() - start)
+    write_dataset(table, Path(out_dir) / "normalization.nc")
+    plot_study(cases, speeds, pde, Path(out_dir) / "normalization.png")
+    return table
+
+
+def _table(cases, speeds, pde, preset, quick, out_dir, wall) -> xr.Dataset:
+    scalar = ("law", "law_kind", "theory_rate", "particle_rate", "ode_rate", "window_start", "window_end",
+              "max_rho_error", "stop_reason")
+    data = {key: ("scheme", [case[key] for case in cases]) for key in scalar}
+    data["initial_speed"] = ("scheme", [speeds[case["scheme"]] for case in cases])
+    modes = pde[0]["modes"]
+    data["pde_fitted_rate"] = (("pde_scheme", "pde_mode"), [row["fitted"] for row in pde])
+    data["pde_theory_rate"] = (("pde_scheme", "pde_mode"), [row["theory"] for row in pde])
+    data["pde_max_relative_error"] = ("pde_scheme", [row["max_relative_error"] for row in pde])
+    return xr.Dataset(data, coords={"scheme": list(SCHEMES), "pde_scheme": list(PDE_SCHEMES), "pde_mode": modes},
+                      attrs={"study": "normalization", "quick": int(quick), "wall_time": wall,
+                             "command": f"meanfield validate normalization{' --quick' if quick else ''} "
+                                        f"--out-dir {out_dir}",
+                             **{f"preset_{key}": value for key, value in preset.items()}})
+
+
+def format_table(table: xr.Dataset) -> str:
+    """The three parts as text: decay laws, initial speeds, PDE growth."""
+    lines = [f"orthonormal start, n = d = {table.attrs['preset_n']}, beta = {table.attrs['preset_beta']:g}:",
+             f"{'scheme':>8} {'late-time law':>22} {'theory':>8} {'particles':>10} {'ODE (same t)':>13} "
+             f"{'window':>17} {'max|rho-ODE|':>13} {'speed(0)':>10}"]
+    for row in (table.sel(scheme=s) for s in table["scheme"].values):
+        lines.append(f"{str(row.scheme.values):>8} {str(row.law.values):>22} {float(row.theory_rate):>8.4g} "
+                     f"{float(row.particle_rate):>10.4g} {float(row.ode_rate):>13.4g} "
+                     f"{float(row.window_start):>8.3g}-{float(row.window_end):<8.3g} "
+                     f"{float(row.max_rho_error):>13.2e} {float(row.initial_speed):>10.4g}")
+    lines.append(f"initial speed: i.i.d. tokens, n = {table.attrs['preset_iid_n']}, d = {table.attrs['preset_iid_dim']}")
+    lines.append("PDE on the circle (SA, beta = {:g}): fitted growth on the attention clock vs lambda_l".format(
+        table.attrs["preset_pde_beta"]))
+    for scheme in table["pde_scheme"].values:
+        lines.append(f"{str(scheme):>8}  max relative error over modes "
+                     f"{int(table.pde_mode[0])}..{int(table.pde_mode[-1])}: "
+                     f"{float(table.pde_max_relative_error.sel(pde_scheme=scheme)):.2e}")
+    return "\n".join(lines)
+
+
+def plot_study(cases, speeds, pde, path) -> Path:
+    """``1 - rho`` against t (particles dots, ODE lines), the initial speeds, PDE growth vs theory."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(16, 5.4), layout="constrained")
+    ax_decay, ax_speed, ax_pde = fig.subplots(1, 3)
+    for index, case in enumerate(cases):
+        colour = f"C{index}"
+        ax_decay.loglog(case["times"], case["reference"], color=colour, lw=1.2, label=f"{case['scheme']} (ODE)")
+        ax_decay.loglog(case["times"], case["gap"], "o", ms=2.5, color=colour, label=f"{case['scheme']} (particles)")
+    ax_decay.set(xlabel="time t", ylabel=r"$1 - \rho(t)$ (mean over pairs)", ylim=(1e-13, 2),
+                 title="orthonormal start: particles vs equiangular ODE")
+    ax_decay.grid(True, which="major", alpha=0.3)
+    legend_below(ax_decay, ncol=3)
+    names = list(speeds)
+    bars = ax_speed.bar(names, [speeds[name] / speeds["post"] for name in names],
+                        color=[f"C{i}" for i in range(len(names))])
+    ax_speed.bar_label(bars, labels=[f"{speeds[name]:.3g}" for name in names], padding=2)
+    ax_speed.set(xlabel="normalisation scheme", ylabel=r"mean $|d\theta_j/dt|$ at $t = 0$, relative to Post-LN",
+                 title="i.i.d. tokens: initial speed (absolute value on each bar)")
+    ax_speed.set_ylim(0, 1.15 * max(speeds[name] / speeds["post"] for name in names))
+    for index, row in enumerate(pde):
+        colour = f"C{index}"
+        ax_pde.semilogy(row["times"], row["predicted"], "-", color=colour, lw=1.2,
+                        label=f"{row['scheme']}: linear theory, mode {row['dominant']}")
+        ax_pde.semilogy(row["times"], row["observed"], "o", color=colour, ms=3,
+                        label=f"{row['scheme']}: PDE (max rel. error of fitted rates {row['max_relative_error']:.1e})")
+    ax_pde.set(xlabel="time t", ylabel=r"$|\hat\rho_l(t)|$ of the dominant mode",
+               title="PDE on the circle: mode growth under each scheme")
+    ax_pde.grid(True, alpha=0.3)
+    legend_below(ax_pde, ncol=1)
+    return save_figure(fig, path)
+
+
+def main(argv=None) -> xr.Dataset:
+    return study_main(argv, __doc__.splitlines()[0], "normalization-study", run_study, format_table, "normalization")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
