@@ -55,6 +55,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from meanfield.model import Model  # noqa: E402
+from meanfield.normalization import SCHEMES, Normalization  # noqa: E402
 from solvers.interaction import DEFAULT_BLOCK_BYTES  # noqa: E402
 from solvers.particles import ParticleScheme  # noqa: E402
 from validation.bench_circle import _clock, best_times, format_table as circle_table  # noqa: E402
@@ -115,6 +116,16 @@ BLOCK_COLUMNS = (
     ("speedup_vs_default", "speedup", ".2f"),
     ("ratio_to_floor", "ratio_floor", ".2f"),
 )
+
+NORMALIZATION_COLUMNS = (
+    ("scheme", "scheme", "s"),
+    ("n", "n", "d"),
+    ("state", "state", "s"),
+    ("rhs_ms", "rhs_ms", ".2f"),
+    ("ratio_to_post", "ratio", ".3f"),
+)
+#: Tokens of the normalisation-overhead table (d = 3, direct path, SA).
+NORMALIZATION_N, QUICK_NORMALIZATION_N = 4000, 2000
 
 
 # -- inputs and references ------------------------------------------------------------------------
@@ -267,18 +278,33 @@ def _block_rows(n: int, timing: dict) -> list[dict]:
     return rows
 
 
+def _normalization_rows(n: int, timing: dict) -> list[dict]:
+    """SA right-hand side at ``n`` tokens on S^2 under every normalisation scheme (MATH.md §6), same process:
+    what carrying a radius (Pre, Mix, Peri) and computing ``<theta, A>``, ``|A|`` cost against Post-LN."""
+    x = sphere_tokens(n, 3)
+    schemes, states = [], []
+    for name in SCHEMES:
+        scheme = Normalization(name)
+        schemes.append(ParticleScheme(Model("sa", beta=BETA, dim=3), n, fast_circle=False, normalization=scheme))
+        states.append(np.concatenate((x, np.full((1, n, 1), scheme.r0)), -1) if scheme.carries_radius else x)
+    seconds = time_calls([lambda s=s, u=u: s.rhs(u, 0.5) for s, u in zip(schemes, states)], timing)
+    return [{"scheme": name, "n": n, "state": "x, r" if Normalization(name).carries_radius else "x",
+             "rhs_ms": 1e3 * t, "ratio": t / seconds[0]} for name, t in zip(SCHEMES, seconds)]
+
+
 def run_benchmark(sizes=SIZES, circle_sizes=CIRCLE_SIZES, quick: bool = False) -> dict[str, list[dict]]:
     """Measure everything; a dict of tables (``"rhs"``, ``"loop"``, ``"circle"``, ``"blocks"``).
 
     Each table is a list of row dicts with the keys of the matching ``*_COLUMNS`` (times in ms).
     ``quick`` uses :data:`QUICK_SIZES` for both ``sizes`` and ``circle_sizes`` (unless given
-    explicitly), shorter measurements and the block sweep at :data:`QUICK_BLOCK_N`.
+    explicitly), shorter measurements and the block sweep at :data:`QUICK_BLOCK_N`.  ``"normalization"``:
+    every normalisation scheme's rhs against Post-LN's at :data:`NORMALIZATION_N` tokens.
     """
     if quick and tuple(sizes) == SIZES:
         sizes = QUICK_SIZES
     if quick and tuple(circle_sizes) == CIRCLE_SIZES:
         circle_sizes = QUICK_SIZES
-    tables = {"rhs": [], "loop": [], "circle": [], "blocks": []}
+    tables = {"rhs": [], "loop": [], "circle": [], "blocks": [], "normalization": []}
     for n in sizes:
         timing = timing_for(n, quick)
         row, data = _rhs_row(n, timing)
@@ -289,6 +315,8 @@ def run_benchmark(sizes=SIZES, circle_sizes=CIRCLE_SIZES, quick: bool = False) -
         tables["circle"] += [_circle_row(n, beta, timing_for(n, quick)) for n in circle_sizes]
     block_n = QUICK_BLOCK_N if quick else BLOCK_N
     tables["blocks"] = _block_rows(block_n, timing_for(block_n, quick))
+    normalization_n = QUICK_NORMALIZATION_N if quick else NORMALIZATION_N
+    tables["normalization"] = _normalization_rows(normalization_n, timing_for(normalization_n, quick))
     return tables
 
 
@@ -325,6 +353,9 @@ def main(argv=None) -> None:
     print(format_table(tables["blocks"], BLOCK_COLUMNS))
     best = max(tables["blocks"], key=lambda row: row["speedup"])
     print(f"best block: {best['block_mib']:g} MiB ({best['speedup']:.2f}x the default)")
+    print(f"\n5. normalisation schemes (MATH.md §6), SA rhs on S^2, beta = {BETA:g}, direct path: the cost of "
+          f"carrying radii (state x, r) and of <theta, A>, |A|; ratio = rhs / Post-LN rhs")
+    print(format_table(tables["normalization"], NORMALIZATION_COLUMNS))
     print(f"total {time.perf_counter() - start:.1f} s wall, {time.process_time() - cpu_start:.1f} s CPU")
 
 

@@ -27,3 +27,14 @@ def test_cluster_scheme_benchmark_band_limited_sums_equal_direct_ones():
     assert rows[0]["max_rel_diff"] < 1e-12
     assert all(np.isfinite(rows[0][key]) and rows[0][key] > 0 for key in ("fv_us", "ratio_transforms", "speedup"))
     assert "speedup" in format_table(rows, COLUMNS)
+
+
+def test_particle_benchmark_times_every_normalisation_scheme_against_post_ln():
+    from validation.bench_particles import NORMALIZATION_COLUMNS, _normalization_rows
+    from validation.bench_particles import format_table as particle_table
+
+    rows = _normalization_rows(300, {"target": 0.01, "repeats": 1})
+    assert [row["scheme"] for row in rows] == ["post", "pre", "mix", "peri", "ngpt", "lnscale"]
+    assert rows[0]["ratio"] == 1.0 and all(row["rhs_ms"] > 0 for row in rows)
+    assert [row["state"] for row in rows] == ["x", "x, r", "x, r", "x, r", "x", "x"]
+    assert "ratio_to_post" in particle_table(rows, NORMALIZATION_COLUMNS)
