@@ -307,7 +307,7 @@ def _report_run(dataset, out):
               help="Grid of the circle density the tokens are drawn from (as in `solve circle`).")
 @click.option("--qkv", default=PARTICLE_DEFAULTS["qkv"], show_default=True,
               help="identity (Q = K = V = I) | repulsive (V = -I) | random (Gaussian, from --seed) | FILE.npz "
-                   "(arrays Q, K, V, each d x d or 1 x d x d).")
+                   "(arrays Q, K, V, each d x d, or HEADS x d x d: the heads' outputs are summed).")
 @click.option("--t-final", type=float, required=True, help="End time (a continued run goes on from its file's time).")
 @_save_options
 @click.option("--stepper", default=PARTICLE_DEFAULTS["stepper"], show_default=True,

@@ -43,9 +43,9 @@ from .steppers import make_stepper
 QKV_CHOICES = ("identity", "repulsive", "random")
 
 
-def qkv_file(path, dim: int):
-    """``(Q, K, V)`` from a ``.npz`` file: arrays ``Q``, ``K``, ``V``, each ``d x d`` or ``1 x d x d``
-    (one head: the tokens live on the sphere, where stacked heads are not supported)."""
+def qkv_file(path, dim: int) -> list[tuple]:
+    """The heads ``[(Q_h, K_h, V_h), ...]`` of a ``.npz`` file: arrays ``Q``, ``K``, ``V``, each ``d x d``
+    (one head) or ``H x d x d`` (``H`` heads, whose outputs are summed), the same ``H`` for all three."""
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: np.asarray(data[name]) for name in data.files if name in ("Q", "K", "V")}
@@ -58,21 +58,39 @@ def qkv_file(path, dim: int):
         array = arrays[name]
         require(np.issubdtype(array.dtype, np.number) and not np.iscomplexobj(array),
                 f"--qkv {path}: {name} must be a real array (got dtype {array.dtype})")
-        require(array.ndim != 3 or array.shape[0] == 1,
-                f"--qkv {path}: {name} has {array.shape[0]} heads; particles on the sphere take one head "
-                f"({dim} x {dim} or 1 x {dim} x {dim})")
-        array = array[0] if array.ndim == 3 else array
-        require(array.shape == (dim, dim), f"--qkv {path}: {name} must be {dim} x {dim} (got shape {arrays[name].shape})")
+        array = array[None] if array.ndim == 2 else array
+        require(array.ndim == 3 and array.shape[1:] == (dim, dim) and array.shape[0] >= 1,
+                f"--qkv {path}: {name} must be {dim} x {dim} or HEADS x {dim} x {dim} (got shape {arrays[name].shape})")
         require(bool(np.all(np.isfinite(array))), f"--qkv {path}: {name} must be finite")
         matrices.append(array.astype(float))
-    return tuple(matrices)
+    counts = {m.shape[0] for m in matrices}
+    require(len(counts) == 1, f"--qkv {path}: Q, K and V must have the same number of heads "
+                              f"(got {', '.join(str(m.shape[0]) for m in matrices)})")
+    return [tuple(m[h] for m in matrices) for h in range(matrices[0].shape[0])]
+
+
+def is_qkv_file(kind) -> bool:
+    return isinstance(kind, Path) or (isinstance(kind, str) and kind.lower().endswith(".npz"))
+
+
+def attention_heads(kind, dim: int, seed):
+    """``(Q, K, V, heads)`` for ``--qkv``: one head as matrices (``heads = None``), or several heads
+    from a file (``Q = K = V = None``; their outputs are summed)."""
+    if is_qkv_file(kind):
+        heads = qkv_file(kind, dim)
+        if len(heads) > 1:
+            return None, None, None, heads
+        return (*heads[0], None)
+    return (*qkv_matrices(kind, dim, seed), None)
 
 
 def qkv_matrices(kind, dim: int, seed):
     """``(Q, K, V)`` for ``--qkv``: identity; repulsive (``V = -I``); random (Gaussian / sqrt(d));
     or a ``.npz`` file (:func:`qkv_file`)."""
-    if isinstance(kind, Path) or (isinstance(kind, str) and kind.lower().endswith(".npz")):
-        return qkv_file(kind, dim)
+    if is_qkv_file(kind):
+        heads = qkv_file(kind, dim)
+        require(len(heads) == 1, f"--qkv {kind}: {len(heads)} heads; use attention_heads() for several")
+        return heads[0]
     require(kind in QKV_CHOICES, f"--qkv must be one of {', '.join(QKV_CHOICES)} or a FILE.npz (got {kind!r})")
     if kind == "identity":
         return None, None, None
@@ -158,18 +176,19 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     t_final, save_every = check_run_length(t_final, save_every, t_start)
     if save_log is not None:
         save_every = None
-    if scheme_choice.carries_radius and collapse_tol is None:
-        collapse_tol = 0.0  # merges are for schemes on the sphere (solvers.clusters)
+    heads = None
+    if Q is None and K is None and V is None:
+        Q, K, V, heads = attention_heads(qkv, dim, seed)
+        qkv = str(qkv)
+    else:
+        qkv = "custom"
+    if (scheme_choice.carries_radius or heads is not None) and collapse_tol is None:
+        collapse_tol = 0.0  # merges are for one head on the sphere without radii (solvers.clusters)
     tol = resolve_collapse_tol(collapse_tol, model.nu)
     seed = check_seed(seed)
     require(isinstance(n, int) and n >= 1, f"--n must be a positive integer (got {n!r})")
     check_stepper_settings(rtol, cfl, dt_max)
     check_particle_size(n, dim, t_final, save_every, save_log, resolution, t_start)
-    if Q is None and K is None and V is None:
-        Q, K, V = qkv_matrices(qkv, dim, seed)
-        qkv = str(qkv)
-    else:
-        qkv = "custom"
     label = init_label(init)
     if exact:  # the tokens come from the restart record below; the weights are restored with them
         positions, weights = np.zeros((n, dim)), None
@@ -180,7 +199,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     positions = np.asarray(positions, dtype=float)
     require(positions.shape == (n, dim), f"positions must have shape ({n}, {dim}) (got {positions.shape})")
     scheme = ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed, collapse_tol=tol,
-                            normalization=scheme_choice)
+                            normalization=scheme_choice, heads=heads)
     if dt_max is None:
         dt_max = 1e-2 if nu > 0 else math.inf
     time_stepper = make_stepper(stepper, scheme, cfl=cfl, rtol=rtol, dt_max=dt_max)
@@ -219,7 +238,10 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
                  interaction=type(scheme.interaction).__name__, collapse_tol_used=tol)
     dataset = build_run_dataset(record.times, frames, dims, coords, attrs)
     dataset["weights"] = ("particle", scheme.token_weights, {"long_name": "token weights (sum 1)"})
+    if scheme.heads is not None:  # several heads: Q, K, V with a leading head axis
+        for index, name in enumerate(("Q", "K", "V")):
+            dataset[name] = (("head", "row", "column"), np.stack([head[index] for head in scheme.heads]))
     for name, matrix in (("Q", scheme.Q), ("K", scheme.K), ("V", scheme.V)):
-        if matrix is not None:
+        if matrix is not None and scheme.heads is None:
             dataset[name] = (("row", "column"), matrix)
     return finish_dataset(add_cluster_records(dataset, tracker), record, scheme, time_stepper)

@@ -104,7 +104,8 @@ class ParticleScheme:
                  R^d only) or ``"sinkhorn"`` (the doubly normalised plan of ``exp(beta <Qx, Ky> / eps)``,
                  Sinkformers; R^d and SA only; ``solvers.interaction``).
     ``sinkhorn_eps``  the entropic parameter ``eps > 0`` of ``kernel="sinkhorn"``.
-    ``heads``    optional list of ``(Q_h, K_h, V_h)`` (R^d only, instead of ``Q, K, V``): velocities summed.
+    ``heads``    optional list of ``(Q_h, K_h, V_h)`` (instead of ``Q, K, V``): the heads' outputs are summed
+                 (on the sphere: then projected, or normalised by the scheme of MATH.md §6).
     ``weights``  per-token weights, normalised to sum 1 (``None``: uniform).
     ``sphere``   tokens on S^{d-1} (projected dynamics) or in R^d (no projection, no noise).
     ``seed``     seeds the noise.
@@ -128,8 +129,8 @@ class ParticleScheme:
         self.model, self.n, self.dim, self.sphere = model, int(n), dim, sphere
         require(isinstance(kernel, str) and kernel in KERNELS,
                 f"kernel must be one of {', '.join(KERNELS)} (got {kernel!r})")
-        require(sphere is False or (kernel == "dot" and heads is None),
-                "kernel='l2', kernel='sinkhorn' and heads need tokens in R^d (sphere=False)")
+        require(sphere is False or kernel == "dot",
+                "kernel='l2' and kernel='sinkhorn' need tokens in R^d (sphere=False)")
         require(kernel != "sinkhorn" or model.attention == "sa",
                 "kernel='sinkhorn' is normalised by construction: it needs attention 'sa', not 'usa'")
         require(isinstance(sinkhorn_eps, (int, float, np.integer, np.floating)) and math.isfinite(sinkhorn_eps)

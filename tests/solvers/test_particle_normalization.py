@@ -203,3 +203,17 @@ def test_radius_carrying_schemes_refuse_noise_and_collapse():
         simulate(dim=3, n=8, beta=1.0, t_final=0.1, normalization="peri", collapse_tol=1e-9)
     run = simulate(dim=3, n=8, beta=1.0, nu=0.1, t_final=0.1, save_every=0.1, normalization="ngpt")
     assert run.attrs["stop_reason"] == "completed" and "radius" not in run
+
+
+@pytest.mark.parametrize("normalization", ["post", "pre", "ngpt"])
+def test_a_qkv_file_with_a_head_axis_sums_the_heads(tmp_path, normalization):
+    """Two heads (Q, K, V) and (Q, K, V') move the tokens as one head (Q, K, V + V'): SA outputs add."""
+    rng = np.random.default_rng(2)
+    Q, K, V, W = (rng.standard_normal((3, 3)) / 2 for _ in range(4))
+    path = tmp_path / "heads.npz"
+    np.savez(path, Q=np.stack((Q, Q)), K=np.stack((K, K)), V=np.stack((V, W)))
+    common = dict(dim=3, n=12, beta=1.5, t_final=1.0, save_every=0.5, rtol=1e-12, normalization=normalization)
+    two = simulate(qkv=str(path), **common)
+    one = simulate(Q=Q, K=K, V=V + W, **common)
+    np.testing.assert_allclose(two.positions.values, one.positions.values, rtol=0, atol=1e-10)
+    assert two["V"].dims == ("head", "row", "column") and two.sizes["head"] == 2
