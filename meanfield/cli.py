@@ -23,7 +23,7 @@ from .errors import InputError, require
 from .limits import (MAX_LIST, MAX_MODES, check_dim, check_frames, check_integer, check_matrix_dim, check_number,
                      check_seed)
 from .model import Model
-from .normalization import DEFAULT_MIX_SWITCH
+
 from .storage import (MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes,
                       save_run, write_atomic)
 
@@ -323,10 +323,11 @@ def _report_run(dataset, out):
 @click.option("--normalization", default="post", show_default=True,
               help="post | pre | mix | peri | ngpt | lnscale (MATH.md §6); pre, mix, peri carry a radius per "
                    "token (no noise, no collapse).")
-@click.option("--r0", type=float, default=1.0, show_default=True, help="Initial radius of the tokens, > 0.")
-@click.option("--alpha", type=float, default=1.0, show_default=True, help="nGPT step alpha, > 0.")
-@click.option("--mix-switch", type=float, default=DEFAULT_MIX_SWITCH, show_default=True,
-              help="Mix-LN: Post-LN up to this time, then Pre-LN, >= 0.")
+@click.option("--r0", type=float, default=None,
+              help="Initial radius of the tokens, > 0 (--normalization pre, mix, peri) [default: 1].")
+@click.option("--alpha", type=float, default=None, help="nGPT step alpha, > 0 (--normalization ngpt) [default: 1].")
+@click.option("--mix-switch", type=float, default=None,
+              help="Mix-LN: Post-LN up to this time, then Pre-LN, >= 0 (--normalization mix) [default: 1].")
 @click.option("--out", type=click.Path(dir_okay=False), default="particles.nc", show_default=True,
               help="netCDF output (.nc).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")

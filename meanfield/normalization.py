@@ -115,6 +115,28 @@ class Normalization:
             return radial / norm
         return np.zeros_like(radial)
 
+    @classmethod
+    def from_options(cls, name, alpha=None, r0=None, mix_switch=None) -> "Normalization":
+        """The scheme from command-line style options, ``None`` meaning "not given": each parameter is
+        refused (one line) with a scheme that does not use it, so no flag is accepted and ignored."""
+        given = {key: value for key, value in (("alpha", alpha), ("r0", r0), ("mix_switch", mix_switch))
+                 if value is not None}
+        scheme = cls(name, **given)
+        require(alpha is None or scheme.name == "ngpt",
+                f"--alpha applies to --normalization ngpt only (got --normalization {scheme.name})")
+        require(r0 is None or scheme.carries_radius,
+                f"--r0 applies to --normalization pre, mix or peri only (got --normalization {scheme.name})")
+        require(mix_switch is None or scheme.name == "mix",
+                f"--mix-switch applies to --normalization mix only (got --normalization {scheme.name})")
+        return scheme
+
+    def options(self) -> dict:
+        """The command-line settings of this scheme: the parameters it uses, ``None`` for the others
+        (:meth:`from_options` takes them back)."""
+        return {"normalization": self.name, "alpha": self.alpha if self.name == "ngpt" else None,
+                "r0": self.r0 if self.carries_radius else None,
+                "mix_switch": self.mix_switch if self.name == "mix" else None}
+
     def as_attrs(self) -> dict:
         """The scheme as netCDF attributes (``normalization``, ``r0``, ``alpha``, ``mix_switch``)."""
         return {"normalization": self.name, "r0": self.r0, "alpha": self.alpha, "mix_switch": self.mix_switch}

@@ -25,7 +25,7 @@ from meanfield.defaults import PARTICLE_DEFAULTS
 from meanfield.errors import require
 from meanfield.limits import check_particle_size, check_stepper_settings
 from meanfield.model import Model
-from meanfield.normalization import DEFAULT_MIX_SWITCH, Normalization
+from meanfield.normalization import Normalization
 from meanfield.sampling import sample_tokens
 from meanfield.seeding import stream
 from meanfield.storage import build_run_dataset, package_version
@@ -146,8 +146,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
              V=None, positions=None, weights=None, stepper: str = PARTICLE_DEFAULTS["stepper"],
              rtol: float = PARTICLE_DEFAULTS["rtol"], cfl: float = PARTICLE_DEFAULTS["cfl"],
              dt_max: float | None = None, progress: bool = False, save_log: int | None = None,
-             collapse_tol: float | None = None, normalization: str = "post", r0: float = 1.0,
-             alpha: float = 1.0, mix_switch: float = DEFAULT_MIX_SWITCH):
+             collapse_tol: float | None = None, normalization: str = "post", r0: float | None = None,
+             alpha: float | None = None, mix_switch: float | None = None):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
 
     Tokens come from ``init`` (see :mod:`meanfield.sampling`) unless ``positions`` (and
@@ -165,7 +165,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     Defaults: :mod:`meanfield.defaults`, shared with the command line.
     """
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
-    scheme_choice = Normalization(normalization, r0=r0, alpha=alpha, mix_switch=mix_switch)
+    scheme_choice = Normalization.from_options(normalization, alpha=alpha, r0=r0, mix_switch=mix_switch)
     positions_given = positions is not None
     source = checkpoint.run_file(init) if positions is None else None
     exact = source is not None and _continues(source, n, dim, scheme_choice)
@@ -227,7 +227,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
                 "t_final": t_final, "save_every": save_every, "save_log": save_log, "stepper": stepper,
                 "rtol": rtol, "cfl": cfl, "collapse_tol": collapse_tol}
     if scheme_choice.name != "post":  # post runs keep their command line as before
-        settings.update(scheme_choice.as_attrs())
+        settings.update(scheme_choice.options())
     attrs_scheme = scheme_choice.as_attrs()
     attrs = dict(settings, **attrs_scheme, geometry="particles", scheme="particles", package_version=package_version(),
                  command=canonical_command(["particles"], settings),

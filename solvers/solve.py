@@ -143,15 +143,7 @@ def check_normalization(name, alpha, scheme: str, r0=None, mix_switch=None) -> N
     """The run's :class:`Normalization` (MATH.md §6): ``alpha`` only with ``ngpt``, ``r0`` only with a scheme
     that carries a radius, ``mix_switch`` only with ``mix``; the density schemes take ``post``, ``ngpt``
     and ``lnscale``, the Lagrangian schemes all six (one-line refusals)."""
-    given = {key: value for key, value in (("alpha", alpha), ("r0", r0), ("mix_switch", mix_switch))
-             if value is not None}
-    normalization = Normalization(name, **given)
-    require(alpha is None or normalization.name == "ngpt",
-            f"--alpha applies to --normalization ngpt only (got --normalization {normalization.name})")
-    require(r0 is None or normalization.carries_radius,
-            f"--r0 applies to --normalization pre, mix or peri only (got --normalization {normalization.name})")
-    require(mix_switch is None or normalization.name == "mix",
-            f"--mix-switch applies to --normalization mix only (got --normalization {normalization.name})")
+    normalization = Normalization.from_options(name, alpha=alpha, r0=r0, mix_switch=mix_switch)
     if scheme == "lagrangian":
         return normalization
     return density_normalization(normalization)
@@ -237,11 +229,7 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
                 "scheme": scheme, "stepper": stepper, "resolution": discretisation.resolution,
                 "init": init_label(init), "seed": seed, "t_final": t_final, "save_every": save_every,
                 "save_log": save_log, "rtol": rtol, "cfl": cfl, "resolution_tol": resolution_tol,
-                "positivity_tol": positivity_tol, "collapse_tol": collapse_tol,
-                "normalization": normalization.name,
-                "alpha": normalization.alpha if normalization.name == "ngpt" else None,
-                "r0": normalization.r0 if normalization.carries_radius else None,
-                "mix_switch": normalization.mix_switch if normalization.name == "mix" else None}
+                "positivity_tol": positivity_tol, "collapse_tol": collapse_tol, **normalization.options()}
     attrs = dict(settings, geometry=geometry, package_version=package_version(),
                  command=canonical_command(["solve", geometry], settings), stop_reason=record.stop_reason,
                  t_start=t_start, restart="exact" if exact else ("remap" if source is not None else "none"),

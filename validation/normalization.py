@@ -80,7 +80,7 @@ def orthonormal_case(name: str, preset: dict) -> dict:
     ode = equiangular_solution(scheme, n, beta, probe)
     t_final = preset["t_power"] if law.kind == "power" else _horizon(law, probe, ode.one_minus_rho)
     run = simulate(dim=n, n=n, beta=beta, init="orthogonal", seed=0, t_final=t_final, save_log=20, rtol=1e-11,
-                   collapse_tol=0.0, **scheme.as_attrs())
+                   collapse_tol=0.0, **scheme.options())
     times = run["time"].values
     gap = one_minus_rho(run["positions"].values)
     reference = equiangular_solution(scheme, n, beta, times).one_minus_rho
@@ -102,7 +102,7 @@ def initial_speeds(preset: dict) -> dict:
     for name in SCHEMES:
         run = simulate(dim=preset["iid_dim"], n=preset["iid_n"], beta=preset["beta"], init="uniform", seed=0,
                        t_final=SPEED_STEP, save_every=SPEED_STEP, stepper="rk4", collapse_tol=0.0,
-                       **_scheme(name, preset).as_attrs())
+                       **_scheme(name, preset).options())
         start, end = run["positions"].values[0], run["positions"].values[-1]
         speeds[name] = float(np.mean(np.linalg.norm(end - start, axis=-1))) / SPEED_STEP
     return speeds

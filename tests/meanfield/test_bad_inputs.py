@@ -119,6 +119,11 @@ CLI_CASES = [
     (_cli("solve", "zonal", "--beta", 4, "--t-final", 1, "--scheme", "spectral"), "--scheme must be one of"),
     # particles
     (_cli("particles", "--n", -5, "--beta", 1, "--t-final", 1), "--n must be a positive integer"),
+    (_cli("particles", "--n", 8, "--beta", 1, "--t-final", 1, "--alpha", 0.5), "--alpha applies to --normalization ngpt"),
+    (_cli("particles", "--n", 8, "--beta", 1, "--t-final", 1, "--normalization", "ngpt", "--r0", 2),
+     "--r0 applies to --normalization pre, mix or peri"),
+    (_cli("particles", "--n", 8, "--beta", 1, "--t-final", 1, "--normalization", "pre", "--mix-switch", 2),
+     "--mix-switch applies to --normalization mix"),
     (_cli("particles", "--n", 0, "--beta", 1, "--t-final", 1), "--n"),
     (_cli("particles", "--n", HUGE, "--beta", 1, "--t-final", 1), "allowed: --n <="),
     (_cli("particles", "--n", 8, "--dim", 10 ** 6, "--beta", 1, "--t-final", 1), "--dim must be an integer in [2, 4096]"),

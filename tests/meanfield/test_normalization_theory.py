@@ -95,7 +95,7 @@ def test_equiangular_ode_follows_the_packages_usa_particles():
     from solvers.particle_run import simulate
     for name in SCHEMES:
         run = simulate(dim=8, n=N, beta=BETA, attention="usa", init="orthogonal", t_final=1.0, save_every=0.25,
-                       normalization=name, r0=R0, alpha=ALPHA, mix_switch=TAU, rtol=1e-12)
+                       rtol=1e-12, **Normalization(name, r0=R0, alpha=ALPHA, mix_switch=TAU).options())
         x = run.positions.values
         gram = np.einsum("tid,tjd->tij", x, x)[:, ~np.eye(N, dtype=bool)]
         solution = equiangular_solution(scheme(name), N, BETA, run.time.values, "usa")

@@ -115,7 +115,8 @@ def test_pre_ln_nodes_and_particles_agree_in_w1_as_post_ln_does():
         frames = frames_of(nodes, INIT, max(times), 1.0)
         for n in sizes:
             particles = simulate(dim=2, n=n, beta=beta, init=INIT, seed=0, resolution=256, sampling="quadrature",
-                                 t_final=max(times), save_every=1.0, rtol=1e-10, normalization=name, r0=r0)
+                                 t_final=max(times), save_every=1.0, rtol=1e-10,
+                                 **Normalization(name, r0=r0).options())
             assert particles.attrs["stop_reason"] == "completed"
             if name == "pre":   # mean radius: a quadrature of the same smooth radius field (measured 4e-12)
                 mean_radius = particles["radius"].sel(time=4.0).values @ particles["weights"].values

@@ -49,8 +49,8 @@ def reference(scheme: Normalization, times):
 
 @pytest.mark.parametrize("name", SCHEMES)
 def test_orthonormal_start_follows_the_equiangular_ode(name):
-    run = simulate(dim=D, n=N, beta=BETA, init="orthogonal", t_final=T, save_every=1.0, normalization=name,
-                   r0=R0, mix_switch=TAU, rtol=1e-12)
+    options = {k: v for k, v in Normalization(name, r0=R0, mix_switch=TAU).options().items() if v is not None}
+    run = simulate(dim=D, n=N, beta=BETA, init="orthogonal", t_final=T, save_every=1.0, rtol=1e-12, **options)
     assert run.attrs["stop_reason"] == "completed" and run.attrs["normalization"] == name
     x = run.positions.values
     gram = np.einsum("tid,tjd->tij", x, x)
@@ -107,15 +107,15 @@ def test_post_ln_is_unchanged_bit_for_bit():
 
 
 def test_mix_ln_is_post_then_pre():
-    common = dict(dim=3, n=12, beta=2.0, seed=4, rtol=1e-11, save_every=0.5, r0=R0)
-    mix = simulate(init="uniform", t_final=2.5, normalization="mix", mix_switch=1.2, **common)
+    common = dict(dim=3, n=12, beta=2.0, seed=4, rtol=1e-11, save_every=0.5)
+    mix = simulate(init="uniform", t_final=2.5, normalization="mix", mix_switch=1.2, r0=R0, **common)
     post = simulate(init="uniform", t_final=1.2, normalization="post", collapse_tol=0, **common)
     assert 1.2 in mix.time.values                       # a frame (and a step) lands on tau
     before = mix.sel(time=post.time.values)
     np.testing.assert_allclose(before.positions.values, post.positions.values, rtol=0, atol=3e-12)
     assert np.all(before.radius.values == R0)           # no radial motion under Post-LN
     pre = simulate(init="uniform", positions=post.positions.values[-1], t_final=1.3, normalization="pre",
-                   **common)
+                   r0=R0, **common)
     # the first step after tau moves as Pre-LN from its first stage (scheme.after_switch)
     np.testing.assert_allclose(mix.positions.values[-1], pre.positions.values[-1], rtol=0, atol=3e-12)
     np.testing.assert_allclose(mix.radius.values[-1], pre.radius.values[-1], rtol=0, atol=3e-12)
