@@ -38,16 +38,25 @@ with nearby states).
 for SA (so no overflow at any beta).  :class:`CircleFourierInteraction` is the
 ``Q = K = V = I`` circle case in ``O(n M)``: ``exp(beta cos t)`` is band-limited to
 ``M(beta)`` modes (MATH.md §2.1), so the sums over ``j`` become ``M`` weighted Fourier sums.
+:class:`SphereHarmonicInteraction` is its S^2 counterpart (``d = 3``, ``Q = K = V = I``) in
+``O(n + L^2 log L)``: non-uniform spherical-harmonic transforms through the band-limited kernel
+(MATH.md §2.2).  Both return the velocity already projected on the tangent space (``projected``)
+and give the radial part ``<theta, A>`` of the normalisation schemes (MATH.md §6) by
+:meth:`attention_parts`.
 """
 
 from __future__ import annotations
 
 import math
 
+import ducc0
 import numpy as np
 
 from meanfield.errors import require
-from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_over_beta
+from meanfield.kernels import (band_limit, scaled_funk_hecke, scaled_funk_hecke_beta_derivative,
+                               scaled_funk_hecke_over_beta)
+
+from .sphere import m_major_layout
 
 #: Memory budget of one row block (logits take half of it): 4 MiB keeps a block in cache;
 #: 256 MiB blocks were 3-6x slower (freshly mapped memory every call; validation/bench_particles.py).
@@ -81,6 +90,9 @@ class DirectInteraction:
     must be ``None``.  ``sinkhorn_*``: see the module docstring.  After a Sinkhorn call,
     ``sinkhorn_iterations`` lists the half-steps each head took.
     """
+
+    #: the output is ``v_i`` before the tangent projection
+    projected = False
 
     def __init__(self, beta: float, attention: str, Q=None, K=None, V=None, weights=None,
                  block_bytes: int = DEFAULT_BLOCK_BYTES, kernel: str = "dot", heads=None,
@@ -351,6 +363,9 @@ class CircleFourierInteraction:
     ``sum_j w_j exp(beta cos phi) cos phi = I_1 T_0 + sum_{k >= 1} (I_{k-1} + I_{k+1}) Re(exp(-i k theta_i) T_k)``.
     """
 
+    #: :meth:`velocity` is already the tangent part
+    projected = True
+
     def __init__(self, beta: float, attention: str, weights, tol: float = 1e-16):
         self.beta, self.attention, self.weights = beta, attention, weights
         modes = np.arange(band_limit(beta, 2, tol) + 2)
@@ -393,6 +408,13 @@ class CircleFourierInteraction:
             radial, speed = radial / density, speed / density
         return radial, speed
 
+    def attention_parts(self, x: np.ndarray):
+        """``(<x, A>, P_x A, |A|)`` of the attention output ``A`` (MATH.md §6) for unit vectors ``(B, n, 2)``."""
+        angle = np.arctan2(x[..., 1], x[..., 0])
+        radial, speed = self.components(angle)
+        tangent = np.stack((-np.sin(angle) * speed, np.cos(angle) * speed), axis=-1)
+        return radial, tangent, np.hypot(radial, speed)
+
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """Tangent velocity ``(d theta/dt) (-sin theta, cos theta)`` (already projected)."""
         theta = np.arctan2(x[..., 1], x[..., 0])
@@ -405,3 +427,119 @@ class CircleFourierInteraction:
         sums = np.einsum("bjk,j->bk", self._phases(theta), self.weights)
         ive = scaled_funk_hecke(self.modes, self.beta, 2) / (2 * math.pi)
         return (np.abs(sums) ** 2 @ (np.where(self.modes == 0, 1.0, 2.0) * ive)) / (2 * self.beta)
+
+
+#: Relative accuracy of :class:`SphereHarmonicInteraction` against the direct sum (default).
+SPHERE_ACCURACY = 1e-12
+#: Smallest accuracy ducc0's non-uniform transforms reach in double precision.
+SHT_MIN_EPSILON = 3e-13
+
+
+def sphere_locations(x: np.ndarray) -> tuple[np.ndarray, tuple]:
+    """``(colatitude, longitude)`` of unit vectors ``x`` (shape ``(n, 3)``; ducc0's ``loc``, shape ``(n, 2)``)
+    and the trigonometry ``(cos, sin)`` of both, read off ``x`` without trigonometric calls (a token at a
+    pole gets longitude 0)."""
+    rho = np.hypot(x[:, 0], x[:, 1])
+    loc = np.empty((x.shape[0], 2))
+    np.arctan2(rho, x[:, 2], out=loc[:, 0])
+    np.arctan2(x[:, 1], x[:, 0], out=loc[:, 1])
+    loc[:, 1] %= 2 * math.pi
+    at_pole = rho == 0
+    safe = np.where(at_pole, 1.0, rho)
+    cos_p, sin_p = np.where(at_pole, 1.0, x[:, 0] / safe), x[:, 1] / safe
+    return loc, (x[:, 2], rho, cos_p, sin_p)
+
+
+class SphereHarmonicInteraction:
+    """``Q = K = V = I`` on S^2 (``d = 3``) in ``O(n + L^2 log L)`` by spherical harmonics (MATH.md §2.2).
+
+    With ``mu_lm = sum_j w_j conj(Y_lm(x_j))`` (``ducc0.sht.adjoint_synthesis_general``) and
+    the Funk–Hecke coefficients ``kappa_l`` of ``exp(beta t)``:
+    ``sum_j w_j exp(beta <x, x_j>) = (K * mu)(x) = sum_lm kappa_l mu_lm Y_lm(x)``, so the tangent part of
+    the USA output is ``grad (K * mu) / beta`` (spin-1 ``DERIV1`` synthesis of ``kappa_l mu_lm / beta``),
+    SA's is that over ``K * mu`` (spin-0 synthesis), and the radial part ``<x, A>`` is ``d/dbeta (K * mu)``
+    (coefficients :func:`meanfield.kernels.scaled_funk_hecke_beta_derivative`; MATH.md §6), SA divided by
+    ``K * mu``.  All sums are ``exp(-beta)`` scaled (SA's cancels; USA multiplies ``exp(beta)`` back).
+
+    Accuracy: ``accuracy`` (default :data:`SPHERE_ACCURACY`) relative to the direct sum.  The band is
+    ``L = band_limit(beta, 3, accuracy / (1 + beta)) + 2`` (every ``kappa_l / kappa_0`` below that beyond
+    ``L - 2``; the gradient weighs degree ``l`` by up to ``l ~ beta`` more: with ``accuracy`` alone the error
+    was 1.7e-12 at ``beta = 30`` and 6.6e-12 at 60 for 1e-12) and the transforms'
+    ``epsilon = max(accuracy / 4, SHT_MIN_EPSILON)``.  Measured against :class:`DirectInteraction` at
+    ``beta = 0.5 .. 60`` the largest difference relative to ``max |v|`` stays below ``accuracy``
+    (tests/solvers/test_sphere_harmonic_particles.py, ``validate bench-particles``).
+    The transforms' error is absolute (relative to the coefficients' size), so SA tokens where
+    ``exp(-beta) K * mu`` is tiny (an isolated token at large ``beta``, where it can fall to ``w_i``) get a
+    larger relative error; :attr:`min_density` reports the smallest value of the last call.
+    ``nthreads``: ducc0 threads (its adjoint is not bit-reproducible across thread counts).
+    """
+
+    projected = True
+
+    def __init__(self, beta: float, attention: str, weights, accuracy: float = SPHERE_ACCURACY,
+                 nthreads: int = 1):
+        require(isinstance(accuracy, (int, float)) and 1e-16 <= accuracy < 1,
+                f"accuracy must be in [1e-16, 1) (got {accuracy!r})")
+        self.beta, self.attention, self.weights = beta, attention, weights
+        self.accuracy, self.nthreads = float(accuracy), int(nthreads)
+        self.band = band = band_limit(beta, 3, self.accuracy / (1 + beta)) + 2
+        self.epsilon = max(self.accuracy / 4, SHT_MIN_EPSILON)
+        degree, order = m_major_layout(band)
+        self.multiplicity = np.where(order == 0, 1.0, 2.0)
+        scale = math.exp(beta) if attention == "usa" else 1.0
+        self.conv = scaled_funk_hecke(degree, beta, 3)                          # exp(-beta) kappa_l
+        self.potential = scaled_funk_hecke_over_beta(degree, beta, 3) * scale   # gradient / beta
+        self.radial = scaled_funk_hecke_beta_derivative(degree, beta, 3) * scale
+        self.min_density = math.inf
+
+    def _transforms(self, loc: np.ndarray) -> dict:
+        return dict(lmax=self.band, loc=loc, epsilon=self.epsilon, nthreads=self.nthreads)
+
+    def coefficients(self, x: np.ndarray) -> np.ndarray:
+        """``mu_lm`` (``l <= band``, m-major) of one system of tokens ``x`` (shape ``(n, 3)``)."""
+        loc, _ = sphere_locations(x)
+        return self._coefficients(loc)
+
+    def _coefficients(self, loc: np.ndarray) -> np.ndarray:
+        weights = np.ascontiguousarray(self.weights, dtype=float)[None]
+        return ducc0.sht.adjoint_synthesis_general(map=weights, spin=0, **self._transforms(loc))
+
+    def _system(self, x: np.ndarray, radial: bool):
+        """Tangent output ``P A`` (Cartesian, ``(n, 3)``) and, with ``radial``, ``<x, A>`` for one system."""
+        loc, (cos_t, sin_t, cos_p, sin_p) = sphere_locations(x)
+        kw = self._transforms(loc)
+        mu = self._coefficients(loc)
+        v_theta, v_phi = ducc0.sht.synthesis_general(alm=mu * self.potential, spin=1, mode="DERIV1", **kw)
+        radial_part = ducc0.sht.synthesis_general(alm=mu * self.radial, spin=0, **kw)[0] if radial else None
+        if self.attention == "sa":
+            density = ducc0.sht.synthesis_general(alm=mu * self.conv, spin=0, **kw)[0]
+            self.min_density = min(self.min_density, float(np.min(density)))
+            v_theta /= density
+            v_phi /= density
+            if radial:
+                radial_part /= density
+        tangent = np.empty_like(x)
+        along = v_theta * cos_t
+        tangent[:, 0] = along * cos_p - v_phi * sin_p
+        tangent[:, 1] = along * sin_p + v_phi * cos_p
+        tangent[:, 2] = -v_theta * sin_t
+        return tangent, radial_part
+
+    def velocity(self, x: np.ndarray) -> np.ndarray:
+        """The tangent velocity ``P_x v`` (already projected) for tokens of shape ``(B, n, 3)``."""
+        self.min_density = math.inf
+        return np.stack([self._system(system, False)[0] for system in x])
+
+    def attention_parts(self, theta: np.ndarray):
+        """``(<theta, A>, P_theta A, |A|)`` of the attention output ``A`` (MATH.md §6), shapes ``(B, n)``,
+        ``(B, n, 3)``, ``(B, n)``."""
+        self.min_density = math.inf
+        parts = [self._system(system, True) for system in theta]
+        tangent = np.stack([p[0] for p in parts])
+        radial = np.stack([p[1] for p in parts])
+        return radial, tangent, np.sqrt(np.sum(tangent * tangent, axis=-1) + radial * radial)
+
+    def scaled_energy(self, x: np.ndarray) -> np.ndarray:
+        """``exp(-beta) E = (1/2 beta) sum_lm exp(-beta) kappa_l |mu_lm|^2`` per system (MATH.md §2.2)."""
+        return np.array([np.sum(self.multiplicity * self.conv * np.abs(self.coefficients(system)) ** 2)
+                         for system in x]) / (2 * self.beta)

@@ -11,6 +11,10 @@ With a normalisation scheme (MATH.md §6, :mod:`meanfield.normalization`) the at
 schemes that carry a radius (pre, mix, peri) add ``radius(time, particle)``.  Mix-LN's switch at
 ``tau`` is a jump in time: the run saves a frame at ``tau`` and restarts the stepper there, so no
 step straddles it.
+
+``interaction`` (``auto`` | ``harmonic`` | ``direct``) picks the interaction path of
+:class:`solvers.particles.ParticleScheme`; attrs ``interaction`` (the class) and ``interaction_path``
+record the path taken, and a forced path joins the reproducing ``command``.
 """
 
 from __future__ import annotations
@@ -147,7 +151,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
              rtol: float = PARTICLE_DEFAULTS["rtol"], cfl: float = PARTICLE_DEFAULTS["cfl"],
              dt_max: float | None = None, progress: bool = False, save_log: int | None = None,
              collapse_tol: float | None = None, normalization: str = "post", r0: float | None = None,
-             alpha: float | None = None, mix_switch: float | None = None):
+             alpha: float | None = None, mix_switch: float | None = None, interaction: str = "auto"):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
 
     Tokens come from ``init`` (see :mod:`meanfield.sampling`) unless ``positions`` (and
@@ -162,6 +166,9 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     ``normalization`` (``post``, ``pre``, ``mix``, ``peri``, ``ngpt``, ``lnscale``) with ``r0``, ``alpha``
     and ``mix_switch``: the scheme of MATH.md §6 (module docstring; pre, mix and peri switch collapse
     off by default and refuse noise).  ``qkv`` may be a ``.npz`` file of ``Q``, ``K``, ``V``.
+    ``interaction``: ``auto`` (default), ``harmonic`` or ``direct``, the interaction path
+    (:mod:`solvers.particles`; ``harmonic`` is refused where it does not apply); the attrs record the
+    path taken (``interaction_path``) and its class (``interaction``).
     Defaults: :mod:`meanfield.defaults`, shared with the command line.
     """
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
@@ -199,7 +206,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     positions = np.asarray(positions, dtype=float)
     require(positions.shape == (n, dim), f"positions must have shape ({n}, {dim}) (got {positions.shape})")
     scheme = ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed, collapse_tol=tol,
-                            normalization=scheme_choice, heads=heads)
+                            normalization=scheme_choice, heads=heads, interaction_path=interaction)
     if dt_max is None:
         dt_max = 1e-2 if nu > 0 else math.inf
     time_stepper = make_stepper(stepper, scheme, cfl=cfl, rtol=rtol, dt_max=dt_max)
@@ -228,6 +235,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
                 "rtol": rtol, "cfl": cfl, "collapse_tol": collapse_tol}
     if scheme_choice.name != "post":  # post runs keep their command line as before
         settings.update(scheme_choice.options())
+    if interaction != "auto":
+        settings["interaction"] = interaction
     attrs_scheme = scheme_choice.as_attrs()
     attrs = dict(settings, **attrs_scheme, geometry="particles", scheme="particles", package_version=package_version(),
                  command=canonical_command(["particles"], settings),
@@ -235,7 +244,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
                  command_reproduces_run=int(reproducible(init) and positions_given is False),
                  t_reached=record.t_reached, wall_time=record.wall_time,
                  steps=record.steps, rejected_steps=record.rejected_steps, dt_max=dt_max,
-                 interaction=type(scheme.interaction).__name__, collapse_tol_used=tol)
+                 interaction=type(scheme.interaction).__name__, interaction_path=scheme.interaction_path,
+                 collapse_tol_used=tol)
     dataset = build_run_dataset(record.times, frames, dims, coords, attrs)
     dataset["weights"] = ("particle", scheme.token_weights, {"long_name": "token weights (sum 1)"})
     if scheme.heads is not None:  # several heads: Q, K, V with a leading head axis

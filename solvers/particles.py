@@ -28,8 +28,18 @@ radius ``r_j`` with ``dr_j/dt`` from the scheme's table.  Those schemes hold the
 ``(B, n, d + 1)``: the direction, then the radius as the last column (``after_step`` renormalises
 the direction only), so exact restarts carry the radius with the state.  Post-LN (the default) is
 the model above, bit for bit.  On the circle with ``Q = K = V = I`` the ``O(n M)`` Fourier path also
-gives ``<theta, A>`` (:meth:`solvers.interaction.CircleFourierInteraction.components`), so every
+gives ``<theta, A>`` (:meth:`solvers.interaction.CircleFourierInteraction.attention_parts`; on S^2 the
+harmonic path's :meth:`solvers.interaction.SphereHarmonicInteraction.attention_parts`), so every
 scheme keeps the fast path.  Radius-carrying schemes refuse noise and collapse.
+
+Interaction paths (``interaction_path``): ``"direct"`` sums over all pairs
+(:class:`solvers.interaction.DirectInteraction`, ``O(n^2)``, any ``d``, ``Q, K, V``, heads, kernels);
+``"harmonic"`` is the band-limited transform path of ``Q = K = V = I`` dot-product attention on the sphere:
+on S^1 the Fourier sums (:class:`solvers.interaction.CircleFourierInteraction`), on S^2 the spherical-harmonic
+transforms (:class:`solvers.interaction.SphereHarmonicInteraction`, accuracy ``harmonic_accuracy`` relative
+to the direct sum, default 1e-12), refused elsewhere; ``"auto"`` (default) takes it on the circle always
+(as before) and on S^2 from :func:`harmonic_crossover` tokens on, where it is measured to be faster.
+Both paths handle SA and USA, weights, noise, collapse and every normalisation scheme.
 """
 
 from __future__ import annotations
@@ -44,10 +54,24 @@ from meanfield.normalization import Normalization
 from meanfield.seeding import stream
 
 from .clusters import NodeCollapse, closing_rate
-from .interaction import KERNELS, CircleFourierInteraction, DirectInteraction
+from .interaction import (KERNELS, SPHERE_ACCURACY, CircleFourierInteraction, DirectInteraction,
+                          SphereHarmonicInteraction)
 
 #: Tokens further than this from the unit sphere mean the run has lost validity.
 SPHERE_TOL = 1e-10
+#: ``interaction_path`` choices (module docstring).
+INTERACTION_PATHS = ("auto", "harmonic", "direct")
+#: S^2 auto choice: the harmonic path from this many tokens on (band <= 40; measured crossover, one core,
+#: SA: direct/harmonic = 0.6 at n = 256, 1.1-1.7 at 512, 6-11 at 1024 for beta = 1, 4, 16)
+HARMONIC_MIN_N = 512
+#: ... and from ``n = HARMONIC_MIN_N band / HARMONIC_BAND`` at wider bands (beta = 64, band 67: 0.55 at 512,
+#: 2.9 at 1024): the transforms' fixed cost grows with the band
+HARMONIC_BAND = 40
+
+
+def harmonic_crossover(band: int) -> int:
+    """Smallest ``n`` at which ``interaction_path="auto"`` takes the S^2 harmonic path of band ``band``."""
+    return int(math.ceil(HARMONIC_MIN_N * max(1.0, band / HARMONIC_BAND)))
 
 
 def _is_identity(matrix, dim: int) -> bool:
@@ -112,6 +136,8 @@ class ParticleScheme:
     ``observe``  optional ``callable(x) -> dict`` replacing the default frame record.
     ``collapse_tol``  merge tokens closer than this (0: never; see the module docstring).
     ``normalization``  a :class:`meanfield.normalization.Normalization` (``None``: Post-LN).
+    ``interaction_path``  ``"auto"``, ``"harmonic"`` or ``"direct"`` (module docstring); ``fast_circle=False``
+                 is ``"direct"`` on the circle.  ``harmonic_accuracy``: the S^2 harmonic path's accuracy.
     """
 
     linear = None
@@ -123,7 +149,8 @@ class ParticleScheme:
     def __init__(self, model: Model, n: int, Q=None, K=None, V=None, weights=None, sphere: bool = True,
                  seed=None, observe=None, block_bytes: int | None = None, fast_circle: bool = True,
                  kernel: str = "dot", heads=None, sinkhorn_eps: float = 1.0, collapse_tol: float = 0.0,
-                 normalization: Normalization | None = None):
+                 normalization: Normalization | None = None, interaction_path: str = "auto",
+                 harmonic_accuracy: float = SPHERE_ACCURACY):
         require(isinstance(n, (int, np.integer)) and n >= 1, f"--n must be a positive integer (got {n!r})")
         dim = model.dim
         self.model, self.n, self.dim, self.sphere = model, int(n), dim, sphere
@@ -166,8 +193,11 @@ class ParticleScheme:
         self.collapser = NodeCollapse(self.n, collapse_tol)
         identity = heads is None and all(_is_identity(m, dim) for m in (self.Q, self.K, self.V))
         kwargs = {} if block_bytes is None else {"block_bytes": block_bytes}
-        if fast_circle and sphere and dim == 2 and identity:
+        self.interaction_path = self._choose_path(interaction_path, identity, fast_circle, harmonic_accuracy)
+        if self.interaction_path == "harmonic" and dim == 2:
             self.interaction = CircleFourierInteraction(model.beta, model.attention, self.weights)
+        elif self.interaction_path == "harmonic":
+            self.interaction = self._sphere_harmonic
         elif kernel == "dot" and heads is None:
             self.interaction = DirectInteraction(model.beta, model.attention, self.Q, self.K, self.V,
                                                  self.weights, **kwargs)
@@ -180,6 +210,25 @@ class ParticleScheme:
         self.observe = observe
         self.max_speed = 0.0
 
+    def _choose_path(self, path, identity: bool, fast_circle: bool, accuracy) -> str:
+        """``"harmonic"`` or ``"direct"`` from the requested ``interaction_path`` (module docstring)."""
+        require(isinstance(path, str) and path in INTERACTION_PATHS,
+                f"--interaction must be one of {', '.join(INTERACTION_PATHS)} (got {path!r})")
+        applies = self.sphere and self.dim in (2, 3) and identity and self.kernel == "dot"
+        if path == "harmonic":
+            require(self.sphere and self.dim in (2, 3), f"--interaction harmonic needs tokens on S^1 or S^2 "
+                                                       f"(--dim 2 or 3, got {self.dim}); use --interaction direct")
+            require(applies, "--interaction harmonic needs Q = K = V = I (--qkv identity), one head and the "
+                             "dot-product kernel; use --interaction direct")
+        if path == "direct" or not applies or (self.dim == 2 and not fast_circle):
+            return "direct"
+        if self.dim == 3:
+            self._sphere_harmonic = SphereHarmonicInteraction(self.model.beta, self.model.attention, self.weights,
+                                                              accuracy=accuracy)
+            if path == "auto" and self.n < harmonic_crossover(self._sphere_harmonic.band):
+                return "direct"
+        return "harmonic"
+
     # -- dynamics ---------------------------------------------------------------------------------
     def directions(self, x: np.ndarray) -> np.ndarray:
         """The tokens' directions ``theta`` (``x`` without its radius column, if any)."""
@@ -187,11 +236,8 @@ class ParticleScheme:
 
     def _attention_parts(self, theta: np.ndarray):
         """``(<theta, A>, P_theta A, |A|)`` of the attention output ``A`` (MATH.md §6)."""
-        if isinstance(self.interaction, CircleFourierInteraction):
-            angle = np.arctan2(theta[..., 1], theta[..., 0])
-            radial, speed = self.interaction.components(angle)
-            tangent = np.stack((-np.sin(angle) * speed, np.cos(angle) * speed), axis=-1)
-            return radial, tangent, np.hypot(radial, speed)
+        if self.interaction.projected:
+            return self.interaction.attention_parts(theta)
         output = self.interaction.velocity(theta)
         radial = np.sum(output * theta, axis=-1)
         norm = np.sqrt(np.sum(output * output, axis=-1))
@@ -221,7 +267,7 @@ class ParticleScheme:
             self._field = (x, velocity)
             return velocity
         velocity = self.interaction.velocity(x)
-        if self.sphere and not isinstance(self.interaction, CircleFourierInteraction):
+        if self.sphere and not self.interaction.projected:
             velocity -= np.sum(velocity * x, axis=-1, keepdims=True) * x
         self.max_speed = float(np.sqrt(np.max(np.sum(velocity * velocity, axis=-1))))
         self._field = (x, velocity)

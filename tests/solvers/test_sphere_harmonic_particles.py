@@ -1,0 +1,135 @@
+"""S^2 tokens through spherical harmonics (issue 14 item 1): solvers.interaction.SphereHarmonicInteraction
+against the direct sums, the auto choice of ParticleScheme and its refusals."""
+
+import numpy as np
+import pytest
+
+from meanfield.cli import main
+from meanfield.errors import InputError
+from meanfield.model import Model
+from meanfield.normalization import Normalization
+from solvers.interaction import CircleFourierInteraction, DirectInteraction, SphereHarmonicInteraction
+from solvers.particle_run import simulate
+from solvers.particles import ParticleScheme, harmonic_crossover
+
+
+def tokens(rng, n, batch=1, tilt=1.0):
+    """Unit vectors, biased towards the north pole (a non-uniform measure: a large field)."""
+    x = rng.standard_normal((batch, n, 3))
+    x[..., 2] += tilt
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def relative(a, b):
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+@pytest.mark.parametrize("attention", ["sa", "usa"])
+@pytest.mark.parametrize("beta", [0.5, 4.0, 30.0])
+def test_harmonic_velocity_equals_the_direct_sum(attention, beta, rng):
+    n = 600
+    x = tokens(rng, n, batch=2)
+    weights = rng.random(n)
+    weights /= weights.sum()
+    harmonic = SphereHarmonicInteraction(beta, attention, weights)
+    direct = DirectInteraction(beta, attention, weights=weights)
+    output = direct.velocity(x)
+    radial = np.sum(output * x, axis=-1)
+    tangent = output - radial[..., None] * x
+    assert relative(harmonic.velocity(x), tangent) < 1e-12
+    parts = harmonic.attention_parts(x)
+    assert relative(parts[0], radial) < 1e-12
+    assert relative(parts[1], tangent) < 1e-12
+    assert relative(parts[2], np.linalg.norm(output, axis=-1)) < 1e-12
+    assert relative(harmonic.scaled_energy(x), direct.scaled_energy(x)) < 1e-13
+
+
+def test_accuracy_sets_the_band_and_the_error(rng):
+    x = tokens(rng, 400)
+    weights = np.full(400, 1 / 400)
+    output = DirectInteraction(9.0, "sa", weights=weights).velocity(x)
+    tangent = output - np.sum(output * x, axis=-1, keepdims=True) * x
+    coarse = SphereHarmonicInteraction(9.0, "sa", weights, accuracy=1e-6)
+    fine = SphereHarmonicInteraction(9.0, "sa", weights)
+    assert coarse.band < fine.band
+    assert 1e-12 < relative(coarse.velocity(x), tangent) < 1e-6
+    with pytest.raises(InputError, match="accuracy"):
+        SphereHarmonicInteraction(9.0, "sa", weights, accuracy=0.0)
+
+
+@pytest.mark.parametrize("name", ["post", "peri", "ngpt"])
+def test_scheme_rhs_matches_the_direct_path(name, rng):
+    n = 600
+    model = Model(attention="sa", beta=4.0, dim=3)
+    normalization = Normalization(name)
+    x = tokens(rng, n)
+    if normalization.carries_radius:
+        x = np.concatenate((x, 1 + rng.random((1, n, 1))), axis=-1)
+    fast = ParticleScheme(model, n, normalization=normalization, interaction_path="harmonic")
+    slow = ParticleScheme(model, n, normalization=normalization, interaction_path="direct")
+    assert isinstance(fast.interaction, SphereHarmonicInteraction)
+    assert isinstance(slow.interaction, DirectInteraction)
+    assert relative(fast.rhs(x, 0.5), slow.rhs(x, 0.5)) < 1e-12
+
+
+def test_short_run_agrees_with_the_direct_path():
+    settings = dict(dim=3, n=300, attention="sa", beta=4.0, init="uniform", seed=3, t_final=2.0,
+                    save_every=1.0, rtol=1e-10)
+    fast = simulate(interaction="harmonic", **settings)
+    slow = simulate(interaction="direct", **settings)
+    assert fast.attrs["interaction"] == "SphereHarmonicInteraction" and fast.attrs["interaction_path"] == "harmonic"
+    assert slow.attrs["interaction"] == "DirectInteraction" and slow.attrs["interaction_path"] == "direct"
+    assert "--interaction harmonic" in fast.attrs["command"]
+    moved = float(np.max(np.abs(slow.positions.values[-1] - slow.positions.values[0])))
+    assert moved > 0.1
+    assert float(np.max(np.abs(fast.positions.values - slow.positions.values))) < 1e-9
+    np.testing.assert_allclose(fast.energy.values, slow.energy.values, rtol=1e-12)
+
+
+def test_noise_and_weights_run_on_the_harmonic_path(rng):
+    weights = rng.random(200)
+    settings = dict(dim=3, n=200, beta=2.0, nu=0.05, seed=1, t_final=0.2, save_every=0.1)
+    fast = simulate(interaction="harmonic", positions=tokens(rng, 200)[0], weights=weights, **settings)
+    slow = simulate(interaction="direct", positions=fast.positions.values[0], weights=weights, **settings)
+    assert fast.attrs["stop_reason"] == "completed"
+    assert float(np.max(np.abs(fast.positions.values - slow.positions.values))) < 1e-9
+
+
+def test_auto_choice():
+    model = Model(attention="sa", beta=4.0, dim=3)
+    band = SphereHarmonicInteraction(4.0, "sa", None).band
+    crossover = harmonic_crossover(band)
+    assert 256 < crossover <= 1024
+    assert isinstance(ParticleScheme(model, crossover).interaction, SphereHarmonicInteraction)
+    assert isinstance(ParticleScheme(model, crossover - 1).interaction, DirectInteraction)
+    assert harmonic_crossover(SphereHarmonicInteraction(64.0, "sa", None).band) > crossover
+    # not applicable: the direct sums, whatever n
+    assert isinstance(ParticleScheme(model, 2000, V=-np.eye(3)).interaction, DirectInteraction)
+    assert isinstance(ParticleScheme(Model(attention="sa", beta=4.0, dim=4), 2000).interaction, DirectInteraction)
+    # the circle keeps its Fourier path; direct is forced everywhere
+    circle = Model(attention="sa", beta=4.0, dim=2)
+    assert isinstance(ParticleScheme(circle, 8).interaction, CircleFourierInteraction)
+    assert isinstance(ParticleScheme(circle, 8, interaction_path="harmonic").interaction, CircleFourierInteraction)
+    assert isinstance(ParticleScheme(circle, 8, interaction_path="direct").interaction, DirectInteraction)
+    assert isinstance(ParticleScheme(model, 4000, interaction_path="direct").interaction, DirectInteraction)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(dim=4), "--dim 2 or 3"),
+    (dict(dim=3, V=-np.eye(3)), "Q = K = V = I"),
+    (dict(dim=3, path="fast"), "--interaction must be one of"),
+])
+def test_refusals(kwargs, words):
+    dim = kwargs.pop("dim")
+    path = kwargs.pop("path", "harmonic")
+    with pytest.raises(InputError, match=words):
+        ParticleScheme(Model(attention="sa", beta=1.0, dim=dim), 10, interaction_path=path, **kwargs)
+
+
+def test_cli_refuses_in_one_line(tmp_path, capsys):
+    code = main(["particles", "--dim", "3", "--n", "10", "--beta", "1", "--qkv", "repulsive", "--t-final", "0.1",
+                 "--interaction", "harmonic", "--no-progress", "--out", str(tmp_path / "run.nc")])
+    assert code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("meanfield: error: --interaction harmonic needs Q = K = V = I")
+    assert not (tmp_path / "run.nc").exists()
