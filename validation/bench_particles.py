@@ -4,7 +4,7 @@ This is a measurement, not a test: it prints ratios and asserts nothing about sp
 Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weights.
 
 1. **Direct right-hand side vs its floor.**  One call of
-   ``ParticleScheme(Model(attention, beta=4, dim=3), n, fast_circle=False).rhs(x, 0.0)``
+   ``ParticleScheme(Model(attention, beta=4, dim=3), n, interaction_path="direct").rhs(x, 0.0)``
    (``DirectInteraction`` with the default ``block_bytes``, then the tangent projection)
    divided by the cost of the unavoidable ``n^2`` work: one ``(n, 3) @ (3, n)`` GEMM
    forming all the logits into a preallocated ``n x n`` array plus ``np.exp`` on that
@@ -28,6 +28,17 @@ Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weigh
    speedup is relative to the default, and ``ratio_to_floor`` divides by the GEMM + exp
    of table 1 done in small row blocks through one reused buffer (the in-cache floor,
    cheaper than table 1's memory-bound ``n x n`` baseline).
+
+5. **Normalisation schemes** (MATH.md §6): every scheme's SA right-hand side (direct path) against Post-LN's.
+6. **S^2: spherical-harmonic path vs direct** (issue 14 item 1).  ``ParticleScheme(Model("sa", 4, dim=3), n,
+   interaction_path="harmonic")`` (:class:`solvers.interaction.SphereHarmonicInteraction`, accuracy 1e-12,
+   ducc0 on one thread) at ``n = 1e3 .. 1e6`` (quick: to 1e5): time per right-hand side, speedup over the
+   direct path and the largest relative difference (as in table 2).  The direct path is timed up to
+   :data:`DIRECT_MAX` tokens; beyond, its time is extrapolated as ``n^2`` from the largest measured size
+   (the ``direct`` column says ``extrap``) and the difference is not measured.
+7. **Scaling**: the time per right-hand side of both paths against ``n``, with the exponent ``p`` of
+   ``t ~ n^p`` fitted (least squares in log-log) over the sizes from ``SCALING_FIT_FROM`` tokens on
+   (the harmonic path's fixed ``L^2 log L`` cost dominates below), and over all sizes.
 
 Timings use :func:`validation.bench_circle.best_times` (best of several interleaved runs
 after one warm-up call, per-call time in ms).  Calls of a second or more are expensive, so
@@ -56,7 +67,7 @@ import numpy as np  # noqa: E402
 
 from meanfield.model import Model  # noqa: E402
 from meanfield.normalization import SCHEMES, Normalization  # noqa: E402
-from solvers.interaction import DEFAULT_BLOCK_BYTES  # noqa: E402
+from solvers.interaction import DEFAULT_BLOCK_BYTES, SPHERE_ACCURACY  # noqa: E402
 from solvers.particles import ParticleScheme  # noqa: E402
 from validation.bench_circle import _clock, best_times, format_table as circle_table  # noqa: E402
 
@@ -126,6 +137,32 @@ NORMALIZATION_COLUMNS = (
 )
 #: Tokens of the normalisation-overhead table (d = 3, direct path, SA).
 NORMALIZATION_N, QUICK_NORMALIZATION_N = 4000, 2000
+#: Table 6: the S^2 harmonic path at these sizes; the direct path is timed up to DIRECT_MAX tokens.
+HARMONIC_SIZES, QUICK_HARMONIC_SIZES = (1000, 10000, 100000, 1000000), (1000, 10000, 100000)
+DIRECT_MAX = 30000
+#: Table 7: sizes of the scaling fits (harmonic; direct), fitted from SCALING_FIT_FROM tokens on.
+SCALING_HARMONIC = (1000, 3000, 10000, 30000, 100000, 300000, 1000000)
+QUICK_SCALING_HARMONIC = (1000, 3000, 10000, 30000, 100000)
+SCALING_DIRECT, QUICK_SCALING_DIRECT = (1000, 2000, 4000, 8000, 16000, 30000), (1000, 2000, 4000, 8000)
+SCALING_FIT_FROM = 4000
+#: Targets of issue 14: speedup over direct at 1e5 tokens, seconds per rhs at 1e6.
+TARGET_SPEEDUP_1E5, TARGET_SECONDS_1E6 = 100.0, 1.0
+HARMONIC_COLUMNS = (
+    ("n", "n", "d"),
+    ("band", "band", "d"),
+    ("harmonic_ms", "harmonic_ms", ".2f"),
+    ("direct_ms", "direct_ms", ".1f"),
+    ("direct", "direct_source", "s"),
+    ("speedup", "speedup", ".0f"),
+    ("max_rel_diff", "max_rel_diff", ".2e"),
+)
+SCALING_COLUMNS = (
+    ("path", "path", "s"),
+    ("n", "n", "d"),
+    ("rhs_ms", "rhs_ms", ".2f"),
+    ("ns/token", "ns_per_token", ".1f"),
+    ("local_exponent", "local_exponent", ".2f"),
+)
 
 
 # -- inputs and references ------------------------------------------------------------------------
@@ -222,7 +259,7 @@ def _recording(fn, store: dict, key: str):
 def _rhs_row(n: int, timing: dict) -> tuple[dict, dict]:
     """Direct SA and USA right-hand sides at ``n`` tokens in S^2 vs GEMM + exp; also the outputs."""
     x = sphere_tokens(n, 3)
-    schemes = {a: ParticleScheme(Model(a, beta=BETA, dim=3), n, fast_circle=False) for a in ("sa", "usa")}
+    schemes = {a: ParticleScheme(Model(a, beta=BETA, dim=3), n, interaction_path="direct") for a in ("sa", "usa")}
     outputs = {}
     calls = [_recording(lambda s=s: s.rhs(x, 0.0), outputs, a) for a, s in schemes.items()]
     sa, usa, base = time_calls(calls + [gemm_exp_baseline(x, BETA)], timing)
@@ -265,7 +302,7 @@ def _circle_row(n: int, beta: float, timing: dict) -> dict:
 def _block_rows(n: int, timing: dict) -> list[dict]:
     """SA right-hand side at ``n`` tokens for each of :data:`BLOCK_SIZES`."""
     x = sphere_tokens(n, 3)
-    schemes = [ParticleScheme(Model("sa", beta=BETA, dim=3), n, fast_circle=False, block_bytes=b)
+    schemes = [ParticleScheme(Model("sa", beta=BETA, dim=3), n, interaction_path="direct", block_bytes=b)
                for b in BLOCK_SIZES]
     *seconds, floor = time_calls([lambda s=s: s.rhs(x, 0.0) for s in schemes]
                                  + [blocked_gemm_exp_baseline(x, BETA)], timing)
@@ -285,11 +322,74 @@ def _normalization_rows(n: int, timing: dict) -> list[dict]:
     schemes, states = [], []
     for name in SCHEMES:
         scheme = Normalization(name)
-        schemes.append(ParticleScheme(Model("sa", beta=BETA, dim=3), n, fast_circle=False, normalization=scheme))
+        schemes.append(ParticleScheme(Model("sa", beta=BETA, dim=3), n, interaction_path="direct",
+                                      normalization=scheme))
         states.append(np.concatenate((x, np.full((1, n, 1), scheme.r0)), -1) if scheme.carries_radius else x)
     seconds = time_calls([lambda s=s, u=u: s.rhs(u, 0.5) for s, u in zip(schemes, states)], timing)
     return [{"scheme": name, "n": n, "state": "x, r" if Normalization(name).carries_radius else "x",
              "rhs_ms": 1e3 * t, "ratio": t / seconds[0]} for name, t in zip(SCHEMES, seconds)]
+
+
+class SphereTimes:
+    """Per-size SA right-hand sides on S^2 through either path, timed once per ``(path, n)`` and shared by
+    tables 6 and 7; outputs kept (for the differences) up to :data:`DIRECT_MAX` tokens."""
+
+    def __init__(self, quick: bool):
+        self.quick, self.seconds, self.outputs, self.bands = quick, {}, {}, {}
+
+    def time(self, path: str, n: int) -> float:
+        if (path, n) not in self.seconds:
+            x = sphere_tokens(n, 3)
+            scheme = ParticleScheme(Model("sa", beta=BETA, dim=3), n, interaction_path=path)
+            store = {}
+            call = _recording(lambda: scheme.rhs(x, 0.0), store, "v")
+            if path == "harmonic":
+                self.bands[n] = scheme.interaction.band
+                [seconds] = best_times([call], target=0.1 if self.quick else 0.3, repeats=3)
+            else:
+                [seconds] = time_calls([call], timing_for(n, self.quick))
+            self.seconds[path, n] = seconds
+            if n <= DIRECT_MAX:
+                self.outputs[path, n] = store["v"]
+        return self.seconds[path, n]
+
+
+def _harmonic_rows(times: SphereTimes, sizes) -> list[dict]:
+    """Table 6: harmonic vs direct SA rhs on S^2; above :data:`DIRECT_MAX` the direct time is extrapolated as
+    ``n^2`` from the largest size at which ``times`` measured it."""
+    rows = []
+    for n in sizes:
+        harmonic = times.time("harmonic", n)
+        if n <= DIRECT_MAX:
+            direct, source = times.time("direct", n), "measured"
+            diff = max_relative_difference(times.outputs["harmonic", n], times.outputs["direct", n])
+        else:
+            largest = max(m for (path, m) in times.seconds if path == "direct")
+            direct = times.seconds["direct", largest] * (n / largest) ** 2
+            source, diff = f"extrap n^2 from {largest}", None
+        rows.append({"n": n, "band": times.bands[n], "harmonic_ms": 1e3 * harmonic, "direct_ms": 1e3 * direct,
+                     "direct_source": source, "speedup": direct / harmonic, "max_rel_diff": diff})
+    return rows
+
+
+def fitted_exponent(sizes, seconds) -> float:
+    """Least-squares slope ``p`` of ``log t = p log n + c``."""
+    return float(np.polyfit(np.log(np.asarray(sizes, float)), np.log(np.asarray(seconds, float)), 1)[0])
+
+
+def _scaling_rows(times: SphereTimes, harmonic_sizes, direct_sizes) -> tuple[list[dict], dict]:
+    """Table 7: time per rhs against ``n`` for both paths, local exponents between neighbouring sizes, and
+    the fitted exponents ``{path: (from SCALING_FIT_FROM on, all sizes)}``."""
+    rows, fits = [], {}
+    for path, sizes in (("harmonic", harmonic_sizes), ("direct", direct_sizes)):
+        seconds = [times.time(path, n) for n in sizes]
+        for i, (n, t) in enumerate(zip(sizes, seconds)):
+            local = None if i == 0 else fitted_exponent(sizes[i - 1:i + 1], seconds[i - 1:i + 1])
+            rows.append({"path": path, "n": n, "rhs_ms": 1e3 * t, "ns_per_token": 1e9 * t / n,
+                         "local_exponent": local})
+        upper = [(n, t) for n, t in zip(sizes, seconds) if n >= SCALING_FIT_FROM]
+        fits[path] = (fitted_exponent(*zip(*upper)) if len(upper) >= 2 else None, fitted_exponent(sizes, seconds))
+    return rows, fits
 
 
 def run_benchmark(sizes=SIZES, circle_sizes=CIRCLE_SIZES, quick: bool = False) -> dict[str, list[dict]]:
@@ -298,7 +398,8 @@ def run_benchmark(sizes=SIZES, circle_sizes=CIRCLE_SIZES, quick: bool = False) -
     Each table is a list of row dicts with the keys of the matching ``*_COLUMNS`` (times in ms).
     ``quick`` uses :data:`QUICK_SIZES` for both ``sizes`` and ``circle_sizes`` (unless given
     explicitly), shorter measurements and the block sweep at :data:`QUICK_BLOCK_N`.  ``"normalization"``:
-    every normalisation scheme's rhs against Post-LN's at :data:`NORMALIZATION_N` tokens.
+    every normalisation scheme's rhs against Post-LN's at :data:`NORMALIZATION_N` tokens.  ``"harmonic"``,
+    ``"scaling"`` and ``"fits"``: tables 6 and 7 (module docstring).
     """
     if quick and tuple(sizes) == SIZES:
         sizes = QUICK_SIZES
@@ -317,6 +418,10 @@ def run_benchmark(sizes=SIZES, circle_sizes=CIRCLE_SIZES, quick: bool = False) -
     tables["blocks"] = _block_rows(block_n, timing_for(block_n, quick))
     normalization_n = QUICK_NORMALIZATION_N if quick else NORMALIZATION_N
     tables["normalization"] = _normalization_rows(normalization_n, timing_for(normalization_n, quick))
+    times = SphereTimes(quick)   # the scaling sizes first: table 6 extrapolates from the largest direct one
+    tables["scaling"], tables["fits"] = _scaling_rows(times, QUICK_SCALING_HARMONIC if quick else SCALING_HARMONIC,
+                                                      QUICK_SCALING_DIRECT if quick else SCALING_DIRECT)
+    tables["harmonic"] = _harmonic_rows(times, QUICK_HARMONIC_SIZES if quick else HARMONIC_SIZES)
     return tables
 
 
@@ -328,7 +433,8 @@ def format_table(rows: list[dict], columns=RHS_COLUMNS) -> str:
 def main(argv=None) -> None:
     """Command line: ``python -m validation.bench_particles [--quick]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="n = 1000, 4000 and shorter timings")
+    parser.add_argument("--quick", action="store_true",
+                        help="n = 1000, 4000 (S^2 harmonic path: to 1e5) and shorter timings")
     args = parser.parse_args(argv)
     start, cpu_start = time.perf_counter(), time.process_time()
     tables = run_benchmark(quick=args.quick)
@@ -337,7 +443,7 @@ def main(argv=None) -> None:
         blas += " (not applied: numpy was loaded first)"
     print(f"particle engine benchmark, OPENBLAS_NUM_THREADS = {blas}, times per call in ms, "
           f"DEFAULT_BLOCK_BYTES = {DEFAULT_BLOCK_BYTES / MIB:g} MiB")
-    print(f"\n1. direct rhs on S^2 (beta = {BETA:g}, fast_circle=False) / (n x n GEMM + n^2 exp, "
+    print(f"\n1. direct rhs on S^2 (beta = {BETA:g}, interaction_path='direct') / (n x n GEMM + n^2 exp, "
           f"preallocated n x n array)")
     print(format_table(tables["rhs"], RHS_COLUMNS))
     print(f"\n2. per-particle Python loop (numpy over j) vs engine, SA, beta = {BETA:g}; "
@@ -356,6 +462,23 @@ def main(argv=None) -> None:
     print(f"\n5. normalisation schemes (MATH.md §6), SA rhs on S^2, beta = {BETA:g}, direct path: the cost of "
           f"carrying radii (state x, r) and of <theta, A>, |A|; ratio = rhs / Post-LN rhs")
     print(format_table(tables["normalization"], NORMALIZATION_COLUMNS))
+    print(f"\n6. S^2 SA rhs, beta = {BETA:g}: spherical-harmonic path (accuracy {SPHERE_ACCURACY:g}, ducc0 nthreads = 1) "
+          f"vs direct; speedup = direct / harmonic; diff = max|dv| / max|v| (direct measured up to n = {DIRECT_MAX})")
+    print(format_table(tables["harmonic"], HARMONIC_COLUMNS))
+    by_n = {row["n"]: row for row in tables["harmonic"]}
+    if 100000 in by_n:
+        speedup = by_n[100000]["speedup"]
+        print(f"target n = 1e5 at least {TARGET_SPEEDUP_1E5:g}x faster: {speedup:.0f}x "
+              f"({'met' if speedup >= TARGET_SPEEDUP_1E5 else 'NOT met'})")
+    if 1000000 in by_n:
+        seconds = by_n[1000000]["harmonic_ms"] / 1e3
+        print(f"target n = 1e6 under {TARGET_SECONDS_1E6:g} s per rhs: {seconds:.2f} s "
+              f"({'met' if seconds < TARGET_SECONDS_1E6 else 'NOT met'})")
+    print(f"\n7. scaling of the S^2 SA rhs with n; local_exponent = slope of log t against log n from the row above")
+    print(format_table(tables["scaling"], SCALING_COLUMNS))
+    for path, (upper, every) in tables["fits"].items():
+        upper_text = "n/a" if upper is None else f"{upper:.2f}"
+        print(f"fitted exponent t ~ n^p, {path}: p = {upper_text} for n >= {SCALING_FIT_FROM}, {every:.2f} over all sizes")
     print(f"total {time.perf_counter() - start:.1f} s wall, {time.process_time() - cpu_start:.1f} s CPU")
 
 

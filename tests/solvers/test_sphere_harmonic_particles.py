@@ -133,3 +133,19 @@ def test_cli_refuses_in_one_line(tmp_path, capsys):
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("meanfield: error: --interaction harmonic needs Q = K = V = I")
     assert not (tmp_path / "run.nc").exists()
+
+
+def test_benchmark_tables_measure_and_extrapolate(monkeypatch):
+    import validation.bench_particles as bench
+
+    monkeypatch.setattr(bench, "DIRECT_MAX", 700)
+    times = bench.SphereTimes(quick=True)
+    rows, fits = bench._scaling_rows(times, (300, 600), (300, 600))
+    assert [row["path"] for row in rows] == ["harmonic"] * 2 + ["direct"] * 2
+    assert all(fit[0] is None and np.isfinite(fit[1]) for fit in fits.values())
+    table = bench._harmonic_rows(times, (600, 1200))
+    assert table[0]["direct_source"] == "measured" and table[0]["max_rel_diff"] < 1e-12
+    assert table[1]["direct_source"] == "extrap n^2 from 600" and table[1]["max_rel_diff"] is None
+    assert table[1]["direct_ms"] == pytest.approx(4 * table[0]["direct_ms"])
+    assert "speedup" in bench.format_table(table, bench.HARMONIC_COLUMNS)
+    assert bench.fitted_exponent([10, 100, 1000], [1.0, 100.0, 1e4]) == pytest.approx(2.0)
