@@ -68,7 +68,11 @@ def _model_options(f):
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(version=__version__, prog_name="meanfield")
-def cli():
+@click.option("--threads", type=int, default=None,
+              help="Threads for BLAS, ducc0 and FFTW, in [1, cores] [default: all cores]. Runs repeat bit for bit "
+                   "at the same count; runs through BLAS (particles) may differ in the last bits at another count "
+                   "(attribute bit_reproducible_across_threads; DESIGN.md \"Threads\").")
+def cli(threads):
     """Mean-field PDE of self-attention dynamics: solve, analyse, plot.
 
     \b
@@ -85,6 +89,9 @@ def cli():
            still written, with the last valid state; stop_reason says why
       130  interrupted (Ctrl-C); a run's file is still written likewise
     """
+    from .threads import set_threads
+
+    set_threads(threads)
 
 
 # --------------------------------------------------------------------------------------------- theory

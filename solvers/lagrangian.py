@@ -131,6 +131,7 @@ from meanfield.kernels import (band_limit, scaled_funk_hecke, scaled_funk_hecke_
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.theory import fastest_growth_rate
+from meanfield.threads import NONUNIFORM_THREADS
 
 from .clusters import NodeCollapse, closing_rate, resolve_collapse_tol
 from .fourier import FourierBasis
@@ -356,7 +357,7 @@ class CircleLagrangian(_Lagrangian):
         out = np.empty(self.n + 2, dtype=complex)
         # one thread: ducc0's threaded nu2u sums in a run-dependent order (bit-for-bit repeats)
         ducc0.nufft.nu2u(points=self.weights.astype(complex), coord=np.mod(theta, 2 * math.pi)[:, None],
-                         nthreads=1, forward=True, epsilon=NUFFT_EPSILON, out=out, fft_order=True)
+                         nthreads=NONUNIFORM_THREADS, forward=True, epsilon=NUFFT_EPSILON, out=out, fft_order=True)
         return out[:self.n // 2 + 1] / (2 * math.pi)
 
     # -- dynamics -----------------------------------------------------------------------------------
@@ -504,13 +505,15 @@ class SphereLagrangian(_Lagrangian):
     nodes and the reported density.  State: node positions, shape ``(nlat * nlon, 3)``, row-major
     over the grid (``particle = ring * nlon + column``); under a normalisation that carries a radius
     (Pre, Mix, Peri-LN; MATH.md §6) a fourth column holds the nodes' radii ``r_j(t)`` (``r_j(0) = r0``).
+    ``nthreads``: ducc0 threads of the grid basis (default :func:`meanfield.threads.ducc0_threads`); the
+    non-uniform transforms run on :data:`meanfield.threads.NONUNIFORM_THREADS` (one: bit for bit).
     """
 
     geometry = "sphere"
     area = 4 * math.pi
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
-                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, nthreads: int = 1,
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, nthreads: int | None = None,
                  collapse_tol: float | None = None, normalization: Normalization | None = None):
         require(model.dim == 3, f"--dim must be 3 for the sphere (got {model.dim})")
         _check_common(model, positivity_tol, resolution_tol, "--scheme spectral")
@@ -520,7 +523,9 @@ class SphereLagrangian(_Lagrangian):
         self.model = model
         self.basis = basis = make_sphere_basis(int(resolution), backend, nthreads)
         self.resolution = basis.lmax
-        self.nthreads = int(nthreads)
+        # the non-uniform transforms stay on one thread: ducc0's threaded adjoint does not repeat bit for bit
+        # and its threaded synthesis_general changes with the count (meanfield.threads); the grid basis is threaded
+        self.nthreads = NONUNIFORM_THREADS
         self.positivity_tol, self.resolution_tol = float(positivity_tol), float(resolution_tol)
         self.labels = np.ascontiguousarray(unit_vectors(basis).reshape(3, -1).T)
         self.n = self.labels.shape[0]

@@ -6,7 +6,9 @@ ducc0's m-major layout (index ``m (2 lmax + 1 - m) / 2 + l``), Condon–Shortley
 colatitude ``theta`` from the north pole.  ``m = 0`` coefficients are real.
 
 Transforms (ducc0.sht on a Gauss–Legendre grid, checked numerically in
-tests/solvers/test_sphere.py):
+tests/solvers/test_sphere.py), on :func:`meanfield.threads.ducc0_threads` threads read at
+construction: ``synthesis_2d`` / ``analysis_2d`` give the same bits at any thread count
+(tests/meanfield/test_threads.py):
 
 * gradient of ``f``: spin-1 synthesis with ``E_lm = +sqrt(l(l+1)) f_lm``, ``B = 0``; the
   two maps are ``(d f/d theta, (1/sin theta) d f/d phi)``;
@@ -44,6 +46,7 @@ import numpy as np
 from meanfield.errors import require
 from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_beta_derivative, scaled_funk_hecke_over_beta
 from meanfield.model import Model
+from meanfield.threads import ducc0_threads
 
 from .density_scheme import DensityScheme
 from .normalized_velocity import VelocityNormalization
@@ -76,10 +79,11 @@ class SphereBasis:
 
     backend = "ducc0"
 
-    def __init__(self, lmax: int, nthreads: int = 1):
+    def __init__(self, lmax: int, nthreads: int | None = None):
         require(isinstance(lmax, (int, np.integer)) and lmax >= 1, f"lmax must be an integer >= 1 (got {lmax!r})")
         self.lmax = self.kmax = int(lmax)
-        self.nthreads = int(nthreads)
+        #: ducc0 threads of the grid transforms (bitwise the same at any count; meanfield.threads)
+        self.nthreads = ducc0_threads() if nthreads is None else int(nthreads)
         self.nlat, self.nlon = _dealiased_grid(self.lmax)
         self.shape = (self.nlat, self.nlon)
         self.nalm = (self.lmax + 1) * (self.lmax + 2) // 2
@@ -177,7 +181,7 @@ class ShtnsSphereBasis(SphereBasis):
     backend = "shtns"
     MIN_NLAT = 32
 
-    def __init__(self, lmax: int, nthreads: int = 1):
+    def __init__(self, lmax: int, nthreads: int | None = None):
         import shtns
 
         super().__init__(lmax, nthreads)
@@ -224,9 +228,10 @@ def shtns_available() -> bool:
 SPHERE_BACKENDS = {"ducc0": SphereBasis, "shtns": ShtnsSphereBasis}
 
 
-def make_sphere_basis(lmax: int, backend: str | None = None, nthreads: int = 1) -> SphereBasis:
+def make_sphere_basis(lmax: int, backend: str | None = None, nthreads: int | None = None) -> SphereBasis:
     """The sphere basis of ``backend``: ``"ducc0"`` (required), ``"shtns"`` (optional, faster), or
-    ``None``: SHTns when it is importable and the grid is large enough for it, else ducc0."""
+    ``None``: SHTns when it is importable and the grid is large enough for it, else ducc0.
+    ``nthreads``: ducc0 threads, by default :func:`meanfield.threads.ducc0_threads` (read now)."""
     require(backend in (None, *SPHERE_BACKENDS),
             f"--backend must be one of {', '.join(SPHERE_BACKENDS)} for the sphere (got {backend!r})")
     if backend is None:
@@ -249,7 +254,7 @@ class SphereSpectral(DensityScheme):
     name = "spectral"
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
-                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, nthreads: int = 1,
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, nthreads: int | None = None,
                  normalization=None):
         require(model.dim == 3, f"--dim must be 3 for the sphere (got {model.dim})")
         require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
