@@ -579,6 +579,9 @@ def _study_command(name: str, module: str, out_dir: str, what: str):
 
 _study_command("mean-field", "mean_field", "mean-field-study",
                "Particles -> PDE on the circle: W1 against n (i.i.d. and quadrature nodes), fitted slopes.")
+_study_command("mean-field-sphere", "mean_field_sphere", "mean-field-sphere-study",
+               "Particles -> PDE on S^2 (SA, d = 3): H^-2 error from spherical-harmonic coefficients against n, "
+               "fitted slopes against n^-1/2 and the expected t = 0 error.")
 _study_command("cluster-formation", "cluster_formation", "cluster-formation-study",
                "Cluster formation time of i.i.d. tokens against n, with log(n) / (2 lambda_k*) overlaid.")
 
