@@ -30,7 +30,8 @@ the library (measured on this machine, issue 14; checked in tests/meanfield/test
 
 :func:`thread_attrs` is what a run records (``threads``, ``blas_threads``,
 ``bit_reproducible_across_threads``).  :func:`header` and :func:`one_vs_all` serve the benchmarks
-(validation/bench_*.py): the thread counts in effect, and a timing at 1 thread and at all cores.
+(validation/bench_*.py): the thread counts in effect, and a timing at 1 thread and at all cores;
+:func:`add_threads_argument` / :func:`apply_threads_argument` give a script the CLI's ``--threads``.
 """
 
 from __future__ import annotations
@@ -159,3 +160,17 @@ def wall_time(call: Callable[[], object], repeats: int = 3) -> float:
         call()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def add_threads_argument(parser) -> None:
+    """``--threads N`` on a script's argparse ``parser``, spelled and checked as ``meanfield --threads``."""
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for BLAS, ducc0 and FFTW in [1, cores] (default: the current setting, "
+                             "all cores unless `meanfield --threads` or set_threads chose another)")
+
+
+def apply_threads_argument(threads: int | None) -> int:
+    """Set a script's ``--threads`` when given (else keep the setting, e.g. the CLI's); the count in effect."""
+    if threads is not None:
+        set_threads(threads)
+    return thread_count()

@@ -9,8 +9,10 @@ synthesis of the velocity potential's gradient, (SA only) a spin-0 synthesis of
 exactly those ducc0 transforms, called on the scheme's own preallocated buffers
 (SA: 2 spin-0 syntheses + 1 spin-1 synthesis + 1 spin-1 analysis; USA one spin-0
 synthesis fewer).  A ratio close to 1 means the right-hand side costs little beyond
-its transforms.  Single thread (``nthreads = 1``).
-Run with ``python -m validation.bench_sphere [--quick]``.
+its transforms.  Threads: the setting of :mod:`meanfield.threads` (``--threads``, default all cores),
+printed in the header; ``sa_1core_ms`` / ``sa_all_ms`` time the SA right-hand side of a scheme built at
+1 thread and at every core (ducc0's grid transforms give the same bits at both).
+Run with ``python -m validation.bench_sphere [--quick] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 
 from meanfield.initial_sphere import sphere_density
 from meanfield.model import Model
+from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all
 from solvers.sphere import SphereSpectral, shtns_available
 from validation.bench_circle import best_times, format_table
 
@@ -38,6 +41,9 @@ COLUMNS = (  # (header, row key, format)
     ("rhs_usa_ms", "rhs_usa_ms", ".3f"),
     ("sht_usa_ms", "sht_usa_ms", ".3f"),
     ("ratio_usa", "ratio_usa", ".2f"),
+    ("sa_1core_ms", "sa_1core_ms", ".3f"),
+    ("sa_all_ms", "sa_all_ms", ".3f"),
+    ("1core/all", "thread_gain", ".2f"),
 )
 
 
@@ -54,17 +60,30 @@ def transforms(scheme: SphereSpectral, state, sa: bool):
     return call
 
 
+def scheme_and_state(attention: str, beta: float, lmax: int, backend: str):
+    """A scheme (on the thread setting in effect now) and a smooth positive state."""
+    scheme = SphereSpectral(Model(attention, beta, 0.0, 3), lmax, backend=backend)
+    return scheme, scheme.state_from_density(sphere_density("perturbed:0.1", scheme.basis, 1))
+
+
+def rhs_seconds(beta: float, lmax: int, backend: str, timing: dict) -> float:
+    """Best time of one SA right-hand side of a scheme built under the thread setting in effect."""
+    scheme, state = scheme_and_state("sa", beta, lmax, backend)
+    return best_times([lambda: scheme.rhs(state, 0.0)], **timing)[0]
+
+
 def measure(lmax: int, beta: float, timing: dict, backend: str) -> dict:
     row = {"lmax": lmax, "backend": backend}
     for attention in ("sa", "usa"):
-        scheme = SphereSpectral(Model(attention, beta, 0.0, 3), lmax, backend=backend)
+        scheme, state = scheme_and_state(attention, beta, lmax, backend)
         row["nlat"], row["nlon"] = scheme.basis.shape
-        state = scheme.state_from_density(sphere_density("perturbed:0.1", scheme.basis, 1))
         rhs_time, sht_time = best_times([lambda: scheme.rhs(state, 0.0), transforms(scheme, state, attention == "sa")],
                                         **timing)
         row[f"rhs_{attention}_ms"] = 1e3 * rhs_time
         row[f"sht_{attention}_ms"] = 1e3 * sht_time
         row[f"ratio_{attention}"] = rhs_time / sht_time
+    single, every = one_vs_all(lambda: rhs_seconds(beta, lmax, backend, timing))
+    row["sa_1core_ms"], row["sa_all_ms"], row["thread_gain"] = 1e3 * single, 1e3 * every, single / every
     return row
 
 
@@ -81,11 +100,14 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="lmax = 63, 127, 255 and shorter timings")
     parser.add_argument("--beta", type=float, default=9.0, help="inverse temperature (default 9)")
+    add_threads_argument(parser)
     args = parser.parse_args(argv)
+    apply_threads_argument(args.threads)
     start = time.perf_counter()
     rows = run_benchmark(beta=args.beta, quick=args.quick)
-    print(f"S^2 pseudo-spectral benchmark (ducc0 1 thread; shtns when installed, its own threading), beta = {args.beta:g}; times per call in ms; "
-          f"ratio = rhs / its bare transforms")
+    print(f"S^2 pseudo-spectral benchmark (shtns when installed, its own threading), beta = {args.beta:g}; times per "
+          f"call in ms; ratio = rhs / its bare transforms; 1core/all = SA rhs at 1 thread / at every core")
+    print(header())
     print(format_table(rows, COLUMNS))
     print(f"total {time.perf_counter() - start:.1f} s")
 

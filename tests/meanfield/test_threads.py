@@ -87,3 +87,16 @@ def test_nonuniform_transforms_stay_on_one_thread():
         scheme = SphereLagrangian(Model("sa", 4.0, 0.0, 3), 8)
         assert scheme.nthreads == NONUNIFORM_THREADS == 1
         assert scheme.basis.nthreads == CORES
+
+
+def test_bench_script_takes_threads_and_prints_the_counts_in_effect(capsys, monkeypatch):
+    import validation.bench_sphere as bench
+
+    monkeypatch.setattr(bench, "QUICK_LMAXES", (15,))
+    with use_threads():
+        bench.main(["--quick", "--threads", "1"])
+        assert thread_count() == blas_threads() == 1
+    out = capsys.readouterr().out
+    assert f"threads: 1 of {CORES} cores (BLAS 1 via threadpoolctl; ducc0 grid transforms 1;" in out
+    row = out.splitlines()[3].split()
+    assert row[:2] == ["15", "ducc0"] and len(row) == 13 and float(row[-1]) > 0
