@@ -88,7 +88,9 @@ BOOTSTRAP_RESAMPLES = 400
 #: draws, 64 seeds per draw up to 2^11 (7900 s of CPU: ~70 min on 2 cores; resumable).
 FULL = {"dims": (2,), "draws": 3, "log2_n": tuple(range(8, 15)),
         "seeds": {8: 64, 9: 64, 10: 64, 11: 64, 12: 24, 13: 8, 14: 3}, "largest_log2_n": {"sinkhorn": 10}}
-QUICK = {"dims": (2,), "draws": 2, "log2_n": tuple(range(5, 11)), "seeds": 16, "largest_log2_n": {}}
+#: Quick: n = 2^5 ... 2^9, Sinkhorn to 2^8 (its plan costs iterations x n^2 per step: at 2^10 it was 87 %
+#: of a 13.7-minute quick run; its O(1/n) rate already shows on 2^5 ... 2^8, as in the test).
+QUICK = {"dims": (2,), "draws": 2, "log2_n": tuple(range(5, 10)), "seeds": 16, "largest_log2_n": {"sinkhorn": 8}}
 
 
 # ------------------------------------------------------------------------------------------ problem
