@@ -130,7 +130,8 @@ def fftw_threads(size: int) -> int:
 def thread_attrs(uses_blas: bool) -> dict:
     """Run attributes: the thread setting, BLAS threads in effect, and whether the result is the same bit
     for bit at any thread count: yes unless the right-hand side goes through BLAS (``uses_blas``), whose
-    threaded results change with the count (module docstring)."""
+    threaded results change with the count (module docstring).  A scheme says so in its class attribute
+    ``uses_blas`` (``False`` on the schemes checked bitwise; a scheme without it is taken to use BLAS)."""
     return {"threads": thread_count(), "blas_threads": blas_threads(),
             "bit_reproducible_across_threads": int(not uses_blas)}
 

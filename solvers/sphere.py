@@ -252,6 +252,8 @@ class SphereSpectral(DensityScheme):
 
     geometry = "sphere"
     name = "spectral"
+    #: no threaded BLAS on the right-hand side: the same bits at any thread count (meanfield.threads.thread_attrs)
+    uses_blas = False
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
                  positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, nthreads: int | None = None,

@@ -11,7 +11,7 @@ from meanfield.model import Model
 from meanfield.threads import (FFTW_THREADED_MIN, NONUNIFORM_THREADS, available_cores, blas_threads, ducc0_threads,
                                fftw_threads, header, one_vs_all, set_threads, thread_attrs, thread_count, use_threads)
 from solvers.lagrangian import SphereLagrangian
-from solvers.sphere import SphereBasis
+from solvers.sphere import SphereBasis, SphereSpectral
 
 CORES = available_cores()
 needs_two = pytest.mark.skipif(CORES < 2, reason="needs two cores to compare thread counts")
@@ -100,3 +100,16 @@ def test_bench_script_takes_threads_and_prints_the_counts_in_effect(capsys, monk
     assert f"threads: 1 of {CORES} cores (BLAS 1 via threadpoolctl; ducc0 grid transforms 1;" in out
     row = out.splitlines()[3].split()
     assert row[:2] == ["15", "ducc0"] and len(row) == 13 and float(row[-1]) > 0
+
+
+@needs_two
+def test_sphere_lagrangian_run_is_bitwise_at_one_and_two_threads():
+    runs = []
+    for threads in (1, 2):
+        with use_threads(threads):
+            runs.append(solve("sphere", scheme="lagrangian", beta=4.0, resolution=12, t_final=1.0, save_every=0.5,
+                              init="perturbed:1e-2"))
+    assert runs[0].attrs["steps"] >= 5
+    assert np.array_equal(runs[0].positions.values, runs[1].positions.values)
+    assert np.array_equal(runs[0].density.values, runs[1].density.values)
+    assert not SphereLagrangian.uses_blas and not SphereSpectral.uses_blas
