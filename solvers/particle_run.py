@@ -167,8 +167,9 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     and ``mix_switch``: the scheme of MATH.md §6 (module docstring; pre, mix and peri switch collapse
     off by default and refuse noise).  ``qkv`` may be a ``.npz`` file of ``Q``, ``K``, ``V``.
     ``interaction``: ``auto`` (default), ``harmonic`` or ``direct``, the interaction path
-    (:mod:`solvers.particles`; ``harmonic`` is refused where it does not apply); the attrs record the
-    path taken (``interaction_path``) and its class (``interaction``).
+    (:mod:`solvers.particles`; ``harmonic`` is refused where it does not apply; ``auto`` continues a run
+    file on the file's path); the attrs record the path taken (``interaction_path``) and its class
+    (``interaction``).
     Defaults: :mod:`meanfield.defaults`, shared with the command line.
     """
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
@@ -205,8 +206,10 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         label = "custom positions"
     positions = np.asarray(positions, dtype=float)
     require(positions.shape == (n, dim), f"positions must have shape ({n}, {dim}) (got {positions.shape})")
+    # a continued run keeps its file's path unless told otherwise (an exact continuation sums alike)
+    path = str(source.attrs.get("interaction_path", interaction)) if exact and interaction == "auto" else interaction
     scheme = ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed, collapse_tol=tol,
-                            normalization=scheme_choice, heads=heads, interaction_path=interaction)
+                            normalization=scheme_choice, heads=heads, interaction_path=path)
     if dt_max is None:
         dt_max = 1e-2 if nu > 0 else math.inf
     time_stepper = make_stepper(stepper, scheme, cfl=cfl, rtol=rtol, dt_max=dt_max)

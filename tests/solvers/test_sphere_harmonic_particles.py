@@ -149,3 +149,12 @@ def test_benchmark_tables_measure_and_extrapolate(monkeypatch):
     assert table[1]["direct_ms"] == pytest.approx(4 * table[0]["direct_ms"])
     assert "speedup" in bench.format_table(table, bench.HARMONIC_COLUMNS)
     assert bench.fitted_exponent([10, 100, 1000], [1.0, 100.0, 1e4]) == pytest.approx(2.0)
+
+
+def test_continued_harmonic_run_is_exact_and_keeps_its_path():
+    settings = dict(dim=3, n=200, attention="usa", beta=3.0, init="uniform", seed=5, save_every=0.5)
+    whole = simulate(interaction="harmonic", t_final=2.0, **settings)
+    half = simulate(interaction="harmonic", t_final=1.0, **settings)
+    continued = simulate(t_final=2.0, **dict(settings, init=half))     # auto: n = 200 alone would be direct
+    assert continued.attrs["restart"] == "exact" and continued.attrs["interaction_path"] == "harmonic"
+    np.testing.assert_array_equal(continued.positions.values[-1], whole.positions.values[-1])
