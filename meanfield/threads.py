@@ -14,8 +14,8 @@ the library (measured on this machine, issue 14; checked in tests/meanfield/test
 
 * BLAS (OpenBLAS): *not* bitwise across counts.  The threads split the output into different tiles,
   and edge tiles round differently from full ones: ``X @ Y.T`` (n x 3 by 3 x n) differs by 1 ulp at
-  n = 500 and 1500 between 1 and 2 threads (equal at 1000, 2000, 4000), ``exp(X Y^T) @ X`` by 1e-9
-  relative; long level-1/2 reductions (``w @ v``, ``X.T @ w`` over more than about 1e4 terms) are
+  n = 500 and 1500 between 1 and 2 threads (equal at 1000, 2000, 4000), ``exp(X Y^T) @ X`` in the
+  last bits at n = 1000 .. 2000; long level-1/2 reductions (``w @ v``, ``X.T @ w`` over more than about 1e4 terms) are
   split across threads too.  Runs whose right-hand side goes through BLAS (particles, Lagrangian nodes
   on the circle) record ``bit_reproducible_across_threads = 0``; ``--threads 1`` makes them comparable;
 * ducc0 ``sht.synthesis_2d`` / ``analysis_2d`` (spin 0 and 1, lmax 63..255): bitwise equal at every
@@ -46,7 +46,7 @@ from threadpoolctl import ThreadpoolController
 from .errors import require
 
 #: FFTW plans get threads from this many points on (below it one thread is faster here:
-#: N = 16384 r2c + c2r 0.11 ms on 1 thread, 0.9 ms on 2; N = 65536 r2c 0.22 ms vs 0.15 ms).
+#: N = 16384 r2c + c2r 0.11 ms on 1 thread, 0.3-0.9 ms on 2; N = 65536 r2c 0.16-0.22 ms vs 0.14-0.15 ms).
 FFTW_THREADED_MIN = 2 ** 16
 
 #: Threads of ducc0's non-uniform transforms (spreading is not repeatable on more; see above).
