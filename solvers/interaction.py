@@ -471,19 +471,22 @@ class SphereHarmonicInteraction:
     The transforms' error is absolute (relative to the coefficients' size), so SA tokens where
     ``exp(-beta) K * mu`` is tiny (an isolated token at large ``beta``, where it can fall to ``w_i``) get a
     larger relative error; :attr:`min_density` reports the smallest value of the last call.
-    ``nthreads``: ducc0 threads (its adjoint is not bit-reproducible across thread counts).
+    ``nthreads``: ducc0 threads (its adjoint is not bit-reproducible across thread counts).  ``band`` and
+    ``epsilon`` override the two settings derived from ``accuracy`` (a scheme with its own band).
     """
 
     projected = True
 
     def __init__(self, beta: float, attention: str, weights, accuracy: float = SPHERE_ACCURACY,
-                 nthreads: int = 1):
+                 nthreads: int = 1, band: int | None = None, epsilon: float | None = None):
         require(isinstance(accuracy, (int, float)) and 1e-16 <= accuracy < 1,
                 f"accuracy must be in [1e-16, 1) (got {accuracy!r})")
         self.beta, self.attention, self.weights = beta, attention, weights
         self.accuracy, self.nthreads = float(accuracy), int(nthreads)
-        self.band = band = band_limit(beta, 3, self.accuracy / (1 + beta)) + 2
-        self.epsilon = max(self.accuracy / 4, SHT_MIN_EPSILON)
+        if band is None:
+            band = band_limit(beta, 3, self.accuracy / (1 + beta)) + 2
+        self.band = band = int(band)
+        self.epsilon = max(self.accuracy / 4, SHT_MIN_EPSILON) if epsilon is None else float(epsilon)
         degree, order = m_major_layout(band)
         self.multiplicity = np.where(order == 0, 1.0, 2.0)
         scale = math.exp(beta) if attention == "usa" else 1.0
@@ -504,26 +507,46 @@ class SphereHarmonicInteraction:
         weights = np.ascontiguousarray(self.weights, dtype=float)[None]
         return ducc0.sht.adjoint_synthesis_general(map=weights, spin=0, **self._transforms(loc))
 
-    def _system(self, x: np.ndarray, radial: bool):
-        """Tangent output ``P A`` (Cartesian, ``(n, 3)``) and, with ``radial``, ``<x, A>`` for one system."""
-        loc, (cos_t, sin_t, cos_p, sin_p) = sphere_locations(x)
+    def fields(self, x: np.ndarray, radial: bool = False, density: bool = False) -> dict:
+        """The band-limited sums at one system of tokens ``x`` (shape ``(n, 3)``), spherical components:
+        ``v_theta, v_phi`` (the tangent output ``P A``; SA divided by ``K * mu``), ``radial`` (``<x, A>``, with
+        ``radial``), ``density`` (``exp(-beta) K * mu``; always for SA, for USA with ``density``), and
+        ``loc``, ``trig`` (:func:`sphere_locations`).  What a weighted-node scheme on S^2 needs besides the
+        Cartesian velocity (e.g. :class:`solvers.lagrangian.SphereLagrangian`: ``K * mu`` for its step bound)."""
+        loc, trig = sphere_locations(x)
         kw = self._transforms(loc)
         mu = self._coefficients(loc)
         v_theta, v_phi = ducc0.sht.synthesis_general(alm=mu * self.potential, spin=1, mode="DERIV1", **kw)
-        radial_part = ducc0.sht.synthesis_general(alm=mu * self.radial, spin=0, **kw)[0] if radial else None
+        out = {"loc": loc, "trig": trig, "radial": None, "density": None}
+        if radial:
+            out["radial"] = ducc0.sht.synthesis_general(alm=mu * self.radial, spin=0, **kw)[0]
+        if self.attention == "sa" or density:
+            out["density"] = ducc0.sht.synthesis_general(alm=mu * self.conv, spin=0, **kw)[0]
         if self.attention == "sa":
-            density = ducc0.sht.synthesis_general(alm=mu * self.conv, spin=0, **kw)[0]
-            self.min_density = min(self.min_density, float(np.min(density)))
-            v_theta /= density
-            v_phi /= density
+            conv = out["density"]
+            self.min_density = min(self.min_density, float(np.min(conv)))
+            v_theta /= conv
+            v_phi /= conv
             if radial:
-                radial_part /= density
-        tangent = np.empty_like(x)
+                out["radial"] /= conv
+        out["v_theta"], out["v_phi"] = v_theta, v_phi
+        return out
+
+    @staticmethod
+    def cartesian(trig: tuple, v_theta: np.ndarray, v_phi: np.ndarray) -> np.ndarray:
+        """Tangent vectors ``v_theta e_theta + v_phi e_phi`` in R^3 (shape ``(n, 3)``) at the tokens of ``trig``."""
+        cos_t, sin_t, cos_p, sin_p = trig
+        tangent = np.empty((v_theta.size, 3))
         along = v_theta * cos_t
         tangent[:, 0] = along * cos_p - v_phi * sin_p
         tangent[:, 1] = along * sin_p + v_phi * cos_p
         tangent[:, 2] = -v_theta * sin_t
-        return tangent, radial_part
+        return tangent
+
+    def _system(self, x: np.ndarray, radial: bool):
+        """Tangent output ``P A`` (Cartesian, ``(n, 3)``) and, with ``radial``, ``<x, A>`` for one system."""
+        f = self.fields(x, radial)
+        return self.cartesian(f["trig"], f["v_theta"], f["v_phi"]), f["radial"]
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """The tangent velocity ``P_x v`` (already projected) for tokens of shape ``(B, n, 3)``."""

@@ -158,3 +158,20 @@ def test_continued_harmonic_run_is_exact_and_keeps_its_path():
     continued = simulate(t_final=2.0, **dict(settings, init=half))     # auto: n = 200 alone would be direct
     assert continued.attrs["restart"] == "exact" and continued.attrs["interaction_path"] == "harmonic"
     np.testing.assert_array_equal(continued.positions.values[-1], whole.positions.values[-1])
+
+
+@pytest.mark.parametrize("attention", ["sa", "usa"])
+def test_fields_with_the_lagrangian_band_are_the_lagrangian_sums(attention, rng):
+    """One implementation of the transforms can serve both: with SphereLagrangian's band and epsilon the
+    harmonic fields are its right-hand side to rounding."""
+    from solvers.lagrangian import SHT_EPSILON, SphereLagrangian
+
+    scheme = SphereLagrangian(Model(attention=attention, beta=3.0, dim=3), 12)
+    state = scheme.state_from_density(1 + 0.3 * rng.random(scheme.basis.shape))
+    state += 0.05 * rng.standard_normal(state.shape)
+    state /= np.linalg.norm(state, axis=1, keepdims=True)
+    harmonic = SphereHarmonicInteraction(3.0, attention, scheme.weights, band=scheme.band, epsilon=SHT_EPSILON)
+    fields = harmonic.fields(state, density=True)
+    assert fields["density"] is not None
+    assert relative(harmonic.cartesian(fields["trig"], fields["v_theta"], fields["v_phi"]),
+                    scheme.rhs(state, 0.0)) < 1e-14
