@@ -462,7 +462,8 @@ def main(argv=None) -> None:
     print(f"\n5. normalisation schemes (MATH.md §6), SA rhs on S^2, beta = {BETA:g}, direct path: the cost of "
           f"carrying radii (state x, r) and of <theta, A>, |A|; ratio = rhs / Post-LN rhs")
     print(format_table(tables["normalization"], NORMALIZATION_COLUMNS))
-    print(f"\n6. S^2 SA rhs, beta = {BETA:g}: spherical-harmonic path (accuracy {SPHERE_ACCURACY:g}, ducc0 nthreads = 1) "
+    print(f"\n6. S^2 SA rhs, beta = {BETA:g}: spherical-harmonic path (accuracy {SPHERE_ACCURACY:g}, "
+          f"ducc0 nthreads = 1) "
           f"vs direct; speedup = direct / harmonic; diff = max|dv| / max|v| (direct measured up to n = {DIRECT_MAX})")
     print(format_table(tables["harmonic"], HARMONIC_COLUMNS))
     by_n = {row["n"]: row for row in tables["harmonic"]}
@@ -478,7 +479,8 @@ def main(argv=None) -> None:
     print(format_table(tables["scaling"], SCALING_COLUMNS))
     for path, (upper, every) in tables["fits"].items():
         upper_text = "n/a" if upper is None else f"{upper:.2f}"
-        print(f"fitted exponent t ~ n^p, {path}: p = {upper_text} for n >= {SCALING_FIT_FROM}, {every:.2f} over all sizes")
+        print(f"fitted exponent t ~ n^p, {path}: p = {upper_text} for n >= {SCALING_FIT_FROM}, "
+              f"{every:.2f} over all sizes")
     print(f"total {time.perf_counter() - start:.1f} s wall, {time.process_time() - cpu_start:.1f} s CPU")
 
 
