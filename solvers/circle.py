@@ -15,10 +15,14 @@ right-hand side:
 with ``c_k = exp(-beta) 2 pi I_k(beta)`` (scaled Funk–Hecke, MATH.md §2.1): the
 ``exp(beta)`` cancels in SA's ratio, and for SA ``X = grad log(K*rho) / beta``
 becomes ``(i k c_k / beta) rho_hat`` over ``c_k rho_hat``.  Three syntheses and one
-analysis per evaluation.  The velocity field is smooth (the kernel is entire);
+analysis per evaluation (USA: two syntheses).  The pointwise work runs in place in the
+basis's transform buffers, one numpy call per operation and ``max|X|`` in one BLAS pass: at
+small ``N`` the per-call overhead, not arithmetic, is the cost beyond the transforms
+(``meanfield validate bench-circle`` measures the ratio).  The velocity field is smooth (the kernel is entire);
 only ``rho`` can lose resolution, which :meth:`CircleSpectral.validity` watches.
 Normalisations (MATH.md §6, :mod:`solvers.normalized_velocity`): ``c_k' = exp(-beta) d kappa_k/dbeta``
-gives the radial attention; nGPT needs a fourth synthesis, LN-scaling none.
+gives the radial attention; nGPT synthesises ``R`` where SA synthesises ``c_k rho_hat``, LN-scaling
+needs no synthesis of its own.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.linalg.blas import idamax
 
 from meanfield.diagnostics import scaled_energy_from_coefficients
 from meanfield.errors import require
@@ -41,21 +46,25 @@ class CircleSpectral(DensityScheme):
     """Pseudo-spectral right-hand side on the circle; see the module docstring.
 
     ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (a name or a
-    :class:`meanfield.normalization.Normalization`; MATH.md §6).
+    :class:`meanfield.normalization.Normalization`; MATH.md §6).  ``planning``: the FFTW
+    planning of :class:`solvers.fourier.FourierBasis` (``"measure"`` only for benchmarks).
     """
 
     geometry = "circle"
     name = "spectral"
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
-                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None):
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None,
+                 planning: str = "estimate"):
         require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
         require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
         require(isinstance(resolution, (int, np.integer)) and resolution >= 8 and resolution % 2 == 0,
                 f"--resolution must be an even integer >= 8 (got {resolution!r})")
         self.model = model
         self.speed_divisor = divisor = VelocityNormalization(normalization, model)
-        self.basis = basis = FourierBasis(int(resolution), backend, slots=4 if divisor.ngpt else 3)
+        #: grid fields: rho, the velocity's numerator and (SA or nGPT) the denominator's field
+        fields = 3 if divisor.ngpt or model.attention == "sa" else 2
+        self.basis = basis = FourierBasis(int(resolution), backend, slots=fields, planning=planning)
         self.resolution = basis.n
         k = basis.wavenumbers
         self.conv = scaled_funk_hecke(k, model.beta, 2) * basis.dealias        # exp(-beta) 2 pi I_k
@@ -65,6 +74,12 @@ class CircleSpectral(DensityScheme):
         self.velocity = velocity
         self.radial = scaled_funk_hecke_beta_derivative(k, model.beta, 2) * basis.dealias if divisor.ngpt else None
         self.divergence = -1j * k * basis.dealias / basis.n                  # includes 1/N of analysis
+        # the transform buffers rhs works in: slot 0 rho, slot 1 the speed, slot 2 K*rho (SA) or R (nGPT)
+        self._rho_coeffs, self._rho = basis.synthesis_input(0), basis.synthesis_output(0)
+        multipliers = (velocity, self.radial if divisor.ngpt else self.conv)[:fields - 1]
+        self._products = tuple((m, basis.synthesis_input(slot)) for slot, m in enumerate(multipliers, 1))
+        self._speed = basis.synthesis_output(1)
+        self._third = basis.synthesis_output(2) if fields == 3 else None
         self.linear = None if model.nu == 0 else -model.nu * k.astype(float) ** 2 * basis.dealias
         modes = np.arange(1, basis.kmax + 1)
         self.max_rate = divisor.fastest_rate(modes)
@@ -91,22 +106,21 @@ class CircleSpectral(DensityScheme):
     # -- dynamics ---------------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """The transport term ``-d/dtheta(rho X[rho])`` in coefficient space (MATH.md §2, §6)."""
-        basis = self.basis
-        rho = basis.to_grid(state, 0)
-        np.multiply(state, self.velocity, out=basis.synthesis_input(1))
-        speed = basis.synthesise(1)
-        divisor = self.speed_divisor
+        basis, speed, third, divisor = self.basis, self._speed, self._third, self.speed_divisor
+        np.copyto(self._rho_coeffs, state)
+        for multiplier, coeffs in self._products:
+            np.multiply(state, multiplier, out=coeffs)
+        basis.synthesise_all()
         if divisor.ngpt:
-            np.multiply(state, self.radial, out=basis.synthesis_input(3))
-            divisor.divide(speed, t, speed * speed, basis.synthesise(3))
+            divisor.divide(speed, t, speed * speed, third)
         else:
-            if self.model.attention == "sa":
-                np.multiply(state, self.conv, out=basis.synthesis_input(2))
-                np.divide(speed, basis.synthesise(2), out=speed)
-            divisor.divide(speed, t)
-        self.max_speed = max(float(speed.max()), -float(speed.min()))
-        np.multiply(rho, speed, out=basis.analysis_input())
-        return basis.analyse() * self.divergence
+            if third is not None:
+                np.divide(speed, third, out=speed)
+            if divisor.lnscale:
+                divisor.divide(speed, t)
+        self.max_speed = abs(float(speed[idamax(speed)]))   # max |X| in one BLAS pass
+        np.multiply(self._rho, speed, out=basis.analysis_input())
+        return np.multiply(basis.analyse(), self.divergence)
 
     def stable_dt(self, cfl: float) -> float:
         """Largest step the field allows: ``cfl / max(kmax max|X|, lambda_max)``.

@@ -120,6 +120,15 @@ class FourierBasis:
         """The spectral input buffer of synthesis slot ``slot`` (fill it, then :meth:`synthesise`)."""
         return self._backward[slot].input_array
 
+    def synthesis_output(self, slot: int = 0) -> np.ndarray:
+        """The grid buffer of synthesis slot ``slot`` (what :meth:`synthesise` fills and returns)."""
+        return self._backward[slot].output_array
+
+    def synthesise_all(self) -> None:
+        """Run the synthesis of every slot on its filled input buffer."""
+        for transform in self._backward:
+            transform.execute()
+
     def synthesise(self, slot: int = 0) -> np.ndarray:
         """Run synthesis on the filled input buffer of ``slot``; return its grid buffer."""
         transform = self._backward[slot]
