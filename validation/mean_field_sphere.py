@@ -74,7 +74,7 @@ from solvers.lagrangian import SHT_EPSILON, SphereLagrangian
 from solvers.particle_run import simulate
 from solvers.solve import solve
 from solvers.sphere import m_major_layout, make_sphere_basis
-from validation.mean_field import (_colours, fit_with_spread, progress_bar, save_figure, study_main,
+from validation.mean_field import (_colours, _frames, fit_with_spread, progress_bar, save_figure, study_main,
                                    write_dataset)
 
 INIT = "vmf:1@45,0+vmf:1@-30,150"
@@ -170,12 +170,6 @@ def _check_times(times) -> tuple:
     require(len(times) >= 1 and all(t >= 0 and abs(t / SAVE_EVERY - round(t / SAVE_EVERY)) < 1e-9 for t in times)
             and max(times) > 0, f"study times must be non-negative multiples of {SAVE_EVERY}, one of them positive")
     return times
-
-
-def _frames(run: xr.Dataset, name: str, times) -> np.ndarray:
-    frames = run[name].sel(time=list(times), method="nearest")
-    require(np.allclose(frames["time"].values, times, atol=1e-9), f"the run did not save times {times}")
-    return np.asarray(frames.values, dtype=float)
 
 
 def pde_coefficients(beta: float, attention: str, times, lmax: int) -> np.ndarray:
