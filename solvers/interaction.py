@@ -53,6 +53,7 @@ import ducc0
 import numpy as np
 
 from meanfield.errors import require
+from meanfield.threads import NONUNIFORM_THREADS
 from meanfield.kernels import (band_limit, scaled_funk_hecke, scaled_funk_hecke_beta_derivative,
                                scaled_funk_hecke_over_beta)
 
@@ -478,7 +479,7 @@ class SphereHarmonicInteraction:
     projected = True
 
     def __init__(self, beta: float, attention: str, weights, accuracy: float = SPHERE_ACCURACY,
-                 nthreads: int = 1, band: int | None = None, epsilon: float | None = None):
+                 nthreads: int = NONUNIFORM_THREADS, band: int | None = None, epsilon: float | None = None):
         require(isinstance(accuracy, (int, float)) and 1e-16 <= accuracy < 1,
                 f"accuracy must be in [1e-16, 1) (got {accuracy!r})")
         self.beta, self.attention, self.weights = beta, attention, weights

@@ -34,6 +34,7 @@ from meanfield.sampling import sample_tokens
 from meanfield.seeding import stream
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
+from meanfield.threads import thread_attrs
 
 from . import checkpoint
 from .clusters import ClusterTracker, resolve_collapse_tol
@@ -241,7 +242,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     if interaction != "auto":
         settings["interaction"] = interaction
     attrs_scheme = scheme_choice.as_attrs()
-    attrs = dict(settings, **attrs_scheme, geometry="particles", scheme="particles", package_version=package_version(),
+    attrs = dict(settings, **attrs_scheme, **thread_attrs(scheme.interaction_path != "harmonic" or dim != 3),
+                 geometry="particles", scheme="particles", package_version=package_version(),
                  command=canonical_command(["particles"], settings),
                  stop_reason=record.stop_reason, t_start=t_start, restart="exact" if exact else "none",
                  command_reproduces_run=int(reproducible(init) and positions_given is False),

@@ -24,6 +24,7 @@ from meanfield.normalization import CARRY_RADIUS, Normalization
 from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
+from meanfield.threads import thread_attrs
 
 from . import checkpoint
 from .clusters import ClusterTracker
@@ -230,7 +231,8 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
                 "init": init_label(init), "seed": seed, "t_final": t_final, "save_every": save_every,
                 "save_log": save_log, "rtol": rtol, "cfl": cfl, "resolution_tol": resolution_tol,
                 "positivity_tol": positivity_tol, "collapse_tol": collapse_tol, **normalization.options()}
-    attrs = dict(settings, geometry=geometry, package_version=package_version(),
+    attrs = dict(settings, **thread_attrs(getattr(discretisation, "uses_blas", True)),
+                 geometry=geometry, package_version=package_version(),
                  command=canonical_command(["solve", geometry], settings), stop_reason=record.stop_reason,
                  t_start=t_start, restart="exact" if exact else ("remap" if source is not None else "none"),
                  command_reproduces_run=int(reproducible(init)),

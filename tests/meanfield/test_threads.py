@@ -113,3 +113,16 @@ def test_sphere_lagrangian_run_is_bitwise_at_one_and_two_threads():
     assert np.array_equal(runs[0].positions.values, runs[1].positions.values)
     assert np.array_equal(runs[0].density.values, runs[1].density.values)
     assert not SphereLagrangian.uses_blas and not SphereSpectral.uses_blas
+
+
+def test_runs_record_their_threads_and_whether_the_bits_depend_on_them():
+    import meanfield
+    from solvers.particle_run import simulate
+
+    sphere = meanfield.solve("sphere", beta=1.0, resolution=7, t_final=0.1, save_every=0.1)
+    assert sphere.attrs["bit_reproducible_across_threads"] == 1 and sphere.attrs["threads"] >= 1
+    assert "blas_threads" in sphere.attrs
+    direct = simulate(dim=3, n=16, beta=1.0, t_final=0.1, save_every=0.1, interaction="direct")
+    harmonic = simulate(dim=3, n=16, beta=1.0, t_final=0.1, save_every=0.1, interaction="harmonic")
+    assert direct.attrs["bit_reproducible_across_threads"] == 0      # BLAS tiles differ between counts
+    assert harmonic.attrs["bit_reproducible_across_threads"] == 1    # ducc0 non-uniform transforms on 1 thread
