@@ -85,7 +85,7 @@ def test_every_subcommand_has_help_with_an_example(capsys):
                  ["validate", "mean-field"], ["validate", "cluster-formation"], ["sweep", "phase-diagram"],
                  ["solve", "zonal"], ["solve", "sphere"], ["validate", "bench-sphere"], ["gaussian"],
                  ["validate", "gaussian"], ["validate", "castin-figures"], ["validate", "long-context"],
-                 ["validate", "normalization"]):
+                 ["validate", "normalization"], ["validate", "mean-field-sphere"]):
         code, out, _ = run_cli(capsys, *args, "--help")
         assert code == 0 and "Example:" in out and "meanfield" in out
 
