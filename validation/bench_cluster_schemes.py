@@ -13,21 +13,19 @@ A measurement, not a test: it prints ratios and asserts nothing about speed.
    (skipped above ``DIRECT_MAX``).  ``speedup = direct / band-limited``; ``max_rel_diff`` is their
    largest relative difference.
 
-One BLAS thread (``OPENBLAS_NUM_THREADS=1`` unless set, as in :mod:`validation.bench_circle`).
+Threads: the setting of :mod:`meanfield.threads` (``--threads``), printed in the header.
 Run: ``python -m validation.bench_cluster_schemes [--quick] [--beta B]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
-
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
 from meanfield.initial import circle_density  # noqa: E402
+from meanfield.threads import add_threads_argument, apply_threads_argument, header  # noqa: E402
 from meanfield.model import Model  # noqa: E402
 from solvers.circle import CircleSpectral  # noqa: E402
 from solvers.finite_volume import CircleFiniteVolume  # noqa: E402
@@ -97,11 +95,13 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N = 256, 1024 and shorter timings")
     parser.add_argument("--beta", type=float, default=9.0, help="inverse temperature (default 9)")
+    add_threads_argument(parser)
     args = parser.parse_args(argv)
+    apply_threads_argument(args.threads)
     start = time.perf_counter()
     rows = run_benchmark(QUICK_SIZES if args.quick else SIZES, args.beta, args.quick)
-    print(f"finite-volume and Lagrangian circle schemes, SA, beta = {args.beta:g} (µs per call; "
-          f"OPENBLAS_NUM_THREADS = {os.environ.get('OPENBLAS_NUM_THREADS')})")
+    print(f"finite-volume and Lagrangian circle schemes, SA, beta = {args.beta:g} (µs per call)")
+    print(header())
     print(format_table(rows, COLUMNS))
     print(f"total {time.perf_counter() - start:.1f} s")
 

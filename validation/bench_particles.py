@@ -46,27 +46,23 @@ the number of runs falls with ``n`` (:func:`timing_for`): from ``n = 16000`` the
 right-hand sides, the baselines and the loop are timed by one call each, without warm-up
 (:func:`time_calls`), so those rows are noisier.  The whole run takes about a minute of
 CPU time; on a loaded machine the wall time (both are printed) is longer and every row
-noisier.  As in ``bench_circle``, when run as a script this module asks OpenBLAS for one
-thread (``OPENBLAS_NUM_THREADS``, unless already set) before numpy loads, so every side
-runs on one core.  Run with ``python -m validation.bench_particles [--quick]``.
+noisier.  Threads: the setting of :mod:`meanfield.threads` (``--threads``, default all cores,
+applied to BLAS at run time through threadpoolctl), printed in the header; table 1 also times the
+SA right-hand side at 1 thread and at every core.  Run with
+``python -m validation.bench_particles [--quick] [--threads N]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
-import sys
 import time
-
-#: Whether numpy was loaded before this module (then the thread setting below has no effect).
-_NUMPY_PRELOADED = "numpy" in sys.modules
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
 from meanfield.model import Model  # noqa: E402
 from meanfield.normalization import SCHEMES, Normalization  # noqa: E402
+from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
 from solvers.interaction import DEFAULT_BLOCK_BYTES, SPHERE_ACCURACY  # noqa: E402
 from solvers.particles import ParticleScheme  # noqa: E402
 from validation.bench_circle import _clock, best_times, format_table as circle_table  # noqa: E402
@@ -101,6 +97,9 @@ RHS_COLUMNS = (  # (header, row key, format)
     ("ratio_sa", "ratio_sa", ".2f"),
     ("ratio_usa", "ratio_usa", ".2f"),
     ("ns/entry_sa", "ns_per_entry_sa", ".2f"),
+    ("sa_1core_ms", "sa_1core_ms", ".2f"),
+    ("sa_all_ms", "sa_all_ms", ".2f"),
+    ("1core/all", "thread_gain", ".2f"),
 )
 LOOP_COLUMNS = (
     ("n", "n", "d"),
@@ -266,6 +265,8 @@ def _rhs_row(n: int, timing: dict) -> tuple[dict, dict]:
     row = {"n": n, "block_rows": schemes["sa"].interaction.block_rows(1, n),
            "rhs_sa_ms": 1e3 * sa, "rhs_usa_ms": 1e3 * usa, "baseline_ms": 1e3 * base,
            "ratio_sa": sa / base, "ratio_usa": usa / base, "ns_per_entry_sa": 1e9 * sa / n ** 2}
+    single, every = one_vs_all(lambda: time_calls([lambda: schemes["sa"].rhs(x, 0.0)], timing)[0])
+    row.update(sa_1core_ms=1e3 * single, sa_all_ms=1e3 * every, thread_gain=single / every)
     return row, {"x": x, **outputs}
 
 
@@ -435,14 +436,13 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="n = 1000, 4000 (S^2 harmonic path: to 1e5) and shorter timings")
+    add_threads_argument(parser)
     args = parser.parse_args(argv)
+    apply_threads_argument(args.threads)
     start, cpu_start = time.perf_counter(), time.process_time()
     tables = run_benchmark(quick=args.quick)
-    blas = os.environ.get("OPENBLAS_NUM_THREADS")
-    if _NUMPY_PRELOADED:
-        blas += " (not applied: numpy was loaded first)"
-    print(f"particle engine benchmark, OPENBLAS_NUM_THREADS = {blas}, times per call in ms, "
-          f"DEFAULT_BLOCK_BYTES = {DEFAULT_BLOCK_BYTES / MIB:g} MiB")
+    print(f"particle engine benchmark, times per call in ms, DEFAULT_BLOCK_BYTES = {DEFAULT_BLOCK_BYTES / MIB:g} MiB")
+    print(header())
     print(f"\n1. direct rhs on S^2 (beta = {BETA:g}, interaction_path='direct') / (n x n GEMM + n^2 exp, "
           f"preallocated n x n array)")
     print(format_table(tables["rhs"], RHS_COLUMNS))
