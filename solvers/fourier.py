@@ -104,7 +104,7 @@ class FourierBasis:
             raise ValueError(f"FFT backend must be 'pyfftw' (if installed) or 'scipy' (got {backend!r})")
         if planning not in PLANNING:
             raise ValueError(f"FFTW planning must be one of {', '.join(PLANNING)} (got {planning!r})")
-        self.n, self.backend, self.planning = n, backend, planning
+        self.n, self.backend, self.planning, self.slots = n, backend, planning, slots
         self.theta = 2.0 * math.pi * np.arange(n) / n
         self.wavenumbers = np.arange(n // 2 + 1)
         #: 2/3-rule dealiasing: modes |k| <= kmax survive a quadratic product unaliased.

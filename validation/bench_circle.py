@@ -9,8 +9,9 @@ This is a measurement, not a test: it prints ratios and asserts nothing about sp
    right-hand side costs little beyond its transforms; a large ratio means time goes
    into the pointwise work around them (products, the division, ``max|X|``, the
    allocation of the returned array) or into Python call overhead.  Measured for
-   SA and USA (USA skips one synthesis and the division, but is compared with the
-   same four-transform baseline).
+   SA and USA: USA does two syntheses and no division, and is compared both with the
+   same four-transform baseline (``ratio_usa``, the issue's measure) and with its own
+   three transforms (``ratio_usa_own``).
 2. **Spectral vs direct convolution.**  ``K*rho`` the way the scheme computes it
    (coefficients times ``scheme.conv``, then one synthesis) against the direct
    ``O(N^2)`` trapezoidal quadrature ``(2 pi / N) exp(beta cos(theta_i - theta_j)) @ rho``,
@@ -30,10 +31,16 @@ This is a measurement, not a test: it prints ratios and asserts nothing about sp
    plan a basis (one analysis and three synthesis plans, as ``CircleSpectral`` makes).
    ``rhs_rel_diff``: how far the two right-hand sides differ (largest entry, relative to
    the largest): rounding only, the size of the run-to-run differences MEASURE caused.
+4. **Scaling.**  The SA right-hand side and its four transforms against ``N`` (the rows of
+   part 1), each also per ``N log2 N`` (ns), and the exponents ``p`` of least-squares fits
+   ``time ~ N^p`` and ``time / (N log N) ~ N^q`` over the sizes ``N >= SCALING_FIT_FROM``:
+   ``q`` near 0 is the ``O(N log N)`` regime; at small ``N`` fixed per-call costs flatten
+   the curve (``p`` well below 1).
 
 Timings are the best of several runs (``time.perf_counter``), each run long enough
 that a measurement takes about ``target`` seconds; the per-call cost is printed in
-microseconds.  Both sides run on one core: FFTW is single-threaded, and when run as
+microseconds.  Many short runs make it likely that one of them ran undisturbed on a
+shared machine; the load average before and after is printed with the tables.  Both sides run on one core: FFTW is single-threaded, and when run as
 a script this module asks OpenBLAS for one thread (``OPENBLAS_NUM_THREADS``, unless
 already set) before numpy loads, because a multithreaded matvec on this 2-core
 machine was erratic (the same 1024 x 1024 matvec took 0.17 ms or 8 ms from run to
@@ -58,8 +65,10 @@ from meanfield.model import Model  # noqa: E402
 from solvers import fourier  # noqa: E402
 from solvers.circle import CircleSpectral  # noqa: E402
 
-SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384)
-QUICK_SIZES = (256, 1024, 4096, 16384)
+SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
+QUICK_SIZES = (256, 1024, 4096, 16384, 65536)
+#: Smallest grid of the scaling fits (part 4 of the docstring).
+SCALING_FIT_FROM = 4096
 #: Grids at which FFTW_ESTIMATE and FFTW_MEASURE plans are compared (part 3 of the docstring).
 PLANNING_SIZES = (256, 1024, 4096, 16384)
 #: Largest grid for the direct quadrature (its N x N kernel is 0.5 GB at 8192).
@@ -73,6 +82,7 @@ COLUMNS = (  # (header, row key, format)
     ("ffts_us", "ffts_us", ".2f"),
     ("ratio_sa", "ratio_sa", ".2f"),
     ("ratio_usa", "ratio_usa", ".2f"),
+    ("ratio_usa_own", "ratio_usa_own", ".2f"),
     ("conv_spectral_us", "conv_spectral_us", ".2f"),
     ("conv_direct_matvec_us", "conv_direct_matvec_us", ".1f"),
     ("conv_direct_full_us", "conv_direct_full_us", ".1f"),
@@ -91,6 +101,15 @@ PLANNING_COLUMNS = (
     ("plan_meas_ms", "plan_measure_ms", ".1f"),
     ("plan_est_ms", "plan_estimate_ms", ".2f"),
     ("rhs_rel_diff", "rhs_rel_diff", ".1e"),
+)
+
+SCALING_COLUMNS = (
+    ("N", "N", "d"),
+    ("rhs_us", "rhs_sa_us", ".2f"),
+    ("ffts_us", "ffts_us", ".2f"),
+    ("rhs_ns/NlogN", "rhs_per_nlogn_ns", ".3f"),
+    ("ffts_ns/NlogN", "ffts_per_nlogn_ns", ".3f"),
+    ("ratio_sa", "ratio_sa", ".2f"),
 )
 
 
@@ -135,14 +154,16 @@ def initial_state(scheme: CircleSpectral) -> np.ndarray:
 
 
 def transform_baseline(scheme: CircleSpectral, state: np.ndarray):
-    """The four bare transforms of one SA right-hand side, on the buffers it fills.
+    """The bare transforms of one right-hand side (SA: three syntheses and one analysis;
+    USA: two and one), on the buffers it fills.
 
     Returns ``(call, preserved)``.  If FFTW's plan overwrites a synthesis input (it
     may for complex-to-real transforms), the call restores the inputs before each
     transform, which slightly overstates the baseline; ``preserved`` says whether
     that was needed (False) or not (True).
     """
-    basis, slots = scheme.basis, (0, 1, 2)
+    basis = scheme.basis
+    slots = range(basis.slots)
     scheme.rhs(state, 0.0)  # fills all four input buffers with the real data
     saved = [basis.synthesis_input(slot).copy() for slot in slots]
 
@@ -216,11 +237,14 @@ def _rhs_rows(n: int, beta: float, timing: dict) -> dict:
     sa, usa = (CircleSpectral(Model(attention, beta=beta), n) for attention in ("sa", "usa"))
     state = initial_state(sa)
     transforms, preserved = transform_baseline(sa, state)
-    rhs_sa, rhs_usa, ffts = best_times(
-        [lambda: sa.rhs(state, 0.0), lambda: usa.rhs(state, 0.0), transforms], **timing)
+    usa_transforms, usa_preserved = transform_baseline(usa, state)
+    rhs_sa, rhs_usa, ffts, ffts_usa = best_times(
+        [lambda: sa.rhs(state, 0.0), lambda: usa.rhs(state, 0.0), transforms, usa_transforms], **timing)
+    per_nlogn = 1e9 / (n * math.log2(n))
     return {"rhs_sa_us": 1e6 * rhs_sa, "rhs_usa_us": 1e6 * rhs_usa, "ffts_us": 1e6 * ffts,
-            "ratio_sa": rhs_sa / ffts, "ratio_usa": rhs_usa / ffts,
-            "fft_inputs_preserved": preserved, "scheme": sa, "state": state}
+            "ratio_sa": rhs_sa / ffts, "ratio_usa": rhs_usa / ffts, "ratio_usa_own": rhs_usa / ffts_usa,
+            "rhs_per_nlogn_ns": per_nlogn * rhs_sa, "ffts_per_nlogn_ns": per_nlogn * ffts,
+            "fft_inputs_preserved": preserved and usa_preserved, "scheme": sa, "state": state}
 
 
 def _convolution_rows(scheme: CircleSpectral, state: np.ndarray, beta: float,
@@ -267,14 +291,14 @@ def _planned_basis(n: int, planning: str):
 def _planning_rows(n: int, beta: float, timing: dict) -> dict:
     """SA right-hand side and bare transform pair with FFTW_MEASURE vs FFTW_ESTIMATE plans.
 
-    Two schemes that differ only in their basis's plans; the ESTIMATE basis is planned first
-    (each plan sets the process's wisdom aside anyway, see :mod:`solvers.fourier`).
+    Two schemes that differ only in their basis's plans; the ESTIMATE ones are planned first
+    (each plan sets the process's wisdom aside anyway, see :mod:`solvers.fourier`).  The
+    planning time is that of a separate basis of the scheme's (three synthesis slots).
     """
     bases, plan_seconds, schemes = {}, {}, {}
     for planning in ("estimate", "measure"):
         bases[planning], plan_seconds[planning] = _planned_basis(n, planning)
-        schemes[planning] = scheme = CircleSpectral(Model("sa", beta=beta), n, backend="pyfftw")
-        scheme.basis = bases[planning]
+        schemes[planning] = CircleSpectral(Model("sa", beta=beta), n, backend="pyfftw", planning=planning)
     state = initial_state(schemes["estimate"])
     measured = schemes["measure"].rhs(state, 0.0)
     difference = np.max(np.abs(schemes["estimate"].rhs(state, 0.0) - measured)) / np.max(np.abs(measured))
@@ -288,6 +312,27 @@ def _planning_rows(n: int, beta: float, timing: dict) -> dict:
             "rhs_rel_diff": float(difference)}
 
 
+def fitted_exponent(sizes, times) -> float:
+    """The exponent ``p`` of the least-squares fit ``log time = p log N + c``."""
+    return float(np.polyfit(np.log(np.asarray(sizes, float)), np.log(np.asarray(times, float)), 1)[0])
+
+
+def scaling_fits(rows: list[dict], fit_from: int = SCALING_FIT_FROM) -> dict:
+    """Exponents of the SA right-hand side and its transforms over the rows with ``N >= fit_from``
+    (part 4 of the module docstring): ``{"sizes": [...], "rhs": (p, q), "ffts": (p, q)}`` with
+    ``time ~ N^p`` and ``time / (N log N) ~ N^q``; ``None`` with fewer than two such rows."""
+    upper = [row for row in rows if row["N"] >= fit_from]
+    if len(upper) < 2:
+        return None
+    sizes = [row["N"] for row in upper]
+    fits = {"sizes": sizes}
+    for name, key in (("rhs", "rhs_sa_us"), ("ffts", "ffts_us")):
+        times = [row[key] for row in upper]
+        fits[name] = (fitted_exponent(sizes, times),
+                      fitted_exponent(sizes, [t / (n * math.log(n)) for n, t in zip(sizes, times)]))
+    return fits
+
+
 def run_benchmark(sizes=SIZES, beta: float = 9.0, quick: bool = False) -> list[dict]:
     """Measure every size; one dict per ``N`` with the keys of :data:`COLUMNS` (times in µs).
 
@@ -298,7 +343,7 @@ def run_benchmark(sizes=SIZES, beta: float = 9.0, quick: bool = False) -> list[d
     """
     if quick and tuple(sizes) == SIZES:
         sizes = QUICK_SIZES
-    timing = {"target": 0.05, "repeats": 3} if quick else {"target": 0.25, "repeats": 7}
+    timing = {"target": 0.06, "repeats": 9} if quick else {"target": 0.3, "repeats": 15}
     rows = []
     for n in sizes:
         row = {"N": n, **_rhs_rows(n, beta, timing)}
@@ -314,11 +359,22 @@ def format_table(rows: list[dict], columns=None) -> str:
     """An aligned text table of ``columns``; missing entries read 'skipped'.
 
     Without ``columns``: the benchmark's report, the table of :data:`COLUMNS` (``rhs_us``
-    is SA) and, below it, the FFTW planning table (:data:`PLANNING_COLUMNS`) of the rows
-    that carry one.
+    is SA), the scaling table (:data:`SCALING_COLUMNS`) with its fitted exponents and the
+    FFTW planning table (:data:`PLANNING_COLUMNS`) of the rows that carry one.
     """
     if columns is None:
         report = format_table(rows, COLUMNS)
+        report += ("\n\nScaling (SA): time per call and per N log2 N; ratio_sa = rhs / ffts\n"
+                   + format_table(rows, SCALING_COLUMNS))
+        fits = scaling_fits(rows)
+        if fits is None:
+            report += f"\n(no fit: fewer than two sizes N >= {SCALING_FIT_FROM})"
+        else:
+            sizes = ", ".join(str(n) for n in fits["sizes"])
+            for name in ("rhs", "ffts"):
+                p, q = fits[name]
+                report += (f"\nfit over N = {sizes}: {name:4s} time ~ N^{p:.3f}, "
+                           f"time / (N log N) ~ N^{q:+.3f}")
         planning = [row["planning"] for row in rows if "planning" in row]
         if planning:
             report += ("\n\nFFTW plans: FFTW_MEASURE (timed; may differ from run to run) vs FFTW_ESTIMATE "
@@ -337,23 +393,26 @@ def format_table(rows: list[dict], columns=None) -> str:
 def main(argv=None) -> None:
     """Command line: ``python -m validation.bench_circle [--quick] [--beta B]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="N = 256, 1024, 4096 and shorter timings")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"N = {', '.join(map(str, QUICK_SIZES))} and shorter timings")
     parser.add_argument("--beta", type=float, default=9.0, help="inverse temperature (default 9)")
     args = parser.parse_args(argv)
-    start = time.perf_counter()
+    start, load = time.perf_counter(), os.getloadavg()[0]
     rows = run_benchmark(beta=args.beta, quick=args.quick)
     blas = os.environ.get("OPENBLAS_NUM_THREADS")
     if _NUMPY_PRELOADED:
         blas += " (not applied: numpy was loaded first)"
     print(f"circle pseudo-spectral benchmark, beta = {args.beta:g}, OPENBLAS_NUM_THREADS = {blas} "
-          f"(times per call in µs; ratio = rhs / its 3 syntheses + 1 analysis; "
-          f"speedup = direct / spectral)")
+          f"(times per call in µs; ratio = rhs / its 3 syntheses + 1 analysis, "
+          f"ratio_usa_own = USA rhs / its 2 syntheses + 1 analysis; speedup = direct / spectral)")
     print(format_table(rows))
     rewritten = [row["N"] for row in rows if not row["fft_inputs_preserved"]]
     if rewritten:
         print(f"note: FFTW overwrote synthesis inputs at N = {rewritten}; "
               f"the transform baseline includes restoring them")
-    print(f"total {time.perf_counter() - start:.1f} s")
+    print(f"total {time.perf_counter() - start:.1f} s; load average {load:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores (wall-clock timings: "
+          f"a load near the core count or above makes them noisy)")
 
 
 if __name__ == "__main__":

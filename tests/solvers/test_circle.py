@@ -153,3 +153,42 @@ def test_usa_energy_never_decreases_through_clustering():
     energy = ds["energy"].values
     assert np.all(np.diff(energy) >= -1e-14 * energy[0]) and energy[-1] > 1.05 * energy[0]
     assert np.max(np.abs(ds["mass"].values - 1)) < 1e-12
+
+
+@pytest.mark.parametrize("attention", ["sa", "usa"])
+@pytest.mark.parametrize("normalization", ["post", "ngpt", "lnscale"])
+def test_rhs_and_max_speed_match_the_formula_with_numpy_transforms(attention, normalization):
+    """rhs (in place in the transform buffers) against MATH.md §2/§6 written out with numpy's FFT."""
+    n, beta, t = 64, 4.0, 0.7
+    scheme = CircleSpectral(Model(attention, beta), n, normalization=normalization)
+    theta = scheme.coordinate
+    state = scheme.state_from_density((1 + 0.3 * np.cos(theta) + 0.2 * np.sin(3 * theta)) / (2 * math.pi))
+
+    def grid(multiplier):
+        return np.fft.irfft(state * multiplier, n, norm="forward")
+
+    rho, speed = grid(1.0), grid(scheme.velocity)
+    if normalization == "ngpt":
+        speed = speed / np.sqrt(speed ** 2 + grid(scheme.radial) ** 2)  # alpha = 1
+    elif attention == "sa":
+        speed = speed / grid(scheme.conv)
+    if normalization == "lnscale":
+        speed = speed / math.sqrt(t + 1)
+    expected = np.fft.rfft(rho * speed) * scheme.divergence
+    result = scheme.rhs(state, t)
+    assert np.max(np.abs(result - expected)) < 1e-13 * np.max(np.abs(expected))
+    assert np.max(np.abs(expected)) > 1e-3
+    assert scheme.max_speed == pytest.approx(np.max(np.abs(speed)), rel=1e-13)
+
+
+def test_rhs_calls_do_not_leak_into_each_other():
+    """The buffers rhs reuses: the same state gives the same bytes after another state and a density()."""
+    scheme = CircleSpectral(Model("sa", 9.0), 128)
+    first = scheme.state_from_density(circle_density("vonmises:2", 128))
+    other = scheme.state_from_density(circle_density("vonmises:1@1.5", 128))
+    result, speed = scheme.rhs(first, 0.0), scheme.max_speed
+    scheme.rhs(other, 0.0)
+    assert scheme.max_speed != speed
+    scheme.density(other)
+    assert scheme.rhs(first, 0.0).tobytes() == result.tobytes() and scheme.max_speed == speed
+    assert result is not scheme.rhs(first, 0.0)   # a fresh array each call (steppers keep their stages)

@@ -30,3 +30,18 @@ def test_resample_keeps_a_band_limited_function():
     f = lambda t: 1 + 0.3 * np.cos(2 * t) - 0.2 * np.sin(5 * t)
     coeffs = fine.resample(coarse.to_coeffs(f(coarse.theta)), 128)
     assert np.allclose(fine.to_grid(coeffs), f(fine.theta), atol=1e-14)
+
+
+@pytest.mark.parametrize("backend", ["pyfftw", "scipy"])
+def test_synthesise_all_fills_every_slot_as_to_grid_does(backend, rng):
+    basis, reference = FourierBasis(48, backend=backend, slots=3), FourierBasis(48, backend=backend)
+    coeffs = rng.standard_normal((3, 25)) + 1j * rng.standard_normal((3, 25))
+    coeffs[:, 0] = coeffs[:, 0].real
+    coeffs[:, -1] = coeffs[:, -1].real
+    for slot in range(basis.slots):
+        basis.synthesis_input(slot)[:] = coeffs[slot]
+    basis.synthesise_all()
+    for slot in range(3):
+        assert np.array_equal(basis.synthesis_output(slot), reference.to_grid(coeffs[slot]))
+        assert basis.synthesise(slot) is basis.synthesis_output(slot)   # the buffer synthesise fills
+    assert basis.slots == 3 and basis.synthesis_output(0) is not basis.synthesis_output(1)
