@@ -43,3 +43,23 @@ def test_particles_form_clusters_and_merge_in_a_staircase(table):
         counts = counts[counts > 0]
         assert np.all(np.diff(counts) < 0) and np.all(np.diff(energies) > 0)   # fewer clusters, higher energy
     assert "plateaus" in format_table(table)
+
+
+def test_batched_smoothed_densities_equal_the_per_frame_ones():
+    """The study's batched densities and coefficients (powers of exp(-i theta)) are the per-frame
+    :func:`smoothed_density` / :func:`empirical_coefficients` to rounding (MATH.md §2.1)."""
+    from meanfield.diagnostics import empirical_coefficients
+    from meanfield.metastable import smoothed_density
+    from validation.metastability import smoothed_densities
+
+    rng = np.random.default_rng(5)
+    theta = rng.uniform(0, 2 * np.pi, (70, 300))
+    theta[:, :120] = rng.normal(1.0, 0.01, (70, 120)) % (2 * np.pi)       # a tight cluster: large high modes
+    weights = rng.uniform(0.5, 1.5, 300)
+    weights /= weights.sum()
+    densities, coefficients = smoothed_densities(theta, weights, 0.05, 256, least_modes=140)
+    assert coefficients.shape == (70, 141)                                  # more modes than the density keeps
+    reference = np.array([smoothed_density(frame, weights, 0.05, 256) for frame in theta])
+    np.testing.assert_allclose(densities, reference, rtol=0, atol=1e-13 * np.max(reference))
+    np.testing.assert_allclose(coefficients, np.array([empirical_coefficients(frame, weights, np.arange(141))
+                                                       for frame in theta]), rtol=0, atol=1e-14)
