@@ -126,6 +126,8 @@ class LawsonRK(_Stepper):
     b_low: list | None = None
     c: list = []
     order = 4
+    #: the last stage is evaluated at the step's result (``c = 1``, ``A[-1] = b[:-1]``, ``b[-1] = 0``)
+    fsal = False
 
     def __init__(self, scheme, **kw):
         super().__init__(scheme, **kw)
@@ -189,9 +191,11 @@ class LawsonRK(_Stepper):
                 self.steps += 1
                 self._h = proposal if clipped else h * factor
                 self._last = (u, t, h, ks, new)
-                new = self._accept(new, h)
-                self._fsal = self.scheme.rhs(new, t + h)
-                return new, t + h
+                accepted = self._accept(new, h)
+                # first same as last: the last stage is the slope at the new state (bit for bit the same
+                # combination), unless the scheme's post-step map moved the state
+                self._fsal = ks[-1] if self.fsal and accepted is new else self.scheme.rhs(accepted, t + h)
+                return accepted, t + h
             self.rejected += 1
             clipped = False
             h *= factor
@@ -217,6 +221,7 @@ class SSPRK3(LawsonRK):
 class Dopri5(LawsonRK):
     name = "dopri5"
     adaptive = True
+    fsal = True
     c = [0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0]
     A = [[],
          [1 / 5],
