@@ -42,11 +42,12 @@ This is a measurement, not a test: it prints ratios and asserts nothing about sp
 Timings are the best of several runs (``time.perf_counter``), each run long enough
 that a measurement takes about ``target`` seconds; the per-call cost is printed in
 microseconds.  Many short runs make it likely that one of them ran undisturbed on a
-shared machine; the load average before and after is printed with the tables.  Both sides run on one core: FFTW is single-threaded, and when run as
-a script this module asks OpenBLAS for one thread (``OPENBLAS_NUM_THREADS``, unless
-already set) before numpy loads, because a multithreaded matvec on this 2-core
-machine was erratic (the same 1024 x 1024 matvec took 0.17 ms or 8 ms from run to
-run).  Run with ``python -m validation.bench_circle [--quick]``.
+shared machine; the load average before and after is printed with the tables.  Threads: the
+setting of :mod:`meanfield.threads` (``--threads``, default all cores: BLAS through threadpoolctl,
+FFTW threaded from 2^16 points), printed in the header; the scaling table also times the SA
+right-hand side at 1 thread and at every core.  A multithreaded matvec on this 2-core machine was
+erratic (the same 1024 x 1024 matvec took 0.17 ms or 8 ms from run to run): use ``--threads 1``
+for steady direct-quadrature columns.  Run with ``python -m validation.bench_circle [--quick] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -54,16 +55,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import sys
 import time
-
-#: Whether numpy was loaded before this module (then the thread setting below has no effect).
-_NUMPY_PRELOADED = "numpy" in sys.modules
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
 from meanfield.model import Model  # noqa: E402
+from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
 from solvers import fourier  # noqa: E402
 from solvers.circle import CircleSpectral  # noqa: E402
 
@@ -113,6 +110,9 @@ SCALING_COLUMNS = (
     ("rhs_ns/NlogN", "rhs_per_nlogn_ns", ".3f"),
     ("ffts_ns/NlogN", "ffts_per_nlogn_ns", ".3f"),
     ("ratio_sa", "ratio_sa", ".2f"),
+    ("rhs_1core_us", "rhs_1core_us", ".2f"),
+    ("rhs_all_us", "rhs_all_us", ".2f"),
+    ("1core/all", "thread_gain", ".2f"),
 )
 
 
@@ -244,7 +244,14 @@ def _rhs_rows(n: int, beta: float, timing: dict) -> dict:
     rhs_sa, rhs_usa, ffts, ffts_usa = best_times(
         [lambda: sa.rhs(state, 0.0), lambda: usa.rhs(state, 0.0), transforms, usa_transforms], **timing)
     per_nlogn = 1e9 / (n * math.log2(n))
-    return {"rhs_sa_us": 1e6 * rhs_sa, "rhs_usa_us": 1e6 * rhs_usa, "ffts_us": 1e6 * ffts,
+
+    def rhs_seconds() -> float:  # a scheme built now reads the thread setting in effect
+        scheme = CircleSpectral(Model("sa", beta=beta), n)
+        return best_times([lambda: scheme.rhs(state, 0.0)], **timing)[0]
+
+    single, every = one_vs_all(rhs_seconds)
+    return {"rhs_1core_us": 1e6 * single, "rhs_all_us": 1e6 * every, "thread_gain": single / every,
+            "rhs_sa_us": 1e6 * rhs_sa, "rhs_usa_us": 1e6 * rhs_usa, "ffts_us": 1e6 * ffts,
             "ratio_sa": rhs_sa / ffts, "ratio_usa": rhs_usa / ffts, "ratio_usa_own": rhs_usa / ffts_usa,
             "rhs_per_nlogn_ns": per_nlogn * rhs_sa, "ffts_per_nlogn_ns": per_nlogn * ffts,
             "fft_inputs_preserved": preserved and usa_preserved, "scheme": sa, "state": state}
@@ -399,13 +406,13 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true",
                         help=f"N = {', '.join(map(str, QUICK_SIZES))} and shorter timings")
     parser.add_argument("--beta", type=float, default=9.0, help="inverse temperature (default 9)")
+    add_threads_argument(parser)
     args = parser.parse_args(argv)
+    apply_threads_argument(args.threads)
     start, load = time.perf_counter(), os.getloadavg()[0]
     rows = run_benchmark(beta=args.beta, quick=args.quick)
-    blas = os.environ.get("OPENBLAS_NUM_THREADS")
-    if _NUMPY_PRELOADED:
-        blas += " (not applied: numpy was loaded first)"
-    print(f"circle pseudo-spectral benchmark, beta = {args.beta:g}, OPENBLAS_NUM_THREADS = {blas} "
+    print(header())
+    print(f"circle pseudo-spectral benchmark, beta = {args.beta:g} "
           f"(times per call in µs; ratio = rhs / its 3 syntheses + 1 analysis, "
           f"ratio_usa_own = USA rhs / its 2 syntheses + 1 analysis; speedup = direct / spectral)")
     print(format_table(rows))
