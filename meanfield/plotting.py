@@ -487,6 +487,9 @@ def _clustered_fraction_panel(ax, dataset, delta: float = 1e-3) -> None:
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel(rf"fraction of pairs with $\langle x_i, x_j\rangle \geq 1 - {delta:g}$")
     ax.set_title("(c) clustered pairs")
+    if "radius" in dataset:
+        _radius_curve(ax, dataset)
+        ax.set_title("(c) clustered pairs (black) and radii (orange)")
 
 
 def _time_axis(ax, dataset) -> None:
@@ -590,6 +593,27 @@ def _short_reason(reason: str) -> str:
     return reason
 
 
+def _normalization_label(attrs) -> str:
+    """``",  Pre-LN (r0 = 1.5)"`` for a run under a normalisation scheme other than Post-LN (MATH.md §6)."""
+    name = str(attrs.get("normalization", "post"))
+    if name == "post":
+        return ""
+    label = {"pre": "Pre-LN", "mix": "Mix-LN", "peri": "Peri-LN", "ngpt": "nGPT", "lnscale": "LN-scaling"}[name]
+    details = {"pre": ("r0",), "mix": ("r0", "mix_switch"), "peri": ("r0",), "ngpt": ("alpha",)}.get(name, ())
+    values = ", ".join(f"{key.replace('mix_switch', 'tau')} = {float(attrs[key]):g}" for key in details if key in attrs)
+    return f",  {label}" + (f" ({values})" if values else "")
+
+
+def _radius_curve(ax, dataset) -> None:
+    """The tokens' mean radius (min to max shaded) on a right-hand axis, for runs that carry one."""
+    radius, times = dataset["radius"].values, dataset["time"].values
+    right = ax.twinx()
+    right.fill_between(times, radius.min(axis=1), radius.max(axis=1), color="C1", alpha=0.25, lw=0)
+    right.plot(times, radius.mean(axis=1), color="C1", lw=1.5)
+    right.set_ylabel("token radius $r_j$ (mean; min to max shaded)", color="C1")
+    right.tick_params(axis="y", colors="C1")
+
+
 def _title(dataset) -> str:
     attrs = dataset.attrs
     where = "on the circle" if int(attrs.get("dim", 2)) == 2 else f"on $S^{{{int(attrs['dim']) - 1}}}$"
@@ -598,7 +622,7 @@ def _title(dataset) -> str:
     elif attrs.get("geometry") == "zonal":
         where = "zonal density " + where
     title = (f"{str(attrs['attention']).upper()} {where}:  $\\beta$ = {float(attrs['beta']):g},  "
-             f"$\\nu$ = {float(attrs['nu']):g},  init {attrs.get('init', '?')}")
+             f"$\\nu$ = {float(attrs['nu']):g},  init {attrs.get('init', '?')}{_normalization_label(attrs)}")
     reason = str(attrs.get("stop_reason", "completed"))
     return title if reason == "completed" else f"{title}\nstopped early: {_short_reason(reason)}"
 

@@ -84,3 +84,16 @@ def test_gaussian_tokens_on_a_line_are_drawn_as_densities(tmp_path):
     x, y = curves[0].get_data()
     assert np.sum(0.5 * (y[1:] + y[:-1]) * np.diff(x)) == pytest.approx(1.0, abs=1e-3)   # N(alpha, Sigma) at t = 0
     assert "law of the tokens" in fig.axes[0].get_title() and fig.axes[1].get_xlabel() == "time $t$ (dimensionless)"
+
+
+def test_a_run_under_a_normalisation_scheme_names_it_and_draws_the_radii():
+    from meanfield import plot_run
+    from solvers.particle_run import simulate
+
+    run = simulate(dim=3, n=20, beta=2.0, t_final=1.0, save_every=0.25, normalization="pre", r0=1.5)
+    fig = plot_run(run)
+    assert "Pre-LN (r0 = 1.5)" in fig._suptitle.get_text()
+    radius_axes = [ax for ax in fig.axes if "radius" in ax.get_ylabel()]
+    assert len(radius_axes) == 1
+    low, high = radius_axes[0].get_ylim()
+    assert low <= 1.5 and high >= float(run["radius"].values.max())
