@@ -335,7 +335,8 @@ def _report_run(dataset, out):
 @click.option("--alpha", type=float, default=None, help="nGPT step alpha, > 0 (--normalization ngpt) [default: 1].")
 @click.option("--mix-switch", type=float, default=None,
               help="Mix-LN: Post-LN up to this time, then Pre-LN, >= 0 (--normalization mix) [default: 1].")
-@click.option("--interaction", type=click.Choice(["auto", "harmonic", "direct"]), default="auto", show_default=True,
+@click.option("--interaction", type=click.Choice(["auto", "harmonic", "direct"]),
+              default=PARTICLE_DEFAULTS["interaction"], show_default=True,
               help="Interaction path: harmonic = band-limited transforms (Fourier on S^1, spherical harmonics on "
                    "S^2; --qkv identity only, 1e-12 of the direct sum), direct = all pairs (O(n^2)), auto = "
                    "harmonic where it is faster.")

@@ -19,7 +19,7 @@ SOLVE_DEFAULTS = {"attention": "sa", "beta": 1.0, "nu": 0.0, "init": "perturbed:
 #: ``particles`` settings.
 PARTICLE_DEFAULTS = {"dim": 2, "n": 256, "attention": "sa", "beta": 1.0, "nu": 0.0, "init": "uniform", "seed": 0,
                      "t_final": 10.0, "sampling": "iid", "resolution": 256, "qkv": "identity",
-                     "stepper": "dopri5", "rtol": 1e-8, "cfl": 0.5}
+                     "stepper": "dopri5", "rtol": 1e-8, "cfl": 0.5, "interaction": "auto"}
 
 
 def geometry_default(geometry: str, name: str):

@@ -152,7 +152,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
              rtol: float = PARTICLE_DEFAULTS["rtol"], cfl: float = PARTICLE_DEFAULTS["cfl"],
              dt_max: float | None = None, progress: bool = False, save_log: int | None = None,
              collapse_tol: float | None = None, normalization: str = "post", r0: float | None = None,
-             alpha: float | None = None, mix_switch: float | None = None, interaction: str = "auto"):
+             alpha: float | None = None, mix_switch: float | None = None,
+             interaction: str = PARTICLE_DEFAULTS["interaction"]):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
 
     Tokens come from ``init`` (see :mod:`meanfield.sampling`) unless ``positions`` (and
