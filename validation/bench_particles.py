@@ -65,7 +65,7 @@ from meanfield.normalization import SCHEMES, Normalization  # noqa: E402
 from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
 from solvers.interaction import DEFAULT_BLOCK_BYTES, SPHERE_ACCURACY  # noqa: E402
 from solvers.particles import ParticleScheme  # noqa: E402
-from validation.bench_circle import _clock, best_times, format_table as circle_table  # noqa: E402
+from validation.bench_circle import _clock, best_times, fitted_exponent, format_table as circle_table  # noqa: E402
 
 SIZES = (1000, 2000, 4000, 8000, 16000, 20000)
 QUICK_SIZES = (1000, 4000)
@@ -371,11 +371,6 @@ def _harmonic_rows(times: SphereTimes, sizes) -> list[dict]:
         rows.append({"n": n, "band": times.bands[n], "harmonic_ms": 1e3 * harmonic, "direct_ms": 1e3 * direct,
                      "direct_source": source, "speedup": direct / harmonic, "max_rel_diff": diff})
     return rows
-
-
-def fitted_exponent(sizes, seconds) -> float:
-    """Least-squares slope ``p`` of ``log t = p log n + c``."""
-    return float(np.polyfit(np.log(np.asarray(sizes, float)), np.log(np.asarray(seconds, float)), 1)[0])
 
 
 def _scaling_rows(times: SphereTimes, harmonic_sizes, direct_sizes) -> tuple[list[dict], dict]:
