@@ -57,7 +57,7 @@ from meanfield.threads import NONUNIFORM_THREADS
 from meanfield.kernels import (band_limit, scaled_funk_hecke, scaled_funk_hecke_beta_derivative,
                                scaled_funk_hecke_over_beta)
 
-from .sphere import m_major_layout
+from .sphere import m_major_layout, point_mass_coefficients
 
 #: Memory budget of one row block (logits take half of it): 4 MiB keeps a block in cache;
 #: 256 MiB blocks were 3-6x slower (freshly mapped memory every call; validation/bench_particles.py).
@@ -505,8 +505,7 @@ class SphereHarmonicInteraction:
         return self._coefficients(loc)
 
     def _coefficients(self, loc: np.ndarray) -> np.ndarray:
-        weights = np.ascontiguousarray(self.weights, dtype=float)[None]
-        return ducc0.sht.adjoint_synthesis_general(map=weights, spin=0, **self._transforms(loc))
+        return point_mass_coefficients(self.weights, loc, self.band, self.epsilon, self.nthreads)
 
     def fields(self, x: np.ndarray, radial: bool = False, density: bool = False) -> dict:
         """The band-limited sums at one system of tokens ``x`` (shape ``(n, 3)``), spherical components:

@@ -137,7 +137,7 @@ from .clusters import NodeCollapse, closing_rate, resolve_collapse_tol
 from .fourier import FourierBasis
 from .interaction import CircleFourierInteraction
 from .particles import SPHERE_TOL
-from .sphere import m_major_layout, make_sphere_basis
+from .sphere import m_major_layout, make_sphere_basis, point_mass_coefficients
 
 #: Requested accuracy of the NUFFT-based transforms (ducc0 needs > 2e-13 in double precision).
 SHT_EPSILON = 3e-13
@@ -563,8 +563,7 @@ class SphereLagrangian(_Lagrangian):
     def coefficients(self, x: np.ndarray, lmax: int, loc: np.ndarray | None = None) -> np.ndarray:
         """``mu_lm = sum_j w_j conj(Y_lm(x_j))``, ``l <= lmax`` (orthonormal, m-major; MATH.md §2.2)."""
         loc = self.locations(x) if loc is None else loc
-        return ducc0.sht.adjoint_synthesis_general(map=self.weights[None], spin=0, lmax=lmax, loc=loc,
-                                                   epsilon=SHT_EPSILON, nthreads=self.nthreads)[0]
+        return point_mass_coefficients(self.weights, loc, lmax, SHT_EPSILON, self.nthreads)[0]
 
     # -- state ------------------------------------------------------------------------------------
     def state_from_density(self, density: np.ndarray) -> np.ndarray:
@@ -597,7 +596,7 @@ class SphereLagrangian(_Lagrangian):
         x = self.points(state)
         loc = self.locations(x)
         kw = dict(lmax=self.band, loc=loc, epsilon=SHT_EPSILON, nthreads=self.nthreads)
-        mu = ducc0.sht.adjoint_synthesis_general(map=self.weights[None], spin=0, **kw)
+        mu = point_mass_coefficients(self.weights, loc, self.band, SHT_EPSILON, self.nthreads)
         v_theta, v_phi = ducc0.sht.synthesis_general(alm=mu * self.potential, spin=1, mode="DERIV1", **kw)
         conv = ducc0.sht.synthesis_general(alm=mu * self.conv, spin=0, **kw)[0]     # exp(-beta) K*mu
         if self.model.attention == "sa":

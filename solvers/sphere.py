@@ -60,6 +60,15 @@ def m_major_layout(lmax: int) -> tuple[np.ndarray, np.ndarray]:
     return l, m
 
 
+def point_mass_coefficients(weights: np.ndarray, loc: np.ndarray, lmax: int, epsilon: float,
+                            nthreads: int = 1) -> np.ndarray:
+    """``mu_lm = sum_j w_j conj(Y_lm(x_j))``, ``l <= lmax`` (orthonormal, m-major; MATH.md §2.2), of point
+    masses ``weights`` (shape ``(n,)``) at ``loc`` (``(colatitude, longitude)``, shape ``(n, 2)``): ducc0's
+    adjoint non-uniform synthesis, shape ``(1, ncoef)`` (one spin-0 component, as ``synthesis_general`` takes)."""
+    return ducc0.sht.adjoint_synthesis_general(map=np.ascontiguousarray(weights, dtype=float)[None], spin=0,
+                                               lmax=int(lmax), loc=loc, epsilon=epsilon, nthreads=nthreads)
+
+
 def _dealiased_grid(lmax: int) -> tuple[int, int]:
     """``(nlat, nlon)`` for unaliased quadratic products of degree-``lmax`` fields."""
     nlat = -(-3 * (lmax + 1) // 2)

@@ -73,7 +73,7 @@ from meanfield.storage import netcdf_safe, package_version
 from solvers.lagrangian import SHT_EPSILON, SphereLagrangian
 from solvers.particle_run import simulate
 from solvers.solve import solve
-from solvers.sphere import m_major_layout, make_sphere_basis
+from solvers.sphere import m_major_layout, make_sphere_basis, point_mass_coefficients
 from validation.mean_field import (_colours, _frames, fit_with_spread, progress_bar, save_figure, study_main,
                                    write_dataset)
 
@@ -133,8 +133,7 @@ def empirical_coefficients(x: np.ndarray, weights: np.ndarray, lmax: int) -> np.
     x = np.ascontiguousarray(x, dtype=float)
     weights = np.ascontiguousarray(weights, dtype=float)
     require(x.ndim == 2 and x.shape[1] == 3 and weights.shape == (x.shape[0],), "x must be (n, 3), weights (n,)")
-    return ducc0.sht.adjoint_synthesis_general(map=weights[None], spin=0, lmax=int(lmax),
-                                               loc=SphereLagrangian.locations(x), epsilon=SHT_EPSILON)[0]
+    return point_mass_coefficients(weights, SphereLagrangian.locations(x), lmax, SHT_EPSILON)[0]
 
 
 def sampling_law(rho_lm: np.ndarray, resolution: int = SAMPLE_RESOLUTION) -> xr.DataArray:
