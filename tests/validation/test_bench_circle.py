@@ -21,6 +21,8 @@ def test_scaling_fits_see_n_log_n_and_ignore_small_sizes():
     assert fits["sizes"] == [4096, 16384, 65536]
     p, q = fits["rhs"]
     assert q == pytest.approx(0.0, abs=1e-12) and 1.05 < p < 1.15    # N log N: p a little above 1
+    # exactly: log(N log N) = log N + log log N, so p is 1 + the fitted slope of log log N (0.104 here)
+    assert p == pytest.approx(1 + fitted_exponent(fits["sizes"], [math.log(n) for n in fits["sizes"]]), abs=1e-12)
     assert fits["ffts"][0] == pytest.approx(1.5, abs=1e-12)
     assert scaling_fits(rows, fit_from=65536) is None
     report = format_table(rows)
