@@ -177,6 +177,22 @@ def _collapse_option(text: str):
     return click.option("--collapse-tol", type=float, default=None, help=text)
 
 
+def _normalization_options(scheme_help: str, carrier: str):
+    """--normalization (default post, help ``scheme_help``) and its parameters --alpha, --r0, --mix-switch
+    (default None: "not given", :meth:`meanfield.normalization.Normalization.from_options`); ``carrier`` names
+    what carries the radius r0 ("node" or "token")."""
+    def decorate(f):
+        f = click.option("--mix-switch", type=float, default=None,
+                         help="Mix-LN switch time tau >= 0: post before, pre after (--normalization mix) "
+                              "[default: 1].")(f)
+        f = click.option("--r0", type=float, default=None,
+                         help=f"Initial {carrier} radius r0 > 0 (--normalization pre, mix, peri) [default: 1].")(f)
+        f = click.option("--alpha", type=float, default=None,
+                         help="nGPT step alpha > 0 (--normalization ngpt) [default: 1].")(f)
+        return click.option("--normalization", default="post", show_default=True, help=scheme_help)(f)
+    return decorate
+
+
 @cli.group()
 def solve():
     """Solve the mean-field PDE from a density: circle, sphere S^2, zonal densities on S^{d-1}."""
@@ -237,14 +253,8 @@ def _solve_command(geometry: str, spec: dict):
                   help="Stop when the spectral tail exceeds max(this, 10 x its initial value) x mean.")
     @click.option("--positivity-tol", type=float, default=SOLVE_DEFAULTS["positivity_tol"], show_default=True,
                   help="Stop when min density < -this x mean density.")
-    @click.option("--normalization", default="post", show_default=True,
-                  help="post | ngpt | lnscale (MATH.md §6) with every scheme; pre | mix | peri carry a radius "
-                       "per node: --scheme lagrangian (or `meanfield particles`).")
-    @click.option("--alpha", type=float, default=None, help="nGPT step alpha > 0 (--normalization ngpt) [default: 1].")
-    @click.option("--r0", type=float, default=None,
-                  help="Initial node radius r0 > 0 (--normalization pre, mix, peri) [default: 1].")
-    @click.option("--mix-switch", type=float, default=None,
-                  help="Mix-LN switch time tau >= 0: post before, pre after (--normalization mix) [default: 1].")
+    @_normalization_options("post | ngpt | lnscale (MATH.md §6) with every scheme; pre | mix | peri carry a "
+                            "radius per node: --scheme lagrangian (or `meanfield particles`).", "node")
     @click.option("--out", type=click.Path(dir_okay=False), default="run.nc", show_default=True,
                   help="netCDF output (.nc).")
     @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
@@ -327,14 +337,8 @@ def _report_run(dataset, out):
                   "without noise; refused with --nu > 0].")
 @click.option("--dt-max", type=float, default=None,
               help="Largest step (noise splitting step), > 0 [default: 1e-2 with noise, else none].")
-@click.option("--normalization", default="post", show_default=True,
-              help="post | pre | mix | peri | ngpt | lnscale (MATH.md §6); pre, mix, peri carry a radius per "
-                   "token (no noise, no collapse).")
-@click.option("--r0", type=float, default=None,
-              help="Initial radius of the tokens, > 0 (--normalization pre, mix, peri) [default: 1].")
-@click.option("--alpha", type=float, default=None, help="nGPT step alpha, > 0 (--normalization ngpt) [default: 1].")
-@click.option("--mix-switch", type=float, default=None,
-              help="Mix-LN: Post-LN up to this time, then Pre-LN, >= 0 (--normalization mix) [default: 1].")
+@_normalization_options("post | pre | mix | peri | ngpt | lnscale (MATH.md §6); pre, mix, peri carry a radius "
+                        "per token (no noise, no collapse).", "token")
 @click.option("--interaction", type=click.Choice(["auto", "harmonic", "direct"]),
               default=PARTICLE_DEFAULTS["interaction"], show_default=True,
               help="Interaction path: harmonic = band-limited transforms (Fourier on S^1, spherical harmonics on "
