@@ -293,14 +293,20 @@ def _report_merges(dataset):
         click.echo(f"  t = {time:.8g}: masses {a:.4f} + {b:.4f} -> {after} cluster{'s' if after != 1 else ''} left")
 
 
-def _report_run(dataset, out):
-    from .diagnostics import detect_clusters
-
+def _report_saved(dataset, out):
+    """Why the run stopped, the frames saved to ``out``, and the merges (solve and particles)."""
     attrs = dataset.attrs
     click.echo(f"stop_reason: {attrs['stop_reason']}")
     click.echo(f"saved {dataset.sizes['time']} frames up to t = {float(dataset.time[-1]):.6g} "
                f"({attrs['steps']} steps, {attrs['wall_time']:.2f} s) -> {out}")
     _report_merges(dataset)
+
+
+def _report_run(dataset, out):
+    from .diagnostics import detect_clusters
+
+    attrs = dataset.attrs
+    _report_saved(dataset, out)
     if attrs["geometry"] == "circle":
         clusters = detect_clusters(dataset["density"].values[-1])
         click.echo(f"clusters in the last frame: {clusters.count} (dominant mode predicted: {attrs['dominant_mode']})")
@@ -362,10 +368,7 @@ def particles(out, no_progress, **settings):
     out = check_output_file(out, "--out", RUN_SUFFIXES)
     dataset = simulate(progress=not no_progress, **settings)
     save_run(dataset, out)
-    click.echo(f"stop_reason: {dataset.attrs['stop_reason']}")
-    click.echo(f"saved {dataset.sizes['time']} frames up to t = {float(dataset.time[-1]):.6g} "
-               f"({dataset.attrs['steps']} steps, {dataset.attrs['wall_time']:.2f} s) -> {out}")
-    _report_merges(dataset)
+    _report_saved(dataset, out)
     _finish(dataset.attrs["stop_reason"])
 
 
