@@ -38,7 +38,7 @@ from solvers.clusters import frame_clusters
 from solvers.particle_run import simulate
 from solvers.solve import solve
 
-from .mean_field import progress_bar
+from .mean_field import progress_bar, study_main, write_dataset
 
 FULL = {"betas": (4.0, 6.0, 9.0, 12.0), "nodes": 512, "tokens": 2048, "sphere_beta": 9.0, "sphere_lmax": 31,
         "t_final": 1e12, "eps": 1e-4}
@@ -146,7 +146,7 @@ def run_study(quick: bool = False, out_dir="staircase-study", seed: int = 0) -> 
         table.attrs[f"slope_{source}"] = measured
         table.attrs[f"slope_estimate_{source}"] = estimate
     table.attrs["slope_against_estimate"] = slope_against_estimate(rows)
-    table.to_netcdf(out / "staircase.nc")
+    write_dataset(table, out / "staircase.nc")
     plot_study(runs, rows, out / "staircase.png")
     return table
 
@@ -258,15 +258,7 @@ def format_table(table: xr.Dataset) -> str:
 
 
 def main(argv=None) -> xr.Dataset:
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out-dir", default="staircase-study")
-    args = parser.parse_args(argv)
-    table = run_study(args.quick, args.out_dir)
-    print(format_table(table))
-    return table
+    return study_main(argv, __doc__.splitlines()[0], "staircase-study", run_study, format_table, "staircase")
 
 
 if __name__ == "__main__":
