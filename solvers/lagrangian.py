@@ -189,7 +189,7 @@ class _Lagrangian:
     #: the normalisation scheme (MATH.md §6); Post-LN unless given
     normalization = Normalization()
     #: Mix-LN: set by the run's caller once the clock has reached ``mix_switch`` (as for particles,
-    #: :func:`solvers.particle_run._run_switching`: a step lands on ``tau`` and the stepper restarts)
+    #: :func:`solvers.runloop.run_switching`: a step lands on ``tau`` and the stepper restarts)
     after_switch = False
     #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`)
     restart_fields = ("node_weights", "weights", "collapser.owner", "collapser.merged", "_density_floor")

@@ -39,7 +39,7 @@ from meanfield.threads import thread_attrs
 from . import checkpoint
 from .clusters import ClusterTracker, resolve_collapse_tol
 from .particles import ParticleScheme
-from .runloop import RunRecord, run, save_times
+from .runloop import run_switching
 from .solve import (add_cluster_records, canonical_command, check_run_length, check_save_log, check_seed,
                     finish_dataset, inherited_cadence, init_label, reproducible, save_targets,
                     start_time)
@@ -118,28 +118,6 @@ def _continues(source, n: int, dim: int, normalization: Normalization) -> bool:
     return (attrs.get("geometry") == "particles" and int(attrs.get("n", -1)) == n
             and int(attrs.get("dim", -1)) == dim and carried == normalization.carries_radius
             and checkpoint.from_dataset(source) is not None)
-
-
-def _run_switching(scheme, stepper, state, t_final, save_every, targets, switch, t_start, **kw) -> RunRecord:
-    """:func:`solvers.runloop.run`, but with a step landing on ``switch`` (Mix-LN's ``tau``) when it lies
-    inside the run: a frame is saved there and the stepper restarts, so no step (nor a reused last
-    stage) straddles the jump of the right-hand side; from then on (and in a run continued from
-    ``t >= switch``) ``scheme.after_switch`` makes every stage, the first at ``switch`` too, Pre-LN."""
-    scheme.after_switch = switch is not None and t_start >= switch
-    if switch is None or not t_start < switch < t_final:
-        return run(scheme, stepper, state, t_final, save_every, targets=targets, t_start=t_start, **kw)
-    times = save_times(t_final, save_every) if targets is None else np.asarray(targets, dtype=float)
-    times = np.union1d(times, [switch])
-    first = run(scheme, stepper, state, switch, targets=times[times <= switch], t_start=t_start, **kw)
-    if first.stop_reason != "completed":
-        return first
-    stepper.restart()
-    scheme.after_switch = True
-    second = run(scheme, stepper, first.state, t_final, targets=times[times > switch], t_start=switch, **kw)
-    return RunRecord(times=first.times + second.times[1:], frames=first.frames + second.frames[1:],
-                     stop_reason=second.stop_reason, t_reached=second.t_reached,
-                     wall_time=first.wall_time + second.wall_time, steps=second.steps,
-                     rejected_steps=second.rejected_steps, state=second.state, off_schedule=second.off_schedule)
 
 
 def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS["n"],
@@ -224,8 +202,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
             state = np.concatenate((state, np.full((1, n, 1), scheme_choice.r0)), axis=-1)
     tracker = ClusterTracker(model.beta) if tol > 0 else None
     switch = scheme_choice.mix_switch if scheme_choice.name == "mix" else None
-    record = _run_switching(scheme, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
-                            switch, t_start, progress=progress, trackers=[tracker] if tracker else ())
+    record = run_switching(scheme, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
+                           switch, t_start, progress=progress, trackers=[tracker] if tracker else ())
     dims, coords = scheme.dims(), scheme.coords()
     frames = record.frames
     if dim == 2:

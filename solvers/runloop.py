@@ -147,3 +147,25 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
     record.steps, record.rejected_steps = stepper.steps, getattr(stepper, "rejected", 0)
     record.wall_time = _time.perf_counter() - start
     return record
+
+
+def run_switching(scheme, stepper, state, t_final, save_every, targets, switch, t_start, **kw) -> RunRecord:
+    """:func:`run`, but with a step landing on ``switch`` (Mix-LN's ``tau``) when it lies
+    inside the run: a frame is saved there and the stepper restarts, so no step (nor a reused last
+    stage) straddles the jump of the right-hand side; from then on (and in a run continued from
+    ``t >= switch``) ``scheme.after_switch`` makes every stage, the first at ``switch`` too, Pre-LN."""
+    scheme.after_switch = switch is not None and t_start >= switch
+    if switch is None or not t_start < switch < t_final:
+        return run(scheme, stepper, state, t_final, save_every, targets=targets, t_start=t_start, **kw)
+    times = save_times(t_final, save_every) if targets is None else np.asarray(targets, dtype=float)
+    times = np.union1d(times, [switch])
+    first = run(scheme, stepper, state, switch, targets=times[times <= switch], t_start=t_start, **kw)
+    if first.stop_reason != "completed":
+        return first
+    stepper.restart()
+    scheme.after_switch = True
+    second = run(scheme, stepper, first.state, t_final, targets=times[times > switch], t_start=switch, **kw)
+    return RunRecord(times=first.times + second.times[1:], frames=first.frames + second.frames[1:],
+                     stop_reason=second.stop_reason, t_reached=second.t_reached,
+                     wall_time=first.wall_time + second.wall_time, steps=second.steps,
+                     rejected_steps=second.rejected_steps, state=second.state, off_schedule=second.off_schedule)

@@ -29,7 +29,7 @@ from meanfield.threads import thread_attrs
 from . import checkpoint
 from .clusters import ClusterTracker
 from .normalized_velocity import density_normalization
-from .runloop import log_save_times, run
+from .runloop import log_save_times, run_switching
 from .steppers import make_stepper
 
 
@@ -222,10 +222,9 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     else:
         state = initial_state(source if source is not None else init, geometry, discretisation, seed)
     tracker = ClusterTracker(model.beta) if lagrangian else None
-    from .particle_run import _run_switching   # Mix-LN: a step lands on tau (late import: it imports us)
-    record = _run_switching(discretisation, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
-                            normalization.mix_switch if normalization.name == "mix" else None, t_start,
-                            progress=progress, trackers=[tracker] if tracker else ())
+    record = run_switching(discretisation, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
+                           normalization.mix_switch if normalization.name == "mix" else None, t_start,
+                           progress=progress, trackers=[tracker] if tracker else ())
     settings = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "dim": model.dim,
                 "scheme": scheme, "stepper": stepper, "resolution": discretisation.resolution,
                 "init": init_label(init), "seed": seed, "t_final": t_final, "save_every": save_every,
