@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from meanfield.normalization import CARRY_RADIUS
+
 PREFIX = "restart_"
 STATE = "state"
 
@@ -164,10 +166,17 @@ def run_file(init):
     return None
 
 
-def continues_exactly(source, geometry: str, scheme_name: str, resolution, dim: int) -> bool:
-    """Whether ``source`` (a run Dataset) is a run of the same geometry, scheme, resolution and
-    dimension with a restart record: then the run continues it exactly."""
+def same_state_layout(source, normalization) -> bool:
+    """Whether the state of run ``source`` has a radius column exactly when ``normalization`` (a
+    :class:`meanfield.normalization.Normalization`) carries one."""
+    return (str(source.attrs.get("normalization", "post")) in CARRY_RADIUS) == normalization.carries_radius
+
+
+def continues_exactly(source, geometry: str, scheme_name: str, resolution, dim: int, normalization) -> bool:
+    """Whether ``source`` (a run Dataset) is a run of the same geometry, scheme, resolution,
+    dimension and state layout (:func:`same_state_layout`) with a restart record: then the run
+    continues it exactly."""
     attrs = source.attrs
     return (attrs.get("geometry") == geometry and attrs.get("scheme") == scheme_name
             and int(attrs.get("resolution", -1)) == int(resolution) and int(attrs.get("dim", -1)) == int(dim)
-            and from_dataset(source) is not None)
+            and same_state_layout(source, normalization) and from_dataset(source) is not None)

@@ -114,9 +114,8 @@ def _continues(source, n: int, dim: int, normalization: Normalization) -> bool:
     """Whether ``source`` is a particle run of ``n`` tokens in dimension ``dim`` with a restart record
     whose state has the same shape (a radius column exactly when ``normalization`` carries one)."""
     attrs = source.attrs
-    carried = str(attrs.get("normalization", "post")) in ("pre", "mix", "peri")
     return (attrs.get("geometry") == "particles" and int(attrs.get("n", -1)) == n
-            and int(attrs.get("dim", -1)) == dim and carried == normalization.carries_radius
+            and int(attrs.get("dim", -1)) == dim and checkpoint.same_state_layout(source, normalization)
             and checkpoint.from_dataset(source) is not None)
 
 

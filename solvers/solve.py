@@ -20,7 +20,7 @@ from meanfield.init_data import describe_init, initial_state
 from meanfield.limits import check_number, check_solve_size, check_stepper_settings
 from meanfield.limits import check_seed as _check_seed_range
 from meanfield.model import Model
-from meanfield.normalization import CARRY_RADIUS, Normalization
+from meanfield.normalization import Normalization
 from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
@@ -215,8 +215,7 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
             f"{k_star} at beta = {model.beta:g}; increase --resolution")
     time_stepper = make_stepper(stepper, discretisation, cfl=cfl, rtol=rtol, atol=atol)
     exact = source is not None and checkpoint.continues_exactly(source, geometry, scheme,
-                                                                  discretisation.resolution, dim) \
-        and (source.attrs.get("normalization", "post") in CARRY_RADIUS) == normalization.carries_radius
+                                                                  discretisation.resolution, dim, normalization)
     if exact:
         state = checkpoint.restore(checkpoint.from_dataset(source), discretisation, time_stepper)
     else:
