@@ -55,15 +55,16 @@ def test_orthonormal_start_follows_the_equiangular_ode(name):
     x = run.positions.values
     gram = np.einsum("tid,tjd->tij", x, x)
     off = gram[:, ~np.eye(N, dtype=bool)]
-    assert np.ptp(off, axis=1).max() < 1e-10            # the start stays equiangular
+    assert np.ptp(off, axis=1).max() < 1e-13            # the start stays equiangular (a symmetry: rounding only, 3e-15)
     expected = reference(Normalization(name, r0=R0, mix_switch=TAU), run.time.values)
     np.testing.assert_allclose(expected[:, 0], run.time.values, atol=1e-14)
-    assert np.max(np.abs(off.mean(axis=1) - expected[:, 1])) < 1e-8   # measured: <= 1e-12 for every scheme
+    # run rtol 1e-12, reference 1e-13: global errors of tens of steps' 1e-12; measured <= 1e-12 for every scheme
+    assert np.max(np.abs(off.mean(axis=1) - expected[:, 1])) < 1e-10
     assert ("radius" in run) == (name in ("pre", "mix", "peri"))
     if "radius" in run:
         radius = run.radius.values
         assert np.ptp(radius, axis=1).max() < 1e-12
-        assert np.max(np.abs(radius[:, 0] - expected[:, 2])) < 1e-8
+        assert np.max(np.abs(radius[:, 0] - expected[:, 2])) < 1e-10   # measured <= 4e-12
         assert radius[-1, 0] > R0 + 1                   # the radius grows (Pre-LN: linearly)
     assert (expected[-1, 1] > 0.1) and (expected[-1, 1] < 1 - 1e-3)   # the test sees the dynamics
 
