@@ -253,11 +253,15 @@ def read_source(init, geometry: str, label: str, dim: int | None = None) -> Grid
         return dataarray_source(init, geometry, label)
     if isinstance(init, xr.Dataset):
         return run_source(init, geometry, label, dim)
+    return run_source(load_init_run(init), geometry, label, dim)
+
+
+def load_init_run(path) -> xr.Dataset:
+    """The run file ``path`` names (a ``.nc`` ``init``); a file that cannot be read is one line naming ``--init``."""
     try:
-        dataset = load_run(os.fspath(init).strip())
+        return load_run(os.fspath(path).strip())
     except InputError as exc:
         raise InputError(f"--init {exc}") from None
-    return run_source(dataset, geometry, label, dim)
 
 
 # -- the conservative remap (finite-volume targets) ------------------------------------------------------------

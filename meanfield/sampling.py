@@ -44,11 +44,10 @@ import math
 
 import numpy as np
 
-from .errors import InputError, require
-from .init_data import as_values, evaluate, kind_of, label_of, piecewise, read_source
+from .errors import require
+from .init_data import as_values, evaluate, kind_of, label_of, load_init_run, piecewise, read_source
 from .initial import INIT_HELP, check_density, check_sign_and_mass, circle_density, circle_values
 from .seeding import stream
-from .storage import load_run
 
 SAMPLINGS = ("iid", "quadrature")
 
@@ -181,15 +180,6 @@ def _particle_tokens(dataset, label: str, n: int, dim: int):
     return positions, np.asarray(dataset["weights"].values, dtype=float)
 
 
-def _load(init, kind: str, label: str):
-    if kind == "dataset":
-        return init
-    try:
-        return load_run(str(init).strip())
-    except InputError as exc:
-        raise InputError(f"--init {exc}") from None
-
-
 def sample_tokens(init, n: int, dim: int, seed=None, resolution: int = 256, sampling: str = "iid"):
     """Positions ``(n, dim)`` and weights ``(n,)`` for ``init`` (see the module docstring)."""
     require(not isinstance(init, str) or init.strip() != "", f"--init must be one of: {INIT_HELP}, orthogonal")
@@ -200,7 +190,7 @@ def sample_tokens(init, n: int, dim: int, seed=None, resolution: int = 256, samp
     rng = stream(seed, "sampling")
     uniform_weights = np.full(n, 1.0 / n)
     if kind in ("path", "dataset"):
-        dataset = _load(init, kind, label)
+        dataset = init if kind == "dataset" else load_init_run(init)
         tokens = _particle_tokens(dataset, label, n, dim)
         if tokens is not None:
             return tokens
