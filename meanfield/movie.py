@@ -31,7 +31,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .errors import require
-from .plotting import (DEVIATION_COLORMAP, NODE_COLOUR, deviation_colorbar, deviation_norm, has_nodes,
+from .plotting import (DEVIATION_COLORMAP, NODE_COLOUR, deviation_colorbar, deviation_norm, frame_indices, has_nodes,
                        deviation_ticks, linear_label, linear_range, log_time_axis, lon_lat, marker_areas, mass_legend, mean_density, node_groups,
                        gaussian_profile, relative_deviation, run_title, sphere_deviation_maps, _ellipse, polar_axis, theta_axis)
 from .storage import MOVIE_SUFFIXES, check_output_file, write_atomic
@@ -45,11 +45,6 @@ MOVIE_DPI = 100
 #: Bins of the inner-product histogram of tokens on S^{d-1}, d >= 4.
 INNER_PRODUCT_BINS = 100
 GEOMETRIES = ("circle", "sphere", "zonal", "particles", "gaussian")
-
-
-def frame_indices(count: int, frames: int) -> np.ndarray:
-    """``min(frames, count)`` indices from first to last, evenly spaced, without repeats."""
-    return np.unique(np.linspace(0, count - 1, min(frames, count)).round().astype(int))
 
 
 def _needs(dataset) -> tuple[str, ...]:

@@ -321,9 +321,10 @@ def _zonal_density_panel(fig: Figure, ax, dataset) -> None:
     ax.set_title(r"(a) zonal density relative to uniform, $\rho(t,\vartheta)/\bar\rho - 1$")
 
 
-def _frame_indices(count: int, frames: int = SPHERE_FRAMES) -> list[int]:
-    """``frames`` evenly spaced frame indices from first to last, without repeats."""
-    return sorted(set(np.linspace(0, count - 1, frames).round().astype(int).tolist()))
+def frame_indices(count: int, frames: int) -> np.ndarray:
+    """``min(frames, count)`` indices from first to last, evenly spaced, without repeats (the sphere
+    figure's map row and the movie's frames)."""
+    return np.unique(np.linspace(0, count - 1, min(frames, count)).round().astype(int))
 
 
 def _cell_edges(centres: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -431,7 +432,7 @@ def has_nodes(dataset) -> bool:
 def _sphere_maps(fig, dataset) -> None:
     """Row of equal-area (Mollweide) maps at a few times: the density's deviation from uniform on
     one shared colour scale, or for Lagrangian runs the nodes, marker area proportional to mass."""
-    indices = _frame_indices(dataset.sizes["time"])
+    indices = frame_indices(dataset.sizes["time"], SPHERE_FRAMES).tolist()
     axes = mollweide_axes(fig, len(indices))
     for ax, index in zip(axes, indices):
         ax.set_title(f"t = {float(dataset['time'].values[index]):g}", fontsize="medium")
