@@ -287,7 +287,7 @@ def uniform_output(model: Model) -> float:
 
 def _check_uniform(scheme: Normalization, model: Model) -> float:
     a = uniform_output(model)
-    require(not (scheme.name in ("peri", "ngpt") and a <= 0.0),
+    require(not (scheme.needs_norm and a <= 0.0),
             f"--beta must be > 0 for --normalization {scheme.name}: it divides by |A|, which is 0 at the "
             "uniform state when beta = 0")
     return a
