@@ -161,8 +161,7 @@ def run_study(quick: bool = False, out_dir="long-context-study", seed: int = SEE
                                wall_time=_time.perf_counter() - start,
                                command=f"meanfield validate long-context{' --quick' if quick else ''} "
                                        f"--out-dir {out_dir}")))
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(out_dir)   # write_dataset creates the folder
     write_dataset(ds, out / "long_context.nc")
     save_figure(plot_study(ds), out / "long_context.png")
     return ds
