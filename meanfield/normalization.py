@@ -33,6 +33,8 @@ from .errors import require
 
 #: Every scheme, in the order the command line lists them.
 SCHEMES = ("post", "pre", "mix", "peri", "ngpt", "lnscale")
+#: Display name of every scheme (figure titles).
+LABELS = {"post": "Post-LN", "pre": "Pre-LN", "mix": "Mix-LN", "peri": "Peri-LN", "ngpt": "nGPT", "lnscale": "LN-scaling"}
 #: Schemes whose tokens carry a radius (the state grows by one column).
 CARRY_RADIUS = ("pre", "mix", "peri")
 #: Schemes whose mean field is a density on the sphere (the PDE solvers can run them).

@@ -45,6 +45,7 @@ from matplotlib.lines import Line2D
 from .errors import InputError, require
 from .geometry import sphere_area
 from .model import Model
+from .normalization import LABELS, Normalization
 from .storage import check_output_file, image_suffixes, write_atomic
 from .theory import dominant_mode, growth_rates
 
@@ -599,10 +600,9 @@ def _normalization_label(attrs) -> str:
     name = str(attrs.get("normalization", "post"))
     if name == "post":
         return ""
-    label = {"pre": "Pre-LN", "mix": "Mix-LN", "peri": "Peri-LN", "ngpt": "nGPT", "lnscale": "LN-scaling"}[name]
-    details = {"pre": ("r0",), "mix": ("r0", "mix_switch"), "peri": ("r0",), "ngpt": ("alpha",)}.get(name, ())
-    values = ", ".join(f"{key.replace('mix_switch', 'tau')} = {float(attrs[key]):g}" for key in details if key in attrs)
-    return f",  {label}" + (f" ({values})" if values else "")
+    used = [key for key, value in Normalization(name).options().items() if key != "normalization" and value is not None]
+    values = ", ".join(f"{key.replace('mix_switch', 'tau')} = {float(attrs[key]):g}" for key in used if key in attrs)
+    return f",  {LABELS[name]}" + (f" ({values})" if values else "")
 
 
 def _radius_curve(ax, dataset) -> None:
