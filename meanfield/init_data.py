@@ -273,13 +273,23 @@ class Piecewise:
     evaluate: object
 
 
+def interval_faces(centres: np.ndarray, low: float, high: float) -> np.ndarray:
+    """Cell faces halfway between sorted centres on ``[low, high]``, closed by ``low`` and ``high``."""
+    return np.concatenate(([low], 0.5 * (centres[1:] + centres[:-1]), [high]))
+
+
+def periodic_faces(centres: np.ndarray, period: float) -> np.ndarray:
+    """Faces halfway between sorted periodic centres: face ``j`` between cells ``j`` and ``j + 1`` (the last wraps)."""
+    return 0.5 * (centres + np.append(centres[1:], centres[0] + period))
+
+
 def piecewise(source: GridSource, geometry: str) -> Piecewise:
     """The source's piecewise representation: constant on its cells or linear between its points."""
     (x,), values = source.coords, source.values
     if geometry == "circle":
         if not source.cell_averages:
             return Piecewise(x, lambda t: np.interp(t, x, values, period=2 * math.pi))
-        faces = 0.5 * (x + np.append(x[1:], x[0] + 2 * math.pi))        # face j between cells j and j + 1
+        faces = periodic_faces(x, 2 * math.pi)
         start = faces[-1] - 2 * math.pi
 
         def cells(t):
@@ -288,7 +298,7 @@ def piecewise(source: GridSource, geometry: str) -> Piecewise:
         return Piecewise(faces, cells)
     if not source.cell_averages:
         return Piecewise(x, lambda t: np.interp(t, x, values))
-    faces = np.concatenate(([0.0], 0.5 * (x[1:] + x[:-1]), [math.pi]))
+    faces = interval_faces(x, 0.0, math.pi)
     return Piecewise(faces, lambda t: values[np.clip(np.searchsorted(faces, t, side="right") - 1, 0, x.size - 1)])
 
 

@@ -45,7 +45,8 @@ import math
 import numpy as np
 
 from .errors import require
-from .init_data import as_values, evaluate, kind_of, label_of, load_init_run, piecewise, read_source
+from .init_data import (as_values, evaluate, interval_faces, kind_of, label_of, load_init_run, periodic_faces, piecewise,
+                        read_source)
 from .initial import INIT_HELP, check_density, check_sign_and_mass, circle_density, circle_values
 from .seeding import stream
 
@@ -120,16 +121,11 @@ class CellDensity:
         return np.mod(self.left[cell] + rng.uniform(size=n) * (self.law.breaks[cell] - self.left[cell]), 2 * math.pi)
 
 
-def _edges(centres: np.ndarray, low: float, high: float) -> np.ndarray:
-    """Cell edges halfway between sorted centres, closed by ``low`` and ``high``."""
-    return np.concatenate(([low], 0.5 * (centres[1:] + centres[:-1]), [high]))
-
-
 def sample_latlon_cells(values: np.ndarray, lat: np.ndarray, lon: np.ndarray, n: int, rng, label: str):
     """``n`` i.i.d. points of S^2 from values on a sorted ``lat x lon`` grid (degrees), constant on cells
     bounded halfway between the coordinates (module docstring): cell by ``value x area``, then uniform in it."""
-    sin_edges = np.sin(np.radians(_edges(lat, -90.0, 90.0)))
-    lon_mid = 0.5 * (lon + np.append(lon[1:], lon[0] + 360.0))           # east edge of each sector
+    sin_edges = np.sin(np.radians(interval_faces(lat, -90.0, 90.0)))
+    lon_mid = periodic_faces(lon, 360.0)                                 # east edge of each sector
     lon_west = np.append(lon_mid[-1] - 360.0, lon_mid[:-1])
     width = np.radians(lon_mid - lon_west)
     area = np.diff(sin_edges)[:, None] * width[None, :]
