@@ -22,8 +22,8 @@ def test_quick_study_matches_the_theory_of_every_scheme(tmp_path, capsys):
     assert float(table.max_rho_error.max()) < 1e-8
     assert set(table.stop_reason.values) == {"completed"}
     # late-time laws fitted from the particles: the asymptotic rate (pre-asymptotic windows for t^-2)
-    for scheme in ("post", "ngpt", "lnscale"):
-        assert abs(float(table.particle_rate.sel(scheme=scheme)) / float(table.theory_rate.sel(scheme=scheme)) - 1) < 1e-3
+    for scheme in ("post", "ngpt", "lnscale"):   # exponential laws: measured within 3e-6 of the rate
+        assert abs(float(table.particle_rate.sel(scheme=scheme)) / float(table.theory_rate.sel(scheme=scheme)) - 1) < 1e-4
     for scheme in ("pre", "mix", "peri"):
         assert abs(float(table.particle_rate.sel(scheme=scheme)) - 2.0) < 0.1
         np.testing.assert_allclose(table.particle_rate.sel(scheme=scheme), table.ode_rate.sel(scheme=scheme), rtol=1e-6)
@@ -31,7 +31,8 @@ def test_quick_study_matches_the_theory_of_every_scheme(tmp_path, capsys):
     speed = table.initial_speed
     assert float(speed.sel(scheme="peri")) > 1.3 * float(speed.sel(scheme="post"))
     assert float(speed.sel(scheme="ngpt")) > 1.3 * float(speed.sel(scheme="post"))
-    # (a finite difference over 1e-4: the Pre-LN radius grows by <theta, A> x 1e-4 meanwhile)
-    np.testing.assert_allclose(speed.sel(scheme="pre"), speed.sel(scheme="post"), rtol=1e-3)
+    # (a finite difference over 1e-4: the Pre-LN radius grows by <theta, A> x 1e-4 meanwhile, |<theta, A>| <= 1,
+    # so the speeds differ by less than 1e-4 relative; measured 3.4e-5)
+    np.testing.assert_allclose(speed.sel(scheme="pre"), speed.sel(scheme="post"), rtol=1e-4)
     # PDE growth under Post-LN, nGPT and LN-scaling against the linear theory, to 1e-3
     assert float(table.pde_max_relative_error.max()) < 1e-3
