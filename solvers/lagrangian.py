@@ -126,8 +126,7 @@ import numpy as np
 
 from meanfield.errors import require
 from meanfield.initial_sphere import unit_vectors
-from meanfield.kernels import (band_limit, scaled_funk_hecke, scaled_funk_hecke_beta_derivative,
-                               scaled_funk_hecke_over_beta)
+from meanfield.kernels import band_limit, scaled_funk_hecke_beta_derivative
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.theory import fastest_growth_rate
@@ -135,9 +134,9 @@ from meanfield.threads import NONUNIFORM_THREADS
 
 from .clusters import NodeCollapse, closing_rate, resolve_collapse_tol
 from .fourier import FourierBasis
-from .interaction import CircleFourierInteraction
+from .interaction import CircleFourierInteraction, SphereHarmonicInteraction
 from .particles import SPHERE_TOL
-from .sphere import m_major_layout, make_sphere_basis, point_mass_coefficients
+from .sphere import make_sphere_basis, point_mass_coefficients
 
 #: Requested accuracy of the NUFFT-based transforms (ducc0 needs > 2e-13 in double precision).
 SHT_EPSILON = 3e-13
@@ -533,16 +532,12 @@ class SphereLagrangian(_Lagrangian):
         self.n = self.labels.shape[0]
         self.weights = self.node_weights = np.full(self.n, 1.0 / self.n)
         self._start_collapse(collapse_tol)
-        # the velocity's band: lmax = M(beta), m-major layout as SphereBasis (MATH.md §2.2)
-        self.band = band = band_limit(model.beta, 3, KERNEL_TOL) + 2
-        degree, order = m_major_layout(band)
-        self._multiplicity = np.where(order == 0, 1.0, 2.0)
-        self.conv = scaled_funk_hecke(degree, model.beta, 3)               # exp(-beta) kappa_l
-        potential = scaled_funk_hecke_over_beta(degree, model.beta, 3)     # exp(-beta) kappa_l / beta
-        self.potential = potential * (math.exp(model.beta) if model.attention == "usa" else 1.0)
-        # <x, A> numerator: d/dbeta (K * mu), exp(-beta) scaled (MATH.md §6); USA restores exp(beta)
-        self.radial = scaled_funk_hecke_beta_derivative(degree, model.beta, 3) \
-            * (math.exp(model.beta) if model.attention == "usa" else 1.0)
+        # the velocity's sums (MATH.md §2.2, §6) on the band lmax = M(beta): the particle path's, at this band
+        # and accuracy; its weights are this scheme's (set before every right-hand side)
+        self.interaction = SphereHarmonicInteraction(model.beta, model.attention, self.weights, nthreads=self.nthreads,
+                                                     band=band_limit(model.beta, 3, KERNEL_TOL) + 2,
+                                                     epsilon=SHT_EPSILON)
+        self.band = band = self.interaction.band
         self.lipschitz_factor = 2.0 + model.beta
         degrees = np.arange(1, band + 1)
         self.max_rate = fastest_growth_rate(model, degrees)
@@ -594,21 +589,19 @@ class SphereLagrangian(_Lagrangian):
         (MATH.md §6) ``X = P A`` is divided by the scheme's ``s_j`` (:meth:`_normalised`), and with radii a
         fourth column holds ``dr_j/dt``."""
         x = self.points(state)
-        loc = self.locations(x)
-        kw = dict(lmax=self.band, loc=loc, epsilon=SHT_EPSILON, nthreads=self.nthreads)
-        mu = point_mass_coefficients(self.weights, loc, self.band, SHT_EPSILON, self.nthreads)
-        v_theta, v_phi = ducc0.sht.synthesis_general(alm=mu * self.potential, spin=1, mode="DERIV1", **kw)
-        conv = ducc0.sht.synthesis_general(alm=mu * self.conv, spin=0, **kw)[0]     # exp(-beta) K*mu
+        self.interaction.weights = self.weights
+        normalised = self.normalization.name != "post"
+        f = self.interaction.fields(x, radial=normalised, density=True)
+        v_theta, v_phi, conv = f["v_theta"], f["v_phi"], f["density"]              # conv: exp(-beta) K*mu
         if self.model.attention == "sa":
             self._min_denominator = min(self._min_denominator, float(np.min(conv)))
-            v_theta, v_phi = v_theta / conv, v_phi / conv
             self.lipschitz = self.lipschitz_factor
         else:
             self.lipschitz = self.lipschitz_factor * math.exp(self.model.beta) * float(np.max(conv))
         growth = None
-        if self.normalization.name != "post":
-            v_theta, v_phi, growth = self._normalised(state, t, v_theta, v_phi, kw, mu, conv)
-        colat, lon = loc[:, 0], loc[:, 1]
+        if normalised:
+            v_theta, v_phi, growth = self._normalised(state, t, v_theta, v_phi, f["radial"])
+        colat, lon = f["loc"][:, 0], f["loc"][:, 1]
         cos_t, sin_t, cos_p, sin_p = np.cos(colat), np.sin(colat), np.cos(lon), np.sin(lon)
         velocity = np.empty_like(state)
         velocity[:, 0] = v_theta * cos_t * cos_p - v_phi * sin_p
@@ -620,12 +613,9 @@ class SphereLagrangian(_Lagrangian):
         self._field = (x, velocity[:, :3])
         return velocity
 
-    def _normalised(self, state, t, v_theta, v_phi, kw, mu, conv):
-        """``P A / s`` (spherical components) and ``dr/dt`` (or ``None``) of MATH.md §6 from ``P A``:
-        ``<x, A> = d/dbeta (K * mu) / (K * mu)`` (SA; USA undivided), ``|A|^2 = |P A|^2 + <x, A>^2``."""
-        radial = ducc0.sht.synthesis_general(alm=mu * self.radial, spin=0, **kw)[0]
-        if self.model.attention == "sa":
-            radial = radial / conv
+    def _normalised(self, state, t, v_theta, v_phi, radial):
+        """``P A / s`` (spherical components) and ``dr/dt`` (or ``None``) of MATH.md §6 from ``P A`` and
+        ``<x, A> = d/dbeta (K * mu) / (K * mu)`` (SA; USA undivided): ``|A|^2 = |P A|^2 + <x, A>^2``."""
         norm = np.sqrt(v_theta ** 2 + v_phi ** 2 + radial ** 2) if self.normalization.needs_norm else None
         radius = self.radii(state) if self.normalization.carries_radius else None
         v_theta, divisor, growth = self._move(t, v_theta, radial, norm, radius)
@@ -695,7 +685,8 @@ class SphereLagrangian(_Lagrangian):
 
     def energy_from(self, mu_band: np.ndarray) -> float:
         """``exp(-beta) E = (1 / 2 beta) sum_{l,m} exp(-beta) kappa_l |mu_lm|^2`` (MATH.md §2.2)."""
-        return float(np.sum(self._multiplicity * self.conv * np.abs(mu_band) ** 2) / (2 * self.model.beta))
+        kernel = self.interaction.multiplicity * self.interaction.conv
+        return float(np.sum(kernel * np.abs(mu_band) ** 2) / (2 * self.model.beta))
 
     def frame(self, state: np.ndarray) -> dict:
         b = self.basis
