@@ -91,6 +91,7 @@ from scipy.integrate import solve_ivp
 from .errors import require
 from .geometry import laplace_eigenvalue, sphere_area
 from .kernels import scaled_funk_hecke
+from .limits import check_integer
 from .model import Model
 from .normalization import Normalization
 from .theory import growth_rates, interaction_rate
@@ -109,10 +110,9 @@ def as_normalization(normalization) -> Normalization:
 
 
 def _check_equiangular(n, beta, attention) -> tuple[int, float, str]:
-    require(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 2,
-            f"--n must be an integer >= 2 (got {n!r})")
+    n = check_integer("--n", n, 2)
     model = Model(attention=attention, beta=beta)       # validates attention and beta (USA: <= 700)
-    return int(n), model.beta, model.attention
+    return n, model.beta, model.attention
 
 
 # -------------------------------------------------------------------------------- equiangular ODE
