@@ -14,9 +14,9 @@ if it had never stopped:
 
 Arrays are stored as their raw bytes viewed as float64 or int64 (complex as float pairs),
 with ``stored_dtype`` and ``stored_shape`` attributes, so a restart reads back the same
-bits.  :func:`restart_source` recognises a file or Dataset that the given scheme can
-continue exactly (same geometry, scheme and state shape); anything else is a remap of
-its last density (:mod:`meanfield.init_data`).
+bits.  :func:`run_file` loads a run given as ``--init``; :func:`continues_exactly` recognises one
+that the given scheme can continue exactly (same geometry, scheme, resolution, dimension and
+state layout); anything else is a remap of its last density (:mod:`meanfield.init_data`).
 """
 
 from __future__ import annotations
