@@ -37,6 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import require
+from .sampling import uniform_sphere
 
 #: ``limit_cosine`` treats ``gamma (1 - rho)`` within this relative distance of 1 as critical, so
 #: ``limit_cosine(rho, critical_gamma(rho))`` is the critical value despite rounding.
@@ -202,8 +203,7 @@ def random_tokens(n: int, d: int, rng, rho: float = 0.0) -> np.ndarray:
     """``n`` i.i.d. tokens: ``z_i`` uniform on ``S^{d-1}``; for ``rho = 0`` the tokens are ``z_i`` (in
     ``R^d``), otherwise ``x_i = sqrt(rho) e_0 + sqrt(1 - rho) z_i`` in ``R^{d+1}`` with ``z_i`` in
     ``e_0^perp`` (the "almost simplex": ``E <x_i, x_j> = rho``, spread ``(1 - rho) / sqrt(d)``)."""
-    z = rng.standard_normal((n, d))
-    z /= np.linalg.norm(z, axis=1, keepdims=True)
+    z = uniform_sphere(n, d, rng)
     if rho == 0.0:
         return z
     return np.concatenate([np.full((n, 1), math.sqrt(rho)), math.sqrt(1.0 - rho) * z], axis=1)
