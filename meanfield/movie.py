@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from .errors import require
 from .plotting import (DEVIATION_COLORMAP, NODE_COLOUR, deviation_colorbar, deviation_norm, frame_indices, has_nodes,
                        deviation_ticks, linear_label, linear_range, log_time_axis, lon_lat, marker_areas, mass_legend, mean_density, node_groups,
-                       gaussian_profile, relative_deviation, run_title, sphere_deviation_maps, _ellipse, polar_axis, theta_axis)
+                       gaussian_profile, relative_deviation, require_run, run_title, sphere_deviation_maps, _ellipse, polar_axis, theta_axis)
 from .storage import MOVIE_SUFFIXES, check_output_file, write_atomic
 
 #: At most this many frames, sampled evenly from the saved ones.
@@ -61,11 +61,7 @@ def check_movie_dataset(dataset) -> None:
     geometry = dataset.attrs.get("geometry", "unknown")
     require(geometry in GEOMETRIES, f"movie: geometry {geometry} is not supported (one of {', '.join(GEOMETRIES)})")
     needs = _needs(dataset)
-    missing = [name for name in needs if name not in dataset.variables]
-    require(not missing, f"movie: this {geometry} run lacks {', '.join(missing)} (a {geometry} movie needs "
-                         f"{', '.join(needs)}); is it a complete meanfield run file?")
-    require("time" in dataset.dims and dataset.sizes["time"] >= 1 and "time" in dataset[needs[0]].dims,
-            f"movie: this {geometry} run has no frames ({needs[0]} needs a time axis with at least one time)")
+    require_run(dataset, "movie", "movie", needs, needs[0])
 
 
 # ------------------------------------------------------------------------------------------ side panel

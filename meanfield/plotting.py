@@ -83,15 +83,22 @@ def check_plottable(dataset) -> None:
     if geometry not in PLOTTABLE:
         raise InputError(f"plot: geometry {geometry} is not supported (circle, sphere, zonal, particle and gaussian runs only)")
     needed = REQUIRED[geometry] + (("density",) if geometry == "sphere" and "positions" not in dataset else ())
+    require_run(dataset, "plot", "figure", needed, "mean" if geometry == "gaussian" else "energy",
+                () if geometry == "gaussian" else REQUIRED_ATTRS)
+
+
+def require_run(dataset, command: str, product: str, needed, timed: str, attrs=()) -> None:
+    """One line, prefixed ``command:``, unless ``dataset`` has the variables ``needed`` for its ``product``
+    (figure, movie), the attributes ``attrs``, and a time axis of at least one time on variable ``timed``."""
+    geometry = dataset.attrs.get("geometry", "unknown")
     missing = [name for name in needed if name not in dataset.variables]
-    require(not missing, f"plot: this {geometry} run lacks {', '.join(missing)} (a {geometry} figure needs "
+    require(not missing, f"{command}: this {geometry} run lacks {', '.join(missing)} (a {geometry} {product} needs "
                          f"{', '.join(needed)}); is it a complete meanfield run file?")
-    missing = [name for name in REQUIRED_ATTRS if geometry != "gaussian" and name not in dataset.attrs]
-    require(not missing, f"plot: this {geometry} run lacks the attribute(s) {', '.join(missing)}; "
+    missing = [name for name in attrs if name not in dataset.attrs]
+    require(not missing, f"{command}: this {geometry} run lacks the attribute(s) {', '.join(missing)}; "
                          f"is it a meanfield run file?")
-    timed = "mean" if geometry == "gaussian" else "energy"
     require("time" in dataset.dims and dataset.sizes["time"] >= 1 and "time" in dataset[timed].dims,
-            f"plot: this {geometry} run has no frames ({timed} needs a time axis with at least one time)")
+            f"{command}: this {geometry} run has no frames ({timed} needs a time axis with at least one time)")
 
 
 def _model(dataset) -> Model:
