@@ -134,12 +134,12 @@ from meanfield.threads import NONUNIFORM_THREADS
 
 from .clusters import NodeCollapse, closing_rate, resolve_collapse_tol
 from .fourier import FourierBasis
-from .interaction import CircleFourierInteraction, SphereHarmonicInteraction
+from .interaction import SHT_MIN_EPSILON, CircleFourierInteraction, SphereHarmonicInteraction, sphere_locations
 from .particles import SPHERE_TOL
 from .sphere import make_sphere_basis, point_mass_coefficients
 
 #: Requested accuracy of the NUFFT-based transforms (ducc0 needs > 2e-13 in double precision).
-SHT_EPSILON = 3e-13
+SHT_EPSILON = SHT_MIN_EPSILON
 NUFFT_EPSILON = 1e-13
 #: Relative band limit of the kernel: modes with ``kappa_l / kappa_0`` below this are dropped.
 KERNEL_TOL = 1e-16
@@ -551,9 +551,9 @@ class SphereLagrangian(_Lagrangian):
 
     @staticmethod
     def locations(x: np.ndarray) -> np.ndarray:
-        """``(colatitude, longitude)`` of unit vectors ``x`` (shape ``(n, 2)``, ducc0's ``loc``)."""
-        colat = np.arctan2(np.hypot(x[:, 0], x[:, 1]), x[:, 2])
-        return np.stack((colat, np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * math.pi)), axis=1)
+        """``(colatitude, longitude)`` of unit vectors ``x`` (shape ``(n, 2)``, ducc0's ``loc``;
+        :func:`solvers.interaction.sphere_locations`)."""
+        return sphere_locations(x)[0]
 
     def coefficients(self, x: np.ndarray, lmax: int, loc: np.ndarray | None = None) -> np.ndarray:
         """``mu_lm = sum_j w_j conj(Y_lm(x_j))``, ``l <= lmax`` (orthonormal, m-major; MATH.md §2.2)."""
