@@ -15,7 +15,6 @@ that cannot be written *before* anything is computed.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import secrets
 import shutil
@@ -236,7 +235,3 @@ def last_valid_density(dataset: xr.Dataset, path) -> np.ndarray:
     if not np.all(np.isfinite(density)):
         raise InputError(f"{path}: the last density frame is not finite")
     return density
-
-
-def describe_time(t: float) -> str:
-    return "inf" if math.isinf(t) else f"{t:.6g}"
