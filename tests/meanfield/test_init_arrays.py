@@ -159,7 +159,8 @@ def test_sphere_inputs_match_the_text_spec(cls):
     run_grid = xr.DataArray(fine, coords={"lat": finer.basis.lat, "lon": finer.basis.lon}, dims=("lat", "lon"))
     spectral = SphereSpectral(SPHERE, 16)
     exact = spectral.density(initial_state("vmf:4@30,40", "sphere", spectral))
-    assert np.max(np.abs(spectral.density(initial_state(run_grid, "sphere", spectral)) - exact)) < 1e-4 * exact.max()
+    # spectral (analysis on the run's grid): 1e-15 here; the bicubic path would give 1e-5, which 1e-4 let through
+    assert np.max(np.abs(spectral.density(initial_state(run_grid, "sphere", spectral)) - exact)) < 1e-13 * exact.max()
 
 
 def one_line_refusal(init, geometry, scheme, words):
