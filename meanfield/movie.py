@@ -32,8 +32,9 @@ from matplotlib.figure import Figure
 
 from .errors import require
 from .plotting import (DEVIATION_COLORMAP, NODE_COLOUR, deviation_colorbar, deviation_norm, frame_indices, has_nodes,
-                       deviation_ticks, linear_label, linear_range, log_time_axis, lon_lat, marker_areas, mass_legend, mean_density, node_groups,
-                       gaussian_profile, relative_deviation, require_run, run_title, sphere_deviation_maps, _ellipse, polar_axis, theta_axis)
+                       deviation_ticks, linear_label, linear_range, log_time_axis, lon_lat, marker_areas, mass_legend,
+                       mean_density, node_groups, gaussian_profile, pair_inner_products, relative_deviation,
+                       require_run, run_title, sphere_deviation_maps, _ellipse, polar_axis, theta_axis)
 from .storage import MOVIE_SUFFIXES, check_output_file, write_atomic
 
 #: At most this many frames, sampled evenly from the saved ones.
@@ -210,8 +211,7 @@ class _InnerProducts:
         ax.set_title(f"pairwise inner products (n = {dataset.sizes['particle']}, d = {dataset.attrs.get('dim')})")
 
     def _histogram(self, frame) -> np.ndarray:
-        gram = frame @ frame.T
-        return np.histogram(gram[~np.eye(len(frame), dtype=bool)], self.edges, density=True)[0]
+        return np.histogram(pair_inner_products(frame), self.edges, density=True)[0]
 
     def draw(self, index: int) -> None:
         self.line.set_data(self.histograms[int(index)])

@@ -473,13 +473,16 @@ def _token_histogram_panel(fig: Figure, ax, dataset, bins: int = 128) -> None:
     ax.set_title(f"(a) tokens: histogram of angles relative to uniform (n = {dataset.sizes['particle']})")
 
 
+def pair_inner_products(frame: np.ndarray) -> np.ndarray:
+    """The inner products ``<x_i, x_j>``, ``i != j``, of the tokens ``frame`` (shape (n, d))."""
+    gram = frame @ frame.T
+    return gram[~np.eye(len(frame), dtype=bool)]
+
+
 def _inner_product_panel(fig: Figure, ax, dataset, bins: int = 100) -> None:
     """Tokens on S^{d-1}: distribution of the pairwise inner products <x_i, x_j>, i != j, per frame."""
     edges = np.linspace(-1.0, 1.0, bins + 1)
-    rows = []
-    for frame in dataset["positions"].values:
-        gram = frame @ frame.T
-        rows.append(np.histogram(gram[~np.eye(len(frame), dtype=bool)], edges, density=True)[0])
+    rows = [np.histogram(pair_inner_products(frame), edges, density=True)[0] for frame in dataset["positions"].values]
     _heat_map(fig, ax, 0.5 * (edges[1:] + edges[:-1]), dataset["time"].values, np.array(rows), "density", "empty",
               log=log_time_axis(dataset))
     ax.set_xlabel(r"$\langle x_i, x_j \rangle$")
@@ -487,10 +490,7 @@ def _inner_product_panel(fig: Figure, ax, dataset, bins: int = 100) -> None:
 
 
 def _clustered_fraction_panel(ax, dataset, delta: float = 1e-3) -> None:
-    fractions = []
-    for frame in dataset["positions"].values:
-        gram = frame @ frame.T
-        fractions.append(np.mean(gram[~np.eye(len(frame), dtype=bool)] >= 1 - delta))
+    fractions = [np.mean(pair_inner_products(frame) >= 1 - delta) for frame in dataset["positions"].values]
     ax.plot(dataset["time"].values, fractions, color="k", lw=1.5)
     _time_axis(ax, dataset)
     ax.set_ylim(-0.02, 1.02)
