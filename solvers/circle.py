@@ -68,10 +68,8 @@ class CircleSpectral(DensityScheme):
         self.resolution = basis.n
         k = basis.wavenumbers
         self.conv = scaled_funk_hecke(k, model.beta, 2) * basis.dealias        # exp(-beta) 2 pi I_k
-        velocity = 1j * k * scaled_funk_hecke_over_beta(k, model.beta, 2) * basis.dealias
-        if model.attention == "usa" and not divisor.ngpt:  # nGPT's field is scale-free
-            velocity = velocity * math.exp(model.beta)
-        self.velocity = velocity
+        self.velocity = velocity = divisor.scaled_velocity(1j * k * scaled_funk_hecke_over_beta(k, model.beta, 2)
+                                                           * basis.dealias)
         self.radial = scaled_funk_hecke_beta_derivative(k, model.beta, 2) * basis.dealias if divisor.ngpt else None
         self.divergence = -1j * k * basis.dealias / basis.n                  # includes 1/N of analysis
         # the transform buffers rhs works in: slot 0 rho, slot 1 the speed, slot 2 K*rho (SA) or R (nGPT)

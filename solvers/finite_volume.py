@@ -231,12 +231,6 @@ class _FiniteVolumeScheme:
         """``d rho_i/dt``: minus the flux divergence (module docstring)."""
         return self.fv.divergence(state, self.face_speed(state, t))
 
-    def _scaled_velocity(self, velocity: np.ndarray) -> np.ndarray:
-        """The face-velocity multiplier: ``exp(beta)`` times ``velocity`` for USA, except under nGPT (scale-free)."""
-        if self.model.attention == "usa" and not self.speed_divisor.ngpt:
-            return velocity * math.exp(self.model.beta)
-        return velocity
-
     def _normalised(self, speed: np.ndarray, t: float, radial=None) -> np.ndarray:
         """The face speeds divided in place by the normalisation's ``s`` (nGPT: with ``radial`` at the faces)."""
         divisor = self.speed_divisor
@@ -325,7 +319,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         self._sinc = np.sinc(k * h / (2 * math.pi))                          # sin(kh/2) / (kh/2)
         shift = self._sinc * np.exp(-0.5j * k * h) / n                       # cell transform, face phase, 1/N
         self.conv_coeffs = scaled_funk_hecke(k, beta, 2)                     # exp(-beta) 2 pi I_k
-        velocity = self._scaled_velocity(1j * k * scaled_funk_hecke_over_beta(k, beta, 2))
+        velocity = self.speed_divisor.scaled_velocity(1j * k * scaled_funk_hecke_over_beta(k, beta, 2))
         self._numerator = velocity * shift
         self._denominator = self.conv_coeffs * shift
         self._radial = scaled_funk_hecke_beta_derivative(k, beta, 2) * shift if ngpt else None
@@ -467,7 +461,8 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         self.G = cell_integrals(faces, max(band, basis.lmax), dim)
         ell = np.arange(band + 1)
         self.conv_coeffs = scaled_funk_hecke(ell, beta, dim)               # exp(-beta) kappa_l
-        velocity = self._scaled_velocity(scaled_funk_hecke_over_beta(ell, beta, dim))   # exp(-beta) kappa_l / beta
+        # exp(-beta) kappa_l / beta (times exp(beta) for USA but nGPT)
+        velocity = self.speed_divisor.scaled_velocity(scaled_funk_hecke_over_beta(ell, beta, dim))
         p, dp = normalised_gegenbauer(np.cos(faces), band, dim, derivative=True)
         self._numerator = -np.sin(faces)[:, None] * dp * velocity          # polar component -sin th V
         self._denominator = p * self.conv_coeffs

@@ -32,6 +32,7 @@ higher resolution for the same density.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -80,6 +81,13 @@ class VelocityNormalization:
         self.model = model
         self.ngpt = self.name == "ngpt"
         self.lnscale = self.name == "lnscale"
+
+    def scaled_velocity(self, velocity):
+        """A scheme's velocity multiplier (``exp(-beta)``-scaled coefficients): times ``exp(beta)`` for USA,
+        except under nGPT, whose field is scale-free; else ``velocity`` itself."""
+        if self.model.attention == "usa" and not self.ngpt:
+            return velocity * math.exp(self.model.beta)
+        return velocity
 
     def fastest_rate(self, degrees) -> float:
         """The fastest linear growth rate at ``t = 0`` over ``degrees`` (for the schemes' step bounds):

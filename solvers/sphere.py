@@ -277,9 +277,7 @@ class SphereSpectral(DensityScheme):
         self.resolution = basis.lmax
         l = basis.degree_of_index
         self.conv = scaled_funk_hecke(l, model.beta, 3)                       # exp(-beta) kappa_l
-        potential = scaled_funk_hecke_over_beta(l, model.beta, 3)
-        if model.attention == "usa" and not divisor.ngpt:  # nGPT's field is scale-free
-            potential = potential * math.exp(model.beta)
+        potential = divisor.scaled_velocity(scaled_funk_hecke_over_beta(l, model.beta, 3))
         self.potential = potential              # X = grad(potential * rho) (USA), / (conv * rho) (SA)
         self.radial = scaled_funk_hecke_beta_derivative(l, model.beta, 3) if divisor.ngpt else None
         self.linear = None if model.nu == 0 else -model.nu * (l * (l + 1.0))

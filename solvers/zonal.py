@@ -153,10 +153,8 @@ class ZonalGalerkin(DensityScheme):
         ell = basis.degrees
         beta = model.beta
         self.conv = scaled_funk_hecke(ell, beta, model.dim)                 # exp(-beta) kappa_l
-        velocity = scaled_funk_hecke_over_beta(ell, beta, model.dim)        # exp(-beta) kappa_l / beta
-        if model.attention == "usa" and not divisor.ngpt:  # nGPT's field is scale-free
-            velocity = velocity * math.exp(beta)
-        self.velocity = velocity
+        # exp(-beta) kappa_l / beta (times exp(beta) for USA but nGPT)
+        self.velocity = velocity = divisor.scaled_velocity(scaled_funk_hecke_over_beta(ell, beta, model.dim))
         self.radial = scaled_funk_hecke_beta_derivative(ell, beta, model.dim) if divisor.ngpt else None
         self._sin2 = 1.0 - basis.nodes ** 2
         self._sin = np.sqrt(self._sin2)
