@@ -33,8 +33,8 @@ from matplotlib.figure import Figure
 from .errors import require
 from .plotting import (DEVIATION_COLORMAP, NODE_COLOUR, deviation_colorbar, deviation_norm, frame_indices, has_nodes,
                        deviation_ticks, linear_label, linear_range, log_time_axis, lon_lat, marker_areas, mass_legend,
-                       mean_density, node_groups, gaussian_profile, pair_inner_products, relative_deviation,
-                       require_run, run_title, sphere_deviation_maps, _ellipse, polar_axis, theta_axis)
+                       mean_density, mollweide_style, node_groups, gaussian_profile, pair_inner_products,
+                       relative_deviation, require_run, run_title, sphere_deviation_maps, _ellipse, polar_axis, theta_axis)
 from .storage import MOVIE_SUFFIXES, check_output_file, write_atomic
 
 #: At most this many frames, sampled evenly from the saved ones.
@@ -364,9 +364,7 @@ def write_movie(dataset, path, fps: int = 10, frames: int = MAX_FRAMES) -> Path:
     grid = fig.add_gridspec(1, 2, width_ratios=[1.5, 1])
     main_ax = fig.add_subplot(grid[0], projection="mollweide" if mollweide else None)
     if mollweide:
-        main_ax.set_xticklabels([])
-        main_ax.tick_params(labelsize="x-small")
-        main_ax.grid(True, alpha=0.3)
+        mollweide_style(main_ax)
     main = main_class(fig, main_ax, dataset, indices)
     side = _side_panel(fig.add_subplot(grid[1]), dataset)
     times = np.asarray(dataset["time"].values, dtype=float)

@@ -412,13 +412,18 @@ def draw_nodes(ax, points, weights, total: float):
                       linewidths=0, rasterized=True)
 
 
+def mollweide_style(ax) -> None:
+    """A Mollweide axis with a light grid and no longitude labels (the sphere figure's maps, the movie)."""
+    ax.set_xticklabels([])
+    ax.tick_params(labelsize="x-small")
+    ax.grid(True, alpha=0.3)
+
+
 def mollweide_axes(fig, count: int) -> list:
-    """``count`` Mollweide axes in a row, with a light grid and no longitude labels."""
+    """``count`` Mollweide axes in a row (:func:`mollweide_style`)."""
     axes = [fig.add_subplot(1, count, i + 1, projection="mollweide") for i in range(count)]
     for ax in axes:
-        ax.set_xticklabels([])
-        ax.tick_params(labelsize="x-small")
-        ax.grid(True, alpha=0.3)
+        mollweide_style(ax)
     return axes
 
 
