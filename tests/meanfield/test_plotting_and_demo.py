@@ -97,3 +97,14 @@ def test_a_run_under_a_normalisation_scheme_names_it_and_draws_the_radii():
     assert len(radius_axes) == 1
     low, high = radius_axes[0].get_ylim()
     assert low <= 1.5 and high >= float(run["radius"].values.max())
+
+
+def test_the_title_names_every_scheme_with_only_the_parameters_it_uses():
+    from meanfield.plotting import _normalization_label
+
+    attrs = {"r0": 1.5, "alpha": 2.0, "mix_switch": 3.0}
+    expected = {"post": "", "pre": ",  Pre-LN (r0 = 1.5)", "mix": ",  Mix-LN (r0 = 1.5, tau = 3)",
+                "peri": ",  Peri-LN (r0 = 1.5)", "ngpt": ",  nGPT (alpha = 2)", "lnscale": ",  LN-scaling"}
+    for name, label in expected.items():
+        assert _normalization_label(dict(attrs, normalization=name)) == label
+    assert _normalization_label({}) == ""                                   # runs from before the schemes
