@@ -494,20 +494,6 @@ def validate():
     """Validation studies and benchmarks."""
 
 
-@validate.command("bench-circle")
-@click.option("--quick", is_flag=True, help="Fewer sizes and repeats.")
-def bench_circle(quick):
-    """Benchmark: circle right-hand side vs its bare FFTs; spectral vs direct convolution.
-
-    \b
-    Example:
-      meanfield validate bench-circle --quick
-    """
-    from validation.bench_circle import main as benchmark
-
-    benchmark(["--quick"] if quick else [])
-
-
 def _bench_command(name: str, module: str, what: str, quick_help: str):
     """A ``meanfield validate NAME [--quick]`` command running ``validation.<module>.main``."""
 
@@ -526,6 +512,9 @@ def _bench_command(name: str, module: str, what: str, quick_help: str):
     return validate.command(name)(command)
 
 
+_bench_command("bench-circle", "bench_circle",
+               "Benchmark: circle right-hand side vs its bare FFTs; spectral vs direct convolution.",
+               "Fewer sizes and repeats.")
 _bench_command("bench-particles", "bench_particles",
                "Benchmark: particle right-hand side vs GEMM + exp, vs a per-particle loop; O(nM) circle path.",
                "Fewer sizes and shorter timings.")
