@@ -244,7 +244,8 @@ def tripwires(monkeypatch):
     def computing(*args, **kwargs):
         raise AssertionError("a bad input started computing")
 
-    for module, name in (("solvers.solve", "run"), ("solvers.particle_run", "run"),
+    for module, name in (("solvers.runloop", "run"), ("solvers.solve", "run_switching"),
+                         ("solvers.particle_run", "run_switching"),
                          ("meanfield.gaussian", "solve_ivp"), ("validation.phase_diagram", "compute_chunks")):
         monkeypatch.setattr(importlib.import_module(module), name, computing)
 
