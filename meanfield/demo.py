@@ -17,7 +17,7 @@ import numpy as np
 from .diagnostics import cluster_counts, detect_clusters
 from .limits import check_integer, check_solve_size
 from .model import Model
-from .storage import save_run, write_atomic
+from .storage import save_run
 from .metastable import refined_formation_time
 from .theory import dominant_mode, formation_time, growth_rates
 
@@ -48,7 +48,7 @@ def run_demo(out_dir="meanfield-demo", resolution: int = 1024, progress: bool = 
          f"t = {refined_formation_time(initial[k_star], rate):.2f}")
     out = Path(out_dir)
     save_run(dataset, out / "run.nc")
-    write_atomic(out / "run.png", lambda temporary: plot_run(dataset, temporary))
+    plot_run(dataset, out / "run.png")  # written through a temporary file renamed into place
     counts = cluster_counts(dataset)
     final = detect_clusters(dataset["density"].values[-1])
     first = np.nonzero(counts > 0)[0]
