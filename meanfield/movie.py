@@ -31,10 +31,11 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .errors import require
-from .plotting import (DEVIATION_COLORMAP, NODE_COLOUR, deviation_colorbar, deviation_norm, frame_indices, has_nodes,
-                       deviation_ticks, linear_label, linear_range, log_time_axis, lon_lat, marker_areas, mass_legend,
-                       mean_density, mollweide_style, node_groups, gaussian_profile, pair_inner_products,
-                       relative_deviation, require_run, run_title, sphere_deviation_maps, _ellipse, polar_axis, theta_axis)
+from .plotting import (DEVIATION_COLORMAP, NODE_COLOUR, deviation_colorbar, deviation_norm, frame_indices,
+                       gaussian_end, has_nodes, deviation_ticks, linear_label, linear_range, log_time_axis, lon_lat,
+                       marker_areas, mass_legend, mean_density, mollweide_style, node_groups, gaussian_profile,
+                       pair_inner_products, relative_deviation, require_run, run_title, sphere_deviation_maps,
+                       _ellipse, polar_axis, theta_axis)
 from .storage import MOVIE_SUFFIXES, check_output_file, write_atomic
 
 #: At most this many frames, sampled evenly from the saved ones.
@@ -287,11 +288,10 @@ def _side_panel(ax, dataset):
 
 
 def _gaussian_indices(dataset, frames: int) -> np.ndarray:
-    """Before a blow-up the last tenth of the time span is left out (the ellipse is unbounded there)."""
+    """The frames up to :func:`meanfield.plotting.gaussian_end` (before a blow-up the last tenth of the time
+    span is left out: the ellipse is unbounded there)."""
     times = np.asarray(dataset["time"].values, dtype=float)
-    if dataset.attrs.get("blowup_time", "none") == "none" or times.size < 2:
-        return frame_indices(times.size, frames)
-    count = int(np.searchsorted(times, times[0] + 0.9 * (times[-1] - times[0]), side="right"))
+    count = int(np.searchsorted(times, gaussian_end(times, dataset), side="right"))
     return frame_indices(max(count, 1), frames)
 
 

@@ -702,13 +702,19 @@ def gaussian_profile(mean: float, variance: float, points: int = 200) -> tuple[n
     return x, np.exp(-0.5 * ((x - mean) / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
 
 
+def gaussian_end(times, dataset) -> float:
+    """The last time a Gaussian run's ellipses are drawn (figure and movie): the last saved time, or before
+    a blow-up the first nine tenths of the time span (the ellipse is unbounded near the blow-up)."""
+    return times[-1] if dataset.attrs.get("blowup_time", "none") == "none" else times[0] + 0.9 * (times[-1] - times[0])
+
+
 def _ellipses_panel(fig: Figure, ax, dataset) -> None:
     """Covariance ellipses of the first two coordinates, centred at the mean, at several times
     (tokens in R^1: the Gaussian density itself)."""
     times = dataset["time"].values
-    # evenly spaced in time; before a blow-up stop short of it, where the ellipse is unbounded
-    end = times[-1] if dataset.attrs.get("blowup_time", "none") == "none" else times[0] + 0.9 * (times[-1] - times[0])
-    picks = np.unique(np.searchsorted(times, np.linspace(times[0], end, GAUSSIAN_ELLIPSES)).clip(0, times.size - 1))
+    # evenly spaced in time up to gaussian_end
+    picks = np.unique(np.searchsorted(times, np.linspace(times[0], gaussian_end(times, dataset), GAUSSIAN_ELLIPSES))
+                      .clip(0, times.size - 1))
     cmap = mpl.colormaps["viridis"]
     line = dataset.sizes["i"] == 1
     for index in picks:
