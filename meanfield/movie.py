@@ -31,7 +31,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .errors import require
-from .plotting import (DEVIATION_COLORMAP, NODE_COLOUR, deviation_colorbar, deviation_norm, frame_indices,
+from .plotting import (DEVIATION_COLORMAP, NODE_COLOUR, PLOTTABLE, deviation_colorbar, deviation_norm, frame_indices,
                        gaussian_end, has_nodes, deviation_ticks, linear_label, linear_range, log_time_axis, lon_lat,
                        marker_areas, mass_legend, mean_density, mollweide_style, node_groups, gaussian_profile,
                        pair_inner_products, relative_deviation, require_run, run_title, sphere_deviation_maps,
@@ -46,7 +46,8 @@ MOVIE_SIZE = (10.0, 4.2)
 MOVIE_DPI = 100
 #: Bins of the inner-product histogram of tokens on S^{d-1}, d >= 4.
 INNER_PRODUCT_BINS = 100
-GEOMETRIES = ("circle", "sphere", "zonal", "particles", "gaussian")
+#: Every geometry has a movie, as it has a figure.
+GEOMETRIES = PLOTTABLE
 
 
 def _needs(dataset) -> tuple[str, ...]:
