@@ -95,6 +95,11 @@ class Normalization:
             return "post" if t <= self.mix_switch else "pre"
         return self.name
 
+    def stage_time(self, t: float, after_switch: bool) -> float:
+        """The time a stage moves at: a step that starts at Mix-LN's ``tau`` (``after_switch``, set by the
+        run loop once it has landed on ``tau``) moves as Pre-LN from its first stage, ``t = tau`` included."""
+        return max(t, math.nextafter(self.mix_switch, math.inf)) if after_switch else t
+
     def divisor(self, t: float, radius=None, norm=None):
         """The speed divisor ``s`` at time ``t`` for radii ``radius`` and output norms ``|A| = norm``."""
         scheme = self.acts_as(t)

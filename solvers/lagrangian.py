@@ -226,8 +226,7 @@ class _Lagrangian:
         """Direction speed ``P A / s`` and ``dr/dt`` of the normalisation scheme (MATH.md §6), from the
         tangential part ``tangent = P A`` (today's velocity), ``radial = <theta, A>``, ``norm = |A|``."""
         scheme = self.normalization
-        if self.after_switch:   # a step starting at Mix-LN's tau moves as Pre-LN from its first stage
-            t = max(t, math.nextafter(scheme.mix_switch, math.inf))
+        t = scheme.stage_time(t, self.after_switch)
         divisor = scheme.divisor(t, radius, norm)
         return tangent / divisor, divisor, scheme.radial_rate(t, radial, norm) if scheme.carries_radius else None
 

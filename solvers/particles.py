@@ -249,8 +249,7 @@ class ParticleScheme:
         theta = self.directions(x)
         radial, tangent, norm = self._attention_parts(theta)
         radius = x[..., self.dim] if self.carries_radius else None
-        if self.after_switch:
-            t = max(t, math.nextafter(self.normalization.mix_switch, math.inf))
+        t = self.normalization.stage_time(t, self.after_switch)
         divisor = self.normalization.divisor(t, radius, norm)
         tangent /= divisor[..., None] if np.ndim(divisor) else divisor
         if not self.carries_radius:
