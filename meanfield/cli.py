@@ -173,6 +173,16 @@ def _save_options(f):
     return click.option("--save-every", type=float, default=None, help="Save cadence [default: t-final/100].")(f)
 
 
+def _step_options(defaults: dict):
+    """``--rtol`` and ``--cfl`` with the defaults of ``defaults`` (:mod:`meanfield.defaults`)."""
+    def decorate(f):
+        f = click.option("--cfl", type=float, default=defaults["cfl"], show_default=True,
+                         help="Fraction of the stable step, in (0, 2].")(f)
+        return click.option("--rtol", type=float, default=defaults["rtol"], show_default=True,
+                            help="Relative tolerance (dopri5), in (0, 1).")(f)
+    return decorate
+
+
 def _collapse_option(text: str):
     return click.option("--collapse-tol", type=float, default=None, help=text)
 
@@ -243,10 +253,7 @@ def _solve_command(geometry: str, spec: dict):
                   help="Random seed of perturbed starts, in [0, 2^63 - 1].")
     @click.option("--t-final", type=float, required=True, help="End time (a continued run goes on from its file's time).")
     @_save_options
-    @click.option("--rtol", type=float, default=SOLVE_DEFAULTS["rtol"], show_default=True,
-                  help="Relative tolerance (dopri5), in (0, 1).")
-    @click.option("--cfl", type=float, default=SOLVE_DEFAULTS["cfl"], show_default=True,
-                  help="Fraction of the stable step, in (0, 2].")
+    @_step_options(SOLVE_DEFAULTS)
     @_collapse_option("--scheme lagrangian: merge nodes closer than this (rad); 0: never "
                       "[default: 256 machine epsilons].")
     @click.option("--resolution-tol", type=float, default=SOLVE_DEFAULTS["resolution_tol"], show_default=True,
@@ -335,10 +342,7 @@ def _report_run(dataset, out):
 @_save_options
 @click.option("--stepper", default=PARTICLE_DEFAULTS["stepper"], show_default=True,
               help="Time stepper: dopri5, rk4, etdrk4.")
-@click.option("--rtol", type=float, default=PARTICLE_DEFAULTS["rtol"], show_default=True,
-              help="Relative tolerance (dopri5), in (0, 1).")
-@click.option("--cfl", type=float, default=PARTICLE_DEFAULTS["cfl"], show_default=True,
-              help="Fraction of the stable step, in (0, 2].")
+@_step_options(PARTICLE_DEFAULTS)
 @_collapse_option("Merge tokens closer than this (rad); 0: never [default: 256 machine epsilons "
                   "without noise; refused with --nu > 0].")
 @click.option("--dt-max", type=float, default=None,
