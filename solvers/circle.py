@@ -16,9 +16,10 @@ with ``c_k = exp(-beta) 2 pi I_k(beta)`` (scaled Funk–Hecke, MATH.md §2.1): t
 ``exp(beta)`` cancels in SA's ratio, and for SA ``X = grad log(K*rho) / beta``
 becomes ``(i k c_k / beta) rho_hat`` over ``c_k rho_hat``.  Three syntheses and one
 analysis per evaluation (USA: two syntheses).  The pointwise work runs in place in the
-basis's transform buffers, one numpy call per operation and ``max|X|`` in one BLAS pass: at
-small ``N`` the per-call overhead, not arithmetic, is the cost beyond the transforms
-(``meanfield validate bench-circle`` measures the ratio).  The velocity field is smooth (the kernel is entire);
+basis's transform buffers: in one compiled call where :mod:`solvers.circle_kernel` is built
+and covers the case (same bits), else one numpy call per operation and ``max|X|`` in one BLAS
+pass, where at small ``N`` the per-call overhead, not arithmetic, is the cost beyond the
+transforms (``meanfield validate bench-circle`` measures both).  The velocity field is smooth (the kernel is entire);
 only ``rho`` can lose resolution, which :meth:`CircleSpectral.validity` watches.
 Normalisations (MATH.md §6, :mod:`solvers.normalized_velocity`): ``c_k' = exp(-beta) d kappa_k/dbeta``
 gives the radial attention; nGPT synthesises ``R`` where SA synthesises ``c_k rho_hat``, LN-scaling
@@ -38,6 +39,7 @@ from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_beta_derivati
 from meanfield.model import Model
 
 from .density_scheme import DensityScheme
+from .circle_kernel import fused_kernel
 from .fourier import FourierBasis
 from .normalized_velocity import VelocityNormalization
 
@@ -48,6 +50,8 @@ class CircleSpectral(DensityScheme):
     ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (a name or a
     :class:`meanfield.normalization.Normalization`; MATH.md §6).  ``planning``: the FFTW
     planning of :class:`solvers.fourier.FourierBasis` (``"measure"`` only for benchmarks).
+    ``kernel``: the pointwise work compiled (``"auto"``: where :mod:`solvers.circle_kernel` covers
+    it; ``"compiled"``; ``"numpy"``): the same bits either way, recorded as ``pointwise_kernel``.
     """
 
     geometry = "circle"
@@ -55,7 +59,7 @@ class CircleSpectral(DensityScheme):
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
                  positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None,
-                 planning: str = "estimate"):
+                 planning: str = "estimate", kernel: str = "auto"):
         require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
         require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
         require(isinstance(resolution, (int, np.integer)) and resolution >= 8 and resolution % 2 == 0,
@@ -87,6 +91,9 @@ class CircleSpectral(DensityScheme):
         tail_start = max(1, (5 * basis.kmax) // 6)
         self._tail = slice(tail_start, basis.kmax + 1)
         self.max_speed = 0.0
+        self._kernel = fused_kernel(self, kernel)
+        self.pointwise_kernel = "numpy" if self._kernel is None else "compiled"
+        self._speed_scale = divisor.normalization.divisor if divisor.lnscale else None
 
     # -- state <-> density ------------------------------------------------------------------------
     @property
@@ -104,6 +111,11 @@ class CircleSpectral(DensityScheme):
     # -- dynamics ---------------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """The transport term ``-d/dtheta(rho X[rho])`` in coefficient space (MATH.md §2, §6)."""
+        kernel = self._kernel
+        if kernel is not None:  # the same operations in one compiled call (solvers.circle_kernel)
+            out = kernel.rhs(state, 1.0 if self._speed_scale is None else self._speed_scale(t))
+            self.max_speed = kernel.max_speed
+            return out
         basis, speed, third, divisor = self.basis, self._speed, self._third, self.speed_divisor
         np.copyto(self._rho_coeffs, state)
         for multiplier, coeffs in self._products:

@@ -144,6 +144,14 @@ class FourierBasis:
         """The grid input buffer of the analysis transform."""
         return self._forward.input_array
 
+    def analysis_output(self) -> np.ndarray:
+        """The spectral output buffer of the analysis transform (what :meth:`analyse` fills)."""
+        return self._forward.output_array
+
+    def plan_calls(self) -> tuple[tuple, object]:
+        """The bare ``execute`` callables: one per synthesis slot, and the analysis's (for compiled callers)."""
+        return tuple(transform.execute for transform in self._backward), self._forward.execute
+
     def analyse(self) -> np.ndarray:
         """Run analysis on the filled grid buffer; returns unnormalised sums ``N rho_hat_k``."""
         self._forward.execute()

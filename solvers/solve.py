@@ -236,7 +236,8 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
                  command_reproduces_run=int(reproducible(init)),
                  t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,
                  rejected_steps=record.rejected_steps, atol=time_stepper.atol,
-                 transform_backend=discretisation.basis.backend, dealiased_modes=discretisation.basis.kmax,
+                 transform_backend=discretisation.basis.backend,
+                 pointwise_kernel=getattr(discretisation, "pointwise_kernel", "numpy"), dealiased_modes=discretisation.basis.kmax,
                  dominant_mode=k_star, **normalization.as_attrs())
     dataset = build_run_dataset(record.times, record.frames, discretisation.dims(), discretisation.coords(), attrs)
     static = getattr(discretisation, "static_variables", None)

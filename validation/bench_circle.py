@@ -11,7 +11,9 @@ This is a measurement, not a test: it prints ratios and asserts nothing about sp
    allocation of the returned array) or into Python call overhead.  Measured for
    SA and USA: USA does two syntheses and no division, and is compared both with the
    same four-transform baseline (``ratio_usa``, the issue's measure) and with its own
-   three transforms (``ratio_usa_own``).
+   three transforms (``ratio_usa_own``).  The pointwise work runs in the compiled kernel of
+   :mod:`solvers.circle_kernel` where it is built (the header says which path ``rhs_us`` took);
+   ``ratio_sa_numpy`` times the numpy path of the same scheme (same bits) for comparison.
 2. **Spectral vs direct convolution.**  ``K*rho`` the way the scheme computes it
    (coefficients times ``scheme.conv``, then one synthesis) against the direct
    ``O(N^2)`` trapezoidal quadrature ``(2 pi / N) exp(beta cos(theta_i - theta_j)) @ rho``,
@@ -61,7 +63,7 @@ import numpy as np  # noqa: E402
 
 from meanfield.model import Model  # noqa: E402
 from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
-from solvers import fourier  # noqa: E402
+from solvers import circle_kernel, fourier  # noqa: E402
 from solvers.circle import CircleSpectral  # noqa: E402
 
 SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
@@ -81,6 +83,7 @@ COLUMNS = (  # (header, row key, format)
     ("rhs_us", "rhs_sa_us", ".2f"),
     ("ffts_us", "ffts_us", ".2f"),
     ("ratio_sa", "ratio_sa", ".2f"),
+    ("ratio_sa_numpy", "ratio_numpy", ".2f"),
     ("ratio_usa", "ratio_usa", ".2f"),
     ("ratio_usa_own", "ratio_usa_own", ".2f"),
     ("conv_spectral_us", "conv_spectral_us", ".2f"),
@@ -169,11 +172,12 @@ def transform_baseline(scheme: CircleSpectral, state: np.ndarray):
     slots = range(basis.slots)
     scheme.rhs(state, 0.0)  # fills all four input buffers with the real data
     saved = [basis.synthesis_input(slot).copy() for slot in slots]
+    synthesise, analyse = basis.plan_calls()
+    calls = (*synthesise, analyse)
 
-    def transforms():
-        for slot in slots:
-            basis.synthesise(slot)
-        basis.analyse()
+    def transforms():  # the plans' own execute calls: no Python wrapper of the basis's around them
+        for execute in calls:
+            execute()
 
     transforms()
     if all(np.array_equal(basis.synthesis_input(s), x) for s, x in zip(slots, saved)):
@@ -238,11 +242,13 @@ def max_relative_difference(approx: np.ndarray, exact: np.ndarray) -> float:
 def _rhs_rows(n: int, beta: float, timing: dict) -> dict:
     """Right-hand side (SA, USA) vs its four bare transforms at ``n`` points."""
     sa, usa = (CircleSpectral(Model(attention, beta=beta), n) for attention in ("sa", "usa"))
+    sa_numpy = CircleSpectral(Model("sa", beta=beta), n, kernel="numpy")
     state = initial_state(sa)
     transforms, preserved = transform_baseline(sa, state)
     usa_transforms, usa_preserved = transform_baseline(usa, state)
-    rhs_sa, rhs_usa, ffts, ffts_usa = best_times(
-        [lambda: sa.rhs(state, 0.0), lambda: usa.rhs(state, 0.0), transforms, usa_transforms], **timing)
+    rhs_sa, rhs_usa, ffts, ffts_usa, rhs_numpy = best_times(
+        [lambda: sa.rhs(state, 0.0), lambda: usa.rhs(state, 0.0), transforms, usa_transforms,
+         lambda: sa_numpy.rhs(state, 0.0)], **timing)
     per_nlogn = 1e9 / (n * math.log2(n))
 
     def rhs_seconds() -> float:  # a scheme built now reads the thread setting in effect
@@ -252,7 +258,8 @@ def _rhs_rows(n: int, beta: float, timing: dict) -> dict:
     single, every = one_vs_all(rhs_seconds)
     return {"rhs_1core_us": 1e6 * single, "rhs_all_us": 1e6 * every, "thread_gain": single / every,
             "rhs_sa_us": 1e6 * rhs_sa, "rhs_usa_us": 1e6 * rhs_usa, "ffts_us": 1e6 * ffts,
-            "ratio_sa": rhs_sa / ffts, "ratio_usa": rhs_usa / ffts, "ratio_usa_own": rhs_usa / ffts_usa,
+            "ratio_sa": rhs_sa / ffts, "rhs_numpy_us": 1e6 * rhs_numpy, "ratio_numpy": rhs_numpy / ffts,
+            "ratio_usa": rhs_usa / ffts, "ratio_usa_own": rhs_usa / ffts_usa,
             "rhs_per_nlogn_ns": per_nlogn * rhs_sa, "ffts_per_nlogn_ns": per_nlogn * ffts,
             "fft_inputs_preserved": preserved and usa_preserved, "scheme": sa, "state": state}
 
@@ -415,6 +422,8 @@ def main(argv=None) -> None:
     print(f"circle pseudo-spectral benchmark, beta = {args.beta:g} "
           f"(times per call in µs; ratio = rhs / its 3 syntheses + 1 analysis, "
           f"ratio_usa_own = USA rhs / its 2 syntheses + 1 analysis; speedup = direct / spectral)")
+    print(f"pointwise work of rhs_us: {'compiled kernel' if circle_kernel.AVAILABLE else 'numpy (kernel not built)'}"
+          f"; ratio_sa_numpy: the numpy path")
     print(format_table(rows))
     rewritten = [row["N"] for row in rows if not row["fft_inputs_preserved"]]
     if rewritten:
