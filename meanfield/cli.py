@@ -498,144 +498,69 @@ def validate():
     """Validation studies and benchmarks."""
 
 
-def _bench_command(name: str, module: str, what: str, quick_help: str):
-    """A ``meanfield validate NAME [--quick]`` command running ``validation.<module>.main``."""
+def _validate_command(study):
+    """``meanfield validate NAME`` for one entry of :data:`validation.registry.STUDIES`: check the output,
+    run (:func:`validation.harness.run`), print the table and what was written."""
+    example = study.command(True, study.default_out)
 
-    @click.option("--quick", is_flag=True, help=quick_help)
-    def command(quick):
-        import importlib
+    @click.option("--quick", is_flag=True, help=study.quick_help)
+    def command(quick, out=None):
+        from validation import harness
 
-        importlib.import_module(f"validation.{module}").main(["--quick"] if quick else [])
+        harness.check_output(study, out)
+        outcome = harness.run(study, quick, out)
+        click.echo(outcome.text)
+        if outcome.wrote:
+            click.echo(outcome.wrote)
 
-    command.__doc__ = f"""{what}
-
-    \b
-    Example:
-      meanfield validate {name} --quick
-    """
-    return validate.command(name)(command)
-
-
-_bench_command("bench-circle", "bench_circle",
-               "Benchmark: circle right-hand side vs its bare FFTs; spectral vs direct convolution.",
-               "Fewer sizes and repeats.")
-_bench_command("bench-particles", "bench_particles",
-               "Benchmark: particle right-hand side vs GEMM + exp, vs a per-particle loop; O(nM) circle path.",
-               "Fewer sizes and shorter timings.")
-_bench_command("bench-sphere", "bench_sphere",
-               "Benchmark: one S^2 right-hand side against the bare ducc0 transforms it performs.",
-               "Fewer degrees and shorter timings.")
-_bench_command("bench-staircase", "bench_staircase",
-               "Benchmark: simulated time per wall-second with and without collapse of coincident nodes.",
-               "Shorter runs without collapse.")
-_bench_command("bench-cluster-schemes", "bench_cluster_schemes",
-               "Benchmark: finite-volume rhs vs its FFTs and the spectral rhs; Lagrangian O(N M) vs direct O(N^2).",
-               "Fewer sizes and shorter timings.")
-
-
-@validate.command("growth-circle")
-@click.option("--quick", is_flag=True, help="Fewer cases.")
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the table as netCDF (.nc).")
-def growth_circle(quick, out):
-    """Fitted linear growth rates of PDE runs against MATH.md §2.3 (circle).
+    if study.output == "folder":
+        command = click.option("--out-dir", "out", type=click.Path(file_okay=False),
+                               default=study.default_out, show_default=True,
+                               help="Folder for the tables and figures.")(command)
+    elif study.output == "file":
+        command = click.option("--out", type=click.Path(dir_okay=False), default=None,
+                               help="Write the table as netCDF (.nc).")(command)
+    command.__doc__ = f"""{study.help}
 
     \b
     Example:
-      meanfield validate growth-circle --quick
+      {example}
     """
-    from validation.growth_rates import format_table, run_study
-
-    if out:
-        check_output_file(out, "--out", RUN_SUFFIXES)
-    table = run_study(quick=quick)
-    click.echo(format_table(table))
-    if out:
-        save_run(table, out)
-        click.echo(f"wrote {out}")
+    return validate.command(study.name)(command)
 
 
-def _study_command(name: str, module: str, out_dir: str, what: str):
-    """A ``meanfield validate NAME [--quick] [--out-dir DIR]`` command running ``module.run_study``."""
+def _register_validate_commands():
+    from validation.registry import STUDIES
 
-    @click.option("--quick", is_flag=True, help="The small size the test suite uses.")
-    @click.option("--out-dir", type=click.Path(file_okay=False), default=out_dir, show_default=True,
-                  help="Folder for the netCDF table and the figure.")
-    def command(quick, out_dir):
-        import importlib
+    for study in STUDIES.values():
+        _validate_command(study)
 
-        check_output_folder(out_dir, "--out-dir")
-        study = importlib.import_module(f"validation.{module}")
-        table = study.run_study(quick=quick, out_dir=out_dir)
-        click.echo(study.format_table(table))
-        click.echo(f"wrote {out_dir}/{module}.nc and {out_dir}/{module}.png")
 
-    command.__doc__ = f"""{what}
+_register_validate_commands()
+
+
+@validate.command("report")
+@click.option("--quick", is_flag=True, help="Every study at its quick preset (the sizes the test suite uses).")
+@click.option("--out", "out", type=click.Path(file_okay=False), required=True,
+              help="Folder for index.html, every study's tables and figures.")
+def report(quick, out):
+    """Run every registered study and write OUT/index.html: claims against theory, pass / fail, figures,
+    wall times, the commands that re-run each study, and the benchmark tables.
+
+    Exit status 0 when every claim passes, 3 when a claim fails or a study raises (the page says which).
 
     \b
     Example:
-      meanfield validate {name} --quick --out-dir {out_dir}
+      meanfield validate report --quick --out validation-report
     """
-    return validate.command(name)(command)
+    from validation.report import exit_code, run_report
 
-
-_study_command("mean-field", "mean_field", "mean-field-study",
-               "Particles -> PDE on the circle: W1 against n (i.i.d. and quadrature nodes), fitted slopes.")
-_study_command("mean-field-sphere", "mean_field_sphere", "mean-field-sphere-study",
-               "Particles -> PDE on S^2 (SA, d = 3): H^-2 error from spherical-harmonic coefficients against n, "
-               "fitted slopes against n^-1/2 and the expected t = 0 error.")
-_study_command("cluster-formation", "cluster_formation", "cluster-formation-study",
-               "Cluster formation time of i.i.d. tokens against n, with log(n) / (2 lambda_k*) overlaid.")
-
-
-_study_command("metastability", "metastability", "metastability-study",
-               "Metastable clusters on the circle: predicted k*, formation time and angles against the PDE "
-               "(finite volume) and i.i.d. particles; plateaus, energy staircase, first merge.")
-
-
-_study_command("schemes", "scheme_comparison", "scheme-comparison-study",
-               "Spectral, finite-volume and Lagrangian circle schemes against each other, before and "
-               "through clustering (mass, positivity, cluster centres and masses), and against particles.")
-
-
-_study_command("noise-transition", "noise_transition", "noise-transition-study",
-               "Noise phase transition on the circle: stationary order parameter against nu / nu_c from a "
-               "perturbed and a clustered start, checked against the zero-flux fixed point.")
-
-
-_study_command("staircase", "staircase", "staircase-study",
-               "The metastable staircase: formation, every merge and one cluster (circle at several beta, "
-               "particles, S^2) against the K-point ODE of MATH.md §5.")
-
-
-_study_command("gaussian", "gaussian", "gaussian-study",
-               "Gaussian tokens: particle moments against the Castin et al. ODEs, error against n.")
-
-
-_study_command("long-context", "long_context", "long-context-study",
-               "Long context (MATH.md §7): one SA layer at beta = gamma log n; exact cosine of equiangular tokens "
-               "against gamma, its limit, a direct check, and a Monte Carlo of i.i.d. tokens.")
-
-
-_study_command("normalization", "normalization", "normalization-study",
-               "Normalisation schemes (MATH.md §6): particles from an orthonormal start against the equiangular "
-               "ODE with fitted late-time laws, the initial speed of i.i.d. tokens, and PDE mode growth under "
-               "Post-LN, nGPT and LN-scaling against the linear theory.")
-
-
-@validate.command("castin-figures")
-@click.option("--quick", is_flag=True, help="20 samples per rank histogram instead of 200.")
-@click.option("--out-dir", type=click.Path(file_okay=False), default="castin-figures", show_default=True)
-def castin_figures(quick, out_dir):
-    """Castin et al.'s figures: 2x2 covariance paths in the PSD cone, blow-up times, limit ranks.
-
-    \b
-    Example:
-      meanfield validate castin-figures --quick --out-dir castin-figures
-    """
-    from validation.castin_figures import main as figures
-
-    check_output_folder(out_dir, "--out-dir")
-    figures((["--quick"] if quick else []) + ["--out-dir", out_dir])
+    check_output_folder(out, "--out")
+    outcomes = run_report(out, quick=quick, echo=lambda line: click.echo(line, err=True))
+    click.echo(f"wrote {Path(out) / 'index.html'}")
+    code = exit_code(outcomes)
+    if code:
+        raise click.exceptions.Exit(code)
 
 
 # --------------------------------------------------------------------------------------------- sweep

@@ -1,0 +1,138 @@
+"""``meanfield validate report``: every registered study, one self-contained HTML page.
+
+:func:`run_report` runs each study of :data:`validation.registry.STUDIES` (quick presets with
+``quick``) into ``DIR/<name>/`` through :func:`validation.harness.run_caught`, so that a study
+that raises is reported as an error and the others still run, and writes ``DIR/index.html``
+(:func:`render`): a summary table, then per study its claims (theory value, measured value,
+tolerance, pass / fail), its figures (PNG files in ``DIR``, relative links), its printed table,
+wall time and the command that re-runs it; benchmarks show their printed tables.  The page has
+no script, no style sheet and no link outside ``DIR``.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from pathlib import Path
+
+from meanfield.storage import write_atomic
+
+from . import harness
+from .registry import STUDIES, Study
+
+STYLE = """
+body { font-family: sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; }
+th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+td.num { text-align: right; font-family: monospace; }
+.pass { background: #d8f3d8; } .fail { background: #f8d0d0; } .error { background: #f8d0d0; }
+pre { background: #f4f4f4; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
+img { max-width: 100%; border: 1px solid #ddd; margin: 0.3em 0; }
+"""
+
+
+def study_out(study: Study, root: Path) -> Path:
+    """Where the report puts a study's output: ``root/<name>`` (a folder, or ``<name>.nc`` inside it)."""
+    folder = root / study.name
+    return folder / f"{study.module}.nc" if study.output == "file" else folder
+
+
+def run_report(out_dir, quick: bool = False, studies: dict[str, Study] | None = None, echo=print) -> list:
+    """Run every study into ``out_dir`` and write ``out_dir/index.html``; returns the outcomes."""
+    root = Path(out_dir)
+    studies = STUDIES if studies is None else studies
+    outcomes, start = [], time.perf_counter()
+    for index, study in enumerate(studies.values(), 1):
+        echo(f"[{index}/{len(studies)}] {study.name} ...")
+        out = study_out(study, root)
+        if study.output == "file":
+            out.parent.mkdir(parents=True, exist_ok=True)
+        outcome = harness.run_caught(study, quick, None if study.benchmark else out)
+        outcomes.append(outcome)
+        passed = sum(check.passed for check in outcome.checks)
+        state = f"error: {outcome.error}" if outcome.error else f"{passed}/{len(outcome.checks)} claims pass"
+        echo(f"[{index}/{len(studies)}] {study.name}: {state} ({outcome.wall:.1f} s)")
+        write_page(root, outcomes, quick, time.perf_counter() - start, final=index == len(studies))
+    return outcomes
+
+
+def write_page(root: Path, outcomes: list, quick: bool, wall: float, final: bool = True) -> Path:
+    """Write ``root/index.html`` atomically (also after each study, so a long report can be watched)."""
+    page = render(outcomes, root, quick, wall, final)
+    return write_atomic(root / "index.html", lambda temporary: Path(temporary).write_text(page, encoding="utf-8"))
+
+
+def _status(outcome) -> tuple[str, str]:
+    if outcome.error:
+        return "error", "ERROR"
+    if not outcome.checks:
+        return "", "table only" if outcome.study.benchmark else "no claims"
+    return ("pass", "PASS") if outcome.passed else ("fail", "FAIL")
+
+
+def _value(value) -> str:
+    return f"{value:.6g}"
+
+
+def _claims_table(outcome) -> str:
+    rows = ["<tr><th>claim</th><th>theory</th><th>measured</th><th>tolerance</th><th>result</th></tr>"]
+    for check in outcome.checks:
+        kind = "pass" if check.passed else "fail"
+        rows.append(f"<tr><td>{html.escape(check.claim)}</td><td class=\"num\">{html.escape(check.theory)}</td>"
+                    f"<td class=\"num\">{_value(check.measured)}</td><td>{html.escape(check.tolerance)}</td>"
+                    f"<td class=\"{kind}\">{kind}</td></tr>")
+    return "<table>\n" + "\n".join(rows) + "\n</table>"
+
+
+def _section(outcome, root: Path) -> str:
+    study = outcome.study
+    kind, label = _status(outcome)
+    parts = [f"<h2 id=\"{study.name}\">{html.escape(study.name)} <span class=\"{kind}\">{label}</span></h2>",
+             f"<p>{html.escape(study.help)}</p>",
+             f"<p>Wall time {outcome.wall:.1f} s. Re-run: <code>"
+             f"{html.escape(study.command(outcome.quick, _shown_out(study, outcome, root)))}</code>"
+             + (f" (full size: <code>{html.escape(study.command(False, study.default_out or study.name))}</code>)"
+                if outcome.quick and study.output == "folder" else "") + "</p>"]
+    if outcome.error:
+        parts.append(f"<p class=\"error\">Error: {html.escape(outcome.error)}</p>")
+    if outcome.checks:
+        parts.append(_claims_table(outcome))
+    for figure in outcome.figures:
+        link = html.escape(figure.relative_to(root).as_posix())
+        parts.append(f"<p><a href=\"{link}\"><img src=\"{link}\" alt=\"{html.escape(figure.name)}\"></a></p>")
+    if outcome.text:
+        parts.append(f"<pre>{html.escape(outcome.text)}</pre>")
+    return "\n".join(parts)
+
+
+def _shown_out(study: Study, outcome, root: Path):
+    return None if study.benchmark else outcome.out
+
+
+def render(outcomes: list, root, quick: bool, wall: float, final: bool = True) -> str:
+    """The page (module docstring)."""
+    root = Path(root)
+    checks = [check for outcome in outcomes for check in outcome.checks]
+    errors = sum(outcome.error is not None for outcome in outcomes)
+    passed = sum(check.passed for check in checks)
+    summary = ["<tr><th>study</th><th>result</th><th>claims passed</th><th>wall time (s)</th></tr>"]
+    for outcome in outcomes:
+        kind, label = _status(outcome)
+        count = sum(check.passed for check in outcome.checks)
+        summary.append(f"<tr><td><a href=\"#{outcome.study.name}\">{html.escape(outcome.study.name)}</a></td>"
+                       f"<td class=\"{kind}\">{label}</td><td class=\"num\">{count}/{len(outcome.checks)}</td>"
+                       f"<td class=\"num\">{outcome.wall:.1f}</td></tr>")
+    title = f"meanfield validation report{' (quick presets)' if quick else ''}"
+    state = "" if final else "<p><strong>In progress</strong>: the studies below have run so far.</p>"
+    head = (f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{title}</title>\n"
+            f"<style>{STYLE}</style>\n</head>\n<body>\n<h1>{title}</h1>\n{state}"
+            f"<p>{passed} of {len(checks)} claims pass; {errors} studies raised an error; total wall time "
+            f"{wall:.1f} s. Re-run everything: <code>meanfield validate report{' --quick' if quick else ''} "
+            f"--out {html.escape(str(root))}</code></p>\n<table>\n" + "\n".join(summary) + "\n</table>\n")
+    body = "\n<hr>\n".join(_section(outcome, root) for outcome in outcomes)
+    return head + body + "\n</body>\n</html>\n"
+
+
+def exit_code(outcomes: list) -> int:
+    """0 when every claim passes and no study raised, 3 otherwise."""
+    return 0 if all(outcome.passed for outcome in outcomes) else 3
