@@ -331,7 +331,7 @@ def target_cells(geometry: str, scheme):
     if geometry == "circle":
         h = 2 * math.pi / scheme.resolution
         faces = scheme.basis.theta[0] - h / 2 + h * np.arange(scheme.resolution + 1)
-        volumes = scheme.fv.volumes if hasattr(scheme, "fv") else np.full(scheme.resolution, h)
+        volumes = scheme.fv.volumes if scheme.takes_cell_averages else np.full(scheme.resolution, h)
         return faces, volumes, None, 2 * math.pi
     dim = scheme.model.dim
     return scheme.faces, scheme.fv.volumes, lambda th: sphere_area(dim - 1) * np.sin(th) ** (dim - 2), None
@@ -373,7 +373,7 @@ def own_grid(scheme) -> tuple[tuple, str]:
     for name in dims:
         values, attrs = np.asarray(coords[name][1]), coords[name][2] if len(coords[name]) > 2 else {}
         parts.append(f"{name} = {values[0]:.4g} .. {values[-1]:.4g} {attrs.get('units', '')}".rstrip())
-    what = "cell averages of the cells centred" if hasattr(scheme, "state_from_cell_averages") else "point values"
+    what = "cell averages of the cells centred" if scheme.takes_cell_averages else "point values"
     return shape, f"{what} at {' x '.join(parts)} (the scheme's coords())"
 
 
@@ -396,19 +396,21 @@ def _checked_density_state(density: np.ndarray, geometry: str, scheme, label: st
 
 def _checked_average_state(averages: np.ndarray, volumes: np.ndarray, scheme, label: str):
     check_sign_and_mass(averages, label, float(volumes @ averages), float(volumes.sum()))
-    starter = getattr(scheme, "state_from_cell_averages", None)
-    return starter(averages) if starter is not None else scheme.state_from_density(averages)
+    return scheme.state_from_cell_averages(averages)
 
 
 def initial_state(init, geometry: str, scheme, seed=None):
     """The initial state of ``scheme`` (a discretisation of ``geometry``) from ``init`` (module docstring)."""
+    from solvers.contract import conform  # solvers is imported inside the call (DESIGN.md "Layout")
+
     require(geometry in COORDINATES, f"geometry must be one of {', '.join(COORDINATES)} (got {geometry!r})")
+    scheme = conform(scheme)
     kind = kind_of(init)
     if kind == "text":
         return scheme.state_from_density(TEXT_SPECS[geometry](init, scheme, seed))
     label = label_of(init)
-    fv = hasattr(scheme, "state_from_cell_averages")
-    lagrangian_circle = geometry == "circle" and getattr(scheme, "name", "") == "lagrangian"
+    fv = scheme.takes_cell_averages
+    lagrangian_circle = geometry == "circle" and scheme.name == "lagrangian"
     if kind == "array":
         shape, what = own_grid(scheme)
         values = as_values(init, label)
@@ -425,7 +427,7 @@ def initial_state(init, geometry: str, scheme, seed=None):
                                           volumes, scheme, label)
         values = evaluate(init, label, *_grid_points(geometry, scheme))
         return _checked_density_state(values, geometry, scheme, label)
-    source = read_source(init, geometry, label, getattr(getattr(scheme, "model", None), "dim", None))
+    source = read_source(init, geometry, label, scheme.model.dim)
     if fv or (lagrangian_circle and source.cell_averages):
         faces, volumes, weight, period = target_cells(geometry, scheme)
         averages = conservative_averages(piecewise(source, geometry), faces, volumes, weight, period)

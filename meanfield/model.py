@@ -8,7 +8,7 @@ parameter and its allowed range.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 
 from .errors import require
 
@@ -48,10 +48,6 @@ class Model:
                 f"--dim must be an integer >= 2 (got {self.dim!r})")
         object.__setattr__(self, "beta", beta)
         object.__setattr__(self, "nu", nu)
-
-    def as_attrs(self) -> dict:
-        """The model as netCDF-safe attributes."""
-        return asdict(self)
 
 
 def _as_float(name: str, value) -> float:

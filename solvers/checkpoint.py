@@ -30,6 +30,8 @@ import numpy as np
 
 from meanfield.normalization import CARRY_RADIUS
 
+from .contract import conform
+
 PREFIX = "restart_"
 STATE = "state"
 
@@ -64,23 +66,22 @@ def _set(scheme, path: str, value) -> None:
 def capture(scheme, stepper, state, t: float) -> Checkpoint:
     """The run's state at time ``t``: ``state``, the scheme's ``restart_fields``, the stepper's next
     step and the noise generator."""
-    fields = {path: np.array(_get(scheme, path)) for path in getattr(scheme, "restart_fields", ())}
-    rng = getattr(scheme, "rng", None)
-    return Checkpoint(time=float(t), state=np.array(state), fields=fields,
-                      step_size=getattr(stepper, "_h", None),
+    scheme = conform(scheme)
+    fields = {path: np.array(_get(scheme, path)) for path in scheme.restart_fields}
+    rng = scheme.rng
+    return Checkpoint(time=float(t), state=np.array(state), fields=fields, step_size=stepper.next_step,
                       rng_state=None if rng is None else rng.bit_generator.state)
 
 
 def restore(checkpoint: Checkpoint, scheme, stepper) -> np.ndarray:
     """Put the scheme's fields, the stepper's step and the generator back; returns the state."""
+    scheme = conform(scheme)
     for path, value in checkpoint.fields.items():
         value = np.asarray(value)
         _set(scheme, path, value.item() if value.ndim == 0 else np.ascontiguousarray(value))
-    after = getattr(scheme, "after_restore", None)
-    if after is not None:
-        after()
-    if checkpoint.step_size is not None and hasattr(stepper, "_h"):
-        stepper._h = checkpoint.step_size
+    scheme.after_restore()
+    if checkpoint.step_size is not None:
+        stepper.next_step = checkpoint.step_size
     if checkpoint.rng_state is not None:
         scheme.rng.bit_generator.state = checkpoint.rng_state
     return np.ascontiguousarray(checkpoint.state)

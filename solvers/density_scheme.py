@@ -2,15 +2,18 @@
 
 A scheme subclassing :class:`DensityScheme` provides ``basis.integrate``, ``density(state)``
 (grid values), ``mean_density(state)``, ``energy(state)``, ``mode_amplitudes(state)``,
-``spectral_tail(state)`` and the tolerances ``positivity_tol`` and ``resolution_tol``.
+``spectral_tail(state)`` and the tolerances ``positivity_tol`` and ``resolution_tol``; the rest of
+the scheme contract (:mod:`solvers.contract`) comes with its defaults from :class:`solvers.contract.Scheme`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .contract import Scheme
 
-class DensityScheme:
+
+class DensityScheme(Scheme):
     """Shared checks and records of the circle, sphere and zonal schemes."""
 
     _tail_floor = 0.0

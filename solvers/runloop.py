@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .contract import conform
 from .steppers import StepSizeUnderflow
 
 COMPLETED = "completed"
@@ -95,6 +96,7 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
     (:func:`log_save_times`) shows progress in frames instead of time.  Only targets after
     ``t_start`` are used.
     """
+    scheme = conform(scheme)
     record = RunRecord()
     start = _time.perf_counter()
     t = float(t_start)
@@ -104,7 +106,6 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
     log_axis = targets is not None
     targets = save_times(t_final, save_every) if targets is None else np.asarray(targets, dtype=float)
     targets = targets[targets > t]
-    collapse = getattr(scheme, "collapse", None)
     bar = _progress_bar(targets.size if log_axis else t_final - t, progress, log_axis)
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
@@ -120,11 +121,10 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
                         if not log_axis:
                             bar.update(new_t - t)
                         state, t = new_state, new_t
-                        if collapse is not None:
-                            merged = collapse(state)
-                            if merged is not state:
-                                state = merged
-                                stepper.restart()
+                        merged = scheme.collapse(state)
+                        if merged is not state:
+                            state = merged
+                            stepper.restart()
                 if reason is not None:
                     break
                 record.times.append(t)
@@ -144,7 +144,7 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
     record.stop_reason = reason or COMPLETED
     record.t_reached = t
     record.state = state
-    record.steps, record.rejected_steps = stepper.steps, getattr(stepper, "rejected", 0)
+    record.steps, record.rejected_steps = stepper.steps, stepper.rejected
     record.wall_time = _time.perf_counter() - start
     return record
 

@@ -28,6 +28,7 @@ from meanfield.threads import thread_attrs
 
 from . import checkpoint
 from .clusters import ClusterTracker
+from .contract import conform
 from .normalized_velocity import density_normalization
 from .runloop import log_save_times, run_switching
 from .steppers import make_stepper
@@ -204,11 +205,11 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     check_number("--positivity-tol", positivity_tol, 0.0, math.inf, low_closed=True)
     check_solve_size(geometry, scheme, resolution, model.dim, t_final, save_every, save_log, t_start)
     scheme_cls = scheme_class(geometry, scheme)
-    stepper = getattr(scheme_cls, "default_stepper", "dopri5") if stepper is None else stepper
     normalization = check_normalization(normalization, alpha, scheme, r0, mix_switch)
     options = {"collapse_tol": collapse_tol} if lagrangian else {}
-    discretisation = scheme_cls(model, resolution, backend=backend, resolution_tol=resolution_tol,
-                                positivity_tol=positivity_tol, normalization=normalization, **options)
+    discretisation = conform(scheme_cls(model, resolution, backend=backend, resolution_tol=resolution_tol,
+                                        positivity_tol=positivity_tol, normalization=normalization, **options))
+    stepper = discretisation.default_stepper if stepper is None else stepper
     k_star = dominant_mode(model)
     require(k_star <= discretisation.basis.kmax,
             f"--resolution {resolution} keeps modes up to {discretisation.basis.kmax}, below the dominant mode "
@@ -229,7 +230,7 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
                 "init": init_label(init), "seed": seed, "t_final": t_final, "save_every": save_every,
                 "save_log": save_log, "rtol": rtol, "cfl": cfl, "resolution_tol": resolution_tol,
                 "positivity_tol": positivity_tol, "collapse_tol": collapse_tol, **normalization.options()}
-    attrs = dict(settings, **thread_attrs(getattr(discretisation, "uses_blas", True)),
+    attrs = dict(settings, **thread_attrs(discretisation.uses_blas),
                  geometry=geometry, package_version=package_version(),
                  command=canonical_command(["solve", geometry], settings), stop_reason=record.stop_reason,
                  t_start=t_start, restart="exact" if exact else ("remap" if source is not None else "none"),
@@ -237,13 +238,11 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
                  t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,
                  rejected_steps=record.rejected_steps, atol=time_stepper.atol,
                  transform_backend=discretisation.basis.backend,
-                 pointwise_kernel=getattr(discretisation, "pointwise_kernel", "numpy"), dealiased_modes=discretisation.basis.kmax,
+                 pointwise_kernel=discretisation.pointwise_kernel, dealiased_modes=discretisation.basis.kmax,
                  dominant_mode=k_star, **normalization.as_attrs())
     dataset = build_run_dataset(record.times, record.frames, discretisation.dims(), discretisation.coords(), attrs)
-    static = getattr(discretisation, "static_variables", None)
-    if static is not None:  # time-independent variables, e.g. the Lagrangian nodes' weights
-        for name, variable in static().items():
-            dataset[name] = variable
+    for name, variable in discretisation.static_variables().items():  # e.g. the Lagrangian nodes' weights
+        dataset[name] = variable
     if lagrangian:
         dataset.attrs["collapse_tol_used"] = discretisation.collapser.tol
     if scheme == "fv":  # the density of a finite-volume run is cell averages (CF cell_methods)

@@ -17,9 +17,10 @@ With ``L = 0`` all three reduce to their classical explicit forms.  Fixed-step
 methods round the CFL step down to a power of two so that the exponential
 factors are computed once per distinct step.
 
-Adaptive steppers take their cap from the scheme's ``adaptive_dt(cfl)`` where the scheme
-has one (a bound that follows the dynamics, e.g. once Lagrangian nodes have collapsed,
-MATH.md §5), else from ``stable_dt(cfl)`` like the fixed-step ones.  After every step
+Adaptive steppers take their cap from the scheme's ``adaptive_dt(cfl)`` (a bound that follows
+the dynamics, e.g. once Lagrangian nodes have collapsed, MATH.md §5; by default ``stable_dt``,
+:mod:`solvers.contract`), the fixed-step ones from ``stable_dt(cfl)``.  Every step ends with
+the scheme's post-step map ``after_step`` (by default none).  After every step
 :meth:`_Stepper.dense` evaluates the step's continuous extension (without a linear part):
 Dormand–Prince's own fourth-order interpolant for ``dopri5``, the cubic Hermite interpolant
 of the end values and slopes for the others; the run loop's merge bookkeeping locates events
@@ -30,9 +31,10 @@ scheme changed the state between steps (nodes merged).
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
+
+from .contract import conform
 
 
 class StepSizeUnderflow(RuntimeError):
@@ -56,6 +58,16 @@ def phi_functions(z: np.ndarray):
     return [np.where(small, s, d) for s, d in zip(series, direct)]
 
 
+def _cached(cache: dict, key: float, compute, size: int):
+    """``cache[key]``, computed on a miss; the oldest entry is dropped beyond ``size`` entries."""
+    value = cache.get(key)
+    if value is None:
+        if len(cache) >= size:
+            del cache[next(iter(cache))]
+        value = cache[key] = compute()
+    return value
+
+
 def _power_of_two_floor(x: float) -> float:
     return 2.0 ** math.floor(math.log2(x))
 
@@ -66,19 +78,25 @@ class _Stepper:
 
     def __init__(self, scheme, cfl: float = 0.5, rtol: float = 1e-8, atol: float | None = None,
                  dt_max: float = math.inf):
+        scheme = conform(scheme)
         self.scheme, self.cfl, self.rtol = scheme, cfl, rtol
         self.atol = atol if atol is not None else 1e-14 * scheme.state_scale
         self.dt_max = dt_max
         self.linear = scheme.linear
         self.steps = 0
         self.rejected = 0
+        #: the adaptive controller's next step proposal (``None``: fixed steps, or none yet); an exact
+        #: restart carries it (:mod:`solvers.checkpoint`)
+        self.next_step = None
+        #: per-instance caches of the exponential factors (a method ``lru_cache`` would keep schemes alive)
+        self._exp_cache: dict = {}
+        self._coefficient_cache: dict = {}
         self._last = None      # (u, t, h, stage slopes, new) of the last step, for dense output
         self._end_slope = None  # (new, rhs(new)) for the Hermite interpolant
 
     def _limit(self, cfl: float) -> float:
-        """The scheme's step bound: ``adaptive_dt`` for adaptive steppers where the scheme has one."""
-        bound = getattr(self.scheme, "adaptive_dt", None) if self.adaptive else None
-        return (bound or self.scheme.stable_dt)(cfl)
+        """The scheme's step bound: ``adaptive_dt`` for adaptive steppers, ``stable_dt`` otherwise."""
+        return (self.scheme.adaptive_dt if self.adaptive else self.scheme.stable_dt)(cfl)
 
     def restart(self) -> None:
         """Forget the stored slope of the current state (the scheme changed the state between steps)."""
@@ -96,18 +114,13 @@ class _Stepper:
         return ((2 * s**3 - 3 * s**2 + 1) * u + (s**3 - 2 * s**2 + s) * h * f0
                 + (-2 * s**3 + 3 * s**2) * new + (s**3 - s**2) * h * f1)
 
-    def settings(self) -> dict:
-        return {"stepper": self.name, "cfl": self.cfl, "rtol": self.rtol, "atol": self.atol}
-
-    @lru_cache(maxsize=64)
     def _exp(self, s: float):
-        """``exp(L s)``, cached (``s`` takes few distinct values)."""
-        return np.exp(self.linear * s)
+        """``exp(L s)``, cached per stepper (``s`` takes few distinct values; at most 64 kept)."""
+        return _cached(self._exp_cache, s, lambda: np.exp(self.linear * s), 64)
 
     def _accept(self, new: np.ndarray, h: float) -> np.ndarray:
-        """Apply the scheme's post-step map, if any (e.g. renormalise to the sphere, add noise)."""
-        after = getattr(self.scheme, "after_step", None)
-        return new if after is None else after(new, h)
+        """Apply the scheme's post-step map (e.g. renormalise to the sphere, add noise; by default none)."""
+        return self.scheme.after_step(new, h)
 
     def _fixed_dt(self, h_max: float) -> float:
         h = min(self._limit(self.cfl), self.dt_max)
@@ -132,7 +145,6 @@ class LawsonRK(_Stepper):
     def __init__(self, scheme, **kw):
         super().__init__(scheme, **kw)
         self._fsal = None
-        self._h = None
 
     def restart(self) -> None:
         self._fsal = None
@@ -171,7 +183,7 @@ class LawsonRK(_Stepper):
 
     def _adaptive_step(self, u, t, h_max, k1):
         limit = min(self._limit(self.cfl), self.dt_max)
-        proposal = min(self._h if self._h is not None else 0.01 * limit, limit)
+        proposal = min(self.next_step if self.next_step is not None else 0.01 * limit, limit)
         h = min(proposal, h_max)
         clipped = h < proposal  # shortened to land on a save time: keep the proposal for later
         while True:
@@ -189,7 +201,7 @@ class LawsonRK(_Stepper):
             factor = 5.0 if norm == 0 else min(5.0, max(0.2, 0.9 * norm ** -0.2))
             if norm <= 1.0:
                 self.steps += 1
-                self._h = proposal if clipped else h * factor
+                self.next_step = proposal if clipped else h * factor
                 self._last = (u, t, h, ks, new)
                 accepted = self._accept(new, h)
                 # first same as last: the last stage is the slope at the new state (bit for bit the same
@@ -260,8 +272,11 @@ class ETDRK4(_Stepper):
 
     name = "etdrk4"
 
-    @lru_cache(maxsize=16)
     def _coefficients(self, h: float):
+        """The ETDRK4 factors of step ``h``, cached per stepper (at most 16 kept)."""
+        return _cached(self._coefficient_cache, h, lambda: self._compute_coefficients(h), 16)
+
+    def _compute_coefficients(self, h: float):
         lin = np.zeros(1) if self.linear is None else self.linear
         half = phi_functions(lin * h / 2)[0]
         p1, p2, p3 = phi_functions(lin * h)
@@ -272,18 +287,18 @@ class ETDRK4(_Stepper):
 
     def step(self, u, t, h_max):
         rhs = self.scheme.rhs
-        nu_ = rhs(u, t)
+        n_u = rhs(u, t)
         h = self._fixed_dt(h_max)
         e2, e, q, f1, f2, f3 = self._coefficients(h)
-        a = e2 * u + q * nu_
+        a = e2 * u + q * n_u
         na = rhs(a, t + h / 2)
         b = e2 * u + q * na
         nb = rhs(b, t + h / 2)
-        c = e2 * a + q * (2 * nb - nu_)
+        c = e2 * a + q * (2 * nb - n_u)
         nc = rhs(c, t + h)
         self.steps += 1
-        new = e * u + f1 * nu_ + 2 * f2 * (na + nb) + f3 * nc
-        self._last = (u, t, h, [nu_], new)
+        new = e * u + f1 * n_u + 2 * f2 * (na + nb) + f3 * nc
+        self._last = (u, t, h, [n_u], new)
         return self._accept(new, h), t + h
 
 

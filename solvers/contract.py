@@ -1,0 +1,138 @@
+"""The scheme contract (DESIGN.md "Structure of the code"): what the run loop, the steppers,
+:func:`solvers.solve.solve`, the checkpoints and the initial data may ask of a scheme.
+
+Every density scheme, Lagrangian scheme and particle scheme provides the *required* parts of
+:class:`SchemeProtocol`: ``name``, ``linear`` (the diagonal linear part ``L`` of
+``du/dt = L u + N(u)``, or ``None``), ``state_scale`` (the stepper's absolute tolerance unit),
+``rhs(state, t)``, ``stable_dt(cfl)``, ``validity(state, t)`` (``None`` or why the state is not
+trustworthy), ``frame(state)`` (one saved record), ``dims()`` and ``coords()`` (the Dataset's
+layout).  The PDE schemes add ``geometry``, ``model``, ``basis``, ``resolution`` and
+``state_from_density(density)`` (:data:`PDE_PARTS`).
+
+The *optional* parts are declared once, with their defaults, on :class:`Scheme`; a scheme
+overrides what it needs:
+
+==========================  =====================================================================
+``default_stepper``         the stepper ``solve()`` uses when none is named (``"dopri5"``)
+``uses_blas``               whether the rhs calls BLAS (the thread attrs; ``True``)
+``pointwise_kernel``        which pointwise kernel the rhs runs (``"numpy"``)
+``takes_cell_averages``     the state is cell averages (finite volume): initial data are averaged
+                            conservatively and enter through ``state_from_cell_averages`` (``False``)
+``rng``                     the noise generator an exact restart carries (``None``)
+``restart_fields``          mutable fields an exact restart carries (``()``; :mod:`solvers.checkpoint`)
+``after_switch``            Mix-LN's switch has passed (``False``; :func:`solvers.runloop.run_switching`)
+``adaptive_dt(cfl)``        the adaptive steppers' step cap (``stable_dt``)
+``after_step(state, h)``    the post-step map (renormalise, noise; the state itself)
+``collapse(state)``         merge coincident nodes, MATH.md §5 (the state itself: nothing merged)
+``after_restore()``         re-derive caches after a restart put fields back (nothing)
+``static_variables()``      time-independent Dataset variables, e.g. node weights (``{}``)
+``state_from_cell_averages(averages)``  (``state_from_density``)
+==========================  =====================================================================
+
+:func:`conform` is what the callers use instead of probing with ``getattr``: it returns the
+scheme, with the contract's defaults bound onto an instance whose class does not inherit
+:class:`Scheme` yet (a transition: once every scheme class inherits it, :func:`conform` only
+checks).  ``tests/solvers/test_contract.py`` runs every registered scheme through it.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class SchemeProtocol(Protocol):
+    """The required parts of every scheme (module docstring)."""
+
+    name: str
+    linear: object
+    state_scale: float
+
+    def rhs(self, state: np.ndarray, t: float) -> np.ndarray: ...
+
+    def stable_dt(self, cfl: float) -> float: ...
+
+    def validity(self, state: np.ndarray, t: float) -> str | None: ...
+
+    def frame(self, state: np.ndarray) -> dict: ...
+
+    def dims(self) -> dict: ...
+
+    def coords(self) -> dict: ...
+
+
+#: Required parts of every scheme.
+REQUIRED_PARTS = ("name", "linear", "state_scale", "rhs", "stable_dt", "validity", "frame", "dims", "coords")
+#: Further required parts of the PDE schemes (density and Lagrangian).
+PDE_PARTS = ("geometry", "model", "basis", "resolution", "state_from_density")
+
+
+class Scheme:
+    """The optional parts of the contract with their defaults (module docstring).  Schemes inherit it."""
+
+    default_stepper = "dopri5"
+    uses_blas = True
+    pointwise_kernel = "numpy"
+    takes_cell_averages = False
+    rng = None
+    restart_fields: tuple = ()
+    after_switch = False
+
+    def adaptive_dt(self, cfl: float) -> float:
+        """The step cap of an adaptive stepper: by default the stability bound."""
+        return self.stable_dt(cfl)
+
+    def after_step(self, state: np.ndarray, h: float) -> np.ndarray:
+        """The post-step map: by default none (the state itself, so the stepper may reuse its last slope)."""
+        return state
+
+    def collapse(self, state: np.ndarray) -> np.ndarray:
+        """Merge coincident nodes (MATH.md §5): by default none (the state itself)."""
+        return state
+
+    def after_restore(self) -> None:
+        """Re-derive what depends on fields a restart put back: by default nothing."""
+
+    def static_variables(self) -> dict:
+        """Time-independent Dataset variables: by default none."""
+        return {}
+
+    def state_from_cell_averages(self, averages: np.ndarray) -> np.ndarray:
+        """The state from cell averages: by default the averages taken as point values."""
+        return self.state_from_density(averages)
+
+
+#: The optional parts :class:`Scheme` declares (names of its attributes and methods).
+OPTIONAL_PARTS = tuple(name for name in vars(Scheme) if not name.startswith("_"))
+
+
+def missing_parts(scheme, parts=REQUIRED_PARTS) -> list[str]:
+    """The required ``parts`` ``scheme`` (an instance) lacks."""
+    return [name for name in parts if not hasattr(scheme, name)]
+
+
+def conform(scheme):
+    """``scheme`` with every optional part resolvable (module docstring); returns ``scheme``.
+
+    A scheme whose class inherits :class:`Scheme` is returned as it is.  Otherwise (a class not
+    converted yet) each optional part its class lacks is set on the instance from :class:`Scheme`
+    (methods bound to the instance); ``takes_cell_averages`` follows whether the class has its own
+    ``state_from_cell_averages``.
+    """
+    if isinstance(scheme, Scheme) or "_conformed" in vars(scheme):
+        return scheme
+    cls = type(scheme)
+    for name in OPTIONAL_PARTS:
+        if hasattr(cls, name) or name in vars(scheme):
+            continue
+        value = vars(Scheme)[name]
+        if name == "takes_cell_averages":
+            value = hasattr(cls, "state_from_cell_averages")
+        elif isinstance(value, types.FunctionType):
+            value = types.MethodType(value, scheme)
+        setattr(scheme, name, value)
+    scheme._conformed = True
+    return scheme
