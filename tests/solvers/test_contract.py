@@ -1,0 +1,76 @@
+"""The scheme contract (solvers.contract): every registered scheme and the particle scheme satisfies it."""
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+from meanfield.init_data import initial_state
+from meanfield.model import Model
+from meanfield.schemes import SCHEMES
+from solvers.contract import (OPTIONAL_PARTS, PDE_PARTS, REQUIRED_PARTS, Scheme, SchemeProtocol, conform,
+                              missing_parts)
+from solvers.particles import ParticleScheme
+from solvers.solve import scheme_class
+from solvers.steppers import make_stepper
+
+RESOLUTION = {"circle": 32, "sphere": 7, "zonal": 16}
+DIM = {"circle": 2, "sphere": 3, "zonal": 4}
+REGISTERED = [(geometry, name) for geometry, names in SCHEMES.items() for name in names]
+
+
+def _scheme(geometry, name):
+    return scheme_class(geometry, name)(Model(beta=2.0, dim=DIM[geometry]), RESOLUTION[geometry])
+
+
+@pytest.mark.parametrize("geometry, name", REGISTERED, ids=[f"{g}-{n}" for g, n in REGISTERED])
+def test_every_registered_scheme_satisfies_the_contract(geometry, name):
+    scheme = conform(_scheme(geometry, name))
+    assert isinstance(scheme, SchemeProtocol)
+    assert missing_parts(scheme, REQUIRED_PARTS + PDE_PARTS) == []
+    assert scheme.name == name and scheme.geometry == geometry
+    assert missing_parts(scheme, OPTIONAL_PARTS) == []
+    assert scheme.takes_cell_averages == (name == "fv")
+    assert scheme.default_stepper == ("ssprk3" if name == "fv" else "dopri5")
+    assert isinstance(scheme.static_variables(), dict) and scheme.rng is None
+    state = initial_state("perturbed:1e-2", geometry, scheme, 0)
+    assert scheme.validity(state, 0.0) is None
+    assert np.isfinite(scheme.adaptive_dt(0.5)) and scheme.adaptive_dt(0.5) > 0
+
+
+def test_the_particle_scheme_satisfies_the_contract():
+    scheme = conform(ParticleScheme(Model(beta=1.0, dim=3), 8, seed=0))
+    assert isinstance(scheme, SchemeProtocol)
+    assert missing_parts(scheme, REQUIRED_PARTS) == [] and missing_parts(scheme, OPTIONAL_PARTS) == []
+    assert scheme.name == "particles" and scheme.takes_cell_averages is False
+    x = np.linalg.qr(np.random.default_rng(0).standard_normal((3, 3)))[0][:, :1].T.repeat(8, 0)[None]
+    assert scheme.collapse(x) is x  # collapse off (collapse_tol 0): the state itself
+
+
+def test_defaults_of_a_density_scheme_come_from_the_base_class():
+    scheme = _scheme("circle", "spectral")
+    assert isinstance(scheme, Scheme) and conform(scheme) is scheme and "_conformed" not in vars(scheme)
+    state = scheme.state_from_density(np.ones(32))
+    assert scheme.collapse(state) is state and scheme.after_step(state, 0.1) is state
+    assert scheme.adaptive_dt(0.5) == scheme.stable_dt(0.5)
+    assert scheme.static_variables() == {} and scheme.restart_fields == ("_tail_floor",)
+
+
+def test_a_class_outside_the_base_keeps_its_own_parts():
+    """``conform`` fills in only what the class lacks: the Lagrangian scheme's collapse stays its own."""
+    scheme = conform(_scheme("circle", "lagrangian"))
+    assert scheme.collapse.__func__ is type(scheme).collapse
+    assert scheme.adaptive_dt.__func__ is type(scheme).adaptive_dt
+
+
+def test_a_stepper_does_not_keep_its_scheme_alive():
+    for name in ("rk4", "etdrk4", "dopri5"):
+        scheme = scheme_class("circle", "spectral")(Model(beta=2.0, nu=0.01), 32)
+        stepper = make_stepper(name, scheme)
+        state = scheme.state_from_density(1 + 0.1 * np.cos(scheme.basis.theta))
+        stepper.step(state, 0.0, 0.1)
+        ref = weakref.ref(scheme)
+        del scheme, stepper
+        gc.collect()
+        assert ref() is None, name
