@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import require
-from .kernels import scaled_funk_hecke
+from . import fourier_series
+from .kernel_operator import KernelOperator
 
 DEFAULT_CLUSTER_LEVEL = 2.0
 
@@ -98,9 +99,8 @@ def scaled_energy_from_coefficients(coeffs: np.ndarray, beta: float, n: int) -> 
     even N appears once).
     """
     require(beta > 0, f"beta must be > 0 for the interaction energy (got {beta:g})")
-    k = np.arange(len(coeffs))
-    multiplicity = np.where((k == 0) | (2 * k == n), 1.0, 2.0)
-    return float(math.pi / beta * np.sum(multiplicity * scaled_funk_hecke(k, beta, 2) * np.abs(coeffs) ** 2))
+    kernel = KernelOperator(np.arange(len(coeffs)), beta, 2)
+    return kernel.energy(coeffs, fourier_series.multiplicity(len(coeffs), n), fourier_series.CIRCLE_NORM)
 
 
 def interaction_energy(density: np.ndarray, beta: float, scaled: bool = True) -> float:
@@ -111,7 +111,7 @@ def interaction_energy(density: np.ndarray, beta: float, scaled: bool = True) ->
     itself, which overflows to ``inf`` for ``beta`` beyond ~700.
     """
     density = np.asarray(density, dtype=float)
-    value = scaled_energy_from_coefficients(np.fft.rfft(density, norm="forward"), beta, density.size)
+    value = scaled_energy_from_coefficients(fourier_series.coefficients(density), beta, density.size)
     return value if scaled else value * math.exp(beta) if beta < 709 else math.inf
 
 

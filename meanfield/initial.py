@@ -30,17 +30,13 @@ from scipy.interpolate import CubicSpline
 from scipy.special import ive
 
 from .errors import InputError, require
+from .fourier_series import coefficients, dealiased_band, synthesis
 from .storage import last_valid_density, load_run
 
 INIT_HELP = "uniform, perturbed:EPS, vonmises:KAPPA@MU (sums with '+'), or an earlier run's .nc file"
 
 #: Density resolved on the grid when its content past the dealiased band is below this (x mean).
 UNRESOLVED_TOL = 1e-3
-
-
-def dealiased_band(n: int) -> int:
-    """``kmax = (N - 1) // 3``: the modes a 2/3-rule grid of N points keeps."""
-    return (n - 1) // 3
 
 
 def random_fourier_noise(n: int, seed) -> np.ndarray:
@@ -51,7 +47,7 @@ def random_fourier_noise(n: int, seed) -> np.ndarray:
     rms = math.sqrt(float(np.sum(cos_sin ** 2)) / 2.0)
     coeffs = np.zeros(n // 2 + 1, dtype=complex)
     coeffs[1:kmax + 1] = (cos_sin[:, 0] - 1j * cos_sin[:, 1]) / (2.0 * rms)
-    return np.fft.irfft(coeffs, n, norm="forward")
+    return synthesis(coeffs, n)
 
 
 def von_mises(theta: np.ndarray, kappa: float, mu: float) -> np.ndarray:
@@ -94,13 +90,13 @@ def periodic_resample(values: np.ndarray, theta0: float, n: int) -> np.ndarray:
     becomes an interior mode), so the result equals ``values`` at the old points when ``n = p M``.
     """
     m = values.size
-    coeffs = np.fft.rfft(values, norm="forward") * np.exp(-1j * np.arange(m // 2 + 1) * theta0)
+    coeffs = coefficients(values) * np.exp(-1j * np.arange(m // 2 + 1) * theta0)
     resampled = np.zeros(n // 2 + 1, dtype=complex)
     keep = min(len(coeffs), len(resampled))
     resampled[:keep] = coeffs[:keep]
     if m % 2 == 0 and m // 2 < keep and (n % 2 or m // 2 != n // 2):
         resampled[m // 2] *= 0.5
-    return np.fft.irfft(resampled, n, norm="forward")
+    return synthesis(resampled, n)
 
 
 def circle_values(theta: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -174,6 +170,6 @@ def circle_density(spec: str, n: int, seed=None) -> np.ndarray:
 def check_density(density: np.ndarray, spec: str, n: int) -> None:
     """Refuse a density that is not finite, negative, massless, or unresolved on the grid."""
     mean = check_sign_and_mass(density, spec, 2 * math.pi * float(np.mean(density)), 2 * math.pi)
-    coeffs = np.abs(np.fft.rfft(density, norm="forward"))
+    coeffs = np.abs(coefficients(density))
     require_resolved(float(np.max(coeffs[dealiased_band(n) + 1:], initial=0.0)) / mean, spec, n,
                      f"mode {dealiased_band(n)}")

@@ -33,6 +33,7 @@ import numpy as np
 
 from .diagnostics import empirical_coefficients
 from .errors import require
+from .fourier_series import synthesis
 from .model import Model
 from .theory import growth_rates
 
@@ -68,7 +69,7 @@ def linearised_density(coefficients: np.ndarray, model: Model, t: float, points:
     grown[1:] *= np.exp(rates * t)
     if growing_only:
         grown[1:][rates < 0.5 * np.max(rates)] = 0.0
-    return np.fft.irfft(grown * points, points)
+    return synthesis(grown, points)
 
 
 def local_maxima_angles(density: np.ndarray, count: int) -> np.ndarray:
@@ -110,7 +111,7 @@ def smoothed_density(theta: np.ndarray, weights: np.ndarray, width: float, point
     coefficients *= np.exp(-0.5 * (k * width) ** 2)
     spectrum = np.zeros(points // 2 + 1, dtype=complex)
     spectrum[: modes + 1] = coefficients
-    return np.fft.irfft(spectrum * points, points)
+    return synthesis(spectrum, points)
 
 
 @dataclass(frozen=True)

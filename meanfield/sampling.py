@@ -45,6 +45,7 @@ import math
 import numpy as np
 
 from .errors import require
+from .fourier_series import coefficients, synthesis
 from .init_data import (as_values, evaluate, interval_faces, kind_of, label_of, load_init_run, periodic_faces, piecewise,
                         read_source)
 from .initial import INIT_HELP, check_density, check_sign_and_mass, circle_density, circle_values
@@ -72,7 +73,7 @@ class TrigonometricDensity:
     """A circle density given by its Fourier coefficients, evaluated anywhere."""
 
     def __init__(self, grid_density: np.ndarray):
-        self.coeffs = np.fft.rfft(grid_density, norm="forward")
+        self.coeffs = coefficients(grid_density)
         self.n = grid_density.size
         self.coeffs[self.n // 2] = 0.0 if self.n % 2 == 0 else self.coeffs[self.n // 2]
 
@@ -86,7 +87,7 @@ class TrigonometricDensity:
         return out
 
     def upper_bound(self) -> float:
-        fine = np.fft.irfft(self.coeffs, 8 * self.n, norm="forward")
+        fine = synthesis(self.coeffs, 8 * self.n)
         return 1.05 * float(fine.max())
 
     def sample(self, n: int, rng) -> np.ndarray:

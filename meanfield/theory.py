@@ -17,7 +17,8 @@ import numpy as np
 
 from .errors import require
 from .geometry import laplace_eigenvalue, sphere_area
-from .kernels import band_limit, scaled_funk_hecke_over_beta
+from .kernel_operator import KernelOperator
+from .kernels import band_limit, scaled_funk_hecke
 from .model import Model
 
 
@@ -27,12 +28,10 @@ def interaction_rate(model: Model, degrees) -> np.ndarray:
     SA:  ``I_{l+(d-2)/2}(beta) / (beta I_{(d-2)/2}(beta))``;
     USA: ``kappa_l / (beta |S^{d-1}|)``.  At ``beta = 0`` the limit (only ``l = 1`` survives).
     """
-    degrees = np.asarray(degrees)
-    per_beta = scaled_funk_hecke_over_beta(degrees, model.beta, model.dim)
+    operator = KernelOperator.of(model, np.asarray(degrees))
     if model.attention == "sa":
-        from .kernels import scaled_funk_hecke
-        return per_beta / scaled_funk_hecke(0, model.beta, model.dim)
-    return per_beta * math.exp(model.beta) / sphere_area(model.dim)
+        return operator.over_beta / scaled_funk_hecke(0, model.beta, model.dim)
+    return operator.scaled(operator.over_beta) / sphere_area(model.dim)
 
 
 def growth_rates(model: Model, degrees) -> np.ndarray:

@@ -33,9 +33,9 @@ import math
 import numpy as np
 from scipy.linalg.blas import idamax
 
-from meanfield.diagnostics import scaled_energy_from_coefficients
 from meanfield.errors import require
-from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_beta_derivative, scaled_funk_hecke_over_beta
+from meanfield.fourier_series import CIRCLE_NORM
+from meanfield.kernel_operator import top_sixth
 from meanfield.model import Model
 
 from .density_scheme import DensityScheme
@@ -71,10 +71,10 @@ class CircleSpectral(DensityScheme):
         self.basis = basis = FourierBasis(int(resolution), backend, slots=fields, planning=planning)
         self.resolution = basis.n
         k = basis.wavenumbers
-        self.conv = scaled_funk_hecke(k, model.beta, 2) * basis.dealias        # exp(-beta) 2 pi I_k
-        self.velocity = velocity = divisor.scaled_velocity(1j * k * scaled_funk_hecke_over_beta(k, model.beta, 2)
-                                                           * basis.dealias)
-        self.radial = scaled_funk_hecke_beta_derivative(k, model.beta, 2) * basis.dealias if divisor.ngpt else None
+        self.kernel_operator = operator = divisor.kernel(k)
+        self.conv = operator.conv * basis.dealias                              # exp(-beta) 2 pi I_k
+        self.velocity = velocity = operator.velocity(1j * k) * basis.dealias
+        self.radial = operator.radial * basis.dealias if divisor.ngpt else None
         self.divergence = -1j * k * basis.dealias / basis.n                  # includes 1/N of analysis
         # the transform buffers rhs works in: slot 0 rho, slot 1 the speed, slot 2 K*rho (SA) or R (nGPT)
         self._rho_coeffs, self._rho = basis.synthesis_input(0), basis.synthesis_output(0)
@@ -88,8 +88,7 @@ class CircleSpectral(DensityScheme):
         self.state_scale = 1.0 / (2 * math.pi)
         self.positivity_tol = positivity_tol
         self.resolution_tol = resolution_tol
-        tail_start = max(1, (5 * basis.kmax) // 6)
-        self._tail = slice(tail_start, basis.kmax + 1)
+        self._tail = top_sixth(basis.kmax)
         self.max_speed = 0.0
         self._kernel = fused_kernel(self, kernel)
         self.pointwise_kernel = "numpy" if self._kernel is None else "compiled"
@@ -143,7 +142,7 @@ class CircleSpectral(DensityScheme):
     # -- diagnostics --------------------------------------------------------------------------------
     def energy(self, state: np.ndarray) -> float:
         """``exp(-beta) E`` (MATH.md §2.1)."""
-        return scaled_energy_from_coefficients(state, self.model.beta, self.basis.n)
+        return self.kernel_operator.energy(state, self.basis.multiplicity, CIRCLE_NORM)
 
     def spectral_tail(self, state: np.ndarray) -> float:
         """Largest ``|rho_hat_k|`` in the top sixth of the retained modes, relative to ``rho_hat_0``."""

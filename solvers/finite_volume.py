@@ -85,8 +85,8 @@ from scipy.special import roots_legendre
 
 from meanfield.errors import require
 from meanfield.geometry import laplace_eigenvalue, sphere_area
-from meanfield.kernels import (band_limit, scaled_funk_hecke, scaled_funk_hecke_beta_derivative,
-                               scaled_funk_hecke_over_beta)
+from meanfield.fourier_series import CIRCLE_NORM, dealiased_band
+from meanfield.kernels import band_limit
 from meanfield.model import Model
 
 from .fourier import FourierBasis
@@ -318,11 +318,11 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         self._folds = bool(self._conjugate.any())
         self._sinc = np.sinc(k * h / (2 * math.pi))                          # sin(kh/2) / (kh/2)
         shift = self._sinc * np.exp(-0.5j * k * h) / n                       # cell transform, face phase, 1/N
-        self.conv_coeffs = scaled_funk_hecke(k, beta, 2)                     # exp(-beta) 2 pi I_k
-        velocity = self.speed_divisor.scaled_velocity(1j * k * scaled_funk_hecke_over_beta(k, beta, 2))
-        self._numerator = velocity * shift
+        self.kernel_operator = operator = self.speed_divisor.kernel(k)
+        self.conv_coeffs = operator.conv                                       # exp(-beta) 2 pi I_k
+        self._numerator = operator.velocity(1j * k) * shift
         self._denominator = self.conv_coeffs * shift
-        self._radial = scaled_funk_hecke_beta_derivative(k, beta, 2) * shift if ngpt else None
+        self._radial = operator.radial * shift if ngpt else None
         self._kmodes = np.arange(basis.kmax + 1)
         self.max_rate = self.speed_divisor.fastest_rate(np.arange(1, basis.kmax + 1))
         self.state_scale = 1.0 / (2 * math.pi)
@@ -365,14 +365,14 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         k = np.arange(keep)
         spectrum = np.zeros(n // 2 + 1, dtype=complex)
         spectrum[:keep] = coeffs[:keep] * np.sinc(k / n)
-        return np.fft.irfft(spectrum, n, norm="forward")
+        return FourierBasis.values_of(spectrum, n)
 
     def state_from_density(self, density: np.ndarray) -> np.ndarray:
         """Exact cell averages of the trigonometric interpolant of point values at the cell centres."""
         density = np.asarray(density, dtype=float)
         require(density.shape == (self.resolution,),
                 f"the initial density must have {self.resolution} values (got shape {density.shape})")
-        return self._start(self.cell_averages(np.fft.rfft(density, norm="forward")))
+        return self._start(self.cell_averages(FourierBasis.coefficients_of(density)))
 
     # -- diagnostics --------------------------------------------------------------------------------
     def coefficients(self, state: np.ndarray) -> np.ndarray:
@@ -382,8 +382,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
     def energy(self, state: np.ndarray) -> float:
         """``exp(-beta) E(P) = (pi / beta) sum_{|k| <= M} c_k |P_hat_k|^2`` (MATH.md §2.1)."""
         coeffs = self.coefficients(state)
-        weight = np.where(np.arange(coeffs.size) == 0, 1.0, 2.0)
-        return float(math.pi / self.model.beta * np.sum(weight * self.conv_coeffs * np.abs(coeffs) ** 2))
+        return self.kernel_operator.energy(coeffs, np.where(np.arange(coeffs.size) == 0, 1.0, 2.0), CIRCLE_NORM)
 
     def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
         """``|rho_hat_k|``, ``k = 0..kmax``: the coefficients whose exact cell averages are the state."""
@@ -450,7 +449,7 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         self._common(model, positivity_tol, resolution_tol, normalization)
         n = self.resolution = int(resolution)
         dim, beta = model.dim, model.beta
-        self.basis = basis = ZonalBasis(max(2, (n - 1) // 3), dim)
+        self.basis = basis = ZonalBasis(max(2, dealiased_band(n)), dim)
         self.faces = faces = math.pi * np.arange(n + 1) / n
         self.polar = 0.5 * (faces[:-1] + faces[1:])
         volumes, centroids = zonal_cell_volumes(faces, dim)
@@ -460,13 +459,13 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         self.band = band = band_limit(beta, dim)
         self.G = cell_integrals(faces, max(band, basis.lmax), dim)
         ell = np.arange(band + 1)
-        self.conv_coeffs = scaled_funk_hecke(ell, beta, dim)               # exp(-beta) kappa_l
-        # exp(-beta) kappa_l / beta (times exp(beta) for USA but nGPT)
-        velocity = self.speed_divisor.scaled_velocity(scaled_funk_hecke_over_beta(ell, beta, dim))
+        self.kernel_operator = operator = self.speed_divisor.kernel(ell)
+        self.conv_coeffs = operator.conv                                      # exp(-beta) kappa_l
+        velocity = operator.velocity()            # exp(-beta) kappa_l / beta (times exp(beta) for USA but nGPT)
         p, dp = normalised_gegenbauer(np.cos(faces), band, dim, derivative=True)
         self._numerator = -np.sin(faces)[:, None] * dp * velocity          # polar component -sin th V
         self._denominator = p * self.conv_coeffs
-        self._radial = p * scaled_funk_hecke_beta_derivative(ell, beta, dim) if self.speed_divisor.ngpt else None
+        self._radial = p * operator.radial if self.speed_divisor.ngpt else None
         self._analysis = self.G[:band + 1]
         self.max_rate = self.speed_divisor.fastest_rate(np.arange(1, basis.lmax + 1))
         self.state_scale = 1.0 / sphere_area(dim)
@@ -503,8 +502,7 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
     # -- diagnostics --------------------------------------------------------------------------------
     def energy(self, state: np.ndarray) -> float:
         """``exp(-beta) E(P) = (1 / 2 beta) sum_{l <= M} c_l g_l^2`` (MATH.md §2, §2.2)."""
-        g = self._analysis @ state
-        return float(np.sum(self.conv_coeffs * g ** 2) / (2.0 * self.model.beta))
+        return self.kernel_operator.energy(self._analysis @ state)
 
     def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
         """``|g_l|``, ``l = 0..lmax``, of the piecewise-constant density."""

@@ -33,6 +33,8 @@ except ImportError:  # pragma: no cover
 
 import scipy.fft
 
+from meanfield import fourier_series
+
 #: FFTW flags of each planning mode: ``"estimate"`` (the default: the same plans in every
 #: run) or ``"measure"`` (timed, may differ from run to run: for benchmarks only).
 PLANNING = {"estimate": ("FFTW_ESTIMATE",), "measure": ("FFTW_MEASURE",)}
@@ -108,12 +110,14 @@ class FourierBasis:
         self.theta = 2.0 * math.pi * np.arange(n) / n
         self.wavenumbers = np.arange(n // 2 + 1)
         #: 2/3-rule dealiasing: modes |k| <= kmax survive a quadratic product unaliased.
-        self.kmax = (n - 1) // 3
+        self.kmax = fourier_series.dealiased_band(n)
         self.dealias = (self.wavenumbers <= self.kmax).astype(float)
         with _wisdom_set_aside(backend == "pyfftw" and planning == "estimate"):
             self._forward = _make_transform(n, "forward", backend, planning)
             self._backward = [_make_transform(n, "backward", backend, planning) for _ in range(slots)]
         self.cell = 2.0 * math.pi / n
+        #: how often each stored coefficient counts in the full series (the energy's quadratic form)
+        self.multiplicity = fourier_series.multiplicity(n // 2 + 1, n)
 
     # -- transforms --------------------------------------------------------------------------
     def synthesis_input(self, slot: int = 0) -> np.ndarray:
@@ -161,6 +165,10 @@ class FourierBasis:
         """``rho_hat_k = (1/N) sum_j rho_j exp(-i k theta_j)`` (a fresh array)."""
         self._forward.input_array[:] = grid
         return self.analyse() / self.n
+
+    #: one-off transforms of any length, outside the planned buffers (:mod:`meanfield.fourier_series`)
+    coefficients_of = staticmethod(fourier_series.coefficients)
+    values_of = staticmethod(fourier_series.synthesis)
 
     # -- quadrature and spectral operators ------------------------------------------------------
     def integrate(self, grid: np.ndarray) -> float:

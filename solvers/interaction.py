@@ -54,8 +54,9 @@ import numpy as np
 
 from meanfield.errors import require
 from meanfield.threads import NONUNIFORM_THREADS
-from meanfield.kernels import (band_limit, scaled_funk_hecke, scaled_funk_hecke_beta_derivative,
-                               scaled_funk_hecke_over_beta)
+from meanfield.kernel_operator import KernelOperator
+from meanfield.kernels import band_limit
+from meanfield.kernels import scaled_funk_hecke
 
 from .sphere import m_major_layout, point_mass_coefficients
 
@@ -369,14 +370,14 @@ class CircleFourierInteraction:
 
     def __init__(self, beta: float, attention: str, weights, tol: float = 1e-16):
         self.beta, self.attention, self.weights = beta, attention, weights
-        modes = np.arange(band_limit(beta, 2, tol) + 2)
-        self.modes = modes
-        scale = math.exp(beta) if attention == "usa" else 1.0
-        scaled = scaled_funk_hecke(modes, beta, 2) / (2 * math.pi)            # ive_k(beta)
-        self.density_coeffs = np.where(modes == 0, 1.0, 2.0) * scaled * scale
-        self.speed_coeffs = 2 * modes * scaled_funk_hecke_over_beta(modes, beta, 2) / (2 * math.pi) * scale
+        self.kernel_operator = operator = KernelOperator.banded(beta, 2, attention, tol, extra=1)
+        self.modes = modes = operator.degrees
+        self.multiplicity = np.where(modes == 0, 1.0, 2.0)                    # T_k and its conjugate T_-k
+        scaled = operator.conv / (2 * math.pi)                                  # ive_k(beta)
+        self.density_coeffs = operator.scaled(self.multiplicity * scaled)
+        self.speed_coeffs = operator.scaled(2 * modes * operator.over_beta / (2 * math.pi))
         below, above = scaled_funk_hecke(np.abs(modes - 1), beta, 2), scaled_funk_hecke(modes + 1, beta, 2)
-        self.radial_coeffs = np.where(modes == 0, above, below + above) / (2 * math.pi) * scale
+        self.radial_coeffs = operator.scaled(np.where(modes == 0, above, below + above) / (2 * math.pi))
 
     def _phases(self, theta: np.ndarray) -> np.ndarray:
         """``exp(i k theta)`` for k = 0..M, shape ``(B, n, M+1)``, by repeated multiplication."""
@@ -426,8 +427,7 @@ class CircleFourierInteraction:
         """``exp(-beta) E = (1/2 beta) sum_k ive_|k| |T_k|^2`` (MATH.md §2.1)."""
         theta = np.arctan2(x[..., 1], x[..., 0])
         sums = np.einsum("bjk,j->bk", self._phases(theta), self.weights)
-        ive = scaled_funk_hecke(self.modes, self.beta, 2) / (2 * math.pi)
-        return (np.abs(sums) ** 2 @ (np.where(self.modes == 0, 1.0, 2.0) * ive)) / (2 * self.beta)
+        return (np.abs(sums) ** 2 @ (self.multiplicity * (self.kernel_operator.conv / (2 * math.pi)))) / (2 * self.beta)
 
 
 #: Relative accuracy of :class:`SphereHarmonicInteraction` against the direct sum (default).
@@ -490,10 +490,10 @@ class SphereHarmonicInteraction:
         self.epsilon = max(self.accuracy / 4, SHT_MIN_EPSILON) if epsilon is None else float(epsilon)
         degree, order = m_major_layout(band)
         self.multiplicity = np.where(order == 0, 1.0, 2.0)
-        scale = math.exp(beta) if attention == "usa" else 1.0
-        self.conv = scaled_funk_hecke(degree, beta, 3)                          # exp(-beta) kappa_l
-        self.potential = scaled_funk_hecke_over_beta(degree, beta, 3) * scale   # gradient / beta
-        self.radial = scaled_funk_hecke_beta_derivative(degree, beta, 3) * scale
+        self.kernel_operator = operator = KernelOperator(degree, beta, 3, attention)
+        self.conv = operator.conv                                                 # exp(-beta) kappa_l
+        self.potential = operator.velocity()                                      # gradient / beta
+        self.radial = operator.scaled(operator.radial)
         self.min_density = math.inf
 
     def _transforms(self, loc: np.ndarray) -> dict:
@@ -564,5 +564,4 @@ class SphereHarmonicInteraction:
 
     def scaled_energy(self, x: np.ndarray) -> np.ndarray:
         """``exp(-beta) E = (1/2 beta) sum_lm exp(-beta) kappa_l |mu_lm|^2`` per system (MATH.md §2.2)."""
-        return np.array([np.sum(self.multiplicity * self.conv * np.abs(self.coefficients(system)) ** 2)
-                         for system in x]) / (2 * self.beta)
+        return np.array([self.kernel_operator.energy(self.coefficients(system), self.multiplicity) for system in x])

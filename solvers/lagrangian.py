@@ -126,7 +126,8 @@ import numpy as np
 
 from meanfield.errors import require
 from meanfield.initial_sphere import unit_vectors
-from meanfield.kernels import band_limit, scaled_funk_hecke_beta_derivative
+from meanfield.kernel_operator import top_sixth
+from meanfield.kernels import band_limit
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.theory import fastest_growth_rate
@@ -166,11 +167,6 @@ def _check_normalization(normalization, collapse_tol) -> Normalization:
             f"--collapse-tol must be 0 with --normalization {normalization.name} (got {collapse_tol!r}): nodes "
             f"at one direction with different radii move apart, so they never merge")
     return normalization
-
-
-def _top_sixth(band: int) -> slice:
-    """The top sixth ``[5 band / 6, band]`` of modes ``0 .. band`` (at least mode 1)."""
-    return slice(max(1, (5 * band) // 6), band + 1)
 
 
 class _Lagrangian:
@@ -273,12 +269,12 @@ class CircleLagrangian(_Lagrangian):
         self._coeffs_s = np.stack((-speed_c, -modes * speed_c, density_c, -modes * density_c))
         # <theta_i, A_i> numerator: exp(beta cos phi) cos phi = d/dbeta of the Bessel series, exp(-beta)
         # scaled, in the Re rows like the density's (MATH.md §6)
-        self._radial_c = np.where(modes == 0, 1.0, 2.0) * scaled_funk_hecke_beta_derivative(modes, model.beta, 2) \
-            / (2 * math.pi) * (math.exp(model.beta) if model.attention == "usa" else 1.0)
+        operator = self.interaction.kernel_operator
+        self._radial_c = operator.scaled(self.interaction.multiplicity * operator.radial / (2 * math.pi))
         band = np.arange(1, modes[-1] + 1)
         self.max_rate = fastest_growth_rate(model, band)
-        self._density_tail = _top_sixth(basis.kmax)
-        self._flow_tail = _top_sixth(basis.n // 2)
+        self._density_tail = top_sixth(basis.kmax)
+        self._flow_tail = top_sixth(basis.n // 2)
         self.lipschitz = 0.0
         self.max_speed = 0.0
         self._min_denominator = math.inf
@@ -543,7 +539,7 @@ class SphereLagrangian(_Lagrangian):
         # latitude bands whose areas are the Gauss-Legendre weights (the cells of the fallback density)
         ring_width = basis.weights[:, 0] * basis.nlon / (2 * math.pi)     # in mu = cos(colatitude)
         self._ring_edges = np.cumsum(ring_width)[:-1]                     # of 1 - mu
-        self._density_tail = _top_sixth(basis.lmax)
+        self._density_tail = top_sixth(basis.lmax)
         self.lipschitz = self.max_speed = 0.0
         self._min_denominator = math.inf
         self._dims = {"density": ("lat", "lon"), "mode_amplitude": ("mode",)}
@@ -684,8 +680,7 @@ class SphereLagrangian(_Lagrangian):
 
     def energy_from(self, mu_band: np.ndarray) -> float:
         """``exp(-beta) E = (1 / 2 beta) sum_{l,m} exp(-beta) kappa_l |mu_lm|^2`` (MATH.md §2.2)."""
-        kernel = self.interaction.multiplicity * self.interaction.conv
-        return float(np.sum(kernel * np.abs(mu_band) ** 2) / (2 * self.model.beta))
+        return self.interaction.kernel_operator.energy(mu_band, self.interaction.multiplicity)
 
     def frame(self, state: np.ndarray) -> dict:
         b = self.basis

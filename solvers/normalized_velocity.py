@@ -32,12 +32,12 @@ higher resolution for the same density.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
 
 from meanfield.errors import require
+from meanfield.kernel_operator import KernelOperator
 from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_beta_derivative
 from meanfield.model import Model
 from meanfield.normalization import ON_THE_SPHERE, Normalization
@@ -82,12 +82,10 @@ class VelocityNormalization:
         self.ngpt = self.name == "ngpt"
         self.lnscale = self.name == "lnscale"
 
-    def scaled_velocity(self, velocity):
-        """A scheme's velocity multiplier (``exp(-beta)``-scaled coefficients): times ``exp(beta)`` for USA,
-        except under nGPT, whose field is scale-free; else ``velocity`` itself."""
-        if self.model.attention == "usa" and not self.ngpt:
-            return velocity * math.exp(self.model.beta)
-        return velocity
+    def kernel(self, degrees) -> KernelOperator:
+        """The scheme's :class:`meanfield.kernel_operator.KernelOperator` at ``degrees``: its velocity
+        multiplier is times ``exp(beta)`` for USA, except under nGPT, whose field is scale-free."""
+        return KernelOperator.of(self.model, degrees, self.normalization)
 
     def fastest_rate(self, degrees) -> float:
         """The fastest linear growth rate at ``t = 0`` over ``degrees`` (for the schemes' step bounds):

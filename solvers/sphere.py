@@ -44,7 +44,7 @@ import ducc0
 import numpy as np
 
 from meanfield.errors import require
-from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_beta_derivative, scaled_funk_hecke_over_beta
+from meanfield.kernel_operator import top_sixth
 from meanfield.model import Model
 from meanfield.threads import ducc0_threads
 
@@ -276,18 +276,17 @@ class SphereSpectral(DensityScheme):
         self.basis = basis = make_sphere_basis(int(resolution), backend, nthreads)
         self.resolution = basis.lmax
         l = basis.degree_of_index
-        self.conv = scaled_funk_hecke(l, model.beta, 3)                       # exp(-beta) kappa_l
-        potential = divisor.scaled_velocity(scaled_funk_hecke_over_beta(l, model.beta, 3))
-        self.potential = potential              # X = grad(potential * rho) (USA), / (conv * rho) (SA)
-        self.radial = scaled_funk_hecke_beta_derivative(l, model.beta, 3) if divisor.ngpt else None
+        self.kernel_operator = operator = divisor.kernel(l)
+        self.conv = operator.conv                                               # exp(-beta) kappa_l
+        self.potential = operator.velocity()      # X = grad(potential * rho) (USA), / (conv * rho) (SA)
+        self.radial = operator.radial if divisor.ngpt else None
         self.linear = None if model.nu == 0 else -model.nu * (l * (l + 1.0))
         degrees = np.arange(1, basis.lmax + 1)
         self.max_rate = divisor.fastest_rate(degrees)
         self.state_scale = 1.0 / (4 * math.pi)
         self.positivity_tol = positivity_tol
         self.resolution_tol = resolution_tol
-        tail_start = max(1, (5 * basis.lmax) // 6)
-        self._tail = slice(tail_start, basis.lmax + 1)
+        self._tail = top_sixth(basis.lmax)
         self.max_speed = 0.0
         nlat, nlon = basis.shape
         self._rho = np.empty((1, nlat, nlon))
@@ -328,8 +327,7 @@ class SphereSpectral(DensityScheme):
     # -- diagnostics --------------------------------------------------------------------------------
     def energy(self, state: np.ndarray) -> float:
         """``exp(-beta) E``, ``E = (1 / 2 beta) sum_{l,m} kappa_l |rho_lm|^2`` (m < 0 counted; MATH.md §2.2)."""
-        b = self.basis
-        return float(np.sum(b.multiplicity * self.conv * np.abs(state) ** 2) / (2.0 * self.model.beta))
+        return self.kernel_operator.energy(state, self.basis.multiplicity)
 
     def spectral_tail(self, state: np.ndarray) -> float:
         """Largest degree amplitude in the top sixth of degrees, relative to the degree-0 amplitude."""

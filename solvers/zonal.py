@@ -34,7 +34,7 @@ from scipy.special import roots_jacobi
 
 from meanfield.errors import require
 from meanfield.geometry import laplace_eigenvalue, sphere_area
-from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_beta_derivative, scaled_funk_hecke_over_beta
+from meanfield.kernel_operator import top_sixth
 from meanfield.model import Model
 
 from .density_scheme import DensityScheme
@@ -151,11 +151,11 @@ class ZonalGalerkin(DensityScheme):
         self.basis = basis = ZonalBasis(int(resolution), model.dim)
         self.resolution = basis.lmax
         ell = basis.degrees
-        beta = model.beta
-        self.conv = scaled_funk_hecke(ell, beta, model.dim)                 # exp(-beta) kappa_l
+        self.kernel_operator = operator = divisor.kernel(ell)
+        self.conv = operator.conv                                             # exp(-beta) kappa_l
         # exp(-beta) kappa_l / beta (times exp(beta) for USA but nGPT)
-        self.velocity = velocity = divisor.scaled_velocity(scaled_funk_hecke_over_beta(ell, beta, model.dim))
-        self.radial = scaled_funk_hecke_beta_derivative(ell, beta, model.dim) if divisor.ngpt else None
+        self.velocity = velocity = operator.velocity()
+        self.radial = operator.radial if divisor.ngpt else None
         self._sin2 = 1.0 - basis.nodes ** 2
         self._sin = np.sqrt(self._sin2)
         self._flux_weight = basis.quad * self._sin2                          # |S^{d-2}| w_j (1 - t_j^2)
@@ -166,8 +166,7 @@ class ZonalGalerkin(DensityScheme):
         self.state_scale = 1.0 / sphere_area(model.dim)
         self.positivity_tol = positivity_tol
         self.resolution_tol = resolution_tol
-        tail_start = max(1, (5 * basis.lmax) // 6)
-        self._tail = slice(tail_start, basis.lmax + 1)
+        self._tail = top_sixth(basis.lmax)
         self.max_speed = 0.0
 
     # -- state <-> density ------------------------------------------------------------------------
@@ -209,7 +208,7 @@ class ZonalGalerkin(DensityScheme):
     # -- diagnostics --------------------------------------------------------------------------------
     def energy(self, state: np.ndarray) -> float:
         """``exp(-beta) E = (1 / 2 beta) sum_l exp(-beta) kappa_l g_l^2`` (MATH.md §2, §2.2)."""
-        return float(np.sum(self.conv * state ** 2) / (2.0 * self.model.beta))
+        return self.kernel_operator.energy(state)
 
     def spectral_tail(self, state: np.ndarray) -> float:
         """Largest ``|g_l|`` in the top sixth of the degrees, relative to ``g_0``."""
