@@ -354,6 +354,19 @@ class DirectInteraction:
         return total / (2 * self.beta)
 
 
+def fourier_phases(theta: np.ndarray, count: int, modes_last: bool = True) -> np.ndarray:
+    """``exp(i k theta)`` for ``k = 0 .. count-1`` by repeated multiplication (MATH.md §2.1): shape
+    ``theta.shape + (count,)``, or ``(count,) + theta.shape`` (one contiguous row per mode) if not ``modes_last``.
+    The phases of the circle's O(n M) Bessel sums, for particles and Lagrangian nodes alike."""
+    phases = np.empty(theta.shape + (count,) if modes_last else (count,) + theta.shape, dtype=complex)
+    rows = np.moveaxis(phases, -1, 0) if modes_last else phases
+    rows[0] = 1.0
+    np.exp(1j * theta, out=rows[1])
+    for k in range(2, count):
+        np.multiply(rows[k - 1], rows[1], out=rows[k])
+    return phases
+
+
 class CircleFourierInteraction:
     """``Q = K = V = I`` on the circle in ``O(n M)`` with ``M = M(beta, 1e-16)`` (MATH.md §2.1).
 
@@ -380,13 +393,8 @@ class CircleFourierInteraction:
         self.radial_coeffs = operator.scaled(np.where(modes == 0, above, below + above) / (2 * math.pi))
 
     def _phases(self, theta: np.ndarray) -> np.ndarray:
-        """``exp(i k theta)`` for k = 0..M, shape ``(B, n, M+1)``, by repeated multiplication."""
-        base = np.exp(1j * theta)
-        phases = np.empty(theta.shape + (self.modes.size,), dtype=complex)
-        phases[..., 0] = 1.0
-        for k in range(1, self.modes.size):
-            np.multiply(phases[..., k - 1], base, out=phases[..., k])
-        return phases
+        """``exp(i k theta)`` for k = 0..M, shape ``(B, n, M+1)`` (:func:`fourier_phases`)."""
+        return fourier_phases(theta, self.modes.size)
 
     def angular_velocity(self, theta: np.ndarray) -> np.ndarray:
         """``d theta_i / dt`` for angles of shape ``(B, n)``."""

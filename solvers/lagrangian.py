@@ -135,7 +135,8 @@ from meanfield.threads import NONUNIFORM_THREADS
 
 from .clusters import NodeCollapse, closing_rate, resolve_collapse_tol
 from .fourier import FourierBasis
-from .interaction import SHT_MIN_EPSILON, CircleFourierInteraction, SphereHarmonicInteraction, sphere_locations
+from .interaction import (SHT_MIN_EPSILON, CircleFourierInteraction, SphereHarmonicInteraction, fourier_phases,
+                          sphere_locations)
 from .particles import SPHERE_TOL
 from .sphere import make_sphere_basis, point_mass_coefficients
 
@@ -366,11 +367,7 @@ class CircleLagrangian(_Lagrangian):
         ``<theta_j, A_j>`` from one more pair of sums (:meth:`_normalised`).
         """
         theta = self.angles(state)
-        phases = np.empty((self._modes.size, theta.size), dtype=complex)
-        phases[0] = 1.0
-        np.exp(1j * theta, out=phases[1])
-        for k in range(2, self._modes.size):                              # rows exp(i k theta), contiguous
-            np.multiply(phases[k - 1], phases[1], out=phases[k])
+        phases = fourier_phases(theta, self._modes.size, modes_last=False)   # rows exp(i k theta), contiguous
         cos, sin = phases.real.copy(), phases.imag.copy()
         a, b = cos @ self.weights, sin @ self.weights
         sums = (self._coeffs * np.where(self._uses_b, b, a)) @ cos \
