@@ -51,7 +51,7 @@ from matplotlib.lines import Line2D
 
 from meanfield.gaussian import solve
 from meanfield.storage import netcdf_safe, package_version
-from validation.mean_field import save_figure, write_dataset
+from .harness import save_figure, write_dataset
 
 RANK_TOL = 1e-6
 DECAY_KEEP = 0.5

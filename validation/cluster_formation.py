@@ -50,7 +50,8 @@ from meanfield.storage import netcdf_safe, package_version
 from meanfield.theory import dominant_mode, formation_time, growth_rates
 from solvers.particle_run import simulate
 
-from .mean_field import fit_with_spread, progress_bar, save_figure, write_dataset
+from .mean_field import fit_with_spread
+from .harness import progress_bar, save_figure, write_dataset
 
 THRESHOLD = 0.5
 SAVE_EVERY = 0.1

@@ -58,7 +58,7 @@ from solvers.particles import ParticleScheme
 from solvers.runloop import run
 from solvers.steppers import make_stepper
 from meanfield.plotting import legend_below
-from validation.mean_field import progress_bar, save_figure, study_main, write_dataset
+from .harness import progress_bar, save_figure, study_main, write_dataset
 from validation.phase_diagram import machine_cores, write_atomic
 
 KINDS = ("softmax", "l2", "multihead", "sinkhorn")

@@ -1,20 +1,59 @@
-"""Run one registered study (:mod:`validation.registry`): output checks, timing, claims, errors.
+"""What every study shares: progress, writing, output checks, and running a registered study.
 
-The command line and the report share this: :func:`check_output` refuses a destination before
-anything is computed (:func:`meanfield.storage.check_output_folder` / ``check_output_file``),
-:func:`run` times a study, formats its table and evaluates its claims, and
-:func:`run_caught` turns an exception into a one-line error so that the report goes on.
+- :func:`progress_bar`, :func:`write_dataset`, :func:`save_figure`: the studies' progress over runs
+  and their output files, written safely (:func:`meanfield.storage.write_atomic`: a temporary file
+  renamed into place, folders created); :func:`study_main` is ``python -m validation.<study>``.
+- :func:`check_output` refuses a destination before anything is computed
+  (:func:`meanfield.storage.check_output_folder` / ``check_output_file``); :func:`run` times a study
+  of :mod:`validation.registry`, formats its table and evaluates its claims, and :func:`run_caught`
+  turns an exception into a one-line error so that the report (:mod:`validation.report`) goes on.
+The command line (``meanfield validate ...``) and the report both run studies through here.
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meanfield.storage import RUN_SUFFIXES, check_output_file, check_output_folder
+from meanfield.plotting import DPI
+from meanfield.storage import RUN_SUFFIXES, check_output_file, check_output_folder, write_atomic
 
 from .registry import Check, Study
+
+
+# --------------------------------------------------------------------------------------------- writing
+def progress_bar(total: int, desc: str):
+    """Progress over study runs: a bar on a terminal, a log line every 5 % otherwise
+    (:func:`meanfield.progress.progress_bar`)."""
+    from meanfield.progress import progress_bar as _progress_bar
+    return _progress_bar(total, unit="run", desc=desc)
+
+
+def save_figure(fig, path, dpi: int = DPI) -> Path:
+    """Write a Matplotlib figure (format from the suffix) safely; parent folders are created."""
+    return write_atomic(path, lambda temporary: fig.savefig(temporary, dpi=dpi))
+
+
+def write_dataset(ds, path) -> Path:
+    """Write a study's table as netCDF safely (the bytes ``ds.to_netcdf(path)`` writes)."""
+    return write_atomic(path, lambda temporary: ds.to_netcdf(temporary))
+
+
+def study_main(argv, description: str, out_dir: str, run, table, name: str):
+    """``python -m validation.<study> [--quick] [--out-dir DIR]``: run, print the table, say what was written."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="the small size the test suite uses")
+    parser.add_argument("--out-dir", default=out_dir)
+    args = parser.parse_args(argv)
+    ds = run(quick=args.quick, out_dir=args.out_dir)
+    print(table(ds))
+    print(f"wall time {ds.attrs['wall_time']:.1f} s; wrote {args.out_dir}/{name}.nc and {name}.png")
+    return ds
+
+
+# --------------------------------------------------------------------------------------------- running
 
 
 @dataclass

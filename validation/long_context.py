@@ -41,7 +41,7 @@ from meanfield.long_context import (critical_gamma, gram_output_cosines, gram_to
 from meanfield.plotting import outside_legend
 from meanfield.storage import netcdf_safe, package_version
 
-from .mean_field import save_figure, study_main, write_dataset
+from .harness import save_figure, study_main, write_dataset
 
 RHOS = (0.25, 0.5, 0.75)
 #: The rho of the finite-n panel, the Gram check and the Monte Carlo.

@@ -33,7 +33,6 @@ Run: ``python -m validation.mean_field [--quick] [--out-dir DIR]``.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time as _time
 from pathlib import Path
@@ -50,6 +49,8 @@ from meanfield.storage import netcdf_safe, package_version
 from solvers.particle_run import simulate
 from solvers.solve import solve
 
+from .harness import progress_bar, save_figure, study_main, write_dataset
+
 INIT = "vonmises:1@0+vonmises:1@3"
 INIT_RESOLUTION = 256
 PDE_RESOLUTION = 2048
@@ -64,7 +65,6 @@ W1_GRID_POINTS = 2 ** 15
 COEFF_TRIM = 1e-15
 #: Intervals on which ``F_mu - F_nu`` varies less than this count as constant for the median.
 FLAT_WIDTH = 1e-12
-DPI = 130
 
 
 # ------------------------------------------------------------------------------------------ shared helpers
@@ -87,27 +87,6 @@ def fit_with_spread(x, mean_values, per_seed_values) -> tuple[float, float, floa
     per_seed = per_seed[np.isfinite(per_seed)]
     spread = float(per_seed.std(ddof=1)) if per_seed.size > 1 else math.nan
     return slope, intercept, spread
-
-
-def progress_bar(total: int, desc: str):
-    """Progress over study runs: a bar on a terminal, a log line every 5 % otherwise
-    (:func:`meanfield.progress.progress_bar`)."""
-    from meanfield.progress import progress_bar as _progress_bar
-    return _progress_bar(total, unit="run", desc=desc)
-
-
-def save_figure(fig: Figure, path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI)
-    return path
-
-
-def write_dataset(ds: xr.Dataset, path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ds.to_netcdf(path)
-    return path
 
 
 # ------------------------------------------------------------------------------------- W1 on the circle
@@ -435,18 +414,6 @@ def format_table(ds: xr.Dataset) -> str:
             lines.append(f"{beta:>5g} {time:>5g} {float(row.slope_iid):>+11.3f} ± {float(row.slope_iid_spread):<6.3f} "
                          f"{float(row.slope_quadrature):>+10.3f} {iid:>18.3e} {quad:>10.3e} {iid / quad:>9.1f}")
     return "\n".join(lines)
-
-
-def study_main(argv, description: str, out_dir: str, run, table, name: str) -> xr.Dataset:
-    """``python -m validation.<study> [--quick] [--out-dir DIR]``: run, print the table, say what was written."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--quick", action="store_true", help="the small size the test suite uses")
-    parser.add_argument("--out-dir", default=out_dir)
-    args = parser.parse_args(argv)
-    ds = run(quick=args.quick, out_dir=args.out_dir)
-    print(table(ds))
-    print(f"wall time {ds.attrs['wall_time']:.1f} s; wrote {args.out_dir}/{name}.nc and {name}.png")
-    return ds
 
 
 def main(argv=None) -> xr.Dataset:

@@ -74,8 +74,8 @@ from solvers.lagrangian import SHT_EPSILON, SphereLagrangian
 from solvers.particle_run import simulate
 from solvers.solve import solve
 from solvers.sphere import m_major_layout, make_sphere_basis, point_mass_coefficients
-from validation.mean_field import (_colours, _frames, fit_with_spread, progress_bar, save_figure, study_main,
-                                   write_dataset)
+from .mean_field import _colours, _frames, fit_with_spread
+from .harness import progress_bar, save_figure, study_main, write_dataset
 
 INIT = "vmf:1@45,0+vmf:1@-30,150"
 BETA = 4.0

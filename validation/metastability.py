@@ -56,7 +56,7 @@ from solvers.particle_run import simulate
 from solvers.solve import solve
 
 from .cluster_formation import crossing_time
-from .mean_field import progress_bar, save_figure, study_main, write_dataset
+from .harness import progress_bar, save_figure, study_main, write_dataset
 
 EPS = 1e-4
 #: The pattern has emerged, still in the linear regime, when the largest ``2 pi |rho_hat_k|`` reaches this.

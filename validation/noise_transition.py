@@ -49,7 +49,7 @@ from solvers.circle import CircleSpectral
 from solvers.runloop import COMPLETED, run
 from solvers.steppers import make_stepper
 
-from .mean_field import progress_bar, save_figure, study_main, write_dataset
+from .harness import progress_bar, save_figure, study_main, write_dataset
 
 CLUSTER_KAPPA = 5.0
 STARTS = {"perturbed": "perturbed:1e-3", "clustered": f"vonmises:{CLUSTER_KAPPA:g}@0"}

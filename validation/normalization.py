@@ -39,7 +39,7 @@ from meanfield.theory import growth_rates
 from solvers.particle_run import simulate
 from solvers.solve import solve
 
-from .mean_field import progress_bar, save_figure, study_main, write_dataset
+from .harness import progress_bar, save_figure, study_main, write_dataset
 
 #: The power laws need ``n`` large enough to leave the slow start (Pre-LN: ``r`` grows from ``t = 0`` while
 #: ``rho`` is still small) before ``t_power / 10``: the ODE's own fit on ``[300, 3000]`` is 2.07 / 2.03 / 2.02

@@ -48,7 +48,7 @@ from meanfield.theory import dominant_mode, growth_rates
 from solvers.particle_run import simulate
 from solvers.solve import solve
 
-from .mean_field import progress_bar, save_figure, study_main, write_dataset
+from .harness import progress_bar, save_figure, study_main, write_dataset
 
 EPS = 1e-4
 STRUCTURED = "vonmises:6@0.4+vonmises:6@2.5+vonmises:6@4.3"

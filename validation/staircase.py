@@ -38,7 +38,7 @@ from solvers.clusters import frame_clusters
 from solvers.particle_run import simulate
 from solvers.solve import solve
 
-from .mean_field import progress_bar, study_main, write_dataset
+from .harness import progress_bar, save_figure, study_main, write_dataset
 
 FULL = {"betas": (4.0, 6.0, 9.0, 12.0), "nodes": 512, "tokens": 2048, "sphere_beta": 9.0, "sphere_lmax": 31,
         "t_final": 1e12, "eps": 1e-4}
@@ -194,7 +194,7 @@ def plot_study(runs: dict, rows: list[dict], path) -> None:
     handles.append(Line2D([], [], color="k", ls="--", lw=1.0))
     labels.append("K-point ODE plateaus")
     legend_below(ax, handles, labels, ncol=4, fontsize="x-small")
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 def _cluster_lines(ax, run, width: float = 6.0, jump: float = 0.5) -> None:

@@ -1,0 +1,174 @@
+"""``meanfield validate report`` (validation/report.py) over a small registry: the page, its images, exit codes."""
+
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import matplotlib.image
+import numpy as np
+import pytest
+import xarray as xr
+from matplotlib.figure import Figure
+
+from meanfield.cli import main
+from validation import registry, report
+from validation.registry import STUDIES, Study, above, below, close, equal, fraction
+
+
+def _tiny_run(module, quick, out):
+    fig = Figure(figsize=(2, 1.5))
+    fig.subplots().plot([0, 1], [1, 0 if quick else 2])
+    Path(out).mkdir(parents=True, exist_ok=True)
+    fig.savefig(Path(out) / "tiny.png", dpi=50)
+    return xr.Dataset({"error": ((), 1e-9), "slope": ((), -0.52)})
+
+
+def _broken_run(module, quick, out):
+    raise ValueError("the solver\ndiverged")
+
+
+def _bench_run(module, quick, out):
+    return "   N  time_us\n 256     3.25\n"
+
+
+def _claims(ds):
+    return [below("error of the tiny study", ds.error, 1e-6), close("slope n^-1/2", -0.5, ds.slope, 0.1)]
+
+
+def _table(module, ds):
+    return f"error {float(ds.error):.1e} <small>"
+
+
+SMALL = {study.name: study for study in (
+    Study("tiny", "registry", "A tiny study & its figure.", "quick", "folder", "tiny-study", figures=("tiny.png",),
+          run=_tiny_run, table=_table, wrote=lambda out, result: f"wrote {out}", claims=_claims),
+    Study("broken", "registry", "A study that raises.", "quick", "folder", "broken-study", run=_broken_run,
+          table=_table, claims=_claims),
+    Study("bench-tiny", "registry", "A benchmark table.", "quick", None, None, None, (), run=_bench_run,
+          table=lambda module, text: text.rstrip("\n")),
+)}
+
+
+class Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.images, self.ids, self.cells, self.scripts, self.pres = [], [], [], 0, []
+        self._cell = self._pre = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs["src"])
+        if "id" in attrs:
+            self.ids.append(attrs["id"])
+        if tag == "td":
+            self._cell = [attrs.get("class", ""), ""]
+        self.scripts += tag in ("script", "link")
+        self._pre = "" if tag == "pre" else self._pre
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[1] += data
+        if self._pre is not None:
+            self._pre += data
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._cell is not None:
+            self.cells.append(tuple(self._cell))
+            self._cell = None
+        if tag == "pre":
+            self.pres.append(self._pre)
+            self._pre = None
+
+
+def parse(path) -> Page:
+    page = Page()
+    page.feed(Path(path).read_text(encoding="utf-8"))
+    return page
+
+
+@pytest.fixture(scope="module")
+def small_report(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    lines = []
+    outcomes = report.run_report(root, quick=True, studies=SMALL, echo=lines.append)
+    return root, outcomes, lines
+
+
+def test_page_lists_every_study_with_claims_images_and_tables(small_report):
+    root, outcomes, lines = small_report
+    page = parse(root / "index.html")
+    assert set(SMALL) <= set(page.ids)
+    assert page.scripts == 0                                      # self-contained: no script, no style sheet
+    assert page.images == ["tiny/tiny.png"]
+    for src in page.images:                                       # every linked image exists and decodes
+        pixels = matplotlib.image.imread(root / src)
+        assert pixels.shape[0] == 75 and pixels.shape[1] == 100 and np.ptp(pixels) > 0
+    results = [text for kind, text in page.cells if kind in ("pass", "fail")]
+    assert results.count("pass") == 2 and "fail" not in results   # the tiny study's two claims
+    assert ("error", "ERROR") in page.cells                       # the summary row of the broken study
+    assert "ValueError: the solver diverged" in root.joinpath("index.html").read_text()
+    assert " 256     3.25" in page.pres[-1] and "error 1.0e-09 <small>" in page.pres   # escaped, verbatim
+    assert "meanfield validate tiny --quick --out-dir " + str(root / "tiny") in root.joinpath("index.html").read_text()
+    assert lines[0] == "[1/3] tiny ..." and lines[3].startswith("[2/3] broken: error: ValueError")
+    assert report.exit_code(outcomes) == 3 and report.exit_code(outcomes[:1]) == 0
+
+
+def test_chromium_renders_every_image(small_report, tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("no chromium on this machine (apt-get install chromium): headless rendering not checked")
+    root, _, _ = small_report
+    text = root.joinpath("index.html").read_text(encoding="utf-8")
+    # a copy of the page whose images write their decoded width into the DOM (the report itself has no script)
+    marked = text.replace("<img ", "<img onload=\"this.setAttribute('data-width', this.naturalWidth)\" ")
+    probe = root / "probe.html"
+    probe.write_text(marked, encoding="utf-8")
+    result = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
+                             f"--user-data-dir={tmp_path}", "--dump-dom", probe.as_uri()],
+                            capture_output=True, text=True, timeout=60)
+    widths = re.findall(r'data-width="(\d+)"', result.stdout)
+    assert len(widths) == text.count("<img ") == 1 and all(int(w) == 100 for w in widths), result.stderr[-500:]
+
+
+def test_claims_can_fail():
+    assert not below("x", 2.0, 1.0).passed and below("x", 0.5, 1.0).passed
+    assert not above("x", 0.5, 1.0, "2").passed and not close("x", -0.5, -0.7, 0.1).passed
+    assert close("x", 2.0, 2.0001, 1e-4, relative=True).passed and not close("x", 2.0, 2.001, 1e-4, relative=True).passed
+    assert equal("k", [3, 4], [3, 4]).passed and not equal("k", [3, 4], [3, 5]).passed and not equal("k", 4, 5).passed
+    assert fraction("all", [True, True]).passed and not fraction("all", [True, False]).passed
+    assert not fraction("all", []).passed
+
+
+def test_growth_claims_read_the_table():
+    table = xr.Dataset({"relative_error": ("case", [1e-5, 3e-3])})
+    assert [check.passed for check in registry.growth_claims(table)] == [False]
+    assert [check.passed for check in registry.growth_claims(table.isel(case=[0]))] == [True]
+
+
+def test_registry_names_every_command():
+    assert list(STUDIES) == ["growth-circle", "mean-field", "mean-field-sphere", "cluster-formation", "metastability",
+                             "schemes", "noise-transition", "staircase", "gaussian", "long-context", "normalization",
+                             "castin-figures", "bench-circle", "bench-particles", "bench-sphere", "bench-staircase",
+                             "bench-cluster-schemes"]
+    assert all(study.benchmark == study.name.startswith("bench-") for study in STUDIES.values())
+    quick = STUDIES["mean-field"].preset(True)
+    assert quick["seeds"] == 4 and STUDIES["mean-field"].preset(False)["seeds"] == 8
+
+
+def test_cli_report_exit_status_and_bad_out(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(report, "STUDIES", {"tiny": SMALL["tiny"]})
+    assert main(["validate", "report", "--quick", "--out", str(tmp_path / "ok")]) == 0
+    captured = capsys.readouterr()
+    assert "[1/1] tiny: 2/2 claims pass" in captured.err and "index.html" in captured.out
+    monkeypatch.setattr(report, "STUDIES", SMALL)
+    assert main(["validate", "report", "--quick", "--out", str(tmp_path / "bad")]) == 3
+    capsys.readouterr()
+    existing = tmp_path / "file"
+    existing.write_text("x")
+    for args in (["--out", str(existing)], ["--out", str(existing / "below")], []):
+        assert main(["validate", "report", "--quick", *args]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--out" in err and "Traceback" not in err
