@@ -44,6 +44,8 @@ import numpy as np
 from meanfield.cluster_dynamics import MERGE_DISTANCE, angles_between, point_energy
 from meanfield.errors import require
 
+from .trackers import Tracker
+
 DEFAULT_COLLAPSE_TOL = 256 * float(np.finfo(float).eps)
 MIN_CLUSTER_MASS = 1e-2
 TIGHT_RADIUS = 1e-6
@@ -163,11 +165,13 @@ class NodeCollapse:
         return merge_points(points, weights, labels, count)
 
 
-class ClusterTracker:
+class ClusterTracker(Tracker):
     """Cluster count, point-cluster energy and merges of a run (module docstring).
 
     Works with any scheme that has ``points(state)`` (the nodes as unit vectors, shape ``(K, d)``)
-    and ``weights`` (their masses).  ``variables()`` returns the Dataset's ``merge`` variables.
+    and ``weights`` (their masses).  A tracker of the run loop (:mod:`solvers.trackers`): ``frame`` adds
+    ``cluster_count`` and ``cluster_energy``, ``after_step`` finds the merges, ``variables()`` returns the
+    Dataset's ``merge`` variables and ``attrs()`` the settings.
     """
 
     def __init__(self, beta: float, merge_distance: float = MERGE_DISTANCE, min_mass: float = MIN_CLUSTER_MASS):
@@ -179,7 +183,7 @@ class ClusterTracker:
         labels, count = link_groups(points, self.merge_distance)
         return merge_points(points, weights, labels, count)
 
-    def frame(self, scheme, state) -> dict:
+    def frame(self, scheme, state, record: dict) -> dict:
         centres, masses = self.groups(scheme.points(state), scheme.weights)
         energy = point_energy(centres, masses, self.beta) if masses.size <= MAX_ENERGY_GROUPS else math.nan
         return {"cluster_count": int(np.sum(masses >= self.min_mass)), "cluster_energy": energy}
@@ -225,6 +229,10 @@ class ClusterTracker:
             if (high - low) * (t1 - t0) <= 1e-12 * max(1.0, t1):
                 break
         return t0 + high * (t1 - t0)
+
+    def attrs(self) -> dict:
+        """The bookkeeping's settings."""
+        return {"merge_distance": self.merge_distance, "min_cluster_mass": self.min_mass}
 
     def variables(self) -> dict:
         """``merge_time(merge)``, ``merge_mass_a``, ``merge_mass_b``, ``clusters_after_merge``."""

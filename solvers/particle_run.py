@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield.diagnostics import empirical_coefficients
 from meanfield.defaults import PARTICLE_DEFAULTS
 from meanfield.errors import require
 from meanfield.limits import check_particle_size, check_stepper_settings
@@ -40,10 +39,11 @@ from . import checkpoint
 from .clusters import ClusterTracker, resolve_collapse_tol
 from .particles import ParticleScheme
 from .runloop import run_switching
-from .solve import (add_cluster_records, canonical_command, check_run_length, check_save_log, check_seed,
+from .solve import (add_tracker_records, canonical_command, check_run_length, check_save_log, check_seed,
                     finish_dataset, inherited_cadence, init_label, reproducible, save_targets,
                     start_time)
 from .steppers import make_stepper
+from .trackers import ModeAmplitudes
 
 QKV_CHOICES = ("identity", "repulsive", "random")
 
@@ -103,11 +103,6 @@ def qkv_matrices(kind, dim: int, seed):
         return None, None, -np.eye(dim)
     rng = stream(seed, "matrices")
     return tuple(rng.standard_normal((dim, dim)) / math.sqrt(dim) for _ in range(3))
-
-
-def empirical_modes(theta: np.ndarray, weights: np.ndarray, modes: np.ndarray) -> np.ndarray:
-    """``|sum_j w_j exp(-i k theta_j)| / 2 pi`` for each mode ``k``."""
-    return np.abs(empirical_coefficients(theta, weights, modes))
 
 
 def _continues(source, n: int, dim: int, normalization: Normalization) -> bool:
@@ -199,18 +194,16 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         state = np.where(np.abs(norms - 1.0) <= 8 * np.finfo(float).eps, positions, positions / norms)[None]
         if scheme.carries_radius:
             state = np.concatenate((state, np.full((1, n, 1), scheme_choice.r0)), axis=-1)
-    tracker = ClusterTracker(model.beta) if tol > 0 else None
-    switch = scheme_choice.mix_switch if scheme_choice.name == "mix" else None
-    record = run_switching(scheme, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
-                           switch, t_start, progress=progress, trackers=[tracker] if tracker else ())
+    trackers = [ClusterTracker(model.beta)] if tol > 0 else []
     dims, coords = scheme.dims(), scheme.coords()
-    frames = record.frames
-    if dim == 2:
+    if dim == 2:  # mode amplitudes of the tokens on the circle
         modes = np.arange(max(16, 2 * dominant_mode(model)) + 1)
-        for frame in frames:
-            frame["mode_amplitude"] = empirical_modes(frame["theta"], scheme.token_weights, modes)
+        trackers.append(ModeAmplitudes(modes))
         dims["mode_amplitude"] = ("mode",)
         coords["mode"] = ("mode", modes)
+    switch = scheme_choice.mix_switch if scheme_choice.name == "mix" else None
+    record = run_switching(scheme, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
+                           switch, t_start, progress=progress, trackers=trackers)
     settings = {"dim": dim, "n": n, "attention": model.attention, "beta": model.beta, "nu": model.nu,
                 "init": label, "seed": seed, "sampling": sampling, "resolution": resolution, "qkv": qkv,
                 "t_final": t_final, "save_every": save_every, "save_log": save_log, "stepper": stepper,
@@ -229,7 +222,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
                  steps=record.steps, rejected_steps=record.rejected_steps, dt_max=dt_max,
                  interaction=type(scheme.interaction).__name__, interaction_path=scheme.interaction_path,
                  collapse_tol_used=tol)
-    dataset = build_run_dataset(record.times, frames, dims, coords, attrs)
+    dataset = build_run_dataset(record.times, record.frames, dims, coords, attrs)
     dataset["weights"] = ("particle", scheme.token_weights, {"long_name": "token weights (sum 1)"})
     if scheme.heads is not None:  # several heads: Q, K, V with a leading head axis
         for index, name in enumerate(("Q", "K", "V")):
@@ -237,4 +230,4 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     for name, matrix in (("Q", scheme.Q), ("K", scheme.K), ("V", scheme.V)):
         if matrix is not None and scheme.heads is None:
             dataset[name] = (("row", "column"), matrix)
-    return finish_dataset(add_cluster_records(dataset, tracker), record, scheme, time_stepper)
+    return finish_dataset(add_tracker_records(dataset, trackers), record, scheme, time_stepper)

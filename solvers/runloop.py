@@ -1,13 +1,15 @@
 """One run loop for every scheme (DESIGN.md): step, save on a time cadence, check, stop.
 
 The loop saves a frame at every multiple of ``save_every`` and at ``t_final``, or
-on a log time axis (:func:`log_save_times`), checks the scheme's validity
-(finiteness, positivity, resolution) after every step, and stops at the first
+on a log time axis (:func:`log_save_times`); everything else is a tracker
+(:mod:`solvers.trackers`).  The validity monitor checks the scheme's validity
+(finiteness, positivity, resolution) after every step, and the run stops at the first
 failure with the reason in ``stop_reason`` while keeping every frame saved before it.
 After every accepted step each tracker sees the step (``after_step``; the merge
-bookkeeping of :mod:`solvers.clusters`) and adds to every frame (``frame``); then a
-scheme that collapses coincident nodes (``collapse``, MATH.md §5) may shrink the state,
-and the stepper restarts from it.  Ctrl-C stops the run the same way
+bookkeeping of :mod:`solvers.clusters`, the progress bar) and adds to every frame
+(``frame``); then a scheme that collapses coincident nodes (``collapse``, MATH.md §5)
+may shrink the state (``post_step``), and the stepper restarts from it.  A tracker may
+also stop the run at a save time (``at_save``: a steady state).  Ctrl-C stops the run the same way
 (``stop_reason = "interrupted ..."``), so the caller can still write the partial
 result.  A run that stops early also saves its last valid state as a final frame
 (``RunRecord.off_schedule``) when that state is later than the last saved frame, so
@@ -29,6 +31,7 @@ import numpy as np
 
 from .contract import conform
 from .steppers import StepSizeUnderflow
+from .trackers import Collapse, Progress, SaveSchedule, ValidityMonitor
 
 COMPLETED = "completed"
 
@@ -72,20 +75,20 @@ def log_save_times(t_final: float, per_decade: int) -> np.ndarray:
     return np.append(times, t_final)
 
 
-def _progress_bar(total: float, enabled: bool, log: bool = False):
-    """A bar on a terminal, a line every 5 % otherwise (:func:`meanfield.progress.progress_bar`)."""
-    from meanfield.progress import progress_bar
-    if log:
-        return progress_bar(total, enabled=enabled, unit="frame", desc="run")
-    return progress_bar(total, enabled=enabled, unit="t", desc="run",
-                        bar_format="{l_bar}{bar}| t={n:.4g}/{total:.4g} [{elapsed}<{remaining}]")
-
-
 def _frame(scheme, state, trackers) -> dict:
     frame = scheme.frame(state)
     for tracker in trackers:
-        frame.update(tracker.frame(scheme, state))
+        frame.update(tracker.frame(scheme, state, frame))
     return frame
+
+
+def _check(trackers, scheme, state, t: float) -> str | None:
+    """The first tracker's reason to stop at ``state`` (the validity monitor comes first), or ``None``."""
+    for tracker in trackers:
+        reason = tracker.check(scheme, state, t)
+        if reason is not None:
+            return reason
+    return None
 
 
 def run(scheme, stepper, state, t_final: float, save_every: float | None = None, progress: bool = False,
@@ -94,49 +97,51 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
 
     ``targets``: the save times (default :func:`save_times` of ``save_every``); a log axis
     (:func:`log_save_times`) shows progress in frames instead of time.  Only targets after
-    ``t_start`` are used.
+    ``t_start`` are used.  ``trackers``: :class:`solvers.trackers.Tracker` objects, run between
+    the validity monitor and the collapse and progress trackers the loop always has.
     """
     scheme = conform(scheme)
     record = RunRecord()
     start = _time.perf_counter()
     t = float(t_start)
-    record.times.append(t)
-    record.frames.append(_frame(scheme, state, trackers))
-    reason = scheme.validity(state, t)
     log_axis = targets is not None
     targets = save_times(t_final, save_every) if targets is None else np.asarray(targets, dtype=float)
-    targets = targets[targets > t]
-    bar = _progress_bar(targets.size if log_axis else t_final - t, progress, log_axis)
+    schedule = SaveSchedule(targets[targets > t], log_axis, t_final)
+    trackers = [ValidityMonitor(), *trackers, Collapse(), Progress(progress)]
+    for tracker in trackers:
+        tracker.start(scheme, stepper, state, t, schedule)
     try:
+        record.times.append(t)
+        record.frames.append(_frame(scheme, state, trackers))
+        reason = _check(trackers, scheme, state, t)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            for target in targets:
+            for target in schedule.targets:
                 while reason is None and t < target:
                     new_state, new_t = stepper.step(state, t, target - t)
                     if abs(new_t - target) <= 1e-12 * max(1.0, target):
                         new_t = target
-                    reason = scheme.validity(new_state, new_t)
+                    reason = _check(trackers, scheme, new_state, new_t)
                     if reason is None:
                         for tracker in trackers:
                             tracker.after_step(scheme, stepper, state, t, new_state, new_t)
-                        if not log_axis:
-                            bar.update(new_t - t)
                         state, t = new_state, new_t
-                        merged = scheme.collapse(state)
-                        if merged is not state:
-                            state = merged
-                            stepper.restart()
+                        for tracker in trackers:
+                            state = tracker.post_step(scheme, stepper, state)
                 if reason is not None:
                     break
                 record.times.append(t)
                 record.frames.append(_frame(scheme, state, trackers))
-                if log_axis:
-                    bar.update(1)
+                for tracker in trackers:
+                    reason = tracker.at_save(scheme, state, t) or reason
+                if reason is not None:
+                    break
     except KeyboardInterrupt:
         reason = f"interrupted at t = {t:.6g}"
     except StepSizeUnderflow as exc:
         reason = str(exc)
     finally:
-        bar.close()
+        for tracker in trackers:
+            tracker.finish(record)
     if reason is not None and t > record.times[-1]:
         record.times.append(t)
         record.frames.append(_frame(scheme, state, trackers))

@@ -68,13 +68,13 @@ def save_targets(t_final: float, save_log: int | None):
     return None if save_log is None else log_save_times(t_final, save_log)
 
 
-def add_cluster_records(dataset, tracker: ClusterTracker | None):
-    """The merge variables and the bookkeeping settings (:mod:`solvers.clusters`) of a tracked run."""
-    if tracker is None:
-        return dataset
-    for name, variable in tracker.variables().items():
-        dataset[name] = variable
-    dataset.attrs.update(merge_distance=tracker.merge_distance, min_cluster_mass=tracker.min_mass)
+def add_tracker_records(dataset, trackers):
+    """The variables and attributes the run's trackers (:mod:`solvers.trackers`) add, e.g. the merges and the
+    bookkeeping settings of :class:`solvers.clusters.ClusterTracker`."""
+    for tracker in trackers:
+        for name, variable in tracker.variables().items():
+            dataset[name] = variable
+        dataset.attrs.update(tracker.attrs())
     return dataset
 
 
@@ -221,10 +221,10 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
         state = checkpoint.restore(checkpoint.from_dataset(source), discretisation, time_stepper)
     else:
         state = initial_state(source if source is not None else init, geometry, discretisation, seed)
-    tracker = ClusterTracker(model.beta) if lagrangian else None
+    trackers = [ClusterTracker(model.beta)] if lagrangian else []
     record = run_switching(discretisation, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
                            normalization.mix_switch if normalization.name == "mix" else None, t_start,
-                           progress=progress, trackers=[tracker] if tracker else ())
+                           progress=progress, trackers=trackers)
     settings = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "dim": model.dim,
                 "scheme": scheme, "stepper": stepper, "resolution": discretisation.resolution,
                 "init": init_label(init), "seed": seed, "t_final": t_final, "save_every": save_every,
@@ -247,4 +247,4 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
         dataset.attrs["collapse_tol_used"] = discretisation.collapser.tol
     if scheme == "fv":  # the density of a finite-volume run is cell averages (CF cell_methods)
         dataset["density"].attrs["cell_methods"] = f"{next(iter(discretisation.dims()['density']))}: mean"
-    return finish_dataset(add_cluster_records(dataset, tracker), record, discretisation, time_stepper)
+    return finish_dataset(add_tracker_records(dataset, trackers), record, discretisation, time_stepper)
