@@ -7,8 +7,10 @@ Specs (MATH.md §2.1 normalisation; every density integrates to 1 unless read fr
                           independent standard Gaussian coefficients in every mode 1..kmax
                           (``kmax = (N-1)//3``, the dealiased band), scaled to unit RMS on the
                           circle, drawn from ``--seed``.
-``vonmises:KAPPA@MU``     ``exp(KAPPA cos(theta - MU)) / (2 pi I_0(KAPPA))`` (``@MU`` optional, 0).
-``A+B+...``               the equal-weight mixture of the terms, e.g. ``vonmises:4@0+vonmises:4@3.14``.
+``vmf:KAPPA@MU``          ``exp(KAPPA cos(theta - MU)) / (2 pi I_0(KAPPA))`` (``@MU`` optional, 0): the von
+                          Mises(–Fisher) density.  ``vmf`` is the one spelling on every geometry (the circle,
+                          the sphere, zonal); ``vonmises`` is accepted for it everywhere (:data:`VON_MISES`).
+``A+B+...``               the equal-weight mixture of the terms, e.g. ``vmf:4@0+vmf:4@3.14``.
 ``run.nc``                the last frame of an earlier circle run, resampled spectrally to N.
 
 Numpy arrays, ``xarray`` objects and functions are read by :mod:`meanfield.init_data`, which
@@ -33,7 +35,9 @@ from .errors import InputError, require
 from .fourier_series import coefficients, dealiased_band, synthesis
 from .storage import last_valid_density, load_run
 
-INIT_HELP = "uniform, perturbed:EPS, vonmises:KAPPA@MU (sums with '+'), or an earlier run's .nc file"
+INIT_HELP = "uniform, perturbed:EPS, vmf:KAPPA@MU (or vonmises:; sums with '+'), or an earlier run's .nc file"
+#: the names of the von Mises–Fisher term: canonical first, then the circle's older spelling
+VON_MISES = ("vmf", "vonmises")
 
 #: Density resolved on the grid when its content past the dealiased band is below this (x mean).
 UNRESOLVED_TOL = 1e-3
@@ -73,11 +77,11 @@ def _term(term: str, theta: np.ndarray, seed) -> np.ndarray:
         eps = _number(arg, "perturbed:EPS")
         require(eps >= 0, f"--init: perturbed:EPS needs EPS >= 0 (got {eps:g})")
         return (1.0 + eps * random_fourier_noise(theta.size, seed)) / (2 * math.pi)
-    if name == "vonmises" and arg:
+    if name in VON_MISES and arg:
         kappa_text, _, mu_text = arg.partition("@")
-        kappa = _number(kappa_text, "vonmises:KAPPA")
-        mu = _number(mu_text, "vonmises:KAPPA@MU") if mu_text else 0.0
-        require(kappa >= 0, f"--init: vonmises:KAPPA needs KAPPA >= 0 (got {kappa:g})")
+        kappa = _number(kappa_text, f"{name}:KAPPA")
+        mu = _number(mu_text, f"{name}:KAPPA@MU") if mu_text else 0.0
+        require(kappa >= 0, f"--init: {name}:KAPPA needs KAPPA >= 0 (got {kappa:g})")
         return von_mises(theta, kappa, mu)
     raise InputError(f"--init: unknown initial condition {term!r}; expected {INIT_HELP}")
 

@@ -9,7 +9,8 @@ Specs (every density integrates to 1 over S^2 unless read from a file):
                           from ``numpy.random.default_rng(--seed)``.
 ``vmf:KAPPA@LAT,LON``     the von Mises–Fisher density ``kappa / (4 pi sinh kappa) exp(kappa <x, mu>)``
                           centred at latitude ``LAT``, longitude ``LON`` (degrees; ``@LAT,LON``
-                          optional, default the north pole), computed without overflow.
+                          optional, default the north pole), computed without overflow (``vonmises:`` is
+                          accepted for ``vmf:``).
 ``A+B+...``               the equal-weight mixture of the terms (split only at '+' followed by a letter).
 ``run.nc``                the last frame of an earlier sphere run, resampled spectrally to ``lmax``.
 
@@ -30,7 +31,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline, RectBivariateSpline
 
 from .errors import InputError, require
-from .initial import _number as parse_number, check_sign_and_mass, density_from_spec, init_label, require_resolved
+from .initial import VON_MISES, _number as parse_number, check_sign_and_mass, density_from_spec, init_label, require_resolved
 from .storage import last_valid_density, load_run
 
 SPHERE_INIT_HELP = ("uniform, perturbed:EPS, vmf:KAPPA@LAT,LON (LAT/LON in degrees; sums with '+'), "
@@ -86,16 +87,16 @@ def _term(term: str, basis, seed) -> np.ndarray:
         eps = _number(arg, "perturbed:EPS")
         require(eps >= 0, f"--init: perturbed:EPS needs EPS >= 0 (got {eps:g})")
         return (1.0 + eps * random_sphere_noise(basis, seed)) / (4 * math.pi)
-    if name == "vmf" and arg:
+    if name in VON_MISES and arg:
         kappa_text, at, where = arg.partition("@")
-        kappa = _number(kappa_text, "vmf:KAPPA")
-        require(kappa >= 0, f"--init: vmf:KAPPA needs KAPPA >= 0 (got {kappa:g})")
+        kappa = _number(kappa_text, f"{name}:KAPPA")
+        require(kappa >= 0, f"--init: {name}:KAPPA needs KAPPA >= 0 (got {kappa:g})")
         lat, lon = 90.0, 0.0
         if at:
             parts = where.split(",")
-            require(len(parts) == 2, f"--init: vmf:KAPPA@LAT,LON needs two numbers after '@' (got {where!r})")
-            lat, lon = _number(parts[0], "vmf LAT"), _number(parts[1], "vmf LON")
-            require(-90.0 <= lat <= 90.0, f"--init: vmf LAT must be in [-90, 90] degrees (got {lat:g})")
+            require(len(parts) == 2, f"--init: {name}:KAPPA@LAT,LON needs two numbers after '@' (got {where!r})")
+            lat, lon = _number(parts[0], f"{name} LAT"), _number(parts[1], f"{name} LON")
+            require(-90.0 <= lat <= 90.0, f"--init: {name} LAT must be in [-90, 90] degrees (got {lat:g})")
         return von_mises_fisher(basis, kappa, direction(lat, lon))
     raise InputError(f"--init: unknown initial condition {term!r}; expected {SPHERE_INIT_HELP}")
 

@@ -10,7 +10,7 @@ integrates to 1 over S^{d-1} unless read from a file):
 ``perturbed:EPS``     ``(1 + EPS * noise) / |S^{d-1}|``; ``noise`` is zonal with independent standard
                       Gaussian coefficients (normalised Gegenbauer basis) in every degree 1..lmax,
                       scaled to unit RMS on the sphere, drawn from ``--seed``.
-``vmf:KAPPA``         von Mises–Fisher centred on the pole:
+``vmf:KAPPA``         von Mises–Fisher centred on the pole (``vonmises:KAPPA`` is accepted too):
                       ``kappa^{d/2-1} exp(KAPPA x_d) / ((2 pi)^{d/2} I_{d/2-1}(KAPPA))``, via ``ive``.
 ``A+B+...``           the equal-weight mixture of the terms.
 ``run.nc``            the last frame of an earlier zonal run in the same dimension, resampled spectrally.
@@ -31,7 +31,7 @@ from scipy.special import ive
 
 from .errors import InputError, require
 from .geometry import sphere_area
-from .initial import _number, check_sign_and_mass, density_from_spec, init_label, require_resolved
+from .initial import VON_MISES, _number, check_sign_and_mass, density_from_spec, init_label, require_resolved
 from .storage import last_valid_density, load_run
 
 INIT_HELP = "uniform, perturbed:EPS, vmf:KAPPA (sums with '+'), or an earlier zonal run's .nc file"
@@ -65,9 +65,9 @@ def _term(term: str, basis, seed) -> np.ndarray:
         eps = _number(arg, "perturbed:EPS", INIT_HELP)
         require(eps >= 0, f"--init: perturbed:EPS needs EPS >= 0 (got {eps:g})")
         return (1.0 + eps * random_zonal_noise(basis, seed)) / area
-    if name == "vmf" and arg:
-        kappa = _number(arg, "vmf:KAPPA", INIT_HELP)
-        require(kappa >= 0, f"--init: vmf:KAPPA needs KAPPA >= 0 (got {kappa:g})")
+    if name in VON_MISES and arg:
+        kappa = _number(arg, f"{name}:KAPPA", INIT_HELP)
+        require(kappa >= 0, f"--init: {name}:KAPPA needs KAPPA >= 0 (got {kappa:g})")
         return von_mises_fisher(basis.nodes, kappa, basis.dim)
     raise InputError(f"--init: unknown initial condition {term!r} for zonal densities; expected {INIT_HELP}")
 

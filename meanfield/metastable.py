@@ -58,7 +58,7 @@ def linearised_density(coefficients: np.ndarray, model: Model, t: float, points:
                        growing_only: bool = True) -> np.ndarray:
     """``1/2pi + sum_k a_k exp(lambda_k t) exp(i k theta)`` on ``theta_j = 2 pi j / points`` (MATH.md §2.3).
 
-    ``coefficients``: ``a_k``, ``k = 0 .. K`` (as from ``numpy.fft.rfft(rho) / N``); modes above
+    ``coefficients``: ``a_k``, ``k = 0 .. K`` (as from :func:`meanfield.fourier_series.coefficients`); modes above
     ``points / 2`` are dropped; with ``growing_only`` so are the modes growing at less than half the
     fastest rate (they stay at their initial size: with i.i.d. tokens, noise that would add spurious maxima).
     """

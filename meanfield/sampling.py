@@ -4,7 +4,7 @@
 S^{d-1} and weights ``(n,)`` (summing to 1 for the laws below; a particle file keeps its own):
 
 ``uniform``                       i.i.d. uniform on S^{d-1} (normalised Gaussians), any d.
-``perturbed:EPS``, ``vonmises:..`` (circle) i.i.d. samples of the density that
+``perturbed:EPS``, ``vmf:..`` (or ``vonmises:..``, circle) i.i.d. samples of the density that
                                   ``meanfield solve circle --init SPEC --resolution R --seed S`` starts
                                   from (same ``R`` and ``S``), by exact rejection sampling of its
                                   trigonometric series.

@@ -15,7 +15,7 @@ Flux (Carrillo–Chertock–Huang, "A finite-volume method for nonlinear nonloca
 with a gradient flow structure", 2015): piecewise-linear reconstruction about each cell's
 centroid ``c_i`` (the measure-weighted mean of ``x``: then the cell average of the linear
 function is exactly ``rho_i``), slopes by the generalised minmod limiter
-``minmod(theta D-, central, theta D+)`` (``theta = limiter_theta``) and then clipped so that
+``minmod(limiter_theta D-, central, limiter_theta D+)`` (``1 <= limiter_theta <= 2``) and then clipped so that
 both face values ``rho^W_i = rho_i - s (c_i - x_{i-1/2})``, ``rho^E_i = rho_i + s (x_{i+1/2} - c_i)``
 are ``>= 0``; upwinding ``(rho u)_{i+1/2} = max(u, 0) rho^E_i + min(u, 0) rho^W_{i+1}``.  The
 diffusive flux is ``-nu A (rho_{i+1} - rho_i) / (c_{i+1} - c_i)``.  Mass is conserved to
@@ -112,7 +112,7 @@ class FiniteVolume1D:
         self.volumes = np.asarray(volumes, dtype=float)
         self.areas = np.asarray(areas, dtype=float)
         self.centroids = c = np.asarray(centroids, dtype=float)
-        self.theta = float(limiter_theta)
+        self.limiter_theta = float(limiter_theta)
         self.nu = float(nu)
         width = np.diff(faces)
         self.d_west = c - faces[:-1]                 # c_i - x_{i-1/2}
@@ -156,10 +156,10 @@ class FiniteVolume1D:
         central = np.multiply(lower, self.w_left, out=self._central)
         central += np.multiply(upper, self.w_right, out=work)
         np.minimum(lower, upper, out=lo)
-        lo *= self.theta
+        lo *= self.limiter_theta
         np.minimum(lo, central, out=lo)
         np.maximum(lower, upper, out=hi)
-        hi *= self.theta
+        hi *= self.limiter_theta
         np.maximum(hi, central, out=hi)
         np.maximum(lo, 0.0, out=lo)
         np.minimum(hi, 0.0, out=hi)
@@ -294,7 +294,8 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
         require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
                 and resolution >= 8, f"--resolution (number of cells) must be an integer >= 8 (got {resolution!r})")
-        require(backend in (None, "pyfftw", "scipy"), f"--backend must be pyfftw or scipy for the circle (got {backend!r})")
+        require(backend in (None, "pyfftw", "scipy"),
+                f"the backend= parameter must be pyfftw or scipy for the circle (got {backend!r})")
         self._common(model, positivity_tol, resolution_tol, normalization)
         n = self.resolution = int(resolution)
         # band limit of the kernel, and a synthesis grid N 2^p with M < N 2^p / 2 (MATH.md §2.1)
@@ -364,7 +365,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         keep = min(len(coeffs), (n + 1) // 2)
         k = np.arange(keep)
         spectrum = np.zeros(n // 2 + 1, dtype=complex)
-        spectrum[:keep] = coeffs[:keep] * np.sinc(k / n)
+        spectrum[:keep] = coeffs[:keep] * self.basis.cell_average_factor(k)
         return FourierBasis.values_of(spectrum, n)
 
     def state_from_density(self, density: np.ndarray) -> np.ndarray:
@@ -388,7 +389,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         """``|rho_hat_k|``, ``k = 0..kmax``: the coefficients whose exact cell averages are the state."""
         self.basis.analysis_input()[:] = state
         spectrum = self.basis.analyse()[:self._kmodes.size]
-        return np.abs(spectrum) / (self.resolution * np.sinc(self._kmodes / self.resolution))
+        return np.abs(spectrum) / (self.resolution * self.basis.cell_average_factor(self._kmodes))
 
     def coords(self) -> dict:
         return {"theta": ("theta", self.basis.theta, {"long_name": "cell centre angle", "units": "rad"}),
@@ -443,7 +444,7 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
                  positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None):
         require(model.dim >= 3, f"--dim must be >= 3 for zonal densities (got {model.dim})")
         require(backend in (None, "gegenbauer"),
-                f"--backend must be gegenbauer for the zonal solver (got {backend!r})")
+                f"the backend= parameter must be gegenbauer for the zonal solver (got {backend!r})")
         require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
                 and resolution >= 8, f"--resolution (number of cells) must be an integer >= 8 (got {resolution!r})")
         self._common(model, positivity_tol, resolution_tol, normalization)

@@ -175,6 +175,11 @@ class FourierBasis:
         """Trapezoidal rule, spectrally accurate for periodic functions."""
         return float(np.sum(grid) * self.cell)
 
+    def cell_average_factor(self, k) -> np.ndarray:
+        """``sinc(k / N)``: the factor from the coefficient ``k`` of a function to that of its averages over
+        the cells ``[theta_j - pi/N, theta_j + pi/N]`` (the transform of one cell's indicator, MATH.md §2.1)."""
+        return np.sinc(np.asarray(k) / self.n)
+
     def resample(self, coeffs: np.ndarray, n_new: int) -> np.ndarray:
         """Coefficients of the same band-limited function on an ``n_new`` grid (truncate or zero-pad)."""
         out = np.zeros(n_new // 2 + 1, dtype=complex)

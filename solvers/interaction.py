@@ -357,13 +357,15 @@ class DirectInteraction:
 def fourier_phases(theta: np.ndarray, count: int, modes_last: bool = True) -> np.ndarray:
     """``exp(i k theta)`` for ``k = 0 .. count-1`` by repeated multiplication (MATH.md §2.1): shape
     ``theta.shape + (count,)``, or ``(count,) + theta.shape`` (one contiguous row per mode) if not ``modes_last``.
-    The phases of the circle's O(n M) Bessel sums, for particles and Lagrangian nodes alike."""
+    The phases of the circle's O(n M) Bessel sums, for particles and Lagrangian nodes alike.  (numpy's
+    complex product rounds differently on strided and contiguous rows: the two layouts agree to round-off,
+    each repeats itself bit for bit.)"""
     phases = np.empty(theta.shape + (count,) if modes_last else (count,) + theta.shape, dtype=complex)
     rows = np.moveaxis(phases, -1, 0) if modes_last else phases
     rows[0] = 1.0
-    np.exp(1j * theta, out=rows[1])
+    rows[1] = base = np.exp(1j * theta)
     for k in range(2, count):
-        np.multiply(rows[k - 1], rows[1], out=rows[k])
+        np.multiply(rows[k - 1], base, out=rows[k])
     return phases
 
 

@@ -250,7 +250,7 @@ class CircleLagrangian(_Lagrangian):
                 and resolution >= 8 and resolution % 2 == 0,
                 f"--resolution (number of nodes) must be an even integer >= 8 (got {resolution!r})")
         require(backend in (None, "pyfftw", "scipy"),
-                f"--backend must be pyfftw or scipy for the circle (got {backend!r})")
+                f"the backend= parameter must be pyfftw or scipy for the circle (got {backend!r})")
         self.model = model
         self.basis = basis = FourierBasis(int(resolution), backend)
         self.resolution = self.n = basis.n

@@ -194,7 +194,7 @@ class ShtnsSphereBasis(SphereBasis):
         import shtns
 
         super().__init__(lmax, nthreads)
-        require(self.nlat >= self.MIN_NLAT, f"--backend shtns needs lmax >= 21 (got lmax = {lmax})")
+        require(self.nlat >= self.MIN_NLAT, f"backend='shtns' needs lmax >= 21 (got lmax = {lmax})")
         self._sht = shtns.sht(self.lmax, self.lmax, 1, shtns.sht_orthonormal)
         self._sht.set_grid(self.nlat, self.nlon, shtns.sht_quick_init | shtns.SHT_PHI_CONTIGUOUS, 0.0)  # exact: no polar cut
         self._laplace = -(self.degree_of_index * (self.degree_of_index + 1.0))
@@ -242,12 +242,12 @@ def make_sphere_basis(lmax: int, backend: str | None = None, nthreads: int | Non
     ``None``: SHTns when it is importable and the grid is large enough for it, else ducc0.
     ``nthreads``: ducc0 threads, by default :func:`meanfield.threads.ducc0_threads` (read now)."""
     require(backend in (None, *SPHERE_BACKENDS),
-            f"--backend must be one of {', '.join(SPHERE_BACKENDS)} for the sphere (got {backend!r})")
+            f"the backend= parameter must be one of {', '.join(SPHERE_BACKENDS)} for the sphere (got {backend!r})")
     if backend is None:
         big_enough = _dealiased_grid(lmax)[0] >= ShtnsSphereBasis.MIN_NLAT
         backend = "shtns" if shtns_available() and big_enough else "ducc0"
     if backend == "shtns":
-        require(shtns_available(), "--backend shtns: the shtns package is not installed (pip install shtns)")
+        require(shtns_available(), "backend='shtns': the shtns package is not installed (pip install shtns)")
     return SPHERE_BACKENDS[backend](lmax, nthreads)
 
 

@@ -143,7 +143,7 @@ class ZonalGalerkin(DensityScheme):
         require(model.dim >= 3, f"--dim must be >= 3 for zonal densities (got {model.dim})")
         require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
         require(backend in (None, "gegenbauer"),
-                f"--backend must be gegenbauer for the zonal solver (got {backend!r})")
+                f"the backend= parameter must be gegenbauer for the zonal solver (got {backend!r})")
         require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
                 and resolution >= 8, f"--resolution (lmax) must be an integer >= 8 (got {resolution!r})")
         self.model = model
