@@ -62,7 +62,11 @@ Integration
 -----------
 ``Sigma = L L^T`` with ``dL/dt = M L`` solves ``dSigma/dt = M Sigma + Sigma M^T``,
 so the covariance is symmetric positive semi-definite by construction, with no
-clipping.  ``(alpha, L)`` is integrated by ``scipy.integrate.solve_ivp`` (DOP853).
+clipping.  ``(alpha, L)`` is integrated by scipy's DOP853 inside the package's one run loop
+(:func:`solvers.runloop.run` with :class:`solvers.steppers.ScipyStepper`, step for step what
+``scipy.integrate.solve_ivp`` does; every step is saved by :class:`solvers.trackers.StepRecorder`),
+and the Dataset is built by :func:`meanfield.storage.build_run_dataset` with the run attributes of
+every run (``command``, ``package_version``, ``stop_reason``, ``wall_time``, ...).
 A terminal event fires when ``||Sigma||_2`` exceeds ``BLOWUP_FACTOR * ||Sigma_0||_2``.
 The blow-up time is estimated by extrapolating ``1 / ||Sigma||_2`` linearly to zero
 from the last accepted steps: for the exact solution ``Sigma(t) = Sigma_0 (I - 2 t Sigma_0)^{-1}``
@@ -80,10 +84,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
-from scipy.integrate import solve_ivp
+from scipy.integrate import OdeSolution
+from scipy.integrate import solve_ivp  # noqa: F401  (a tripwire of tests/meanfield/test_bad_inputs.py; unused)
 
 from .errors import require
-from .storage import netcdf_safe, package_version
+from .storage import build_run_dataset, package_version
 
 ATTENTIONS = ("softmax", "l2", "sinkhorn")
 RTOL = 1e-10
@@ -266,11 +271,12 @@ def extrapolate_blowup(times: np.ndarray, norms: np.ndarray) -> float:
     return t[-1] - intercept / slope if slope < 0 else math.nan
 
 
-def _classify(sol, dim: int):
-    """``(stop_reason, blowup_time or None)`` of a finished ``solve_ivp`` run."""
-    if sol.status == -1:
-        return f"failed: {sol.message}", None
-    if sol.status == 0:
+def _classify(status: int, message, sol, dim: int):
+    """``(stop_reason, blowup_time or None)`` of a run that ended with the integrator's ``status``
+    (``0`` reached ``t_final``, ``1`` the blow-up event, ``-1`` failed with ``message``)."""
+    if status == -1:
+        return f"failed: {message}", None
+    if status == 0:
         return "completed", None
     norms = [_cov_norm(y, dim) for y in sol.y.T]
     estimate = extrapolate_blowup(sol.t, norms)
@@ -322,21 +328,78 @@ def solve(mean, cov, *, V, Q, K, t_final, attention: str = "softmax", save_every
     eps = _positive("eps", eps)
     if save_every is not None:
         save_every = _positive("save_every", save_every)
+    from solvers.runloop import run  # solvers is imported inside the call (DESIGN.md "Layout")
+    from solvers.steppers import ScipyStepper
+    from solvers.trackers import StepRecorder
+
     dim = alpha.size
     y0 = np.concatenate([alpha, _initial_factor(sigma).ravel()])
     norm0 = float(np.linalg.norm(sigma, 2))
-    events = [_blowup_event(dim, BLOWUP_FACTOR * norm0)] if norm0 > 0 else None
-    sol = solve_ivp(_factor_rhs(dim, heads, attention, eps), (0.0, t_final), y0, method="DOP853",
-                    rtol=RTOL, atol=ATOL, events=events, dense_output=True)
-    stop_reason, blowup_time = _classify(sol, dim)
+    events = [_blowup_event(dim, BLOWUP_FACTOR * norm0)] if norm0 > 0 else []
+    moments = GaussianMoments(dim, heads, attention, eps)
+    stepper = ScipyStepper(moments, "DOP853", 0.0, y0, t_final, RTOL, ATOL, events)
+    recorder = StepRecorder()
+    record = run(moments, stepper, y0, t_final, t_final, trackers=[recorder])
+    sol = _Solution(np.array(recorder.times), np.vstack(recorder.states).T,
+                    OdeSolution(np.array(recorder.times), recorder.interpolants) if recorder.interpolants else None)
+    if record.stop_reason.startswith("interrupted"):  # Ctrl-C: what was computed is kept
+        stop_reason, blowup_time = record.stop_reason, None
+    else:
+        stop_reason, blowup_time = _classify(stepper.status, stepper.message, sol, dim)
     times = _save_times(sol, save_every)
     states = sol.y if save_every is None else sol.sol(times)
+    settings = {"attention": attention, "dim": dim, "t_final": t_final, "save_every": save_every,
+                "scaled": bool(scaled), "eps": eps if attention == "sinkhorn" else None}
     attrs = {"geometry": "gaussian", "attention": attention, "scaled": bool(scaled), "t_final": t_final,
              "eps": eps if attention == "sinkhorn" else "none",
              "dim": dim, "heads": len(heads), "stop_reason": stop_reason, "blowup_time": blowup_time,
              "stepper": "scipy solve_ivp DOP853 on (alpha, L), Sigma = L L^T", "rtol": RTOL, "atol": ATOL,
-             "blowup_factor": BLOWUP_FACTOR, "package_version": package_version()}
+             "blowup_factor": BLOWUP_FACTOR, "package_version": package_version(),
+             "command": "meanfield.gaussian.solve(mean, cov, V=V, Q=Q, K=K, "
+                        + ", ".join(f"{key}={value!r}" for key, value in settings.items() if value is not None) + ")",
+             "command_reproduces_run": 0, "t_reached": float(sol.t[-1]), "steps": record.steps,
+             "rejected_steps": record.rejected_steps, "wall_time": record.wall_time}
     return _dataset(np.asarray(times), states, dim, attrs)
+
+
+@dataclass
+class _Solution:
+    """What ``solve_ivp`` would return: the step times ``t``, the states ``y`` (columns) and the dense output."""
+
+    t: np.ndarray
+    y: np.ndarray
+    sol: OdeSolution | None
+
+
+class GaussianMoments:
+    """The moment ODEs as a scheme of the run loop (the contract of ``solvers.contract``): the state is
+    ``(alpha, L)`` flattened; no validity check of its own (the integrator reports failures)."""
+
+    name = geometry = "gaussian"
+    linear = None
+    state_scale = 1.0
+
+    def __init__(self, dim: int, heads: list[Head], attention: str, eps: float):
+        self.dim, self._rhs = dim, _factor_rhs(dim, heads, attention, eps)
+
+    def rhs(self, y: np.ndarray, t: float) -> np.ndarray:
+        return self._rhs(t, y)
+
+    def stable_dt(self, cfl: float) -> float:
+        return math.inf
+
+    def validity(self, y: np.ndarray, t: float) -> None:
+        return None
+
+    def frame(self, y: np.ndarray) -> dict:
+        """Nothing: the run saves every step (``StepRecorder``), and the Dataset is built from those."""
+        return {}
+
+    def dims(self) -> dict:
+        return {"mean": ("i",), "covariance": ("i", "j")}
+
+    def coords(self) -> dict:
+        return {"i": np.arange(self.dim), "j": np.arange(self.dim)}
 
 
 def _dataset(times: np.ndarray, states: np.ndarray, dim: int, attrs: dict) -> xr.Dataset:
@@ -344,9 +407,6 @@ def _dataset(times: np.ndarray, states: np.ndarray, dim: int, attrs: dict) -> xr
     factors = states[dim:].T.reshape(-1, dim, dim)
     covariances = factors @ np.swapaxes(factors, 1, 2)
     covariances = 0.5 * (covariances + np.swapaxes(covariances, 1, 2))  # exact symmetry of L L^T
-    data = {
-        "mean": (("time", "i"), means, {"long_name": "mean alpha of the Gaussian token distribution"}),
-        "covariance": (("time", "i", "j"), covariances, {"long_name": "covariance Sigma = L L^T"}),
-    }
-    coords = {"time": ("time", times, {"long_name": "time"}), "i": np.arange(dim), "j": np.arange(dim)}
-    return xr.Dataset(data, coords=coords, attrs=netcdf_safe(attrs))
+    frames = [{"mean": mean, "covariance": covariance} for mean, covariance in zip(means, covariances)]
+    dims = {"mean": ("i",), "covariance": ("i", "j")}
+    return build_run_dataset(times, frames, dims, {"i": np.arange(dim), "j": np.arange(dim)}, attrs)

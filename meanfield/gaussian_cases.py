@@ -4,6 +4,8 @@
 from ``--seed``; the exact solution ``Sigma_0 (I - 2 t Sigma_0)^{-1}`` blows up at ``t* = 1/2``.
 ``random``: ``V, Q, K`` with i.i.d. ``N(0, 1/d)`` entries, a ``N(0, I/d)`` mean and a random
 covariance, all from ``--seed``.
+:func:`solve_case` runs a case with the attributes that repeat it (``command``), for the command line
+and the API alike.
 """
 
 from __future__ import annotations
@@ -37,3 +39,29 @@ def gaussian_case(case: str, dim: int, seed=None) -> dict:
     scale = 1.0 / math.sqrt(dim)
     V, Q, K = (scale * rng.standard_normal((dim, dim)) for _ in range(3))
     return {"mean": scale * rng.standard_normal(dim), "cov": cov, "V": V, "Q": Q, "K": K}
+
+
+def case_command(case: str, dim: int, seed, t_final, attention: str = "softmax", save_every=None,
+                 scaled: bool = False, eps: float = 1.0) -> str:
+    """The ``meanfield gaussian`` command line that runs a named case."""
+    return " ".join(
+        ["meanfield", "gaussian", "--attention", attention, "--dim", str(dim), "--case", case, "--seed", str(seed),
+         "--t-final", str(t_final)] + (["--scaled"] if scaled else [])
+        + (["--sinkhorn-eps", str(eps)] if attention == "sinkhorn" else [])
+        + (["--save-every", str(save_every)] if save_every else []))
+
+
+def solve_case(case: str, dim: int, seed, *, t_final, attention: str = "softmax", save_every=None,
+               scaled: bool = False, eps: float = 1.0):
+    """The moment ODEs (:func:`meanfield.gaussian.solve`) of a named case: the run Dataset with ``V``, ``Q``,
+    ``K`` as variables and ``case``, ``seed`` and the ``command`` that repeats it as attributes."""
+    from .gaussian import solve
+
+    data = gaussian_case(case, dim, seed)
+    dataset = solve(data["mean"], data["cov"], V=data["V"], Q=data["Q"], K=data["K"], t_final=t_final,
+                    attention=attention, save_every=save_every, scaled=scaled, eps=eps)
+    dataset.attrs.update(case=case, seed=seed, command_reproduces_run=1,
+                         command=case_command(case, dim, seed, t_final, attention, save_every, scaled, eps))
+    for name in ("V", "Q", "K"):
+        dataset[name] = (("row", "column"), data[name])
+    return dataset

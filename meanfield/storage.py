@@ -31,6 +31,8 @@ REQUIRED_ATTRS = ("geometry", "attention", "beta", "nu", "dim", "scheme", "stepp
                   "seed", "init", "package_version", "command", "stop_reason", "wall_time")
 
 VARIABLE_ATTRS = {
+    "mean": {"long_name": "mean alpha of the Gaussian token distribution"},
+    "covariance": {"long_name": "covariance Sigma = L L^T"},
     "density": {"long_name": "token density rho with respect to arc length / surface measure"},
     "mass": {"long_name": "total mass int rho"},
     "energy": {"long_name": "scaled interaction energy exp(-beta) E(rho), E as in MATH.md section 2",

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .contract import conform
-from .steppers import StepSizeUnderflow
+from .steppers import StopRun
 from .trackers import Collapse, Progress, SaveSchedule, ValidityMonitor
 
 COMPLETED = "completed"
@@ -137,7 +137,7 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
                     break
     except KeyboardInterrupt:
         reason = f"interrupted at t = {t:.6g}"
-    except StepSizeUnderflow as exc:
+    except StopRun as exc:  # the stepper cannot go on (step size underflow, an integrator's terminal event)
         reason = str(exc)
     finally:
         for tracker in trackers:

@@ -37,7 +37,11 @@ import numpy as np
 from .contract import conform
 
 
-class StepSizeUnderflow(RuntimeError):
+class StopRun(RuntimeError):
+    """The stepper cannot go on; the message is the run's stop reason (the run loop stops there)."""
+
+
+class StepSizeUnderflow(StopRun):
     """The adaptive controller asked for a step below round-off of ``t``."""
 
 
@@ -309,6 +313,66 @@ class ETDRK4(_Stepper):
         new = e * u + f1 * n_u + 2 * f2 * (na + nb) + f3 * nc
         self._last = (u, t, h, [n_u], new)
         return self._accept(new, h), t + h
+
+
+class ScipyStepper:
+    """A :mod:`scipy.integrate` solver (``method``, e.g. ``"DOP853"``) stepping ``scheme.rhs`` in the run loop,
+    bounded by ``t_bound``, with terminal ``events`` (callables ``event(t, y)`` with a ``direction``), step for
+    step what ``scipy.integrate.solve_ivp(..., dense_output=True, events=events)`` does: the same solver,
+    the same event roots (Brent's method on the step's dense output, tolerances ``4 eps``), and the run ends
+    at the first root.  ``status`` afterwards: ``0`` reached ``t_bound``, ``1`` an event, ``-1`` failed
+    (``message``); ``interpolant`` is the last step's dense output.  Not in :data:`STEPPERS`: it owns its
+    clock (the run loop's save times do not shorten its steps), so a run saves every step
+    (:class:`solvers.trackers.StepRecorder`).
+    """
+
+    name = "scipy"
+    adaptive = True
+
+    def __init__(self, scheme, method: str, t0: float, y0: np.ndarray, t_bound: float, rtol: float, atol: float,
+                 events=()):
+        import scipy.integrate
+        self.solver = getattr(scipy.integrate, method)(lambda t, y: scheme.rhs(y, t), float(t0), y0,
+                                                       float(t_bound), vectorized=False, rtol=rtol, atol=atol)
+        self.events, self.direction = list(events), np.array([event.direction for event in events], dtype=float)
+        self._g = [event(float(t0), y0) for event in self.events]
+        self.steps, self.rejected, self.next_step = 0, 0, None
+        self.status, self.message, self.interpolant = None, None, None
+
+    def restart(self) -> None:
+        """Nothing to forget: the scheme never changes the state between steps."""
+
+    def step(self, u, t, h_max):
+        if self.status is not None:
+            raise StopRun(f"terminal event at t = {t:.6g}" if self.status == 1 else f"reached t = {t:.6g}")
+        message = self.solver.step()
+        if self.solver.status == "failed":
+            self.status, self.message = -1, message
+            raise StopRun(f"failed: {message}")
+        if self.solver.status == "finished":
+            self.status = 0
+        t_old, t_new, y = self.solver.t_old, self.solver.t, self.solver.y
+        self.interpolant = self.solver.dense_output()
+        if self.events:
+            g_new = [event(t_new, y) for event in self.events]
+            g, g_new_array = np.asarray(self._g), np.asarray(g_new)
+            up, down = (g <= 0) & (g_new_array >= 0), (g >= 0) & (g_new_array <= 0)
+            active = np.nonzero(up & (self.direction > 0) | down & (self.direction < 0)
+                                | (up | down) & (self.direction == 0))[0]
+            if active.size > 0:  # terminal: the run ends at the first root
+                roots = np.asarray([self._root(self.events[index], t_old, t_new) for index in active])
+                order = np.argsort(roots) if t_new > t_old else np.argsort(-roots)
+                self.status = 1
+                t_new = roots[order][0]
+                y = self.interpolant(t_new)
+            self._g = g_new
+        self.steps += 1
+        return y, t_new
+
+    def _root(self, event, t_old: float, t_new: float) -> float:
+        from scipy.optimize import brentq
+        eps = np.finfo(float).eps
+        return brentq(lambda s: event(s, self.interpolant(s)), t_old, t_new, xtol=4 * eps, rtol=4 * eps)
 
 
 STEPPERS = {cls.name: cls for cls in (RK4, SSPRK3, Dopri5, ETDRK4)}

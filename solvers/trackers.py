@@ -141,6 +141,23 @@ class ModeAmplitudes(Tracker):
         return {"mode_amplitude": np.abs(empirical_coefficients(record["theta"], scheme.token_weights, self.modes))}
 
 
+class StepRecorder(Tracker):
+    """Saves every accepted step: ``times``, ``states`` and, from a stepper that has them
+    (:class:`solvers.steppers.ScipyStepper`), the steps' dense outputs ``interpolants`` (a step ending
+    where the previous one ended replaces it, as in ``scipy.integrate.solve_ivp``)."""
+
+    def start(self, scheme, stepper, state, t: float, schedule) -> None:
+        self.times, self.states, self.interpolants = [t], [state], []
+
+    def after_step(self, scheme, stepper, before, t0: float, after, t1: float) -> None:
+        self.interpolants.append(stepper.interpolant)
+        if len(self.times) > 1 and self.times[-1] == t1:
+            self.interpolants.pop()
+            return
+        self.times.append(t1)
+        self.states.append(after)
+
+
 class SteadyState(Tracker):
     """Stops the run at a save time once ``quantity(scheme, state)`` (a number) changed by at most
     ``tol x max(|value|, floor)`` since the previous save time (``stop_reason`` starts with
