@@ -126,15 +126,19 @@ def _from_file(path: str, n: int) -> np.ndarray:
     return periodic_resample(last_valid_density(dataset, path), 0.0, n)
 
 
-def density_from_spec(spec: str, help_text: str, read_file, term) -> tuple[str, np.ndarray]:
-    """``(stripped spec, density)``: ``read_file(path)`` for a ``.nc`` spec, else the equal-weight
-    mixture of ``term(text)`` over the ``+``-separated terms (split only before a letter)."""
+def density_from_spec(spec: str, help_text: str, read_file, term, check) -> np.ndarray:
+    """The density of ``spec``: ``read_file(path)`` for a ``.nc`` spec, else the equal-weight mixture of
+    ``term(text)`` over the ``+``-separated terms (split only before a letter); refused by
+    ``check(density, stripped spec)`` unless valid."""
     require(isinstance(spec, str) and spec.strip() != "", f"--init must be one of: {help_text}")
     spec = spec.strip()
     if spec.endswith(".nc"):
-        return spec, read_file(spec)
-    terms = re.split(r"\+(?=[A-Za-z])", spec)
-    return spec, sum(term(t) for t in terms) / len(terms)
+        density = read_file(spec)
+    else:
+        terms = re.split(r"\+(?=[A-Za-z])", spec)
+        density = sum(term(t) for t in terms) / len(terms)
+    check(density, spec)
+    return density
 
 
 def init_label(spec) -> str:
@@ -165,10 +169,8 @@ def require_resolved(unresolved: float, spec: str, resolution: int, band: str) -
 def circle_density(spec: str, n: int, seed=None) -> np.ndarray:
     """The initial density of ``spec`` on the N-point grid ``theta_j = 2 pi j / N``."""
     theta = 2 * math.pi * np.arange(n) / n
-    spec, density = density_from_spec(spec, INIT_HELP, lambda path: _from_file(path, n),
-                                      lambda text: _term(text, theta, seed))
-    check_density(density, spec, n)
-    return density
+    return density_from_spec(spec, INIT_HELP, lambda path: _from_file(path, n), lambda text: _term(text, theta, seed),
+                             lambda density, text: check_density(density, text, n))
 
 
 def check_density(density: np.ndarray, spec: str, n: int) -> None:

@@ -31,7 +31,8 @@ import numpy as np
 from scipy.interpolate import CubicSpline, RectBivariateSpline
 
 from .errors import InputError, require
-from .initial import VON_MISES, _number as parse_number, check_sign_and_mass, density_from_spec, init_label, require_resolved
+from .initial import (VON_MISES, _number as parse_number, check_sign_and_mass, density_from_spec, init_label,
+                      require_resolved)
 from .storage import last_valid_density, load_run
 
 SPHERE_INIT_HELP = ("uniform, perturbed:EPS, vmf:KAPPA@LAT,LON (LAT/LON in degrees; sums with '+'), "
@@ -152,10 +153,9 @@ def _from_file(path: str, basis) -> np.ndarray:
 
 def sphere_density(spec: str, basis, seed=None) -> np.ndarray:
     """The initial density of ``spec`` on the grid of ``basis`` (``nlat x nlon``)."""
-    spec, density = density_from_spec(spec, SPHERE_INIT_HELP, lambda path: _from_file(path, basis),
-                                      lambda text: _term(text, basis, seed))
-    check_sphere_density(density, spec, basis)
-    return density
+    return density_from_spec(spec, SPHERE_INIT_HELP, lambda path: _from_file(path, basis),
+                             lambda text: _term(text, basis, seed),
+                             lambda density, text: check_sphere_density(density, text, basis))
 
 
 def check_sphere_density(density: np.ndarray, spec: str, basis) -> None:

@@ -104,10 +104,9 @@ def _resample(path: str, basis) -> np.ndarray:
 
 def zonal_density(spec: str, basis, seed=None) -> np.ndarray:
     """The initial density of ``spec`` at the nodes of ``basis`` (see the module docstring)."""
-    spec, density = density_from_spec(spec, INIT_HELP, lambda path: _resample(path, basis),
-                                      lambda text: _term(text, basis, seed))
-    check_zonal_density(density, spec, basis)
-    return density
+    return density_from_spec(spec, INIT_HELP, lambda path: _resample(path, basis),
+                             lambda text: _term(text, basis, seed),
+                             lambda density, text: check_zonal_density(density, text, basis))
 
 
 def check_zonal_density(density: np.ndarray, spec: str, basis) -> None:
