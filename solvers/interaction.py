@@ -48,6 +48,7 @@ and give the radial part ``<theta, A>`` of the normalisation schemes (MATH.md §
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import ducc0
 import numpy as np
@@ -55,8 +56,7 @@ import numpy as np
 from meanfield.errors import require
 from meanfield.threads import NONUNIFORM_THREADS
 from meanfield.kernel_operator import KernelOperator
-from meanfield.kernels import band_limit
-from meanfield.kernels import scaled_funk_hecke
+from meanfield.kernels import band_limit, scaled_funk_hecke
 
 from .sphere import m_major_layout, point_mass_coefficients
 
@@ -407,6 +407,40 @@ class CircleFourierInteraction:
         if self.attention == "sa":
             speed /= local.real @ self.density_coeffs
         return speed
+
+    @cached_property
+    def _node_tables(self):
+        """The coefficient rows of :meth:`node_sums` and :meth:`node_radial`."""
+        modes, speed_c, density_c = self.modes, self.speed_coeffs, self.density_coeffs
+        # rows: numerator sum s_k Im, its derivative sum -k s_k Re, denominator sum d_k Re, its derivative
+        # sum k d_k Im (d/dtheta_i of exp(-i k theta_i) T_k is -i k times it); Im = b C - a S, Re = a C + b S
+        uses_b = np.array([True, False, False, True])[:, None]            # rows whose C-coefficient is b
+        coeffs_c = np.stack((speed_c, -modes * speed_c, density_c, modes * density_c))
+        coeffs_s = np.stack((-speed_c, -modes * speed_c, density_c, -modes * density_c))
+        # <theta_i, A_i> numerator: exp(beta cos phi) cos phi = d/dbeta of the Bessel series, exp(-beta)
+        # scaled, in the Re rows like the density's (MATH.md §6)
+        operator = self.kernel_operator
+        radial = operator.scaled(self.multiplicity * operator.radial / (2 * math.pi))
+        return uses_b, coeffs_c, coeffs_s, radial
+
+    def node_sums(self, theta: np.ndarray):
+        """The sums at the nodes themselves (angles of shape ``(n,)``), with their ``theta``-derivatives, in
+        real form: with ``C_kj = cos(k theta_j)``, ``S_kj = sin(k theta_j)``, ``T_k = a_k + i b_k``, the terms
+        ``exp(-i k theta_i) T_k`` have real part ``a_k C_ki + b_k S_ki`` and imaginary part ``b_k C_ki - a_k S_ki``.
+        Returns the rows (numerator, its derivative, denominator, its derivative), two GEMMs, and the parts
+        ``(C, S, a, b)`` that :meth:`node_radial` reuses."""
+        uses_b, coeffs_c, coeffs_s, _ = self._node_tables
+        phases = fourier_phases(theta, self.modes.size, modes_last=False)    # rows exp(i k theta), contiguous
+        cos, sin = phases.real.copy(), phases.imag.copy()
+        a, b = cos @ self.weights, sin @ self.weights
+        sums = (coeffs_c * np.where(uses_b, b, a)) @ cos + (coeffs_s * np.where(uses_b, a, b)) @ sin
+        return sums, (cos, sin, a, b)
+
+    def node_radial(self, parts) -> np.ndarray:
+        """The numerator of ``<theta_i, A_i>`` (MATH.md §6) at the nodes of :meth:`node_sums` from its ``parts``."""
+        cos, sin, a, b = parts
+        radial = self._node_tables[3]
+        return (radial * a) @ cos + (radial * b) @ sin
 
     def components(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(<x_i, v_i>, d theta_i/dt)``: the radial and angular parts of ``v_i`` (before projection)

@@ -135,8 +135,7 @@ from meanfield.threads import NONUNIFORM_THREADS
 
 from .clusters import NodeCollapse, closing_rate, resolve_collapse_tol
 from .fourier import FourierBasis
-from .interaction import (SHT_MIN_EPSILON, CircleFourierInteraction, SphereHarmonicInteraction, fourier_phases,
-                          sphere_locations)
+from .interaction import SHT_MIN_EPSILON, CircleFourierInteraction, SphereHarmonicInteraction, sphere_locations
 from .particles import SPHERE_TOL
 from .sphere import make_sphere_basis, point_mass_coefficients
 
@@ -262,16 +261,6 @@ class CircleLagrangian(_Lagrangian):
         self._speed = self._theta_of_speed = np.zeros(self.n)
         self.interaction = CircleFourierInteraction(model.beta, model.attention, self.weights, KERNEL_TOL)
         modes = self._modes = self.interaction.modes
-        speed_c, density_c = self.interaction.speed_coeffs, self.interaction.density_coeffs
-        # rows: numerator sum s_k Im, its derivative sum -k s_k Re, denominator sum d_k Re, its derivative
-        # sum k d_k Im (d/dtheta_i of exp(-i k theta_i) T_k is -i k times it); Im = b C - a S, Re = a C + b S
-        self._uses_b = np.array([True, False, False, True])[:, None]      # rows whose C-coefficient is b
-        self._coeffs = np.stack((speed_c, -modes * speed_c, density_c, modes * density_c))
-        self._coeffs_s = np.stack((-speed_c, -modes * speed_c, density_c, -modes * density_c))
-        # <theta_i, A_i> numerator: exp(beta cos phi) cos phi = d/dbeta of the Bessel series, exp(-beta)
-        # scaled, in the Re rows like the density's (MATH.md §6)
-        operator = self.interaction.kernel_operator
-        self._radial_c = operator.scaled(self.interaction.multiplicity * operator.radial / (2 * math.pi))
         band = np.arange(1, modes[-1] + 1)
         self.max_rate = fastest_growth_rate(model, band)
         self._density_tail = top_sixth(basis.kmax)
@@ -359,20 +348,12 @@ class CircleLagrangian(_Lagrangian):
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``d theta_j / dt = X[mu](theta_j)`` by the band-limited sums (MATH.md §2.1), and ``max |X'|``.
 
-        The sums of :class:`CircleFourierInteraction` in real form: with ``C_kj = cos(k theta_j)``,
-        ``S_kj = sin(k theta_j)``, ``T_k = a_k + i b_k = sum_j w_j exp(i k theta_j)``, the per-node terms
-        ``exp(-i k theta_i) T_k`` have real part ``a_k C_ki + b_k S_ki`` and imaginary part
-        ``b_k C_ki - a_k S_ki``; numerator, denominator and their ``theta``-derivatives are two GEMMs.
-        Under another normalisation (MATH.md §6) ``X[mu] = P A`` is divided by the scheme's ``s_j``, with
-        ``<theta_j, A_j>`` from one more pair of sums (:meth:`_normalised`).
+        The sums of :class:`CircleFourierInteraction` with their ``theta``-derivatives
+        (:meth:`CircleFourierInteraction.node_sums`).  Under another normalisation (MATH.md §6) ``X[mu] = P A``
+        is divided by the scheme's ``s_j``, with ``<theta_j, A_j>`` from one more pair of sums (:meth:`_normalised`).
         """
         theta = self.angles(state)
-        phases = fourier_phases(theta, self._modes.size, modes_last=False)   # rows exp(i k theta), contiguous
-        cos, sin = phases.real.copy(), phases.imag.copy()
-        a, b = cos @ self.weights, sin @ self.weights
-        sums = (self._coeffs * np.where(self._uses_b, b, a)) @ cos \
-            + (self._coeffs_s * np.where(self._uses_b, a, b)) @ sin
-        numerator, slope, denominator, denominator_slope = sums
+        (numerator, slope, denominator, denominator_slope), parts = self.interaction.node_sums(theta)
         if self.model.attention == "sa":
             self._min_denominator = min(self._min_denominator, float(np.min(denominator)))
             speed = numerator / denominator
@@ -380,7 +361,7 @@ class CircleLagrangian(_Lagrangian):
         else:
             speed = numerator
         if self.normalization.name != "post":
-            return self._normalised(state, t, theta, speed, slope, (cos, sin, a, b),
+            return self._normalised(state, t, theta, speed, slope, parts,
                                     denominator if self.model.attention == "sa" else 1.0)
         self.max_speed = float(np.max(np.abs(speed)))
         self.lipschitz = float(np.max(np.abs(slope)))
@@ -390,8 +371,7 @@ class CircleLagrangian(_Lagrangian):
     def _normalised(self, state, t, theta, tangent, slope, sums, denominator):
         """The motion of MATH.md §6 from ``P A = tangent``: ``<theta, A>`` (numerator sum over
         ``denominator``), ``|A|^2 = |P A|^2 + <theta, A>^2``, then ``P A / s`` and, with radii, ``dr/dt``."""
-        cos, sin, a, b = sums
-        radial = ((self._radial_c * a) @ cos + (self._radial_c * b) @ sin) / denominator
+        radial = self.interaction.node_radial(sums) / denominator
         norm = np.hypot(tangent, radial) if self.normalization.needs_norm else None
         radius = self.radii(state) if self.normalization.carries_radius else None
         speed, divisor, growth = self._move(t, tangent, radial, norm, radius)
