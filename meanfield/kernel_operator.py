@@ -33,6 +33,12 @@ def top_sixth(band: int) -> slice:
     return slice(max(1, (5 * band) // 6), band + 1)
 
 
+def attention_scale(attention: str, beta: float) -> float:
+    """``exp(beta)`` for USA, 1 for SA: what puts back the ``exp(-beta)`` of the scaled kernel sums (MATH.md §2:
+    SA's cancels in its ratio)."""
+    return math.exp(beta) if attention == "usa" else 1.0
+
+
 def _scale_free(normalization) -> bool:
     name = getattr(normalization, "name", normalization)
     return name == "ngpt"
@@ -82,12 +88,12 @@ class KernelOperator:
     @property
     def velocity_scale(self) -> float:
         """``exp(beta)`` for USA (unless scale-free), else 1 (MATH.md §2: SA's ``exp(beta)`` cancels)."""
-        return math.exp(self.beta) if self.attention == "usa" and not self.scale_free else 1.0
+        return 1.0 if self.scale_free else attention_scale(self.attention, self.beta)
 
     def scaled(self, values):
         """``values`` (``exp(-beta)``-scaled sums or multipliers) times :attr:`velocity_scale`."""
         if self.attention == "usa" and not self.scale_free:
-            return values * math.exp(self.beta)
+            return values * attention_scale(self.attention, self.beta)
         return values
 
     def velocity(self, prefactor=1.0) -> np.ndarray:

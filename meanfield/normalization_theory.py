@@ -90,6 +90,7 @@ from scipy.integrate import solve_ivp
 
 from .errors import require
 from .geometry import laplace_eigenvalue, sphere_area
+from .kernel_operator import attention_scale
 from .kernels import scaled_funk_hecke
 from .limits import check_integer
 from .model import Model
@@ -119,7 +120,7 @@ def _check_equiangular(n, beta, attention) -> tuple[int, float, str]:
 def _weights(n: int, beta: float, attention: str, u):
     """Self weight ``w`` and ``q = exp(-beta u)`` (module docstring, part 1)."""
     q = np.exp(-beta * u)
-    w = 1.0 / (1.0 + (n - 1) * q) if attention == "sa" else math.exp(beta) / n
+    w = 1.0 / (1.0 + (n - 1) * q) if attention == "sa" else attention_scale(attention, beta) / n
     return w, q
 
 
@@ -265,7 +266,7 @@ def late_time_decay(normalization, beta: float = 1.0, attention: str = "sa") -> 
     """
     scheme = as_normalization(normalization)
     _, beta, attention = _check_equiangular(2, beta, attention)
-    scale = 1.0 if attention == "sa" else math.exp(beta)
+    scale = attention_scale(attention, beta)
     if scheme.name == "post":
         return LateTimeLaw("exponential", 2.0 * scale)
     if scheme.name == "ngpt":
@@ -282,7 +283,7 @@ def uniform_output(model: Model) -> float:
     kappa_1 = float(scaled_funk_hecke(1, model.beta, model.dim))        # exp(-beta) kappa_1
     if model.attention == "sa":
         return kappa_1 / float(scaled_funk_hecke(0, model.beta, model.dim))
-    return kappa_1 * math.exp(model.beta) / sphere_area(model.dim)
+    return kappa_1 * attention_scale(model.attention, model.beta) / sphere_area(model.dim)
 
 
 def _check_uniform(scheme: Normalization, model: Model) -> float:

@@ -126,7 +126,7 @@ import numpy as np
 
 from meanfield.errors import require
 from meanfield.initial_sphere import unit_vectors
-from meanfield.kernel_operator import top_sixth
+from meanfield.kernel_operator import attention_scale, top_sixth
 from meanfield.kernels import band_limit
 from meanfield.model import Model
 from meanfield.normalization import Normalization
@@ -569,7 +569,7 @@ class SphereLagrangian(_Lagrangian):
             self._min_denominator = min(self._min_denominator, float(np.min(conv)))
             self.lipschitz = self.lipschitz_factor
         else:
-            self.lipschitz = self.lipschitz_factor * math.exp(self.model.beta) * float(np.max(conv))
+            self.lipschitz = self.lipschitz_factor * attention_scale("usa", self.model.beta) * float(np.max(conv))
         growth = None
         if normalised:
             v_theta, v_phi, growth = self._normalised(state, t, v_theta, v_phi, f["radial"])
