@@ -128,3 +128,35 @@ def test_limiter_parameter_is_named():
     fv = FiniteVolume1D(faces, np.diff(faces), np.ones(5), 0.5 * (faces[1:] + faces[:-1]), periodic=False,
                         limiter_theta=1.2)
     assert fv.limiter_theta == 1.2
+
+
+def test_attention_scale():
+    from meanfield.kernel_operator import attention_scale
+    assert attention_scale("sa", 3.0) == 1.0 and attention_scale("usa", 3.0) == math.exp(3.0)
+
+
+@pytest.mark.parametrize("attention", ["sa", "usa"])
+def test_node_sums_agree_with_the_particle_sums(attention):
+    """The Lagrangian nodes' real-form sums and the particles' complex ones are the same O(n M) Bessel sums."""
+    from solvers.interaction import CircleFourierInteraction
+    rng = np.random.default_rng(6)
+    theta = np.sort(rng.uniform(0, 2 * math.pi, 40))
+    weights = rng.uniform(0.5, 1.5, 40)
+    weights /= weights.sum()
+    interaction = CircleFourierInteraction(3.0, attention, weights)
+    (numerator, slope, denominator, _), parts = interaction.node_sums(theta)
+    speed = numerator / denominator if attention == "sa" else numerator
+    radial, angular = interaction.components(theta[None])
+    np.testing.assert_allclose(speed, angular[0], rtol=1e-12, atol=1e-14)
+    reference_radial = interaction.node_radial(parts) / (denominator if attention == "sa" else 1.0)
+    np.testing.assert_allclose(reference_radial, radial[0], rtol=1e-12, atol=1e-14)
+    # the slope row is d(numerator)/d(theta_i) with the sums T_k = sum_j w_j exp(i k theta_j) held fixed
+    modes = interaction.modes
+    sums = np.exp(1j * np.outer(theta, modes)).T @ weights
+
+    def numerator_at(x):
+        return (np.exp(-1j * np.outer(x, modes)) * sums).imag @ interaction.speed_coeffs
+
+    h = 1e-5
+    np.testing.assert_allclose(slope, (numerator_at(theta + h) - numerator_at(theta - h)) / (2 * h), rtol=1e-7,
+                               atol=1e-9 * np.max(np.abs(slope)))
