@@ -4,7 +4,8 @@ For a model (attention SA or USA, ``beta``, ``dim``) and the degrees (circle: Fo
 keeps, :class:`KernelOperator` gives every multiplier the schemes, particles, diagnostics and the
 theory use, each written here once:
 
-* ``conv``:      ``c_l = exp(-beta) kappa_l``, the convolution ``K * rho`` (:func:`meanfield.kernels.scaled_funk_hecke`);
+* ``conv``:      ``c_l = exp(-beta) kappa_l``, the convolution ``K * rho``
+                 (:func:`meanfield.kernels.scaled_funk_hecke`);
 * ``over_beta``: ``c_l / beta``, the velocity's multiplier (``X = grad(K * rho) / beta``, MATH.md §2);
 * ``radial``:    ``exp(-beta) d kappa_l / d beta``, the radial attention ``<theta, A>`` (MATH.md §6);
 * :meth:`scaled`: times ``exp(beta)`` for USA (the ``exp(-beta)`` of the coefficients put back), except
@@ -14,7 +15,10 @@ theory use, each written here once:
   (MATH.md §2.1–2.2), ``|Y|^2`` the squared norm of the basis functions of the coefficients;
 * :meth:`band_limit`: the kernel's numerical band limit (MATH.md §2.1).
 
-:func:`top_sixth` is the slice of degrees where the schemes watch the spectral tail.
+:func:`attention_scale` is the bare ``exp(beta)``-for-USA factor (for sums that are not multipliers at degrees),
+:func:`top_sixth` the slice of degrees where the schemes watch the spectral tail.  Where the callers composed a
+multiplier in a fixed order (``(2 k c_k / beta) / 2 pi``, say), they pass that product to :meth:`scaled`, so every
+run repeats the earlier bits.
 """
 
 from __future__ import annotations
@@ -108,7 +112,9 @@ class KernelOperator:
         ``coeffs`` at :attr:`degrees`; ``multiplicity``: how often each stored coefficient counts (2 for a
         coefficient that stands for its conjugate too), none: once; ``norm``: the squared norm of the basis
         functions (1 for orthonormal harmonics and Gegenbauer polynomials, ``2 pi`` for MATH.md §2.1's
-        Fourier coefficients ``rho_hat_k``).
+        Fourier coefficients ``rho_hat_k``).  The circle's prefactor is applied as ``(2 pi / 2 beta) * sum``, which
+        rounds exactly as ``(pi / beta) * sum``, the orthonormal one as ``sum / (2 beta)`` (the bits of every run
+        file written before the operator).
         """
         form = self.conv if multiplicity is None else multiplicity * self.conv
         total = np.sum(form * np.abs(coeffs) ** 2)

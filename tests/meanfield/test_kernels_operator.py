@@ -37,9 +37,10 @@ def test_sphere_energy_of_the_uniform_density():
 def test_energy_counts_multiplicity_and_norm():
     operator = KernelOperator(np.arange(3), 1.5, 2)
     coeffs = np.array([0.5, 0.1 + 0.2j, 0.05])
-    expected = 2 * math.pi / 3.0 * float(np.sum([1, 2, 2] * scaled_funk_hecke(np.arange(3), 1.5, 2) * np.abs(coeffs) ** 2))
-    assert operator.energy(coeffs, np.array([1.0, 2.0, 2.0]), fourier_series.CIRCLE_NORM) == pytest.approx(expected,
-                                                                                                           rel=1e-15)
+    form = np.array([1, 2, 2]) * scaled_funk_hecke(np.arange(3), 1.5, 2)
+    expected = 2 * math.pi / 3.0 * float(np.sum(form * np.abs(coeffs) ** 2))
+    value = operator.energy(coeffs, np.array([1.0, 2.0, 2.0]), fourier_series.CIRCLE_NORM)
+    assert value == pytest.approx(expected, rel=1e-15)
 
 
 @pytest.mark.parametrize("dim", [2, 3, 5])
