@@ -59,7 +59,7 @@ from solvers.runloop import run
 from solvers.steppers import make_stepper
 from meanfield.plotting import legend_below
 from .harness import progress_bar, save_figure, study_main, write_dataset
-from validation.phase_diagram import machine_cores, write_atomic
+from .tasks import SYNCHRONOUS, machine_cores, run_tasks, write_compressed
 
 KINDS = ("softmax", "l2", "multihead", "sinkhorn")
 #: kind -> (particle kernel, moment-ODE attention, number of heads)
@@ -287,7 +287,7 @@ def save_task(folder, settings: dict, result) -> Path:
     Path(folder).mkdir(parents=True, exist_ok=True)
     task = xr.Dataset({"error_exact": ("seed", np.asarray(exact)), "error_sample": ("seed", np.asarray(sample))},
                       attrs={**settings, "seconds": float(seconds)})
-    return write_atomic(task, task_path(folder, settings))
+    return write_compressed(task, task_path(folder, settings))
 
 
 def load_task(folder, settings: dict):
@@ -302,23 +302,17 @@ def load_task(folder, settings: dict):
 
 
 def _run_tasks(tasks: list, t_final: float, rtol: dict, workers: int, store) -> None:
-    """Run ``tasks``, calling ``store(task, result)`` as each finishes (here, or on a Dask cluster)."""
+    """Run ``tasks``, calling ``store(task, result)`` as each finishes (here, or on a Dask cluster of
+    ``workers`` processes: :func:`validation.tasks.run_tasks`)."""
     if not tasks:
         return
     with progress_bar(len(tasks), "gaussian runs") as bar:
-        if workers <= 1:
-            for task in tasks:
-                store(task, study_task(*task, t_final, rtol[task[0]]))
-                bar.update()
-            return
-        from distributed import as_completed
-        from validation.phase_diagram import dask_client
+        def save(args, result):
+            store(args[:5], result)
+            bar.update()
 
-        with dask_client(None, workers) as client:
-            futures = {client.submit(study_task, *task, t_final, rtol[task[0]], pure=False): task for task in tasks}
-            for future in as_completed(futures):
-                store(futures[future], future.result())
-                bar.update()
+        run_tasks(study_task, [(*task, t_final, rtol[task[0]]) for task in tasks], save,
+                  SYNCHRONOUS if workers <= 1 else None, workers)
 
 
 def run_study(quick: bool = False, out_dir="gaussian-study", kinds=KINDS, dims=None, draws=None, log2_n=None,

@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
 import re
 import time as _time
 from dataclasses import asdict, dataclass
@@ -47,11 +46,13 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from meanfield.errors import InputError, require
+from meanfield.errors import require
 from meanfield.limits import MAX_DIM, MAX_FRAMES, MAX_LIST, check_fits, check_seed, particle_work_bytes
 from meanfield.model import Model
 from meanfield.sampling import uniform_sphere
-from meanfield.storage import check_output_folder, netcdf_safe, package_version, save_run, write_atomic as write_file
+from meanfield.storage import check_output_folder, netcdf_safe, package_version, write_atomic as write_file
+
+from .tasks import SYNCHRONOUS, machine_cores, read_attrs, run_tasks, write_compressed
 
 #: The paper's figure: d = 2, 8, 32, 128, t in [0, 30] and beta in [0.1, 9] (its code: 90 betas,
 #: 200 times).  We keep its window, with beta step 0.5 and t step 0.5: a chunk (d, beta) costs its
@@ -66,7 +67,6 @@ STEPPER, RTOL = "dopri5", 1e-6
 QUICK = {"dims": (2, 8), "betas": (0.0, 1.0, 4.0), "t_final": 8.0, "n_times": 17, "realisations": 32}
 CHUNK_NAME = re.compile(r"^chunk-d(\d+)-b(\d+)\.nc$")
 RESULT_NAME = "phase_diagram.nc"
-SYNCHRONOUS = "synchronous"
 #: Named schedulers: in this process, or a local cluster of threads or of processes (the default).
 SCHEDULERS = (SYNCHRONOUS, "threads", "processes")
 #: A ``dask.distributed`` scheduler address: ``[protocol://]host:port``.
@@ -251,22 +251,6 @@ def chunk_path(store, dim: int, index: int) -> Path:
     return Path(store) / f"chunk-d{dim}-b{index}.nc"
 
 
-def write_atomic(dataset: xr.Dataset, path: Path) -> Path:
-    """Write compressed, safely (:func:`meanfield.storage.save_run`: temporary file renamed into place)."""
-    encoding = {name: {"zlib": True, "complevel": 4} for name in dataset.data_vars
-                if dataset[name].dtype.kind == "f"}
-    return save_run(dataset, path, encoding=encoding)
-
-
-def _chunk_attrs(path: Path) -> dict:
-    try:
-        with xr.open_dataset(path) as handle:
-            return dict(handle.attrs)
-    except Exception as exc:  # written atomically, so unreadable means not ours: never overwrite it
-        raise InputError(f"{path}: not a readable phase-diagram chunk ({type(exc).__name__}); "
-                         f"move it away to recompute it") from None
-
-
 def stored_chunks(store, settings: SweepSettings, dims, betas) -> set[tuple[int, int]]:
     """``(d, index)`` of every chunk of this sweep already in ``store``; refuse mismatched settings.
 
@@ -279,7 +263,7 @@ def stored_chunks(store, settings: SweepSettings, dims, betas) -> set[tuple[int,
         dim, index = (int(match.group(1)), int(match.group(2))) if match else (None, None)
         if dim not in dims or not 0 <= index < len(betas):
             continue
-        attrs = _chunk_attrs(path)
+        attrs = read_attrs(path, "phase-diagram chunk")
         problem = settings.mismatch(attrs) or _grid_mismatch(attrs, dim, betas[index])
         require(problem is None, f"{path}: stored with {problem}; use another store or the same settings")
         found.add((dim, index))
@@ -312,46 +296,6 @@ def check_chunk_memory(settings: SweepSettings, dims, scheduler) -> None:
                                     + 8.0 * settings.n_times * r), f"{workers} chunks of {settings.n} tokens")
 
 
-@contextlib.contextmanager
-def dask_client(scheduler, workers: int):
-    """A ``distributed.Client``: on a new ``LocalCluster`` (``scheduler`` ``None`` or ``"processes"``:
-    ``workers`` processes of one thread; ``"threads"``: ``workers`` threads in this process) or
-    connected to ``scheduler`` (an address).  Closes what it opened."""
-    import dask
-    from distributed import Client, LocalCluster
-
-    with contextlib.ExitStack() as stack:
-        if scheduler in (None, "processes", "threads"):
-            stack.enter_context(dask.config.set({"distributed.nanny.pre-spawn-environ": _worker_environ()}))
-            cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1,
-                                                       processes=scheduler != "threads",
-                                                       dashboard_address=":0", silence_logs=logging.ERROR))
-            client = stack.enter_context(Client(cluster))
-        else:
-            try:
-                client = stack.enter_context(Client(scheduler))
-            except OSError as exc:
-                raise InputError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
-        yield client
-
-
-def _worker_environ() -> dict:
-    """Dask's worker environment (one BLAS thread) without ``MALLOC_TRIM_THRESHOLD_``.
-
-    Setting it turns off glibc's adaptive mmap threshold, so each multi-MB array the stepper
-    allocates costs an ``mmap`` and fresh page faults: measured 25-30 % slower per chunk.
-    """
-    import dask
-
-    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}))
-    environ.pop("MALLOC_TRIM_THRESHOLD_", None)
-    return environ
-
-
-def machine_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def compute_chunks(jobs: list, settings: SweepSettings, store, scheduler=None, progress: bool = True) -> int:
     """Run ``jobs`` (``(d, index, beta)`` triples) and write each chunk as it completes.
 
@@ -363,41 +307,16 @@ def compute_chunks(jobs: list, settings: SweepSettings, store, scheduler=None, p
     from meanfield.progress import progress_bar
 
     with progress_bar(len(jobs), enabled=progress, unit="chunk", desc="phase diagram") as bar:
-        def save(dataset: xr.Dataset) -> None:
-            path = write_atomic(dataset, chunk_path(store, int(dataset.attrs["dim"]), int(dataset.attrs["beta_index"])))
+        def save(args, dataset: xr.Dataset) -> None:
+            path = write_compressed(dataset, chunk_path(store, int(dataset.attrs["dim"]),
+                                                        int(dataset.attrs["beta_index"])))
             if dataset.attrs["stop_reason"] != "completed":
                 LOG.warning("%s stopped early: %s", path.name, dataset.attrs["stop_reason"])
             bar.update()
 
-        errors: list[Exception] = []
-        if scheduler == SYNCHRONOUS:
-            for dim, index, beta in jobs:
-                _save_or_collect(lambda: simulate_chunk(settings, dim, index, beta), save, errors)
-        elif jobs:
-            _compute_on_dask(jobs, settings, scheduler, save, errors)
-        if errors:  # every other chunk is saved; the first failure is the caller's to see
-            raise errors[0]
+        run_tasks(simulate_chunk, [(settings, dim, index, beta) for dim, index, beta in jobs], save, scheduler,
+                  keep_going=True)
     return len(jobs)
-
-
-def _save_or_collect(result, save, errors: list) -> None:
-    """``save(result())``, or remember the exception and go on (Ctrl-C still stops at once)."""
-    try:
-        dataset = result()
-    except Exception as exc:  # noqa: BLE001 - re-raised by compute_chunks after the other chunks
-        errors.append(exc)
-        return
-    save(dataset)
-
-
-def _compute_on_dask(jobs: list, settings: SweepSettings, scheduler, save, errors: list) -> None:
-    from distributed import as_completed
-
-    with dask_client(scheduler, min(machine_cores(), len(jobs))) as client:
-        futures = [client.submit(simulate_chunk, settings, dim, index, beta, pure=False)
-                   for dim, index, beta in jobs]
-        for future in as_completed(futures):
-            _save_or_collect(future.result, save, errors)
 
 
 # ------------------------------------------------------------------------------------------ merge
@@ -465,7 +384,7 @@ def run_sweep(store, dims=DIMS, betas=BETAS, t_final: float = T_FINAL, n_times: 
         figure="rotf paper Fig. 3", scheduler=scheduler or "local", computed_chunks=computed,
         reused_chunks=len(done), incomplete_chunks=int(np.sum(dataset["stop_reason"].values != "completed")),
         sweep_wall_time=_time.perf_counter() - start, package_version=package_version()))
-    write_atomic(dataset, store / RESULT_NAME)
+    write_compressed(dataset, store / RESULT_NAME)
     return dataset
 
 

@@ -18,7 +18,7 @@ import importlib
 import io
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
