@@ -93,6 +93,9 @@ def _section(outcome, root: Path) -> str:
              f"{html.escape(study.command(outcome.quick, _shown_out(study, outcome, root)))}</code>"
              + (f" (full size: <code>{html.escape(study.command(False, study.default_out or study.name))}</code>)"
                 if outcome.quick and study.output == "folder" else "") + "</p>"]
+    preset = _preset(study, outcome.quick)
+    if preset:
+        parts.append(f"<p>Preset: <code>{html.escape(preset)}</code></p>")
     if outcome.error:
         parts.append(f"<p class=\"error\">Error: {html.escape(outcome.error)}</p>")
     if outcome.checks:
@@ -103,6 +106,17 @@ def _section(outcome, root: Path) -> str:
     if outcome.text:
         parts.append(f"<pre>{html.escape(outcome.text)}</pre>")
     return "\n".join(parts)
+
+
+def _preset(study: Study, quick: bool) -> str:
+    """``validation.<module>.QUICK = {...}`` (or FULL), when the study declares presets."""
+    try:
+        values = study.preset(quick)
+    except Exception:  # noqa: BLE001 - the module did not import: the error is shown already
+        return ""
+    if values is None:
+        return ""
+    return f"validation.{study.module}.{study.presets[0 if quick else 1]} = {values!r}"
 
 
 def _shown_out(study: Study, outcome, root: Path):
@@ -126,7 +140,7 @@ def render(outcomes: list, root, quick: bool, wall: float, final: bool = True) -
     state = "" if final else "<p><strong>In progress</strong>: the studies below have run so far.</p>"
     head = (f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{title}</title>\n"
             f"<style>{STYLE}</style>\n</head>\n<body>\n<h1>{title}</h1>\n{state}"
-            f"<p>{passed} of {len(checks)} claims pass; {errors} studies raised an error; total wall time "
+            f"<p>{passed} of {len(checks)} claims pass; studies that raised an error: {errors}; total wall time "
             f"{wall:.1f} s. Re-run everything: <code>meanfield validate report{' --quick' if quick else ''} "
             f"--out {html.escape(str(root))}</code></p>\n<table>\n" + "\n".join(summary) + "\n</table>\n")
     body = "\n<hr>\n".join(_section(outcome, root) for outcome in outcomes)

@@ -172,3 +172,9 @@ def test_cli_report_exit_status_and_bad_out(tmp_path, monkeypatch, capsys):
         assert main(["validate", "report", "--quick", *args]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--out" in err and "Traceback" not in err
+
+
+def test_validate_help_lists_every_registered_study(capsys):
+    assert main(["validate", "--help"]) == 0
+    listed = {line.split()[0] for line in capsys.readouterr().out.split("Commands:")[1].splitlines() if line.strip()}
+    assert listed == set(STUDIES) | {"report"}
