@@ -75,8 +75,8 @@ def log_save_times(t_final: float, per_decade: int) -> np.ndarray:
     return np.append(times, t_final)
 
 
-def _frame(scheme, state, trackers) -> dict:
-    frame = scheme.frame(state)
+def _frame(scheme, state, trackers, scheme_frames: bool = True) -> dict:
+    frame = scheme.frame(state) if scheme_frames else {}
     for tracker in trackers:
         frame.update(tracker.frame(scheme, state, frame))
     return frame
@@ -92,13 +92,15 @@ def _check(trackers, scheme, state, t: float) -> str | None:
 
 
 def run(scheme, stepper, state, t_final: float, save_every: float | None = None, progress: bool = False,
-        targets=None, trackers=(), t_start: float = 0.0) -> RunRecord:
+        targets=None, trackers=(), t_start: float = 0.0, scheme_frames: bool = True) -> RunRecord:
     """Integrate ``state`` from ``t_start`` to ``t_final`` with ``stepper``; see the module docstring.
 
     ``targets``: the save times (default :func:`save_times` of ``save_every``); a log axis
     (:func:`log_save_times`) shows progress in frames instead of time.  Only targets after
     ``t_start`` are used.  ``trackers``: :class:`solvers.trackers.Tracker` objects, run between
     the validity monitor and the collapse and progress trackers the loop always has.
+    ``scheme_frames=False``: frames hold only what the trackers record (e.g. an
+    :class:`solvers.trackers.Observer` of a few numbers in a large sweep), not the scheme's own record.
     """
     scheme = conform(scheme)
     record = RunRecord()
@@ -112,7 +114,7 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
         tracker.start(scheme, stepper, state, t, schedule)
     try:
         record.times.append(t)
-        record.frames.append(_frame(scheme, state, trackers))
+        record.frames.append(_frame(scheme, state, trackers, scheme_frames))
         reason = _check(trackers, scheme, state, t)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             for target in schedule.targets:
@@ -130,7 +132,7 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
                 if reason is not None:
                     break
                 record.times.append(t)
-                record.frames.append(_frame(scheme, state, trackers))
+                record.frames.append(_frame(scheme, state, trackers, scheme_frames))
                 for tracker in trackers:
                     reason = tracker.at_save(scheme, state, t) or reason
                 if reason is not None:
@@ -144,7 +146,7 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
             tracker.finish(record)
     if reason is not None and t > record.times[-1]:
         record.times.append(t)
-        record.frames.append(_frame(scheme, state, trackers))
+        record.frames.append(_frame(scheme, state, trackers, scheme_frames))
         record.off_schedule = True
     record.stop_reason = reason or COMPLETED
     record.t_reached = t
