@@ -4,6 +4,9 @@ A scheme subclassing :class:`DensityScheme` provides ``basis.integrate``, ``dens
 (grid values), ``mean_density(state)``, ``energy(state)``, ``mode_amplitudes(state)``,
 ``spectral_tail(state)`` and the tolerances ``positivity_tol`` and ``resolution_tol``; the rest of
 the scheme contract (:mod:`solvers.contract`) comes with its defaults from :class:`solvers.contract.Scheme`.
+A scheme whose state is not a spectral expansion (finite volume) overrides :meth:`DensityScheme.mass`
+and :meth:`DensityScheme.further_validity` (its own check in place of the resolution monitor) and may
+add a hint to the positivity message (``positivity_hint``).
 """
 
 from __future__ import annotations
@@ -19,25 +22,35 @@ class DensityScheme(Scheme):
     _tail_floor = 0.0
     #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`)
     restart_fields = ("_tail_floor",)
+    #: appended to the positivity message (e.g. which stepper keeps positivity)
+    positivity_hint = ""
 
     def record_initial_tail(self, state: np.ndarray) -> np.ndarray:
         """Remember the initial spectral tail (the resolution monitor's reference); returns ``state``."""
         self._tail_floor = self.spectral_tail(state)
         return state
 
+    def mass(self, state: np.ndarray, density: np.ndarray) -> float:
+        """``int rho`` of ``state`` whose grid values are ``density``: the basis's quadrature."""
+        return self.basis.integrate(density)
+
     def validity(self, state: np.ndarray, t: float) -> str | None:
         """``None`` while the state is trustworthy; otherwise why not.
 
         * finiteness: every coefficient finite;
         * positivity: ``min rho >= -positivity_tol * mean(rho)`` on the grid;
-        * resolution: the spectral tail stays below ``max(resolution_tol, 10 x its initial value)``.
+        * then :meth:`further_validity` (the resolution monitor).
         """
         if not np.all(np.isfinite(state)):
             return f"non-finite values at t = {t:.6g}"
         low = float(np.min(self.density(state)))
         if low < -self.positivity_tol * self.mean_density(state):
             return (f"positivity lost at t = {t:.6g}: min density {low:.3g} < "
-                    f"-{self.positivity_tol:g} x mean density")
+                    f"-{self.positivity_tol:g} x mean density{self.positivity_hint}")
+        return self.further_validity(state, t)
+
+    def further_validity(self, state: np.ndarray, t: float) -> str | None:
+        """Resolution: the spectral tail stays below ``max(resolution_tol, 10 x its initial value)``."""
         tail, limit = self.spectral_tail(state), max(self.resolution_tol, 10 * self._tail_floor)
         if tail > limit:
             return (f"resolution lost at t = {t:.6g}: spectral tail {tail:.3g} > {limit:.3g} "
@@ -47,5 +60,5 @@ class DensityScheme(Scheme):
     def frame(self, state: np.ndarray) -> dict:
         """What one saved frame records (DESIGN.md data contract)."""
         density = self.density(state)
-        return {"density": density, "mass": self.basis.integrate(density),
+        return {"density": density, "mass": self.mass(state, density),
                 "energy": self.energy(state), "mode_amplitude": self.mode_amplitudes(state)}
