@@ -27,7 +27,7 @@ th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: left; vertic
 td.num { text-align: right; font-family: monospace; }
 .pass { background: #d8f3d8; } .fail { background: #f8d0d0; } .error { background: #f8d0d0; }
 pre { background: #f4f4f4; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
-img { max-width: 100%; border: 1px solid #ddd; margin: 0.3em 0; }
+img { max-width: 100%; max-height: 42em; border: 1px solid #ddd; margin: 0.3em 0; }
 """
 
 
@@ -50,7 +50,8 @@ def run_report(out_dir, quick: bool = False, studies: dict[str, Study] | None = 
         outcome = harness.run_caught(study, quick, None if study.benchmark else out)
         outcomes.append(outcome)
         passed = sum(check.passed for check in outcome.checks)
-        state = f"error: {outcome.error}" if outcome.error else f"{passed}/{len(outcome.checks)} claims pass"
+        state = (f"error: {outcome.error}" if outcome.error else "table only" if study.benchmark
+                 else f"{passed}/{len(outcome.checks)} claims pass")
         echo(f"[{index}/{len(studies)}] {study.name}: {state} ({outcome.wall:.1f} s)")
         write_page(root, outcomes, quick, time.perf_counter() - start, final=index == len(studies))
     return outcomes
@@ -132,9 +133,9 @@ def render(outcomes: list, root, quick: bool, wall: float, final: bool = True) -
     summary = ["<tr><th>study</th><th>result</th><th>claims passed</th><th>wall time (s)</th></tr>"]
     for outcome in outcomes:
         kind, label = _status(outcome)
-        count = sum(check.passed for check in outcome.checks)
+        count = f"{sum(check.passed for check in outcome.checks)}/{len(outcome.checks)}" if outcome.checks else "–"
         summary.append(f"<tr><td><a href=\"#{outcome.study.name}\">{html.escape(outcome.study.name)}</a></td>"
-                       f"<td class=\"{kind}\">{label}</td><td class=\"num\">{count}/{len(outcome.checks)}</td>"
+                       f"<td class=\"{kind}\">{label}</td><td class=\"num\">{count}</td>"
                        f"<td class=\"num\">{outcome.wall:.1f}</td></tr>")
     title = f"meanfield validation report{' (quick presets)' if quick else ''}"
     state = "" if final else "<p><strong>In progress</strong>: the studies below have run so far.</p>"
