@@ -27,6 +27,7 @@ overrides what it needs:
 ``after_restore()``         re-derive caches after a restart put fields back (nothing)
 ``static_variables()``      time-independent Dataset variables, e.g. node weights (``{}``)
 ``state_from_cell_averages(averages)``  (``state_from_density``)
+``largest_mode()``          a PDE scheme's band (``basis.kmax`` on the circle, ``basis.lmax`` otherwise)
 ==========================  =====================================================================
 
 :func:`conform` is what the callers use instead of probing with ``getattr``: it returns the
@@ -103,6 +104,11 @@ class Scheme:
     def state_from_cell_averages(self, averages: np.ndarray) -> np.ndarray:
         """The state from cell averages: by default the averages taken as point values."""
         return self.state_from_density(averages)
+
+    def largest_mode(self) -> int:
+        """A PDE scheme's band: the largest Fourier mode (circle, ``basis.kmax``) or degree (sphere and
+        zonal, ``basis.lmax``) its grid keeps."""
+        return int(self.basis.kmax if self.geometry == "circle" else self.basis.lmax)
 
 
 #: The optional parts :class:`Scheme` declares (names of its attributes and methods).

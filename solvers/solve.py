@@ -210,9 +210,9 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     discretisation = conform(scheme_cls(model, resolution, backend=backend, resolution_tol=resolution_tol,
                                         positivity_tol=positivity_tol, normalization=normalization, **options))
     stepper = discretisation.default_stepper if stepper is None else stepper
-    k_star = dominant_mode(model)
-    require(k_star <= discretisation.basis.kmax,
-            f"--resolution {resolution} keeps modes up to {discretisation.basis.kmax}, below the dominant mode "
+    k_star, band = dominant_mode(model), discretisation.largest_mode()
+    require(k_star <= band,
+            f"--resolution {resolution} keeps modes up to {band}, below the dominant mode "
             f"{k_star} at beta = {model.beta:g}; increase --resolution")
     time_stepper = make_stepper(stepper, discretisation, cfl=cfl, rtol=rtol, atol=atol)
     exact = source is not None and checkpoint.continues_exactly(source, geometry, scheme,
@@ -238,7 +238,7 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
                  t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,
                  rejected_steps=record.rejected_steps, atol=time_stepper.atol,
                  transform_backend=discretisation.basis.backend,
-                 pointwise_kernel=discretisation.pointwise_kernel, dealiased_modes=discretisation.basis.kmax,
+                 pointwise_kernel=discretisation.pointwise_kernel, dealiased_modes=band,
                  dominant_mode=k_star, **normalization.as_attrs())
     dataset = build_run_dataset(record.times, record.frames, discretisation.dims(), discretisation.coords(), attrs)
     for name, variable in discretisation.static_variables().items():  # e.g. the Lagrangian nodes' weights

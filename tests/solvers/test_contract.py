@@ -37,6 +37,8 @@ def test_every_registered_scheme_satisfies_the_contract(geometry, name):
     state = initial_state("perturbed:1e-2", geometry, scheme, 0)
     assert scheme.validity(state, 0.0) is None
     assert np.isfinite(scheme.adaptive_dt(0.5)) and scheme.adaptive_dt(0.5) > 0
+    # the band: (N - 1) // 3 on the circle, lmax on the sphere, L for galerkin, the cells' band for zonal fv
+    assert scheme.largest_mode() == {"circle": 10, "sphere": 7, "zonal": 16 if name == "galerkin" else 5}[geometry]
 
 
 def test_the_particle_scheme_satisfies_the_contract():
