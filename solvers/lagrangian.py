@@ -134,6 +134,7 @@ from meanfield.theory import fastest_growth_rate
 from meanfield.threads import NONUNIFORM_THREADS
 
 from .clusters import NodeCollapse, closing_rate, resolve_collapse_tol
+from .contract import Scheme
 from .fourier import FourierBasis
 from .interaction import SHT_MIN_EPSILON, CircleFourierInteraction, SphereHarmonicInteraction, sphere_locations
 from .particles import SPHERE_TOL
@@ -169,7 +170,7 @@ def _check_normalization(normalization, collapse_tol) -> Normalization:
     return normalization
 
 
-class _Lagrangian:
+class _Lagrangian(Scheme):
     """What the circle and sphere schemes share: records, checks and the resolution decision."""
 
     name = "lagrangian"

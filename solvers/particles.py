@@ -54,6 +54,7 @@ from meanfield.normalization import Normalization
 from meanfield.seeding import stream
 
 from .clusters import NodeCollapse, closing_rate
+from .contract import Scheme
 from .interaction import (KERNELS, SPHERE_ACCURACY, CircleFourierInteraction, DirectInteraction,
                           SphereHarmonicInteraction)
 
@@ -119,7 +120,7 @@ def normalised_weights(weights, n: int) -> np.ndarray:
     return weights / weights.sum()
 
 
-class ParticleScheme:
+class ParticleScheme(Scheme):
     """Right-hand side, post-step map and checks for particle runs; see the module docstring.
 
     ``model``    attention, beta, nu, dim (the tokens' dimension d).
