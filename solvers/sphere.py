@@ -90,7 +90,7 @@ class SphereBasis:
 
     def __init__(self, lmax: int, nthreads: int | None = None):
         require(isinstance(lmax, (int, np.integer)) and lmax >= 1, f"lmax must be an integer >= 1 (got {lmax!r})")
-        self.lmax = self.kmax = int(lmax)
+        self.lmax = int(lmax)
         #: ducc0 threads of the grid transforms (bitwise the same at any count; meanfield.threads)
         self.nthreads = ducc0_threads() if nthreads is None else int(nthreads)
         self.nlat, self.nlon = _dealiased_grid(self.lmax)

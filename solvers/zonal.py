@@ -80,7 +80,7 @@ class ZonalBasis:
                 f"--resolution must be an integer >= 2 for the zonal solver (got {lmax!r})")
         require(isinstance(dim, (int, np.integer)) and dim >= 3,
                 f"--dim must be >= 3 for the zonal solver (got {dim!r})")
-        self.lmax = self.kmax = int(lmax)
+        self.lmax = int(lmax)
         self.dim = int(dim)
         self.degrees = np.arange(self.lmax + 1)
         q = int(nodes) if nodes is not None else math.ceil(3 * (self.lmax + 1) / 2)
