@@ -94,7 +94,7 @@ def fraction(claim: str, flags) -> Check:
     """Every one of ``flags`` holds: measured is the fraction that does."""
     flags = np.asarray(flags, dtype=bool).ravel()
     share = float(flags.mean()) if flags.size else math.nan
-    return Check(claim, "all hold", share, "every one (measured: the share that holds)",
+    return Check(claim, "all", share, "all (measured: the share that holds)",
                  bool(flags.size and flags.all()))
 
 

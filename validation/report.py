@@ -24,7 +24,7 @@ STYLE = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; }
 th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
-td.num { text-align: right; font-family: monospace; }
+td.num { text-align: right; font-family: monospace; white-space: nowrap; }
 .pass { background: #d8f3d8; } .fail { background: #f8d0d0; } .error { background: #f8d0d0; }
 pre { background: #f4f4f4; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
 img { max-width: 100%; max-height: 42em; border: 1px solid #ddd; margin: 0.3em 0; }
