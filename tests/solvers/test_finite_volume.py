@@ -220,7 +220,7 @@ def test_initial_data_are_exact_cell_averages():
     (lambda: CircleFiniteVolume(Model("sa", 2.0, 0.0, 3), 64), "--dim"),
     (lambda: ZonalFiniteVolume(Model("sa", 2.0, 0.0, 2), 64), "--dim"),
     (lambda: ZonalFiniteVolume(Model("sa", 2.0, 0.0, 3), 2.5), "--resolution"),
-    (lambda: ZonalFiniteVolume(Model("sa", 2.0, 0.0, 3), 64, backend="fftw"), "--backend"),
+    (lambda: ZonalFiniteVolume(Model("sa", 2.0, 0.0, 3), 64, backend="fftw"), "backend= parameter"),
     (lambda: solve("circle", scheme="fv", beta=64.0, resolution=16, t_final=1.0), "dominant mode"),
 ])
 def test_bad_input_is_one_line(call, phrase):

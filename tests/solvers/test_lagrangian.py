@@ -192,8 +192,8 @@ def test_crossed_nodes_and_lost_normalisation_are_reported():
     ("sphere", dict(resolution=3), ["--resolution", ">= 6"]),
     ("circle", dict(beta=0.0), ["--beta", "> 0"]),
     ("circle", dict(dim=3), ["--dim"]),
-    ("circle", dict(backend="ducc0"), ["--backend"]),
-    ("sphere", dict(backend="nope"), ["--backend"]),
+    ("circle", dict(backend="ducc0"), ["backend= parameter"]),
+    ("sphere", dict(backend="nope"), ["backend= parameter"]),
 ])
 def test_bad_input_is_refused(geometry, kwargs, words):
     with pytest.raises(InputError) as info:

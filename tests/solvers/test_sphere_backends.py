@@ -31,5 +31,5 @@ def test_shtns_needs_a_large_enough_grid():
 
 
 def test_unknown_backend_is_refused():
-    with pytest.raises(InputError, match="--backend"):
+    with pytest.raises(InputError, match="backend= parameter"):
         make_sphere_basis(31, "healpy")
