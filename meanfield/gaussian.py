@@ -85,7 +85,6 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 from scipy.integrate import OdeSolution
-from scipy.integrate import solve_ivp  # noqa: F401  (a tripwire of tests/meanfield/test_bad_inputs.py; unused)
 
 from .errors import require
 from .storage import build_run_dataset, package_version

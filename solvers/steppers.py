@@ -98,15 +98,6 @@ class _Stepper:
         self._last = None      # (u, t, h, stage slopes, new) of the last step, for dense output
         self._end_slope = None  # (new, rhs(new)) for the Hermite interpolant
 
-    @property
-    def _h(self):
-        """Old name of :attr:`next_step` (tests/solvers/test_staircase.py sets it); to be removed."""
-        return self.next_step
-
-    @_h.setter
-    def _h(self, value) -> None:
-        self.next_step = value
-
     def _limit(self, cfl: float) -> float:
         """The scheme's step bound: ``adaptive_dt`` for adaptive steppers, ``stable_dt`` otherwise."""
         return (self.scheme.adaptive_dt if self.adaptive else self.scheme.stable_dt)(cfl)

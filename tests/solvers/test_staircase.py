@@ -60,7 +60,7 @@ def test_dense_output_is_fourth_order_and_lands_on_the_step_ends():
         errors = []
         for h in (0.2, 0.1):
             stepper = make_stepper(name, Growth(), rtol=1.0, atol=1.0)
-            stepper._h = h
+            stepper.next_step = h
             u = np.array([1.0])
             new, t = stepper.step(u, 0.0, h)
             assert np.array_equal(stepper.dense(0.0), u)
