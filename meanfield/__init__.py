@@ -3,7 +3,8 @@
 Public API (formulas in MATH.md, software contracts in DESIGN.md):
 
 * :class:`Model` — attention, beta, nu, dim; :class:`InputError` for user mistakes.
-* kernels — :func:`scaled_funk_hecke`, :func:`band_limit` (MATH.md §2.1–2.2).
+* kernels — :func:`scaled_funk_hecke`, :func:`band_limit` (MATH.md §2.1–2.2); :class:`KernelOperator`, every
+  multiplier of a model on a set of degrees (convolution, velocity, radial, energy form, band).
 * theory — :func:`growth_rates`, :func:`dominant_mode`, :func:`critical_noise`,
   :func:`formation_time` (MATH.md §2.3).
 * normalisation theory — :func:`equiangular_solution`, :func:`initial_rate`, :func:`late_time_decay`,
@@ -13,7 +14,8 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
   tokens themselves; :func:`load_run`, :func:`save_run`.  ``init=`` takes text specs, arrays,
   DataArrays, callables and run files; a run file of the same scheme continues exactly.
 * :func:`plot_run` — the standard figure of a run.
-* :mod:`meanfield.gaussian` — the Castin et al. mean/covariance ODEs (MATH.md §3).
+* :mod:`meanfield.gaussian` — the Castin et al. mean/covariance ODEs (MATH.md §3); :func:`solve_gaussian_case`
+  runs a named case as ``meanfield gaussian`` does.
 * :mod:`meanfield.long_context` — one SA layer at ``beta = gamma log n``: :func:`one_layer_cosine` of
   equiangular tokens, its :func:`limit_cosine`, :func:`critical_gamma` (MATH.md §7).
 * cluster dynamics — :func:`cluster_history` (the K-point ODE and its merges),
@@ -32,6 +34,8 @@ from .cluster_dynamics import cluster_history, plateau_estimate, point_energy
 from .diagnostics import detect_clusters, fit_growth_rates, interaction_energy
 from .errors import InputError
 from .geometry import sphere_area
+from .gaussian_cases import solve_case as solve_gaussian_case
+from .kernel_operator import KernelOperator
 from .kernels import band_limit, scaled_funk_hecke
 from .long_context import critical_gamma, limit_cosine, one_layer_cosine
 from .model import Model
@@ -61,5 +65,5 @@ def plot_run(dataset, path=None, modes=None):
 
 __all__ = ["effective_growth_rate", "equiangular_solution", "initial_rate", "late_time_decay", "mode_amplitude_factor",
            "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
-           "growth_rates", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "sphere_area",
+           "growth_rates", "KernelOperator", "solve_gaussian_case", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "sphere_area",
            "__version__"]
