@@ -35,7 +35,6 @@ from scipy.linalg.blas import idamax
 
 from meanfield.errors import require
 from meanfield.fourier_series import CIRCLE_NORM
-from meanfield.kernel_operator import top_sixth
 from meanfield.model import Model
 
 from .density_scheme import DensityScheme
@@ -86,10 +85,7 @@ class CircleSpectral(DensityScheme):
         modes = np.arange(1, basis.kmax + 1)
         self.max_rate = divisor.fastest_rate(modes)
         self.state_scale = 1.0 / (2 * math.pi)
-        self.positivity_tol = positivity_tol
-        self.resolution_tol = resolution_tol
-        self._tail = top_sixth(basis.kmax)
-        self.max_speed = 0.0
+        self.init_monitor(basis.kmax, positivity_tol, resolution_tol)
         self._kernel = fused_kernel(self, kernel)
         self.pointwise_kernel = "numpy" if self._kernel is None else "compiled"
         self._speed_scale = divisor.normalization.divisor if divisor.lnscale else None

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from meanfield.kernel_operator import top_sixth
+
 from .contract import Scheme
 
 
@@ -24,6 +26,14 @@ class DensityScheme(Scheme):
     restart_fields = ("_tail_floor",)
     #: appended to the positivity message (e.g. which stepper keeps positivity)
     positivity_hint = ""
+
+    def init_monitor(self, band: int, positivity_tol: float, resolution_tol: float) -> None:
+        """The validity monitor's settings: the tolerances, the spectral-tail slice (the top sixth of the
+        modes up to ``band``, :func:`meanfield.kernel_operator.top_sixth`) and ``max|X| = 0`` before any rhs."""
+        self.positivity_tol = positivity_tol
+        self.resolution_tol = resolution_tol
+        self._tail = top_sixth(band)
+        self.max_speed = 0.0
 
     def record_initial_tail(self, state: np.ndarray) -> np.ndarray:
         """Remember the initial spectral tail (the resolution monitor's reference); returns ``state``."""

@@ -44,7 +44,6 @@ import ducc0
 import numpy as np
 
 from meanfield.errors import require
-from meanfield.kernel_operator import top_sixth
 from meanfield.model import Model
 from meanfield.threads import ducc0_threads
 
@@ -284,10 +283,7 @@ class SphereSpectral(DensityScheme):
         degrees = np.arange(1, basis.lmax + 1)
         self.max_rate = divisor.fastest_rate(degrees)
         self.state_scale = 1.0 / (4 * math.pi)
-        self.positivity_tol = positivity_tol
-        self.resolution_tol = resolution_tol
-        self._tail = top_sixth(basis.lmax)
-        self.max_speed = 0.0
+        self.init_monitor(basis.lmax, positivity_tol, resolution_tol)
         nlat, nlon = basis.shape
         self._rho = np.empty((1, nlat, nlon))
         self._conv_grid = np.empty((1, nlat, nlon))

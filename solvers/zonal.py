@@ -34,7 +34,6 @@ from scipy.special import roots_jacobi
 
 from meanfield.errors import require
 from meanfield.geometry import laplace_eigenvalue, sphere_area
-from meanfield.kernel_operator import top_sixth
 from meanfield.model import Model
 
 from .density_scheme import DensityScheme
@@ -164,10 +163,7 @@ class ZonalGalerkin(DensityScheme):
         self.linear = None if model.nu == 0 else -model.nu * eig
         self.max_rate = divisor.fastest_rate(ell[1:])
         self.state_scale = 1.0 / sphere_area(model.dim)
-        self.positivity_tol = positivity_tol
-        self.resolution_tol = resolution_tol
-        self._tail = top_sixth(basis.lmax)
-        self.max_speed = 0.0
+        self.init_monitor(basis.lmax, positivity_tol, resolution_tol)
 
     # -- state <-> density ------------------------------------------------------------------------
     @property
