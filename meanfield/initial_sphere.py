@@ -31,7 +31,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline, RectBivariateSpline
 
 from .errors import InputError, require
-from .initial import (VON_MISES, _number as parse_number, check_sign_and_mass, density_from_spec, init_label,
+from .initial import (VON_MISES, _number as parse_number, check_sign_and_mass, density_from_spec,
                       require_resolved)
 from .storage import last_valid_density, load_run
 
@@ -160,7 +160,6 @@ def sphere_density(spec: str, basis, seed=None) -> np.ndarray:
 
 def check_sphere_density(density: np.ndarray, spec: str, basis) -> None:
     """Refuse a density that is not finite, negative, massless, or unresolved at ``basis.lmax``."""
-    require(bool(np.all(np.isfinite(density))), f"{init_label(spec)}: the density is not finite")
     mean = check_sign_and_mass(density, spec, basis.integrate(density), 4 * math.pi)
     residual = float(np.max(np.abs(density - basis.synthesise(basis.analyse(density))))) / mean
     require_resolved(residual, spec, basis.lmax, f"degree {basis.lmax}")

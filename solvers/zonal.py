@@ -153,7 +153,7 @@ class ZonalGalerkin(DensityScheme):
         self.kernel_operator = operator = divisor.kernel(ell)
         self.conv = operator.conv                                             # exp(-beta) kappa_l
         # exp(-beta) kappa_l / beta (times exp(beta) for USA but nGPT)
-        self.velocity = velocity = operator.velocity()
+        self.velocity = operator.velocity()
         self.radial = operator.radial if divisor.ngpt else None
         self._sin2 = 1.0 - basis.nodes ** 2
         self._sin = np.sqrt(self._sin2)
