@@ -13,6 +13,9 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
 * :func:`solve` — run the PDE, returns an ``xarray.Dataset``; :func:`simulate_particles` — the
   tokens themselves; :func:`load_run`, :func:`save_run`.  ``init=`` takes text specs, arrays,
   DataArrays, callables and run files; a run file of the same scheme continues exactly.
+* settings — :class:`StepControl`, :class:`Monitor`, :class:`Saving`, :class:`Attention` and
+  :class:`Normalization`: the groups of settings :func:`solve` and :func:`simulate_particles` take as objects
+  (``step=StepControl(rtol=1e-10)``) or flat keywords; defaults in :mod:`meanfield.defaults`.
 * :func:`plot_run` — the standard figure of a run.
 * :mod:`meanfield.gaussian` — the Castin et al. mean/covariance ODEs (MATH.md §3); :func:`solve_gaussian_case`
   runs a named case as ``meanfield gaussian`` does.
@@ -39,6 +42,8 @@ from .kernel_operator import KernelOperator
 from .kernels import band_limit, scaled_funk_hecke
 from .long_context import critical_gamma, limit_cosine, one_layer_cosine
 from .model import Model
+from .normalization import Normalization
+from .settings import Attention, Monitor, Saving, StepControl
 from .storage import load_run, save_run
 from .theory import critical_noise, dominant_mode, formation_time, growth_rates
 from .normalization_theory import (effective_growth_rate, equiangular_solution, initial_rate, late_time_decay,
@@ -66,4 +71,4 @@ def plot_run(dataset, path=None, modes=None):
 __all__ = ["effective_growth_rate", "equiangular_solution", "initial_rate", "late_time_decay", "mode_amplitude_factor",
            "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
            "growth_rates", "KernelOperator", "solve_gaussian_case", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "sphere_area",
-           "__version__"]
+           "Attention", "Monitor", "Normalization", "Saving", "StepControl", "__version__"]

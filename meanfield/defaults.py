@@ -1,10 +1,15 @@
-"""Every default setting in one place, read by the command line and the Python API alike.
+"""Every default setting in one place, read by the command line, the Python API and the settings objects.
 
 ``meanfield solve sphere`` and ``meanfield.solve("sphere")`` must run the same case, so
-neither spells a default itself: both read the tables here.
+neither spells a default itself: both read the tables here, and so do the fields of the
+settings objects of :mod:`meanfield.settings` (read when an object is made, so a changed
+entry shows in every object made after it).  ``None`` means "decided by the run": the
+scheme's stepper, a cadence of ``t_final / 100``, the stepper's ``atol``, and so on.
 """
 
 from __future__ import annotations
+
+from collections import ChainMap
 
 #: Per geometry: the ambient dimension d and the resolution (circle: grid points N;
 #: sphere: largest spherical-harmonic degree lmax; zonal: largest Gegenbauer degree L).
@@ -12,14 +17,29 @@ GEOMETRY_DEFAULTS = {"circle": {"dim": 2, "resolution": 256},
                      "sphere": {"dim": 3, "resolution": 63},
                      "zonal": {"dim": 3, "resolution": 64}}
 
-#: ``solve`` settings shared by every geometry.
-SOLVE_DEFAULTS = {"attention": "sa", "beta": 1.0, "nu": 0.0, "init": "perturbed:1e-3", "seed": 0,
-                  "t_final": 10.0, "rtol": 1e-8, "cfl": 0.5, "resolution_tol": 1e-6, "positivity_tol": 1e-6}
+#: Settings every run shares, ``solve`` and ``particles`` alike: the model, the clock and saving
+#: (:class:`meanfield.settings.Saving`), the time stepper (:class:`meanfield.settings.StepControl`;
+#: ``stepper`` ``None``: the scheme's) and the merges of coincident nodes or tokens.
+RUN_DEFAULTS = {"attention": "sa", "beta": 1.0, "nu": 0.0, "seed": 0,
+                "t_final": 10.0, "save_every": None, "save_log": None,
+                "stepper": None, "rtol": 1e-8, "atol": None, "cfl": 0.5, "dt_max": None,
+                "collapse_tol": None}
 
-#: ``particles`` settings.
-PARTICLE_DEFAULTS = {"dim": 2, "n": 256, "attention": "sa", "beta": 1.0, "nu": 0.0, "init": "uniform", "seed": 0,
-                     "t_final": 10.0, "sampling": "iid", "resolution": 256, "qkv": "identity",
-                     "stepper": "dopri5", "rtol": 1e-8, "cfl": 0.5, "interaction": "auto"}
+#: ``solve`` settings: the shared ones and the validity monitor's tolerances
+#: (:class:`meanfield.settings.Monitor`).
+SOLVE_DEFAULTS = ChainMap({"init": "perturbed:1e-3", "resolution_tol": 1e-6, "positivity_tol": 1e-6},
+                          RUN_DEFAULTS)
+
+#: ``particles`` settings: the shared ones, the tokens, and the attention of
+#: :class:`meanfield.settings.Attention` (``qkv``, ``kernel``, ``sinkhorn_eps``, ``interaction``).
+PARTICLE_DEFAULTS = ChainMap({"dim": 2, "n": 256, "init": "uniform", "sampling": "iid", "resolution": 256,
+                              "stepper": "dopri5", "qkv": "identity", "kernel": "dot", "sinkhorn_eps": 1.0,
+                              "interaction": "auto"},
+                             RUN_DEFAULTS)
+
+#: ``gaussian`` settings (the moment ODEs of MATH.md §3, :mod:`meanfield.gaussian_cases`).
+GAUSSIAN_DEFAULTS = {"attention": "softmax", "dim": 2, "case": "identity", "seed": 0, "sinkhorn_eps": 1.0,
+                     "scaled": False, "save_every": None}
 
 
 def geometry_default(geometry: str, name: str):

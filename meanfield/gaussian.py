@@ -86,6 +86,7 @@ import numpy as np
 import xarray as xr
 from scipy.integrate import OdeSolution
 
+from .defaults import GAUSSIAN_DEFAULTS
 from .errors import require
 from .storage import build_run_dataset, package_version
 
@@ -213,8 +214,9 @@ def affine_field(alpha: np.ndarray, factor: np.ndarray, heads: list[Head], atten
     return c, M
 
 
-def velocity_field(x, mean, cov, *, V, Q, K, attention: str = "softmax", scaled: bool = False,
-                   eps: float = 1.0) -> np.ndarray:
+def velocity_field(x, mean, cov, *, V, Q, K, attention: str = GAUSSIAN_DEFAULTS["attention"],
+                   scaled: bool = GAUSSIAN_DEFAULTS["scaled"],
+                   eps: float = GAUSSIAN_DEFAULTS["sinkhorn_eps"]) -> np.ndarray:
     """The particle velocity ``Gamma_mu(x)`` for ``mu = N(mean, cov)`` at points ``x`` (shape (n, d) or (d,))."""
     alpha, sigma, heads, attention = _validated(mean, cov, V, Q, K, attention, scaled)
     c, M = affine_field(alpha, _initial_factor(sigma), heads, attention, _positive("eps", eps))
@@ -310,8 +312,9 @@ def _positive(name: str, value) -> float:
     return value
 
 
-def solve(mean, cov, *, V, Q, K, t_final, attention: str = "softmax", save_every=None,
-          scaled: bool = False, eps: float = 1.0) -> xr.Dataset:
+def solve(mean, cov, *, V, Q, K, t_final, attention: str = GAUSSIAN_DEFAULTS["attention"],
+          save_every=GAUSSIAN_DEFAULTS["save_every"], scaled: bool = GAUSSIAN_DEFAULTS["scaled"],
+          eps: float = GAUSSIAN_DEFAULTS["sinkhorn_eps"]) -> xr.Dataset:
     """Integrate the moment ODEs of MATH.md §3 from ``N(mean, cov)`` up to ``t_final``.
 
     ``V`` (d x d), ``Q``, ``K`` (k x d, k may differ between heads): one matrix each, or lists of

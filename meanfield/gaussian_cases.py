@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from .defaults import GAUSSIAN_DEFAULTS
 from .errors import require
 from .seeding import stream
 
@@ -41,8 +42,9 @@ def gaussian_case(case: str, dim: int, seed=None) -> dict:
     return {"mean": scale * rng.standard_normal(dim), "cov": cov, "V": V, "Q": Q, "K": K}
 
 
-def case_command(case: str, dim: int, seed, t_final, attention: str = "softmax", save_every=None,
-                 scaled: bool = False, eps: float = 1.0) -> str:
+def case_command(case: str, dim: int, seed, t_final, attention: str = GAUSSIAN_DEFAULTS["attention"],
+                 save_every=GAUSSIAN_DEFAULTS["save_every"], scaled: bool = GAUSSIAN_DEFAULTS["scaled"],
+                 eps: float = GAUSSIAN_DEFAULTS["sinkhorn_eps"]) -> str:
     """The ``meanfield gaussian`` command line that runs a named case."""
     return " ".join(
         ["meanfield", "gaussian", "--attention", attention, "--dim", str(dim), "--case", case, "--seed", str(seed),
@@ -51,8 +53,10 @@ def case_command(case: str, dim: int, seed, t_final, attention: str = "softmax",
         + (["--save-every", str(save_every)] if save_every else []))
 
 
-def solve_case(case: str, dim: int, seed, *, t_final, attention: str = "softmax", save_every=None,
-               scaled: bool = False, eps: float = 1.0):
+def solve_case(case: str = GAUSSIAN_DEFAULTS["case"], dim: int = GAUSSIAN_DEFAULTS["dim"],
+               seed=GAUSSIAN_DEFAULTS["seed"], *, t_final, attention: str = GAUSSIAN_DEFAULTS["attention"],
+               save_every=GAUSSIAN_DEFAULTS["save_every"], scaled: bool = GAUSSIAN_DEFAULTS["scaled"],
+               eps: float = GAUSSIAN_DEFAULTS["sinkhorn_eps"]):
     """The moment ODEs (:func:`meanfield.gaussian.solve`) of a named case: the run Dataset with ``V``, ``Q``,
     ``K`` as variables and ``case``, ``seed`` and the ``command`` that repeats it as attributes."""
     from .gaussian import solve

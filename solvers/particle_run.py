@@ -20,17 +20,18 @@ record the path taken, and a forced path joins the reproducing ``command``.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 
 from meanfield.defaults import PARTICLE_DEFAULTS
 from meanfield.errors import require
-from meanfield.limits import check_particle_size, check_stepper_settings
+from meanfield.limits import check_particle_size
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.sampling import sample_tokens
 from meanfield.seeding import stream
+from meanfield.settings import (QKV_CHOICES, Attention, Saving, StepControl, check_qkv, gather, gather_attention,
+                                gather_normalization, is_qkv_file, unexpected)
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
@@ -39,13 +40,12 @@ from . import checkpoint
 from .clusters import ClusterTracker, resolve_collapse_tol
 from .particles import ParticleScheme
 from .runloop import run_switching
-from .solve import (add_tracker_records, canonical_command, check_run_length, check_save_log, check_seed,
-                    finish_dataset, inherited_cadence, init_label, reproducible, save_targets,
-                    start_time)
+from .solve import (add_tracker_records, canonical_command, check_seed, finish_dataset, init_label, reproducible,
+                    run_clock, save_targets)
 from .steppers import make_stepper
 from .trackers import ModeAmplitudes
 
-QKV_CHOICES = ("identity", "repulsive", "random")
+__all__ = ["QKV_CHOICES", "attention_heads", "is_qkv_file", "qkv_file", "qkv_matrices", "simulate"]
 
 
 def qkv_file(path, dim: int) -> list[tuple]:
@@ -74,10 +74,6 @@ def qkv_file(path, dim: int) -> list[tuple]:
     return [tuple(m[h] for m in matrices) for h in range(matrices[0].shape[0])]
 
 
-def is_qkv_file(kind) -> bool:
-    return isinstance(kind, Path) or (isinstance(kind, str) and kind.lower().endswith(".npz"))
-
-
 def attention_heads(kind, dim: int, seed):
     """``(Q, K, V, heads)`` for ``--qkv``: one head as matrices (``heads = None``), or several heads
     from a file (``Q = K = V = None``; their outputs are summed)."""
@@ -96,7 +92,7 @@ def qkv_matrices(kind, dim: int, seed):
         heads = qkv_file(kind, dim)
         require(len(heads) == 1, f"--qkv {kind}: {len(heads)} heads; use attention_heads() for several")
         return heads[0]
-    require(kind in QKV_CHOICES, f"--qkv must be one of {', '.join(QKV_CHOICES)} or a FILE.npz (got {kind!r})")
+    check_qkv(kind)
     if kind == "identity":
         return None, None, None
     if kind == "repulsive":
@@ -114,62 +110,65 @@ def _continues(source, n: int, dim: int, normalization: Normalization) -> bool:
             and checkpoint.from_dataset(source) is not None)
 
 
+def matrices(attention: Attention, dim: int, seed):
+    """``(Q, K, V, heads, qkv)`` of a run: the given matrices or heads (``qkv = "custom"``), else those of
+    ``attention.qkv`` (:func:`attention_heads`)."""
+    if attention.heads is not None:
+        return None, None, None, attention.heads, "custom"
+    if attention.custom:
+        return attention.Q, attention.K, attention.V, None, "custom"
+    return (*attention_heads(attention.qkv, dim, seed), str(attention.qkv))
+
+
 def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS["n"],
-             attention: str = PARTICLE_DEFAULTS["attention"], beta: float = PARTICLE_DEFAULTS["beta"],
+             attention: str | Attention = PARTICLE_DEFAULTS["attention"], beta: float = PARTICLE_DEFAULTS["beta"],
              nu: float = PARTICLE_DEFAULTS["nu"], init=PARTICLE_DEFAULTS["init"],
-             seed: int | None = PARTICLE_DEFAULTS["seed"], t_final: float = PARTICLE_DEFAULTS["t_final"],
-             save_every: float | None = None, sampling: str = PARTICLE_DEFAULTS["sampling"],
-             resolution: int = PARTICLE_DEFAULTS["resolution"], qkv: str = PARTICLE_DEFAULTS["qkv"], Q=None, K=None,
-             V=None, positions=None, weights=None, stepper: str = PARTICLE_DEFAULTS["stepper"],
-             rtol: float = PARTICLE_DEFAULTS["rtol"], cfl: float = PARTICLE_DEFAULTS["cfl"],
-             dt_max: float | None = None, progress: bool = False, save_log: int | None = None,
-             collapse_tol: float | None = None, normalization: str = "post", r0: float | None = None,
-             alpha: float | None = None, mix_switch: float | None = None,
-             interaction: str = PARTICLE_DEFAULTS["interaction"]):
+             seed: int | None = PARTICLE_DEFAULTS["seed"], sampling: str = PARTICLE_DEFAULTS["sampling"],
+             resolution: int = PARTICLE_DEFAULTS["resolution"], positions=None, weights=None,
+             step: StepControl | None = None, saving: Saving | None = None,
+             normalization: str | Normalization = Normalization.name,
+             collapse_tol: float | None = PARTICLE_DEFAULTS["collapse_tol"], progress: bool = False, **flat):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
 
     Tokens come from ``init`` (see :mod:`meanfield.sampling`) unless ``positions`` (and
     ``weights``) are given.  A particle run file (path or Dataset) of the same ``n`` and
     ``dim`` continues exactly from its restart record: positions after merges, weights,
     the noise generator, the step size and the clock (``t_final`` is the end time;
-    :mod:`solvers.checkpoint`).  ``Q, K, V`` arrays override ``qkv``.  With ``nu > 0`` the step
-    is capped by ``dt_max`` (default 1e-2), the splitting step of the noise.  ``save_log``:
-    frames per decade on a log time axis.  Without noise coincident tokens merge
+    :mod:`solvers.checkpoint`).  Settings objects (:mod:`meanfield.settings`), or their fields as flat
+    keywords (not both): ``attention`` (an :class:`~meanfield.settings.Attention`, or ``"sa"``/``"usa"``
+    with ``qkv``, ``Q``, ``K``, ``V``, ``heads``, ``kernel``, ``sinkhorn_eps``, ``interaction``), ``step``
+    (:class:`~meanfield.settings.StepControl`: ``stepper``, ``rtol``, ``cfl``, ``dt_max``), ``saving``
+    (:class:`~meanfield.settings.Saving`: ``t_final``, ``save_every``, ``save_log``, frames per decade on
+    a log time axis), ``normalization`` (a :class:`~meanfield.normalization.Normalization`, or its name with
+    ``r0``, ``alpha``, ``mix_switch``).  ``Q, K, V`` arrays or ``heads`` override ``qkv``, which may be a
+    ``.npz`` file of ``Q``, ``K``, ``V``.  With ``nu > 0`` the step is capped by ``dt_max`` (default 1e-2),
+    the splitting step of the noise.  Without noise coincident tokens merge
     (``collapse_tol``, default :data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`, 0: never; MATH.md §5)
     and the run records ``cluster_count``, ``cluster_energy`` and the merges (:mod:`solvers.clusters`).
-    ``normalization`` (``post``, ``pre``, ``mix``, ``peri``, ``ngpt``, ``lnscale``) with ``r0``, ``alpha``
-    and ``mix_switch``: the scheme of MATH.md §6 (module docstring; pre, mix and peri switch collapse
-    off by default and refuse noise).  ``qkv`` may be a ``.npz`` file of ``Q``, ``K``, ``V``.
+    ``normalization`` (``post``, ``pre``, ``mix``, ``peri``, ``ngpt``, ``lnscale``): the scheme of
+    MATH.md §6 (module docstring; pre, mix and peri switch collapse off by default and refuse noise).
     ``interaction``: ``auto`` (default), ``harmonic`` or ``direct``, the interaction path
     (:mod:`solvers.particles`; ``harmonic`` is refused where it does not apply; ``auto`` continues a run
     file on the file's path); the attrs record the path taken (``interaction_path``) and its class
-    (``interaction``).
+    (``interaction``).  ``kernel`` is ``dot`` on the sphere (``l2`` and ``sinkhorn`` are refused there).
     Defaults: :mod:`meanfield.defaults`, shared with the command line.
     """
-    model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
-    scheme_choice = Normalization.from_options(normalization, alpha=alpha, r0=r0, mix_switch=mix_switch)
+    attention = gather_attention(attention, flat)
+    step, saving = gather(StepControl, "step", step, flat), gather(Saving, "saving", saving, flat)
+    scheme_choice = gather_normalization(normalization, flat)
+    unexpected("simulate", flat)
+    require(step.atol is None, "atol applies to solve() only (particle runs use the stepper's default)")
+    model = Model(attention=attention.kind, beta=beta, nu=nu, dim=dim)
     positions_given = positions is not None
     source = checkpoint.run_file(init) if positions is None else None
     exact = source is not None and _continues(source, n, dim, scheme_choice)
-    t_start = start_time(source) if exact else 0.0
-    if exact:
-        save_every, save_log = inherited_cadence(source, save_every, save_log)
-    save_log = check_save_log(save_log, save_every)
-    t_final, save_every = check_run_length(t_final, save_every, t_start)
-    if save_log is not None:
-        save_every = None
-    heads = None
-    if Q is None and K is None and V is None:
-        Q, K, V, heads = attention_heads(qkv, dim, seed)
-        qkv = str(qkv)
-    else:
-        qkv = "custom"
+    t_start, t_final, save_every, save_log = run_clock(source if exact else None, saving)
+    Q, K, V, heads, qkv = matrices(attention, dim, seed)
     if (scheme_choice.carries_radius or heads is not None) and collapse_tol is None:
         collapse_tol = 0.0  # merges are for one head on the sphere without radii (solvers.clusters)
     tol = resolve_collapse_tol(collapse_tol, model.nu)
     seed = check_seed(seed)
     require(isinstance(n, int) and n >= 1, f"--n must be a positive integer (got {n!r})")
-    check_stepper_settings(rtol, cfl, dt_max)
     check_particle_size(n, dim, t_final, save_every, save_log, resolution, t_start)
     label = init_label(init)
     if exact:  # the tokens come from the restart record below; the weights are restored with them
@@ -181,12 +180,16 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     positions = np.asarray(positions, dtype=float)
     require(positions.shape == (n, dim), f"positions must have shape ({n}, {dim}) (got {positions.shape})")
     # a continued run keeps its file's path unless told otherwise (an exact continuation sums alike)
+    interaction = attention.interaction
     path = str(source.attrs.get("interaction_path", interaction)) if exact and interaction == "auto" else interaction
     scheme = ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed, collapse_tol=tol,
-                            normalization=scheme_choice, heads=heads, interaction_path=path)
+                            normalization=scheme_choice, heads=heads, interaction_path=path,
+                            kernel=attention.kernel, sinkhorn_eps=attention.sinkhorn_eps)
+    stepper = PARTICLE_DEFAULTS["stepper"] if step.stepper is None else step.stepper
+    dt_max = step.dt_max
     if dt_max is None:
         dt_max = 1e-2 if nu > 0 else math.inf
-    time_stepper = make_stepper(stepper, scheme, cfl=cfl, rtol=rtol, dt_max=dt_max)
+    time_stepper = make_stepper(stepper, scheme, **dict(step.stepper_options(), dt_max=dt_max))
     if exact:
         state = checkpoint.restore(checkpoint.from_dataset(source), scheme, time_stepper)
     else:  # onto the sphere; tokens already on it to rounding are kept bit for bit
@@ -207,7 +210,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     settings = {"dim": dim, "n": n, "attention": model.attention, "beta": model.beta, "nu": model.nu,
                 "init": label, "seed": seed, "sampling": sampling, "resolution": resolution, "qkv": qkv,
                 "t_final": t_final, "save_every": save_every, "save_log": save_log, "stepper": stepper,
-                "rtol": rtol, "cfl": cfl, "collapse_tol": collapse_tol}
+                "rtol": step.rtol, "cfl": step.cfl, "collapse_tol": collapse_tol}
     if scheme_choice.name != "post":  # post runs keep their command line as before
         settings.update(scheme_choice.options())
     if interaction != "auto":

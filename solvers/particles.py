@@ -48,6 +48,7 @@ import math
 
 import numpy as np
 
+from meanfield.defaults import PARTICLE_DEFAULTS
 from meanfield.errors import require
 from meanfield.model import Model
 from meanfield.normalization import Normalization
@@ -149,8 +150,9 @@ class ParticleScheme(Scheme):
 
     def __init__(self, model: Model, n: int, Q=None, K=None, V=None, weights=None, sphere: bool = True,
                  seed=None, observe=None, block_bytes: int | None = None, fast_circle: bool = True,
-                 kernel: str = "dot", heads=None, sinkhorn_eps: float = 1.0, collapse_tol: float = 0.0,
-                 normalization: Normalization | None = None, interaction_path: str = "auto",
+                 kernel: str = PARTICLE_DEFAULTS["kernel"], heads=None,
+                 sinkhorn_eps: float = PARTICLE_DEFAULTS["sinkhorn_eps"], collapse_tol: float = 0.0,
+                 normalization: Normalization | None = None, interaction_path: str = PARTICLE_DEFAULTS["interaction"],
                  harmonic_accuracy: float = SPHERE_ACCURACY):
         require(isinstance(n, (int, np.integer)) and n >= 1, f"--n must be a positive integer (got {n!r})")
         dim = model.dim

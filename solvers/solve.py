@@ -17,11 +17,13 @@ import numpy as np
 from meanfield.defaults import SOLVE_DEFAULTS, geometry_default
 from meanfield.errors import require
 from meanfield.init_data import describe_init, initial_state
-from meanfield.limits import check_number, check_solve_size, check_stepper_settings
+from meanfield.limits import check_solve_size
 from meanfield.limits import check_seed as _check_seed_range
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
+from meanfield.settings import (Monitor, Saving, StepControl, check_run_length, check_save_log, gather,
+                                gather_normalization, unexpected)
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
@@ -38,29 +40,6 @@ def scheme_class(geometry: str, name: str):
     """The scheme class registered as ``name`` for ``geometry`` (see :data:`SCHEMES`)."""
     module, _, cls = SCHEMES[geometry][name].partition(":")
     return getattr(importlib.import_module(module), cls)
-
-
-def check_run_length(t_final, save_every, t_start: float = 0.0):
-    """``(t_final, save_every)`` checked; the default cadence is 1/100 of the run's length."""
-    require(isinstance(t_final, (int, float)) and math.isfinite(t_final) and t_final > 0,
-            f"--t-final must be a positive number (got {t_final!r})")
-    require(t_final > t_start, f"--t-final is the end time: it must exceed the time {t_start:.8g} the --init run "
-                               f"reached (got {t_final!r})")
-    if save_every is None:
-        save_every = (t_final - t_start) / 100.0
-    require(isinstance(save_every, (int, float)) and math.isfinite(save_every) and 0 < save_every,
-            f"--save-every must be a positive number (got {save_every!r})")
-    return float(t_final), float(min(save_every, t_final))
-
-
-def check_save_log(save_log, save_every):
-    """Frames per decade of a log time axis (``None``: the regular cadence of ``save_every``)."""
-    if save_log is None:
-        return None
-    require(save_every is None, "give --save-every or --save-log, not both")
-    require(isinstance(save_log, (int, np.integer)) and not isinstance(save_log, bool) and 1 <= save_log <= 1000,
-            f"--save-log (frames per decade) must be an integer in [1, 1000] (got {save_log!r})")
-    return int(save_log)
 
 
 def save_targets(t_final: float, save_log: int | None):
@@ -141,26 +120,40 @@ def finish_dataset(dataset, record, scheme, stepper):
     return checkpoint.add_to_dataset(dataset, checkpoint.capture(scheme, stepper, record.state, record.t_reached))
 
 
-def check_normalization(name, alpha, scheme: str, r0=None, mix_switch=None) -> Normalization:
-    """The run's :class:`Normalization` (MATH.md §6): ``alpha`` only with ``ngpt``, ``r0`` only with a scheme
-    that carries a radius, ``mix_switch`` only with ``mix``; the density schemes take ``post``, ``ngpt``
-    and ``lnscale``, the Lagrangian schemes all six (one-line refusals)."""
-    normalization = Normalization.from_options(name, alpha=alpha, r0=r0, mix_switch=mix_switch)
+def check_normalization(normalization: Normalization, scheme: str) -> Normalization:
+    """The run's :class:`Normalization` (MATH.md §6; :func:`meanfield.settings.gather_normalization` checked its
+    parameters): the density schemes take ``post``, ``ngpt`` and ``lnscale``, the Lagrangian schemes all six
+    (one-line refusals)."""
     if scheme == "lagrangian":
         return normalization
     return density_normalization(normalization)
 
 
+def build_scheme(geometry: str, scheme: str, model: Model, resolution: int, backend, monitor: Monitor,
+                 normalization: Normalization, collapse_tol):
+    """The discretisation ``scheme`` of ``geometry`` (:data:`SCHEMES`), checked against the contract."""
+    options = {"collapse_tol": collapse_tol} if scheme == "lagrangian" else {}
+    return conform(scheme_class(geometry, scheme)(model, resolution, backend=backend, normalization=normalization,
+                                                  **monitor.scheme_options(), **options))
+
+
+def run_clock(source, saving: Saving):
+    """``(t_start, t_final, save_every, save_log)`` of a run: a continued run starts at its file's time and,
+    unless told otherwise, saves as its file did; ``save_every`` is ``None`` on a log axis."""
+    t_start = start_time(source)
+    save_every, save_log = inherited_cadence(source, saving.save_every, saving.save_log)
+    save_log = check_save_log(save_log, save_every)
+    t_final, save_every = check_run_length(saving.t_final, save_every, t_start)
+    return t_start, t_final, (None if save_log is not None else save_every), save_log
+
+
 def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attention"],
           beta: float = SOLVE_DEFAULTS["beta"], nu: float = SOLVE_DEFAULTS["nu"], dim: int | None = None,
           resolution: int | None = None, init=SOLVE_DEFAULTS["init"], seed: int | None = SOLVE_DEFAULTS["seed"],
-          t_final: float = SOLVE_DEFAULTS["t_final"], save_every: float | None = None, scheme: str | None = None,
-          stepper: str | None = None, rtol: float = SOLVE_DEFAULTS["rtol"], atol: float | None = None,
-          cfl: float = SOLVE_DEFAULTS["cfl"], resolution_tol: float = SOLVE_DEFAULTS["resolution_tol"],
-          positivity_tol: float = SOLVE_DEFAULTS["positivity_tol"], progress: bool = False,
-          backend: str | None = None, save_log: int | None = None, collapse_tol: float | None = None,
-          normalization: str = Normalization.name, alpha: float | None = None, r0: float | None = None,
-          mix_switch: float | None = None):
+          scheme: str | None = None, step: StepControl | None = None, monitor: Monitor | None = None,
+          saving: Saving | None = None, normalization: str | Normalization = Normalization.name,
+          collapse_tol: float | None = SOLVE_DEFAULTS["collapse_tol"], progress: bool = False,
+          backend: str | None = None, **flat):
     """Solve the mean-field PDE (MATH.md §2) and return the run as an ``xarray.Dataset``.
 
     ``stop_reason`` says ``"completed"`` or why the run stopped early (lost positivity,
@@ -172,16 +165,25 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     end time; :mod:`solvers.checkpoint`); ``scheme``, ``resolution`` and ``dim`` default to
     the file's.  Any other run is remapped (conservatively for finite volume) and its clock
     continues.  Defaults: :mod:`meanfield.defaults`, shared with the command line.
-    ``save_log``: frames per decade on a log time axis instead of every ``save_every``.
+    Settings objects (:mod:`meanfield.settings`), or their fields as flat keywords (not both):
+    ``step`` (:class:`~meanfield.settings.StepControl`: ``stepper`` (default: the scheme's), ``rtol``,
+    ``atol``, ``cfl``), ``monitor`` (:class:`~meanfield.settings.Monitor`: ``resolution_tol``,
+    ``positivity_tol``), ``saving`` (:class:`~meanfield.settings.Saving`: ``t_final``, ``save_every``,
+    ``save_log``, frames per decade on a log time axis instead of every ``save_every``).
     ``collapse_tol`` (Lagrangian only): merge nodes closer than this (default
     :data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`, 0: never; MATH.md §5); Lagrangian runs also
     record ``cluster_count``, ``cluster_energy`` and the merges (:mod:`solvers.clusters`).
-    ``normalization``: ``post`` (the default), ``ngpt`` (step ``alpha``, default 1) or ``lnscale``
-    (MATH.md §6, :mod:`solvers.normalized_velocity`) for the spectral, galerkin and fv schemes; the
-    Lagrangian schemes take all six, ``pre``, ``mix`` (switch time ``mix_switch``) and ``peri`` with a
+    ``normalization``: a :class:`~meanfield.normalization.Normalization`, or its name with the flat
+    keywords ``alpha``, ``r0``, ``mix_switch``: ``post`` (the default), ``ngpt`` (step ``alpha``, default 1)
+    or ``lnscale`` (MATH.md §6, :mod:`solvers.normalized_velocity`) for the spectral, galerkin and fv schemes;
+    the Lagrangian schemes take all six, ``pre``, ``mix`` (switch time ``mix_switch``) and ``peri`` with a
     radius per node starting at ``r0`` (:mod:`solvers.lagrangian`; :func:`check_normalization`).
     """
     require(geometry in SCHEMES, f"geometry must be one of {', '.join(SCHEMES)} (got {geometry!r})")
+    step, monitor = gather(StepControl, "step", step, flat), gather(Monitor, "monitor", monitor, flat)
+    saving, normalization = gather(Saving, "saving", saving, flat), gather_normalization(normalization, flat)
+    unexpected("solve", flat)
+    require(step.dt_max is None, "--dt-max applies to `meanfield particles` only")
     source = checkpoint.run_file(init)
     scheme, resolution, dim = _source_settings(source, geometry, scheme, resolution, dim)
     scheme = DEFAULT_SCHEME[geometry] if scheme is None else scheme
@@ -190,31 +192,20 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     dim = geometry_default(geometry, "dim") if dim is None else dim
     resolution = geometry_default(geometry, "resolution") if resolution is None else resolution
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
-    t_start = start_time(source)
-    save_every, save_log = inherited_cadence(source, save_every, save_log)
-    save_log = check_save_log(save_log, save_every)
-    t_final, save_every = check_run_length(t_final, save_every, t_start)
-    if save_log is not None:
-        save_every = None
+    t_start, t_final, save_every, save_log = run_clock(source, saving)
     seed = check_seed(seed)
     lagrangian = scheme == "lagrangian"
     require(collapse_tol is None or lagrangian,
             f"--collapse-tol applies to --scheme lagrangian only (got --scheme {scheme})")
-    check_stepper_settings(rtol, cfl)
-    check_number("--resolution-tol", resolution_tol, 0.0, math.inf)
-    check_number("--positivity-tol", positivity_tol, 0.0, math.inf, low_closed=True)
     check_solve_size(geometry, scheme, resolution, model.dim, t_final, save_every, save_log, t_start)
-    scheme_cls = scheme_class(geometry, scheme)
-    normalization = check_normalization(normalization, alpha, scheme, r0, mix_switch)
-    options = {"collapse_tol": collapse_tol} if lagrangian else {}
-    discretisation = conform(scheme_cls(model, resolution, backend=backend, resolution_tol=resolution_tol,
-                                        positivity_tol=positivity_tol, normalization=normalization, **options))
-    stepper = discretisation.default_stepper if stepper is None else stepper
+    normalization = check_normalization(normalization, scheme)
+    discretisation = build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization, collapse_tol)
+    stepper = discretisation.default_stepper if step.stepper is None else step.stepper
     k_star, band = dominant_mode(model), discretisation.largest_mode()
     require(k_star <= band,
             f"--resolution {resolution} keeps modes up to {band}, below the dominant mode "
             f"{k_star} at beta = {model.beta:g}; increase --resolution")
-    time_stepper = make_stepper(stepper, discretisation, cfl=cfl, rtol=rtol, atol=atol)
+    time_stepper = make_stepper(stepper, discretisation, **step.stepper_options())
     exact = source is not None and checkpoint.continues_exactly(source, geometry, scheme,
                                                                   discretisation.resolution, dim, normalization)
     if exact:
@@ -228,8 +219,8 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     settings = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "dim": model.dim,
                 "scheme": scheme, "stepper": stepper, "resolution": discretisation.resolution,
                 "init": init_label(init), "seed": seed, "t_final": t_final, "save_every": save_every,
-                "save_log": save_log, "rtol": rtol, "cfl": cfl, "resolution_tol": resolution_tol,
-                "positivity_tol": positivity_tol, "collapse_tol": collapse_tol, **normalization.options()}
+                "save_log": save_log, "rtol": step.rtol, "cfl": step.cfl, **monitor.scheme_options(),
+                "collapse_tol": collapse_tol, **normalization.options()}
     attrs = dict(settings, **thread_attrs(discretisation.uses_blas),
                  geometry=geometry, package_version=package_version(),
                  command=canonical_command(["solve", geometry], settings), stop_reason=record.stop_reason,

@@ -1,0 +1,155 @@
+"""Settings objects (meanfield.settings): defaults from meanfield.defaults, the same runs as the flat keywords,
+one-line refusals of conflicts and bad values (API and command line), immutable and printable."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import meanfield
+from meanfield import Attention, InputError, Monitor, Normalization, Saving, StepControl
+from meanfield.cli import main
+from meanfield.defaults import PARTICLE_DEFAULTS, RUN_DEFAULTS, SOLVE_DEFAULTS
+
+CIRCLE = {"beta": 4.0, "resolution": 64}
+TOKENS = {"dim": 2, "n": 24, "beta": 2.0, "init": "perturbed:1e-2"}
+
+
+def _same_run(a, b):
+    """Every variable bit for bit, every attribute but the wall time equal."""
+    assert set(a.variables) == set(b.variables)
+    for name in a.variables:
+        assert a[name].values.tobytes() == b[name].values.tobytes(), name
+    drop = lambda attrs: {key: value for key, value in attrs.items() if key != "wall_time"}
+    assert drop(a.attrs) == drop(b.attrs)
+
+
+def test_defaults_are_the_tables_entries_read_when_an_object_is_made(monkeypatch):
+    assert StepControl() == StepControl(stepper=None, rtol=1e-8, atol=None, cfl=0.5, dt_max=None)
+    assert (StepControl().rtol, Monitor().resolution_tol, Saving().t_final, Attention().interaction) == (
+        RUN_DEFAULTS["rtol"], SOLVE_DEFAULTS["resolution_tol"], RUN_DEFAULTS["t_final"],
+        PARTICLE_DEFAULTS["interaction"])
+    monkeypatch.setitem(RUN_DEFAULTS, "rtol", 1e-6)
+    monkeypatch.setitem(RUN_DEFAULTS, "t_final", 2.5)
+    monkeypatch.setitem(SOLVE_DEFAULTS, "positivity_tol", 0.0)
+    monkeypatch.setitem(PARTICLE_DEFAULTS, "interaction", "direct")
+    assert StepControl().rtol == 1e-6 and SOLVE_DEFAULTS["rtol"] == PARTICLE_DEFAULTS["rtol"] == 1e-6
+    assert Saving().t_final == 2.5 and Monitor().positivity_tol == 0.0
+    assert Attention().interaction == "direct"
+
+
+def test_objects_run_what_the_flat_keywords_run():
+    flat = meanfield.solve("circle", **CIRCLE, t_final=0.5, save_every=0.25, rtol=1e-6, cfl=0.4,
+                           positivity_tol=1e-5, normalization="ngpt", alpha=0.5)
+    grouped = meanfield.solve("circle", **CIRCLE, saving=Saving(t_final=0.5, save_every=0.25),
+                              step=StepControl(rtol=1e-6, cfl=0.4), monitor=Monitor(positivity_tol=1e-5),
+                              normalization=Normalization("ngpt", alpha=0.5))
+    _same_run(flat, grouped)
+    assert flat.attrs["rtol"] == 1e-6 and flat.attrs["alpha"] == 0.5 and flat.attrs["positivity_tol"] == 1e-5
+    assert "--rtol 1e-06" in grouped.attrs["command"] and "--alpha 0.5" in grouped.attrs["command"]
+    # one object, the other groups flat
+    mixed = meanfield.solve("circle", **CIRCLE, t_final=0.5, save_every=0.25, step=StepControl(rtol=1e-6, cfl=0.4),
+                            positivity_tol=1e-5, normalization="ngpt", alpha=0.5)
+    _same_run(flat, mixed)
+
+
+def test_particle_objects_run_what_the_flat_keywords_run():
+    flat = meanfield.simulate_particles(**TOKENS, qkv="random", interaction="direct", stepper="rk4", cfl=0.3,
+                                        t_final=0.2, save_log=5)
+    grouped = meanfield.simulate_particles(**TOKENS, attention=Attention(qkv="random", interaction="direct"),
+                                           step=StepControl(stepper="rk4", cfl=0.3), saving=Saving(0.2, save_log=5))
+    _same_run(flat, grouped)
+    assert grouped.attrs["qkv"] == "random" and grouped.attrs["interaction_path"] == "direct"
+    assert grouped.attrs["stepper"] == "rk4" and grouped.attrs["save_log"] == 5
+    # matrices in the object are the run's Q, K, V (recorded as custom)
+    Q = 2.0 * np.eye(2)
+    by_matrix = meanfield.simulate_particles(**TOKENS, t_final=0.1, Q=Q)
+    by_object = meanfield.simulate_particles(**TOKENS, t_final=0.1, attention=Attention("sa", Q=Q))
+    _same_run(by_matrix, by_object)
+    assert by_object.attrs["qkv"] == "custom" and np.array_equal(by_object["Q"].values, Q)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: meanfield.solve("circle", rtol=1e-6, step=StepControl()), "rtol given twice: as a keyword and in step="),
+    (lambda: meanfield.solve("circle", t_final=1.0, save_log=3, saving=Saving()), "t_final, save_log given twice"),
+    (lambda: meanfield.solve("circle", positivity_tol=0.0, monitor=Monitor()), "positivity_tol given twice"),
+    (lambda: meanfield.solve("circle", alpha=0.5, normalization=Normalization("ngpt")),
+     "alpha given twice: as a keyword and in normalization=Normalization(...)"),
+    (lambda: meanfield.simulate_particles(qkv="random", attention=Attention()), "qkv given twice"),
+    (lambda: meanfield.simulate_particles(dt_max=0.1, step=StepControl()), "dt_max given twice"),
+    (lambda: meanfield.solve("circle", step={"rtol": 1e-6}), "step= must be a meanfield.StepControl (got dict)"),
+    (lambda: meanfield.solve("circle", dt_max=0.1), "--dt-max applies to `meanfield particles` only"),
+    (lambda: meanfield.simulate_particles(atol=1e-12), "atol applies to solve() only"),
+])
+def test_a_setting_given_twice_or_where_it_does_not_apply_is_refused_in_one_line(call, words):
+    with pytest.raises(InputError) as error:
+        call()
+    assert words in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: StepControl(rtol=2), "--rtol must be a finite number in (0, 1) (got 2)"),
+    (lambda: StepControl(cfl=0.0), "--cfl must be a finite number in (0, 2] (got 0.0)"),
+    (lambda: StepControl(dt_max=-1.0), "--dt-max must be a finite number in (0, inf) (got -1.0)"),
+    (lambda: StepControl(atol=float("nan")), "atol must be a finite number in (0, inf) (got nan)"),
+    (lambda: StepControl(stepper=4), "--stepper must be a stepper's name (got 4)"),
+    (lambda: Monitor(resolution_tol=0.0), "--resolution-tol must be a finite number in (0, inf) (got 0.0)"),
+    (lambda: Monitor(positivity_tol=-1e-3), "--positivity-tol must be a finite number in [0, inf) (got -0.001)"),
+    (lambda: Saving(t_final=-1.0), "--t-final must be a positive number (got -1.0)"),
+    (lambda: Saving(save_every=0.1, save_log=4), "give --save-every or --save-log, not both"),
+    (lambda: Saving(save_log=0), "--save-log (frames per decade) must be an integer in [1, 1000] (got 0)"),
+    (lambda: Attention(kind="softmax"), "--attention must be one of sa, usa (got 'softmax')"),
+    (lambda: Attention(qkv="orthogonal"), "--qkv must be one of identity, repulsive, random or a FILE.npz"),
+    (lambda: Attention(interaction="fast"), "--interaction must be one of auto, harmonic, direct (got 'fast')"),
+    (lambda: Attention(kernel="cosine"), "kernel must be one of"),
+    (lambda: Attention(sinkhorn_eps=0.5), "sinkhorn_eps applies to kernel='sinkhorn' only (got kernel='dot')"),
+    (lambda: Attention(kernel="sinkhorn", sinkhorn_eps=0.0), "--sinkhorn-eps must be a finite number in (0, inf)"),
+    (lambda: Attention(Q=np.eye(2), heads=[(None, None, None)]), "pass either Q, K, V or heads, not both"),
+])
+def test_bad_values_are_refused_in_one_line_when_the_object_is_made(make, words):
+    with pytest.raises(InputError) as error:
+        make()
+    assert words in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["solve", "circle", "--beta", "1", "--t-final", "1", "--rtol", "2"],
+     "--rtol must be a finite number in (0, 1)"),
+    (["solve", "sphere", "--beta", "1", "--t-final", "1", "--resolution-tol", "0"], "--resolution-tol must be"),
+    (["particles", "--n", "8", "--beta", "1", "--t-final", "1", "--cfl", "3"],
+     "--cfl must be a finite number in (0, 2]"),
+    (["particles", "--n", "8", "--beta", "1", "--t-final", "1", "--save-every", "0.1", "--save-log", "4"],
+     "give --save-every or --save-log, not both"),
+])
+def test_bad_settings_on_the_command_line_exit_2_with_one_line(args, words, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code = main(args + ["--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.startswith("meanfield: error: ") and err.count("\n") == 1
+    assert words in err and out == "" and list(tmp_path.iterdir()) == []
+
+
+def test_objects_are_immutable_and_printable():
+    step = StepControl(rtol=1e-6)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        step.rtol = 1e-3
+    assert repr(step) == "StepControl(stepper=None, rtol=1e-06, atol=None, cfl=0.5, dt_max=None)"
+    assert eval(repr(step)) == step and eval(repr(Monitor())) == Monitor() and eval(repr(Saving(3.0))) == Saving(3.0)
+    assert dataclasses.replace(step, cfl=1.0).cfl == 1.0 and step.cfl == 0.5
+    matrix = np.eye(3)
+    attention = Attention("USA", Q=matrix, heads=None)
+    matrix[0, 0] = 7.0  # the object holds its own copy, read-only
+    assert attention.Q[0, 0] == 1.0 and attention.kind == "usa"
+    with pytest.raises(ValueError):
+        attention.Q[0, 0] = 2.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        attention.qkv = "random"
+    assert repr(Attention()).startswith("Attention(kind='sa', qkv='identity', Q=None, K=None, V=None, heads=None, "
+                                        "kernel='dot', sinkhorn_eps=1.0, interaction='auto')")
+
+
+def test_unknown_keywords_are_a_type_error_as_in_python():
+    with pytest.raises(TypeError, match="solve\\(\\) got an unexpected keyword argument 'rtoll'"):
+        meanfield.solve("circle", rtoll=1e-6)
+    with pytest.raises(TypeError, match="simulate\\(\\) got an unexpected keyword argument 'monitor'"):
+        meanfield.simulate_particles(monitor=Monitor())
