@@ -153,3 +153,24 @@ def test_unknown_keywords_are_a_type_error_as_in_python():
         meanfield.solve("circle", rtoll=1e-6)
     with pytest.raises(TypeError, match="simulate\\(\\) got an unexpected keyword argument 'monitor'"):
         meanfield.simulate_particles(monitor=Monitor())
+
+
+@pytest.mark.parametrize("command", ["solve circle", "solve sphere", "solve zonal", "particles"])
+def test_the_command_line_options_default_to_the_objects_defaults(command):
+    from meanfield.cli import cli
+
+    group = cli
+    for word in command.split():
+        group = group.commands[word]
+    options = {param.name: param.default for param in group.params if not param.required}  # not --t-final
+    objects = [StepControl(), Saving(), Monitor()] + ([Attention()] if command == "particles" else [])
+    checked = 0
+    for settings in objects:
+        for field in dataclasses.fields(settings):
+            if field.name in options and options[field.name] is not None:  # None: the run decides, as the API
+                expected = getattr(settings, field.name)
+                if field.name == "stepper":  # the particles' stepper; the API's None means the same one
+                    expected = PARTICLE_DEFAULTS["stepper"]
+                assert options[field.name] == expected, field.name
+                checked += 1
+    assert checked == (5 if command == "particles" else 4)  # rtol, cfl (+ stepper, qkv, interaction | 2 tols)
