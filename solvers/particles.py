@@ -135,7 +135,6 @@ class ParticleScheme(Scheme):
     ``weights``  per-token weights, normalised to sum 1 (``None``: uniform).
     ``sphere``   tokens on S^{d-1} (projected dynamics) or in R^d (no projection, no noise).
     ``seed``     seeds the noise.
-    ``observe``  optional ``callable(x) -> dict`` replacing the default frame record.
     ``collapse_tol``  merge tokens closer than this (0: never; see the module docstring).
     ``normalization``  a :class:`meanfield.normalization.Normalization` (``None``: Post-LN).
     ``interaction_path``  ``"auto"``, ``"harmonic"`` or ``"direct"`` (module docstring); ``fast_circle=False``
@@ -149,7 +148,7 @@ class ParticleScheme(Scheme):
     restart_fields = ("token_weights", "weights", "collapser.owner", "collapser.merged")
 
     def __init__(self, model: Model, n: int, Q=None, K=None, V=None, weights=None, sphere: bool = True,
-                 seed=None, observe=None, block_bytes: int | None = None, fast_circle: bool = True,
+                 seed=None, block_bytes: int | None = None, fast_circle: bool = True,
                  kernel: str = PARTICLE_DEFAULTS["kernel"], heads=None,
                  sinkhorn_eps: float = PARTICLE_DEFAULTS["sinkhorn_eps"], collapse_tol: float = 0.0,
                  normalization: Normalization | None = None, interaction_path: str = PARTICLE_DEFAULTS["interaction"],
@@ -210,7 +209,6 @@ class ParticleScheme(Scheme):
                                                  sinkhorn_eps=self.sinkhorn_eps, **kwargs)
         self.identity = identity
         self.rng = stream(seed, "noise")
-        self.observe = observe
         self.max_speed = 0.0
 
     def _choose_path(self, path, identity: bool, fast_circle: bool, accuracy) -> str:
@@ -360,8 +358,6 @@ class ParticleScheme(Scheme):
 
     def frame(self, x: np.ndarray) -> dict:
         tokens = x[:, self.collapser.owner] if self.collapser.merged else x
-        if self.observe is not None:
-            return self.observe(tokens)
         record = {"positions": self.directions(tokens)[0].copy()}
         if self.carries_radius:
             record["radius"] = tokens[0, :, self.dim].copy()

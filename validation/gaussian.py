@@ -134,11 +134,11 @@ def evolve_particles(problem: dict, kind: str, x: np.ndarray, t_final: float, rt
     model = Model("sa", beta=BETA, dim=dim)
     if heads == 1:
         scheme = ParticleScheme(model, n, problem["Q"][0], problem["K"][0], problem["V"][0], sphere=False,
-                                kernel=kernel, observe=lambda _x: {}, sinkhorn_eps=SINKHORN_EPS)
+                                kernel=kernel, sinkhorn_eps=SINKHORN_EPS)
     else:
-        scheme = ParticleScheme(model, n, sphere=False, kernel=kernel, observe=lambda _x: {},
+        scheme = ParticleScheme(model, n, sphere=False, kernel=kernel,
                                 heads=list(zip(problem["Q"], problem["K"], problem["V"])))
-    record = run(scheme, make_stepper("dopri5", scheme, rtol=rtol), x, t_final, t_final)
+    record = run(scheme, make_stepper("dopri5", scheme, rtol=rtol), x, t_final, t_final, scheme_frames=False)
     require(record.stop_reason == "completed", f"particle run stopped early: {record.stop_reason}")
     return record.state
 

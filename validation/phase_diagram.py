@@ -16,7 +16,7 @@ equiangular solution ``g`` of MATH.md §1 (orthogonal start, rotf Thm 6.8–6.9)
 
 Work is split in chunks, one per ``(d, beta)``; each chunk integrates all realisations
 as one batched :class:`~solvers.particles.ParticleScheme` (``dopri5``, ``rtol = 1e-6``)
-whose ``observe`` hook records only the fractions.  Two exact savings (MATH.md §1):
+whose frames hold only the fractions (a :class:`solvers.trackers.Observer`, ``scheme_frames=False``).  Two exact savings (MATH.md §1):
 
 * ``d > n``: with ``Q = K = V = I`` each velocity is a combination of the tokens, so their
   span (dimension <= n) is invariant and the dynamics is rotation-equivariant; we integrate
@@ -186,14 +186,16 @@ def simulate_chunk(settings: SweepSettings, dim: int, index: int, beta: float) -
     """
     from solvers.particles import ParticleScheme
     from solvers.runloop import run
+    from solvers.trackers import Observer
     from solvers.steppers import make_stepper
 
     x = initial_tokens(settings, dim, index)
     model = Model(attention="sa", beta=float(beta), nu=0.0, dim=x.shape[-1])
-    scheme = ParticleScheme(model, settings.n, fast_circle=False,
-                            observe=lambda y: {"clustered": clustered_fraction(y, settings.delta)})
+    scheme = ParticleScheme(model, settings.n, fast_circle=False)
+    observer = Observer(lambda y: {"clustered": clustered_fraction(y, settings.delta)})
     stepper = make_stepper(settings.stepper, scheme, rtol=settings.rtol)
-    record = run(scheme, stepper, x, settings.t_final, settings.t_final / (settings.n_times - 1))
+    record = run(scheme, stepper, x, settings.t_final, settings.t_final / (settings.n_times - 1), trackers=[observer],
+                 scheme_frames=False)
     if record.stop_reason.startswith("interrupted"):
         raise KeyboardInterrupt(record.stop_reason)
     return _chunk_dataset(settings, dim, index, beta, record)

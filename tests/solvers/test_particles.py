@@ -12,6 +12,7 @@ from meanfield.initial import circle_density
 from solvers.particle_run import simulate
 from solvers.particles import ParticleScheme
 from solvers.runloop import run
+from solvers.trackers import Observer
 from solvers.steppers import make_stepper
 
 
@@ -106,10 +107,10 @@ def test_noise_alone_is_brownian_motion_on_the_sphere():
     400 independent systems of 50 tokens (the batch axis) give 20000 samples cheaply.
     """
     batch, n, dim, nu, t = 400, 50, 3, 0.5, 0.5
-    scheme = ParticleScheme(Model("sa", 1.0, nu, dim), n, V=np.zeros((dim, dim)), seed=5,
-                            observe=lambda x: {"x": x.copy()})
+    scheme = ParticleScheme(Model("sa", 1.0, nu, dim), n, V=np.zeros((dim, dim)), seed=5)
     x0 = uniform_sphere(batch * n, dim, np.random.default_rng(5)).reshape(batch, n, dim)
-    record = run(scheme, make_stepper("dopri5", scheme, dt_max=0.025), x0, t_final=t, save_every=t)
+    record = run(scheme, make_stepper("dopri5", scheme, dt_max=0.025), x0, t_final=t, save_every=t,
+                 trackers=[Observer(lambda x: {"x": x.copy()})], scheme_frames=False)
     correlation = np.mean(np.sum(record.frames[0]["x"] * record.frames[-1]["x"], axis=-1))
     assert correlation == pytest.approx(math.exp(-nu * (dim - 1) * t), abs=0.012)
 

@@ -10,6 +10,7 @@ from meanfield import InputError, Model
 from meanfield.sampling import uniform_sphere
 from solvers.particles import ParticleScheme
 from solvers.runloop import run
+from solvers.trackers import Observer
 from solvers.steppers import make_stepper
 from validation.phase_diagram import QUICK, clustered_fraction, equiangular_time, run_sweep, span_coordinates
 
@@ -79,8 +80,9 @@ def test_span_coordinates_give_the_same_dynamics(rng):
     assert np.allclose(y @ y.transpose(0, 2, 1), x @ x.transpose(0, 2, 1), atol=1e-14)
     grams = []
     for start, d in ((x, dim), (y, n)):
-        scheme = ParticleScheme(Model("sa", 3.0, 0.0, d), n, observe=lambda z: {"gram": z @ z.transpose(0, 2, 1)})
-        record = run(scheme, make_stepper("dopri5", scheme, rtol=1e-11), start, t_final=3.0, save_every=3.0)
+        scheme = ParticleScheme(Model("sa", 3.0, 0.0, d), n)
+        record = run(scheme, make_stepper("dopri5", scheme, rtol=1e-11), start, t_final=3.0, save_every=3.0,
+                     trackers=[Observer(lambda z: {"gram": z @ z.transpose(0, 2, 1)})], scheme_frames=False)
         grams.append(record.frames[-1]["gram"])
     assert np.max(np.abs(grams[0] - grams[1])) < 1e-8
     assert clustered_fraction(np.repeat(x[:, :1], n, axis=1), 1e-3).tolist() == [1.0] * systems
