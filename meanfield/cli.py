@@ -25,7 +25,7 @@ from .limits import (MAX_LIST, MAX_MODES, check_dim, check_frames, check_integer
 from .model import Model
 
 from .storage import (MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes,
-                      save_run, write_atomic)
+                      save_run)
 
 EXIT_COMPLETED = 0
 EXIT_USAGE = 2
@@ -405,8 +405,7 @@ def gaussian(attention, dim, case, seed, scaled, eps, t_final, save_every, out):
     Example:
       meanfield gaussian --attention softmax --dim 2 --case identity --t-final 0.4 --out gaussian.nc
     """
-    from .gaussian import solve as solve_moments
-    from .gaussian_cases import gaussian_case
+    from .gaussian_cases import solve_case
 
     out = check_output_file(out, "--out", RUN_SUFFIXES)
     check_matrix_dim(dim)
@@ -416,16 +415,8 @@ def gaussian(attention, dim, case, seed, scaled, eps, t_final, save_every, out):
     if save_every is not None:
         check_number("--save-every", save_every, 0.0, math.inf)
         check_frames(t_final, save_every, None, 8.0 * (dim * dim + dim), 0.0)
-    data = gaussian_case(case, dim, seed)
-    dataset = solve_moments(data["mean"], data["cov"], V=data["V"], Q=data["Q"], K=data["K"], t_final=t_final,
-                            attention=attention, save_every=save_every, scaled=scaled, eps=eps)
-    dataset.attrs.update(case=case, seed=seed, command=" ".join(
-        ["meanfield", "gaussian", "--attention", attention, "--dim", str(dim), "--case", case, "--seed", str(seed),
-         "--t-final", str(t_final)] + (["--scaled"] if scaled else [])
-        + (["--sinkhorn-eps", str(eps)] if attention == "sinkhorn" else [])
-        + (["--save-every", str(save_every)] if save_every else [])))
-    for name in ("V", "Q", "K"):
-        dataset[name] = (("row", "column"), data[name])
+    dataset = solve_case(case, dim, seed, t_final=t_final, attention=attention, save_every=save_every,
+                         scaled=scaled, eps=eps)
     save_run(dataset, out)
     click.echo(f"stop_reason: {dataset.attrs['stop_reason']}   blowup_time: {dataset.attrs['blowup_time']}")
     click.echo(f"saved {dataset.sizes['time']} times up to t = {float(dataset.time[-1]):.6g} -> {out}")
