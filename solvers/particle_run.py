@@ -1,7 +1,8 @@
-"""Set up and run a particle simulation from plain parameters; returns the DESIGN.md Dataset.
+"""Set up and run a particle simulation from the model and settings objects; returns the DESIGN.md Dataset.
 
-What ``meanfield particles`` and :func:`meanfield.simulate_particles` call.  The Dataset has
-``positions(time, particle, component)``, ``theta(time, particle)`` on the circle,
+What ``meanfield particles`` and :func:`meanfield.simulate_particles` call, with the settings objects of
+:mod:`meanfield.settings` (``attention``, ``step``, ``saving``, ``normalization``) or their flat keywords.
+The Dataset has ``positions(time, particle, component)``, ``theta(time, particle)`` on the circle,
 ``weights(particle)``, ``energy(time)`` (``exp(-beta) E``, MATH.md §2) and, on the circle,
 ``mode_amplitude(time, mode)`` = ``|sum_j w_j exp(-i k theta_j)| / 2 pi``, the empirical
 counterpart of the PDE's ``|rho_hat_k|`` (MATH.md §2.1).

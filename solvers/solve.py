@@ -1,7 +1,8 @@
-"""Set up and run a PDE solve from plain parameters; returns the DESIGN.md Dataset.
+"""Set up and run a PDE solve from the model and settings objects; returns the DESIGN.md Dataset.
 
-This is what ``meanfield solve`` and :func:`meanfield.solve` call.  Schemes are
-looked up in :data:`SCHEMES` by geometry and name, steppers in
+This is what ``meanfield solve`` and :func:`meanfield.solve` call.  The settings come as the objects of
+:mod:`meanfield.settings` (``step``, ``monitor``, ``saving``, ``normalization``) or as their flat keywords;
+the run works from the objects.  Schemes are looked up in :data:`SCHEMES` by geometry and name, steppers in
 :data:`solvers.steppers.STEPPERS`.
 """
 

@@ -174,3 +174,17 @@ def test_the_command_line_options_default_to_the_objects_defaults(command):
                 assert options[field.name] == expected, field.name
                 checked += 1
     assert checked == (5 if command == "particles" else 4)  # rtol, cfl (+ stepper, qkv, interaction | 2 tols)
+
+
+def test_a_normalization_object_records_what_its_name_would():
+    by_name = meanfield.solve("circle", **CIRCLE, t_final=0.2)
+    by_object = meanfield.solve("circle", **CIRCLE, t_final=0.2, normalization=Normalization("post", alpha=3.0))
+    _same_run(by_name, by_object)  # post does not use alpha: the run records the default 1, as the name's run
+    assert by_object.attrs["alpha"] == 1.0 and by_object.attrs["normalization"] == "post"
+
+
+def test_the_particles_default_stepper_is_the_tables(monkeypatch):
+    monkeypatch.setitem(PARTICLE_DEFAULTS, "stepper", "rk4")
+    run = meanfield.simulate_particles(**TOKENS, t_final=0.1)
+    assert run.attrs["stepper"] == "rk4" and "--stepper rk4" in run.attrs["command"]
+    assert meanfield.simulate_particles(**TOKENS, t_final=0.1, stepper="dopri5").attrs["stepper"] == "dopri5"
