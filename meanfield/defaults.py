@@ -18,10 +18,11 @@ GEOMETRY_DEFAULTS = {"circle": {"dim": 2, "resolution": 256},
                      "zonal": {"dim": 3, "resolution": 64}}
 
 #: Settings every run shares, ``solve`` and ``particles`` alike: the model, the clock and saving
-#: (:class:`meanfield.settings.Saving`), the time stepper (:class:`meanfield.settings.StepControl`;
-#: ``stepper`` ``None``: the scheme's) and the merges of coincident nodes or tokens.
+#: (:class:`meanfield.settings.Saving`; ``save_every`` ``None``: ``frames`` frames over the run), the time
+#: stepper (:class:`meanfield.settings.StepControl`; ``stepper`` ``None``: the scheme's) and the merges of
+#: coincident nodes or tokens.
 RUN_DEFAULTS = {"attention": "sa", "beta": 1.0, "nu": 0.0, "seed": 0,
-                "t_final": 10.0, "save_every": None, "save_log": None,
+                "t_final": 10.0, "save_every": None, "save_log": None, "frames": 100,
                 "stepper": None, "rtol": 1e-8, "atol": None, "cfl": 0.5, "dt_max": None,
                 "collapse_tol": None}
 
@@ -30,10 +31,12 @@ RUN_DEFAULTS = {"attention": "sa", "beta": 1.0, "nu": 0.0, "seed": 0,
 SOLVE_DEFAULTS = ChainMap({"init": "perturbed:1e-3", "resolution_tol": 1e-6, "positivity_tol": 1e-6},
                           RUN_DEFAULTS)
 
-#: ``particles`` settings: the shared ones, the tokens, and the attention of
-#: :class:`meanfield.settings.Attention` (``qkv``, ``kernel``, ``sinkhorn_eps``, ``interaction``).
+#: ``particles`` settings: the shared ones, the tokens, the stepper (``dt_max`` ``None``: ``noise_dt_max``
+#: with noise, else no cap), and the attention of :class:`meanfield.settings.Attention` (``qkv``,
+#: ``kernel``, ``sinkhorn_eps``, ``interaction``).
 PARTICLE_DEFAULTS = ChainMap({"dim": 2, "n": 256, "init": "uniform", "sampling": "iid", "resolution": 256,
-                              "stepper": "dopri5", "qkv": "identity", "kernel": "dot", "sinkhorn_eps": 1.0,
+                              "stepper": "dopri5", "noise_dt_max": 1e-2,
+                              "qkv": "identity", "kernel": "dot", "sinkhorn_eps": 1.0,
                               "interaction": "auto"},
                              RUN_DEFAULTS)
 

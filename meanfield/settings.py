@@ -51,13 +51,14 @@ def check_save_log(save_log, save_every):
 
 
 def check_run_length(t_final, save_every, t_start: float = 0.0):
-    """``(t_final, save_every)`` checked; the default cadence is 1/100 of the run's length."""
+    """``(t_final, save_every)`` checked; the default cadence is the run's length over
+    ``RUN_DEFAULTS["frames"]`` (100)."""
     require(isinstance(t_final, (int, float)) and math.isfinite(t_final) and t_final > 0,
             f"--t-final must be a positive number (got {t_final!r})")
     require(t_final > t_start, f"--t-final is the end time: it must exceed the time {t_start:.8g} the --init run "
                                f"reached (got {t_final!r})")
     if save_every is None:
-        save_every = (t_final - t_start) / 100.0
+        save_every = (t_final - t_start) / RUN_DEFAULTS["frames"]
     require(isinstance(save_every, (int, float)) and math.isfinite(save_every) and 0 < save_every,
             f"--save-every must be a positive number (got {save_every!r})")
     return float(t_final), float(min(save_every, t_final))
@@ -78,7 +79,8 @@ def check_qkv(kind) -> None:
 class StepControl:
     """The time stepper (:mod:`solvers.steppers`): ``stepper`` (``None``: the scheme's), ``rtol`` in (0, 1)
     (dopri5), ``atol`` > 0 (``None``: 1e-14 times the state's scale), ``cfl`` in (0, 2] (fixed-step
-    steppers), ``dt_max`` > 0 (particles: the noise's splitting step; ``None``: 1e-2 with noise)."""
+    steppers), ``dt_max`` > 0 (particles: the noise's splitting step; ``None``:
+    ``PARTICLE_DEFAULTS["noise_dt_max"]`` with noise)."""
 
     stepper: str | None = _default(RUN_DEFAULTS, "stepper")
     rtol: float = _default(RUN_DEFAULTS, "rtol")
@@ -120,7 +122,7 @@ class Monitor:
 @dataclass(frozen=True)
 class Saving:
     """The clock and the frames: the end time ``t_final`` > 0, and a frame every ``save_every`` (``None``:
-    ``t_final / 100``) or ``save_log`` frames per decade of time (an integer in [1, 1000]), not both.
+    ``t_final / RUN_DEFAULTS["frames"]``) or ``save_log`` frames per decade of time (an integer in [1, 1000]), not both.
     A continued run's ``t_final`` is checked against its start when it runs."""
 
     t_final: float = _default(RUN_DEFAULTS, "t_final")

@@ -142,8 +142,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     (:class:`~meanfield.settings.Saving`: ``t_final``, ``save_every``, ``save_log``, frames per decade on
     a log time axis), ``normalization`` (a :class:`~meanfield.normalization.Normalization`, or its name with
     ``r0``, ``alpha``, ``mix_switch``).  ``Q, K, V`` arrays or ``heads`` override ``qkv``, which may be a
-    ``.npz`` file of ``Q``, ``K``, ``V``.  With ``nu > 0`` the step is capped by ``dt_max`` (default 1e-2),
-    the splitting step of the noise.  Without noise coincident tokens merge
+    ``.npz`` file of ``Q``, ``K``, ``V``.  With ``nu > 0`` the step is capped by ``dt_max`` (default
+    ``noise_dt_max``, 1e-2), the splitting step of the noise.  Without noise coincident tokens merge
     (``collapse_tol``, default :data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`, 0: never; MATH.md §5)
     and the run records ``cluster_count``, ``cluster_energy`` and the merges (:mod:`solvers.clusters`).
     ``normalization`` (``post``, ``pre``, ``mix``, ``peri``, ``ngpt``, ``lnscale``): the scheme of
@@ -189,7 +189,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     stepper = PARTICLE_DEFAULTS["stepper"] if step.stepper is None else step.stepper
     dt_max = step.dt_max
     if dt_max is None:
-        dt_max = 1e-2 if nu > 0 else math.inf
+        dt_max = PARTICLE_DEFAULTS["noise_dt_max"] if nu > 0 else math.inf
     time_stepper = make_stepper(stepper, scheme, **dict(step.stepper_options(), dt_max=dt_max))
     if exact:
         state = checkpoint.restore(checkpoint.from_dataset(source), scheme, time_stepper)
