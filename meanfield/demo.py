@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import fourier_series
 from .diagnostics import cluster_counts, detect_clusters
 from .limits import check_integer, check_solve_size
 from .model import Model
@@ -42,7 +43,7 @@ def run_demo(out_dir="meanfield-demo", resolution: int = 1024, progress: bool = 
     echo(f"linear theory: dominant mode k* = {k_star}, formation time log(1/eps)/lambda_k* = {t_form:.2f}; "
          f"finite-volume run to t = {DEMO_CASE['t_final']:g}")
     dataset = solve("circle", resolution=resolution, progress=progress, **DEMO_CASE)
-    initial = np.fft.rfft(dataset["density"].values[0]) / resolution
+    initial = fourier_series.sums(dataset["density"].values[0]) / resolution
     rate = float(growth_rates(model, [k_star])[0])
     echo(f"from the initial amplitude of mode {k_star}: formation when it reaches 1/2, "
          f"t = {refined_formation_time(initial[k_star], rate):.2f}")

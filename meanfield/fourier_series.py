@@ -25,6 +25,22 @@ def synthesis(coeffs, n: int) -> np.ndarray:
     return np.fft.irfft(coeffs, n, norm="forward")
 
 
+def sums(values, axis: int = -1) -> np.ndarray:
+    """The unnormalised sums ``N rho_hat_k = sum_j rho_j exp(-i k theta_j)``, ``k = 0 .. N/2`` (a fresh array)."""
+    return np.fft.rfft(values, axis=axis)
+
+
+def values_from_sums(series, n: int, axis: int = -1) -> np.ndarray:
+    """Grid values on ``n`` points from unnormalised sums (the inverse of :func:`sums`: divides by ``n``)."""
+    return np.fft.irfft(series, n, axis=axis)
+
+
+def filtered(values, multiplier) -> np.ndarray:
+    """The grid values of ``sum_k multiplier_k rho_hat_k exp(i k theta)``: a Fourier multiplier (a convolution,
+    a cell average) applied to grid values, ``k = 0 .. N/2``."""
+    return values_from_sums(sums(values) * multiplier, len(values))
+
+
 def dealiased_band(n: int) -> int:
     """``kmax = (N - 1) // 3``: the modes a 2/3-rule grid of N points keeps."""
     return (n - 1) // 3

@@ -42,6 +42,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from meanfield import fourier_series
 from meanfield.errors import require
 from meanfield.initial import circle_density
 from meanfield.plotting import legend_below
@@ -98,7 +99,7 @@ def trig_coefficients(density) -> np.ndarray:
     """
     density = np.asarray(density, dtype=float)
     require(density.ndim == 1 and density.size >= 2, "density must be a 1-D array of grid values")
-    coeffs = np.fft.rfft(density, norm="forward")
+    coeffs = fourier_series.coefficients(density)
     if density.size % 2 == 0:
         coeffs[-1] = 0.0
     require(coeffs[0].real > 0, "density must have positive mass")
@@ -135,9 +136,9 @@ def cdf_and_density_on_grid(coeffs: np.ndarray, points: int):
     padded = np.zeros(points // 2 + 1, dtype=complex)
     padded[1:coeffs.size] = b
     grid = 2 * math.pi * np.arange(points) / points
-    cdf = coeffs[0].real * grid + np.fft.irfft(padded, points, norm="forward") + offset
+    cdf = coeffs[0].real * grid + fourier_series.synthesis(padded, points) + offset
     padded[1:coeffs.size] = coeffs[1:]
-    density = coeffs[0].real + np.fft.irfft(padded, points, norm="forward")
+    density = coeffs[0].real + fourier_series.synthesis(padded, points)
     return cdf, density
 
 
@@ -248,8 +249,8 @@ def wasserstein1_circle(theta, weights, density, grid_points: int = W1_GRID_POIN
 # ------------------------------------------------------------------------------------------------ study
 def init_law_mismatch(pde_resolution: int) -> float:
     """Largest ``|rho_hat_k|`` difference between the law at ``INIT_RESOLUTION`` and at the PDE's grid."""
-    low = np.fft.rfft(circle_density(INIT, INIT_RESOLUTION), norm="forward")[:INIT_RESOLUTION // 2]
-    high = np.fft.rfft(circle_density(INIT, pde_resolution), norm="forward")
+    low = fourier_series.coefficients(circle_density(INIT, INIT_RESOLUTION))[:INIT_RESOLUTION // 2]
+    high = fourier_series.coefficients(circle_density(INIT, pde_resolution))
     padded = np.zeros_like(high)
     padded[:low.size] = low
     return float(np.max(np.abs(high - padded)))

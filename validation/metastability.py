@@ -43,6 +43,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from meanfield import fourier_series
 from meanfield.cluster_dynamics import point_energy
 from meanfield.diagnostics import detect_clusters
 from meanfield.initial import circle_density
@@ -125,7 +126,7 @@ def pde_case(beta: float, settings: dict, scheme: str = "fv", seed: int = 0):
     init = f"perturbed:{EPS:g}"
     run = solve("circle", attention="sa", beta=beta, resolution=settings["resolution"], init=init, seed=seed,
                 t_final=t_final, save_every=settings["save_every"], scheme=scheme)
-    coefficients = np.fft.rfft(circle_density(init, settings["resolution"], seed)) / settings["resolution"]
+    coefficients = fourier_series.sums(circle_density(init, settings["resolution"], seed)) / settings["resolution"]
     readout = _formation_readout(run.time.values, run.density.values, run.energy.values,
                                  run.mode_amplitude.values, coefficients, model, beta)
     readout.update(eps=EPS, t_form_issue=formation_time(model, EPS), stop_reason=run.attrs["stop_reason"],
@@ -164,7 +165,7 @@ def smoothed_densities(theta: np.ndarray, weights: np.ndarray, width: float, poi
     k = np.arange(kept + 1)
     spectrum = np.zeros((coefficients.shape[0], points // 2 + 1), dtype=complex)
     spectrum[:, : kept + 1] = coefficients[:, : kept + 1] * np.exp(-0.5 * (k * width) ** 2)
-    return np.fft.irfft(spectrum * points, points, axis=-1), coefficients
+    return fourier_series.values_from_sums(spectrum * points, points, axis=-1), coefficients
 
 
 def particle_case(beta: float, settings: dict, seed: int = 0):
@@ -275,7 +276,7 @@ def plot_study(runs: dict, settings: dict) -> Figure:
                                 (r"from $|a_{k^*}(0)|$", row["t_form_refined"], "--")):
             ax.axhline(t, color="k", ls=style, lw=1.2, label=f"formation predicted {label}")
         if math.isfinite(row["t_formed"]):
-            coefficients = np.fft.rfft(run.density.values[0])
+            coefficients = fourier_series.sums(run.density.values[0])
             predicted = kstar_angles(coefficients[row["k_star"]], row["k_star"])
             ax.plot(predicted, np.full(predicted.size, row["t_formed"]), "k^", ms=7, mfc="yellow",
                     label="cluster angles predicted by the phase of mode $k^*$ (drawn at the measured formation)")

@@ -39,6 +39,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from scipy.optimize import newton_krylov, NoConvergence
 
+from meanfield import fourier_series
 from meanfield.kernels import scaled_funk_hecke
 from meanfield.model import Model
 from meanfield.plotting import outside_legend
@@ -97,7 +98,7 @@ def fixed_point_residual(model: Model, density: np.ndarray) -> np.ndarray:
     """``rho - G(rho)``, ``G`` the zero-flux map of the module docstring (grid values, mass 1)."""
     n = density.size
     modes = np.arange(n // 2 + 1)
-    convolution = np.fft.irfft(np.fft.rfft(density) * scaled_funk_hecke(modes, model.beta, 2), n)  # exp(-beta) K*rho
+    convolution = fourier_series.filtered(density, scaled_funk_hecke(modes, model.beta, 2))  # exp(-beta) K*rho
     if model.attention == "sa":
         image = np.maximum(convolution, 1e-300) ** (1.0 / (model.beta * model.nu))
     else:

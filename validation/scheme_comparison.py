@@ -38,6 +38,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from meanfield import fourier_series
 from meanfield.diagnostics import detect_clusters
 from meanfield.initial import circle_density
 from meanfield.metastable import refined_formation_time
@@ -61,7 +62,7 @@ def cell_averages_of_point_values(density: np.ndarray) -> np.ndarray:
     interpolant of grid values: ``rho_hat_k`` times ``sinc(k h / 2)`` (MATH.md §2.1)."""
     n = density.size
     k = np.arange(n // 2 + 1)
-    return np.fft.irfft(np.fft.rfft(density) * np.sinc(k / n), n)
+    return fourier_series.filtered(density, np.sinc(k / n))
 
 
 def cluster_readout(theta: np.ndarray, weights: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +96,7 @@ def before_formation(settings: dict, seed: int) -> dict:
     model = Model("sa", beta, 0.0, 2)
     init = f"perturbed:{EPS:g}"
     k = dominant_mode(model)
-    coefficient = (np.fft.rfft(circle_density(init, n, seed)) / n)[k]
+    coefficient = (fourier_series.sums(circle_density(init, n, seed)) / n)[k]
     t_check = 0.8 * refined_formation_time(coefficient, float(growth_rates(model, [k])[0]))
     runs = {scheme: solve("circle", beta=beta, resolution=n, init=init, seed=seed, t_final=t_check,
                           save_every=t_check / 4, scheme=scheme) for scheme in ("spectral", "fv", "lagrangian")}
