@@ -30,10 +30,11 @@ overrides what it needs:
 ``largest_mode()``          a PDE scheme's band (``basis.kmax`` on the circle, ``basis.lmax`` otherwise)
 ==========================  =====================================================================
 
-:func:`conform` is what the callers use instead of probing with ``getattr``: it returns the
-scheme, with the contract's defaults bound onto an instance whose class does not inherit
-:class:`Scheme` yet (a transition: once every scheme class inherits it, :func:`conform` only
-checks).  ``tests/solvers/test_contract.py`` runs every registered scheme through it.
+:func:`conform` is what the callers use instead of probing with ``getattr``: every scheme of the
+package inherits :class:`Scheme` and is returned as it is; an object outside it (a user's own
+scheme, a test double) gets the contract's defaults bound onto the instance.
+``tests/solvers/test_contract.py`` checks every registered scheme class inherits the base and
+satisfies the protocol.
 """
 
 from __future__ import annotations
@@ -123,8 +124,8 @@ def missing_parts(scheme, parts=REQUIRED_PARTS) -> list[str]:
 def conform(scheme):
     """``scheme`` with every optional part resolvable (module docstring); returns ``scheme``.
 
-    A scheme whose class inherits :class:`Scheme` is returned as it is.  Otherwise (a class not
-    converted yet) each optional part its class lacks is set on the instance from :class:`Scheme`
+    A scheme whose class inherits :class:`Scheme` is returned as it is.  Otherwise (an object from
+    outside the package) each optional part its class lacks is set on the instance from :class:`Scheme`
     (methods bound to the instance); ``takes_cell_averages`` follows whether the class has its own
     ``state_from_cell_averages``.
     """

@@ -41,7 +41,15 @@ def test_every_registered_scheme_satisfies_the_contract(geometry, name):
     assert scheme.largest_mode() == {"circle": 10, "sphere": 7, "zonal": 16 if name == "galerkin" else 5}[geometry]
 
 
+@pytest.mark.parametrize("geometry, name", REGISTERED, ids=[f"{g}-{n}" for g, n in REGISTERED])
+def test_every_registered_scheme_class_inherits_the_declared_base(geometry, name):
+    """The package's own schemes declare the contract by inheritance; ``conform`` only adapts outside objects."""
+    scheme = _scheme(geometry, name)
+    assert issubclass(type(scheme), Scheme) and conform(scheme) is scheme and "_conformed" not in vars(scheme)
+
+
 def test_the_particle_scheme_satisfies_the_contract():
+    assert issubclass(ParticleScheme, Scheme)
     scheme = conform(ParticleScheme(Model(beta=1.0, dim=3), 8, seed=0))
     assert isinstance(scheme, SchemeProtocol)
     assert missing_parts(scheme, REQUIRED_PARTS) == [] and missing_parts(scheme, OPTIONAL_PARTS) == []
@@ -59,11 +67,41 @@ def test_defaults_of_a_density_scheme_come_from_the_base_class():
     assert scheme.static_variables() == {} and scheme.restart_fields == ("_tail_floor",)
 
 
-def test_a_class_outside_the_base_keeps_its_own_parts():
-    """``conform`` fills in only what the class lacks: the Lagrangian scheme's collapse stays its own."""
+def test_a_scheme_overrides_only_what_it_needs():
+    """The Lagrangian scheme's collapse and step cap are its own; the rest comes from the base."""
     scheme = conform(_scheme("circle", "lagrangian"))
-    assert scheme.collapse.__func__ is type(scheme).collapse
-    assert scheme.adaptive_dt.__func__ is type(scheme).adaptive_dt
+    assert scheme.collapse.__func__ is type(scheme).collapse is not Scheme.collapse
+    assert scheme.adaptive_dt.__func__ is type(scheme).adaptive_dt is not Scheme.adaptive_dt
+    assert type(scheme).default_stepper == Scheme.default_stepper  # not overridden: the base's
+
+
+def test_an_object_outside_the_base_is_adapted_with_the_defaults():
+    """A user's (or a test's) duck-typed scheme gets the optional parts' defaults from ``conform``."""
+    class Decay:
+        name, linear, state_scale = "decay", None, 1.0
+
+        def rhs(self, state, t):
+            return -state
+
+        def stable_dt(self, cfl):
+            return cfl
+
+        def validity(self, state, t):
+            return None
+
+        def frame(self, state):
+            return {"u": state.copy()}
+
+        def dims(self):
+            return {"u": ()}
+
+        def coords(self):
+            return {}
+
+    scheme = conform(Decay())
+    assert not isinstance(scheme, Scheme) and missing_parts(scheme, REQUIRED_PARTS + OPTIONAL_PARTS) == []
+    assert scheme.adaptive_dt(0.5) == 0.5 and scheme.collapse(np.ones(1)).tolist() == [1.0]
+    assert scheme.takes_cell_averages is False and scheme.default_stepper == "dopri5"
 
 
 def test_a_stepper_does_not_keep_its_scheme_alive():
