@@ -18,11 +18,13 @@ import click
 import numpy as np
 
 from . import __version__
-from .defaults import GEOMETRY_DEFAULTS, PARTICLE_DEFAULTS, SOLVE_DEFAULTS
+from .defaults import GAUSSIAN_DEFAULTS, GEOMETRY_DEFAULTS, PARTICLE_DEFAULTS, RUN_DEFAULTS, SOLVE_DEFAULTS
 from .errors import InputError, require
 from .limits import (MAX_LIST, MAX_MODES, check_dim, check_frames, check_integer, check_matrix_dim, check_number,
                      check_seed)
 from .model import Model
+from .normalization import Normalization
+from .settings import Monitor, Saving, StepControl, gather, gather_attention, gather_normalization
 
 from .storage import (MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes,
                       save_run)
@@ -170,7 +172,8 @@ def _save_options(f):
     f = click.option("--save-log", type=int, default=None,
                      help="Save PER_DECADE frames per decade of time (10^(j/PER_DECADE) from t = 0.01) "
                           "instead of every --save-every.")(f)
-    return click.option("--save-every", type=float, default=None, help="Save cadence [default: t-final/100].")(f)
+    return click.option("--save-every", type=float, default=None,
+                        help=f"Save cadence [default: t-final/{RUN_DEFAULTS['frames']}].")(f)
 
 
 def _step_options(defaults: dict):
@@ -194,13 +197,26 @@ def _normalization_options(scheme_help: str, carrier: str):
     def decorate(f):
         f = click.option("--mix-switch", type=float, default=None,
                          help="Mix-LN switch time tau >= 0: post before, pre after (--normalization mix) "
-                              "[default: 1].")(f)
+                              f"[default: {Normalization.mix_switch:g}].")(f)
         f = click.option("--r0", type=float, default=None,
-                         help=f"Initial {carrier} radius r0 > 0 (--normalization pre, mix, peri) [default: 1].")(f)
+                         help=f"Initial {carrier} radius r0 > 0 (--normalization pre, mix, peri) "
+                              f"[default: {Normalization.r0:g}].")(f)
         f = click.option("--alpha", type=float, default=None,
-                         help="nGPT step alpha > 0 (--normalization ngpt) [default: 1].")(f)
-        return click.option("--normalization", default="post", show_default=True, help=scheme_help)(f)
+                         help=f"nGPT step alpha > 0 (--normalization ngpt) [default: {Normalization.alpha:g}].")(f)
+        return click.option("--normalization", default=Normalization.name, show_default=True, help=scheme_help)(f)
     return decorate
+
+
+def _grouped(settings: dict, **groups) -> dict:
+    """The command's options with each group made into its settings object (``step=StepControl``, ...;
+    :mod:`meanfield.settings`: the objects the Python API takes, with the same checks and defaults),
+    ``attention`` an :class:`~meanfield.settings.Attention` where the command has ``--qkv``, and the
+    normalisation a :class:`~meanfield.normalization.Normalization`."""
+    grouped = {name: gather(cls, name, None, settings) for name, cls in groups.items()}
+    if "qkv" in settings:
+        grouped["attention"] = gather_attention(settings.pop("attention"), settings)
+    grouped["normalization"] = gather_normalization(settings.pop("normalization"), settings)
+    return dict(settings, **grouped)
 
 
 @cli.group()
@@ -269,7 +285,8 @@ def _solve_command(geometry: str, spec: dict):
         from solvers.solve import solve as run_solver
 
         out = check_output_file(out, "--out", RUN_SUFFIXES)
-        dataset = run_solver(geometry, progress=not no_progress, **settings)
+        dataset = run_solver(geometry, progress=not no_progress,
+                             **_grouped(settings, step=StepControl, monitor=Monitor, saving=Saving))
         save_run(dataset, out)
         _report_run(dataset, out)
         _finish(dataset.attrs["stop_reason"])
@@ -346,7 +363,8 @@ def _report_run(dataset, out):
 @_collapse_option("Merge tokens closer than this (rad); 0: never [default: 256 machine epsilons "
                   "without noise; refused with --nu > 0].")
 @click.option("--dt-max", type=float, default=None,
-              help="Largest step (noise splitting step), > 0 [default: 1e-2 with noise, else none].")
+              help="Largest step (noise splitting step), > 0 "
+                   f"[default: {PARTICLE_DEFAULTS['noise_dt_max']:g} with noise, else none].")
 @_normalization_options("post | pre | mix | peri | ngpt | lnscale (MATH.md §6); pre, mix, peri carry a radius "
                         "per token (no noise, no collapse).", "token")
 @click.option("--interaction", type=click.Choice(["auto", "harmonic", "direct"]),
@@ -370,7 +388,7 @@ def particles(out, no_progress, **settings):
     from solvers.particle_run import simulate
 
     out = check_output_file(out, "--out", RUN_SUFFIXES)
-    dataset = simulate(progress=not no_progress, **settings)
+    dataset = simulate(progress=not no_progress, **_grouped(settings, step=StepControl, saving=Saving))
     save_run(dataset, out)
     _report_saved(dataset, out)
     _finish(dataset.attrs["stop_reason"])
@@ -381,18 +399,22 @@ particles.help = particles.help.replace("{exit_help}", EXIT_HELP)
 
 # --------------------------------------------------------------------------------------------- gaussian
 @cli.command()
-@click.option("--attention", type=click.Choice(["softmax", "l2", "sinkhorn"]), default="softmax", show_default=True,
+@click.option("--attention", type=click.Choice(["softmax", "l2", "sinkhorn"]), default=GAUSSIAN_DEFAULTS["attention"],
+              show_default=True,
               help="Softmax weights exp(<Qx, Ky>), L2 weights exp(-|Qx - Ky|^2 / 2), or Sinkhorn "
                    "(weights exp(<Qx, Ky> / eps) made doubly stochastic).")
-@click.option("--sinkhorn-eps", "eps", type=float, default=1.0, show_default=True,
+@click.option("--sinkhorn-eps", "eps", type=float, default=GAUSSIAN_DEFAULTS["sinkhorn_eps"], show_default=True,
               help="Entropic parameter of Sinkhorn attention.")
-@click.option("--dim", type=int, default=2, show_default=True, help="Token dimension d in [1, 4096] (tokens in R^d).")
-@click.option("--case", type=click.Choice(["identity", "random"]), default="identity", show_default=True,
+@click.option("--dim", type=int, default=GAUSSIAN_DEFAULTS["dim"], show_default=True,
+              help="Token dimension d in [1, 4096] (tokens in R^d).")
+@click.option("--case", type=click.Choice(["identity", "random"]), default=GAUSSIAN_DEFAULTS["case"], show_default=True,
               help="V = Q = K = I with a random covariance, or random V, Q, K, mean and covariance.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the matrices, in [0, 2^63 - 1].")
+@click.option("--seed", type=int, default=GAUSSIAN_DEFAULTS["seed"], show_default=True,
+              help="Seed of the matrices, in [0, 2^63 - 1].")
 @click.option("--scaled", is_flag=True, help="Scale the logits by 1/sqrt(k) as in transformers.")
 @click.option("--t-final", type=float, required=True, help="Final time.")
-@click.option("--save-every", type=float, default=None, help="Save cadence [default: every accepted step].")
+@click.option("--save-every", type=float, default=GAUSSIAN_DEFAULTS["save_every"],
+              help="Save cadence [default: every accepted step].")
 @click.option("--out", type=click.Path(dir_okay=False), default="gaussian.nc", show_default=True,
               help="netCDF output (.nc).")
 def gaussian(attention, dim, case, seed, scaled, eps, t_final, save_every, out):
