@@ -184,15 +184,18 @@ def _castin_table(module, result) -> str:
     return module.format_table(cone, blow, ranks)
 
 
-def folder_study(name: str, module: str, default_out: str, help: str, claims, figures=None) -> Study:
-    """A study with ``run_study(quick, out_dir)`` writing ``out_dir/<module>.{nc,png}``."""
-    return Study(name, module, help, "The small size the test suite uses.", "folder", default_out,
+def folder_study(name: str, module: str, help: str, claims, figures=None) -> Study:
+    """A study with ``run_study(quick, out_dir)`` writing ``out_dir/<module>.{nc,png}``; the default folder is
+    the module's name with dashes and ``-study`` (``mean_field`` -> ``mean-field-study``)."""
+    return Study(name, module, help, "The small size the test suite uses.", "folder",
+                 f"{module.replace('_', '-')}-study",
                  figures=(f"{module}.png",) if figures is None else figures, run=_run_study, table=_table,
                  wrote=_wrote_files(module), claims=claims)
 
 
-def benchmark(name: str, module: str, help: str, quick_help: str, presets) -> Study:
-    """A benchmark: ``main([--quick])`` prints its table; no claims, nothing written."""
+def benchmark(name: str, module: str, help: str, quick_help: str, presets=("QUICK_SIZES", "SIZES")) -> Study:
+    """A benchmark: ``main([--quick])`` prints its table; no claims, nothing written.  ``presets``: the module's
+    quick and full size lists (``None``: it has none)."""
     return Study(name, module, help, quick_help, None, None, presets, (), run=_run_printed, table=_printed)
 
 
@@ -383,36 +386,36 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
     Study("growth-circle", "growth_rates", "Fitted linear growth rates of PDE runs against MATH.md §2.3 (circle).",
           "Fewer cases.", "file", None, None, (), run=_run_growth, table=_table,
           wrote=lambda out, result: f"wrote {out}", claims=growth_claims),
-    folder_study("mean-field", "mean_field", "mean-field-study",
+    folder_study("mean-field", "mean_field",
                  "Particles -> PDE on the circle: W1 against n (i.i.d. and quadrature nodes), fitted slopes.",
                  mean_field_claims),
-    folder_study("mean-field-sphere", "mean_field_sphere", "mean-field-sphere-study",
+    folder_study("mean-field-sphere", "mean_field_sphere",
                  "Particles -> PDE on S^2 (SA, d = 3): H^-2 error from spherical-harmonic coefficients against n, "
                  "fitted slopes against n^-1/2 and the expected t = 0 error.", mean_field_sphere_claims),
-    folder_study("cluster-formation", "cluster_formation", "cluster-formation-study",
+    folder_study("cluster-formation", "cluster_formation",
                  "Cluster formation time of i.i.d. tokens against n, with log(n) / (2 lambda_k*) overlaid.",
                  cluster_formation_claims),
-    folder_study("metastability", "metastability", "metastability-study",
+    folder_study("metastability", "metastability",
                  "Metastable clusters on the circle: predicted k*, formation time and angles against the PDE "
                  "(finite volume) and i.i.d. particles; plateaus, energy staircase, first merge.",
                  metastability_claims),
-    folder_study("schemes", "scheme_comparison", "scheme-comparison-study",
+    folder_study("schemes", "scheme_comparison",
                  "Spectral, finite-volume and Lagrangian circle schemes against each other, before and "
                  "through clustering (mass, positivity, cluster centres and masses), and against particles.",
                  scheme_claims),
-    folder_study("noise-transition", "noise_transition", "noise-transition-study",
+    folder_study("noise-transition", "noise_transition",
                  "Noise phase transition on the circle: stationary order parameter against nu / nu_c from a "
                  "perturbed and a clustered start, checked against the zero-flux fixed point.", noise_claims),
-    folder_study("staircase", "staircase", "staircase-study",
+    folder_study("staircase", "staircase",
                  "The metastable staircase: formation, every merge and one cluster (circle at several beta, "
                  "particles, S^2) against the K-point ODE of MATH.md §5.", staircase_claims),
-    folder_study("gaussian", "gaussian", "gaussian-study",
+    folder_study("gaussian", "gaussian",
                  "Gaussian tokens: particle moments against the Castin et al. ODEs, error against n.",
                  gaussian_claims),
-    folder_study("long-context", "long_context", "long-context-study",
+    folder_study("long-context", "long_context",
                  "Long context (MATH.md §7): one SA layer at beta = gamma log n; exact cosine of equiangular tokens "
                  "against gamma, its limit, a direct check, and a Monte Carlo of i.i.d. tokens.", long_context_claims),
-    folder_study("normalization", "normalization", "normalization-study",
+    folder_study("normalization", "normalization",
                  "Normalisation schemes (MATH.md §6): particles from an orthonormal start against the equiangular "
                  "ODE with fitted late-time laws, the initial speed of i.i.d. tokens, and PDE mode growth under "
                  "Post-LN, nGPT and LN-scaling against the linear theory.", normalization_claims),
@@ -424,10 +427,10 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
           claims=castin_claims),
     benchmark("bench-circle", "bench_circle",
               "Benchmark: circle right-hand side vs its bare FFTs; spectral vs direct convolution.",
-              "Fewer sizes and repeats.", ("QUICK_SIZES", "SIZES")),
+              "Fewer sizes and repeats."),
     benchmark("bench-particles", "bench_particles",
               "Benchmark: particle right-hand side vs GEMM + exp, vs a per-particle loop; O(nM) circle path.",
-              "Fewer sizes and shorter timings.", ("QUICK_SIZES", "SIZES")),
+              "Fewer sizes and shorter timings."),
     benchmark("bench-sphere", "bench_sphere",
               "Benchmark: one S^2 right-hand side against the bare ducc0 transforms it performs.",
               "Fewer degrees and shorter timings.", ("QUICK_LMAXES", "LMAXES")),
@@ -436,5 +439,5 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
               "Shorter runs without collapse.", None),
     benchmark("bench-cluster-schemes", "bench_cluster_schemes",
               "Benchmark: finite-volume rhs vs its FFTs and the spectral rhs; Lagrangian O(N M) vs direct O(N^2).",
-              "Fewer sizes and shorter timings.", ("QUICK_SIZES", "SIZES")),
+              "Fewer sizes and shorter timings."),
 )}
