@@ -170,8 +170,7 @@ class Attention:
     interaction: str = _default(PARTICLE_DEFAULTS, "interaction")
 
     def __post_init__(self):
-        from solvers.interaction import KERNELS  # the solvers own the lists (DESIGN.md "Layout")
-        from solvers.particles import INTERACTION_PATHS
+        from solvers.particles import check_attention_choices  # the solvers own the lists (DESIGN.md "Layout")
 
         require(isinstance(self.kind, str) and self.kind.lower() in ATTENTIONS,
                 f"--attention must be one of {', '.join(ATTENTIONS)} (got {self.kind!r})")
@@ -179,19 +178,12 @@ class Attention:
         check_qkv(self.qkv)
         for name in ("Q", "K", "V"):
             object.__setattr__(self, name, _frozen_matrix(getattr(self, name)))
+        check_attention_choices(self.kernel, self.heads, (self.Q, self.K, self.V), self.interaction)
         if self.heads is not None:
-            require(self.Q is None and self.K is None and self.V is None, "pass either Q, K, V or heads, not both")
-            require(isinstance(self.heads, (list, tuple)) and len(self.heads) >= 1
-                    and all(isinstance(h, (list, tuple)) and len(h) == 3 for h in self.heads),
-                    "heads must be a non-empty list of (Q, K, V) triples")
             object.__setattr__(self, "heads", tuple(tuple(_frozen_matrix(m) for m in h) for h in self.heads))
-        require(isinstance(self.kernel, str) and self.kernel in KERNELS,
-                f"kernel must be one of {', '.join(KERNELS)} (got {self.kernel!r})")
         check_number("--sinkhorn-eps", self.sinkhorn_eps, 0.0, math.inf)
         require(self.kernel == "sinkhorn" or self.sinkhorn_eps == PARTICLE_DEFAULTS["sinkhorn_eps"],
                 f"sinkhorn_eps applies to kernel='sinkhorn' only (got kernel={self.kernel!r})")
-        require(isinstance(self.interaction, str) and self.interaction in INTERACTION_PATHS,
-                f"--interaction must be one of {', '.join(INTERACTION_PATHS)} (got {self.interaction!r})")
 
     @property
     def custom(self) -> bool:

@@ -110,6 +110,21 @@ def check_head(label: str, Q, K, V, dim: int) -> tuple:
     return Q, K, check_matrix(f"V{label}", V, dim)
 
 
+def check_attention_choices(kernel, heads, matrices, path) -> None:
+    """The attention's named choices, one line each (shared with :class:`meanfield.settings.Attention`):
+    ``kernel`` one of :data:`KERNELS`; ``heads`` a non-empty list of ``(Q, K, V)`` triples, given instead of
+    ``matrices = (Q, K, V)``; ``path`` one of :data:`INTERACTION_PATHS`."""
+    require(isinstance(kernel, str) and kernel in KERNELS,
+            f"kernel must be one of {', '.join(KERNELS)} (got {kernel!r})")
+    if heads is not None:
+        require(all(m is None for m in matrices), "pass either Q, K, V or heads, not both")
+        require(isinstance(heads, (list, tuple)) and len(heads) >= 1
+                and all(isinstance(h, (list, tuple)) and len(h) == 3 for h in heads),
+                "heads must be a non-empty list of (Q, K, V) triples")
+    require(isinstance(path, str) and path in INTERACTION_PATHS,
+            f"--interaction must be one of {', '.join(INTERACTION_PATHS)} (got {path!r})")
+
+
 def normalised_weights(weights, n: int) -> np.ndarray:
     """Weights summing to 1 (uniform ``1/n`` if ``None``); refuse negative or massless ones."""
     if weights is None:
@@ -156,8 +171,7 @@ class ParticleScheme(Scheme):
         require(isinstance(n, (int, np.integer)) and n >= 1, f"--n must be a positive integer (got {n!r})")
         dim = model.dim
         self.model, self.n, self.dim, self.sphere = model, int(n), dim, sphere
-        require(isinstance(kernel, str) and kernel in KERNELS,
-                f"kernel must be one of {', '.join(KERNELS)} (got {kernel!r})")
+        check_attention_choices(kernel, heads, (Q, K, V), interaction_path)
         require(sphere is False or kernel == "dot",
                 "kernel='l2' and kernel='sinkhorn' need tokens in R^d (sphere=False)")
         require(kernel != "sinkhorn" or model.attention == "sa",
@@ -171,10 +185,6 @@ class ParticleScheme(Scheme):
             self.Q, self.K, self.V = check_head("", Q, K, V, dim)
         self.heads = None
         if heads is not None:
-            require(Q is None and K is None and V is None, "pass either Q, K, V or heads, not both")
-            require(isinstance(heads, (list, tuple)) and len(heads) >= 1
-                    and all(isinstance(h, (list, tuple)) and len(h) == 3 for h in heads),
-                    "heads must be a non-empty list of (Q, K, V) triples")
             self.heads = [check_head(f"[{h}]", *head, dim) for h, head in enumerate(heads)]
         self.weights = self.token_weights = normalised_weights(weights, self.n)
         require(sphere or model.nu == 0, "--nu must be 0 for tokens in R^d (noise is defined on the sphere)")
@@ -213,8 +223,6 @@ class ParticleScheme(Scheme):
 
     def _choose_path(self, path, identity: bool, fast_circle: bool, accuracy) -> str:
         """``"harmonic"`` or ``"direct"`` from the requested ``interaction_path`` (module docstring)."""
-        require(isinstance(path, str) and path in INTERACTION_PATHS,
-                f"--interaction must be one of {', '.join(INTERACTION_PATHS)} (got {path!r})")
         applies = self.sphere and self.dim in (2, 3) and identity and self.kernel == "dot"
         if path == "harmonic":
             require(self.sphere and self.dim in (2, 3), f"--interaction harmonic needs tokens on S^1 or S^2 "
