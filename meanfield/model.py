@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .defaults import GEOMETRY_DEFAULTS, RUN_DEFAULTS
 from .errors import require
 
 ATTENTIONS = ("sa", "usa")
@@ -28,10 +29,10 @@ class Model:
     dim       : ambient dimension ``d >= 2``; tokens live on S^{d-1} (``dim = 2``: the circle).
     """
 
-    attention: str = "sa"
-    beta: float = 1.0
-    nu: float = 0.0
-    dim: int = 2
+    attention: str = RUN_DEFAULTS["attention"]
+    beta: float = RUN_DEFAULTS["beta"]
+    nu: float = RUN_DEFAULTS["nu"]
+    dim: int = GEOMETRY_DEFAULTS["circle"]["dim"]
 
     def __post_init__(self):
         require(isinstance(self.attention, str) and self.attention.lower() in ATTENTIONS,
