@@ -19,6 +19,19 @@ A well separated pair at angle ``D`` moves at ``~ (m_b / m_a) exp(-beta (1 - cos
 ``exp(beta (1 - cos D))`` (:func:`plateau_estimate`).  Energies are scaled by ``exp(-beta)``
 as everywhere in the package: ``exp(-beta) E = (1 / 2 beta) sum_ab m_a m_b exp(beta (<y_a, y_b> - 1))``
 (:func:`point_energy`).
+
+Zonal densities on ``S^{d-1}`` (MATH.md §2.2, §5): a zonal cluster is a *ring*, the uniform
+probability on ``{x : <x, e> = cos th_a}`` carrying mass ``m_a`` (a point at a pole when
+``th_a = 0`` or ``pi``).  Rings stay rings under the zonal dynamics and are exact weak solutions
+without noise; averaging ``exp(beta <x, y>)`` over a ring gives the closed form
+
+    (K * ring_b)(th) = m_b exp(beta cos th cos th_b) Lambda_nu(beta sin th sin th_b),
+    Lambda_nu(z) = Gamma(nu + 1) (2 / z)^nu I_nu(z),   nu = (d - 3) / 2
+
+(the mean of ``exp(z <w, w'>)`` over ``w'`` uniform on ``S^{d-2}``), and the polar speed of ring
+``a`` is ``d th_a / dt = d/dth log(K * mu) / beta`` (SA) or ``d/dth (K * mu) / beta`` (USA) at
+``th_a`` (:func:`ring_velocity`, an implementation independent of the solvers' Gegenbauer sums).
+:func:`cluster_history` with ``dim=d`` integrates rings given by their polar angles.
 """
 
 from __future__ import annotations
@@ -71,6 +84,39 @@ def cluster_velocity(points: np.ndarray, masses: np.ndarray, beta: float, attent
     return pull - np.sum(pull * points, axis=1, keepdims=True) * points
 
 
+def _ring_log_kernel(th_a, th_b, beta: float, dim: int):
+    """``log(exp(-beta) K * ring_b)`` per unit mass at ``th_a`` and its ``th_a``-derivative (closed form above)."""
+    from scipy.special import ive, gammaln
+
+    nu = (dim - 3) / 2
+    cos_a, sin_a = np.cos(th_a)[:, None], np.sin(th_a)[:, None]
+    cos_b, sin_b = np.cos(th_b)[None, :], np.sin(th_b)[None, :]
+    z = beta * sin_a * sin_b
+    safe = np.where(z > 0, z, 1.0)
+    # log Lambda_nu(z) = log Gamma(nu + 1) + nu log(2 / z) + log ive(nu, z) + z; Lambda_nu(0) = 1
+    log_lambda = np.where(z > 0, gammaln(nu + 1) + nu * np.log(2 / safe) + np.log(ive(nu, safe)) + safe, 0.0)
+    # Lambda_nu'(z) / Lambda_nu(z) = I_{nu+1}(z) / I_nu(z)  (and z / (2 (nu + 1)) -> 0 as z -> 0)
+    ratio = np.where(z > 0, ive(nu + 1, safe) / ive(nu, safe), 0.0)
+    log_kernel = beta * (cos_a * cos_b - 1.0) + log_lambda
+    slope = beta * (-sin_a * cos_b) + ratio * beta * cos_a * sin_b
+    return log_kernel, slope
+
+
+def ring_velocity(th: np.ndarray, masses: np.ndarray, beta: float, dim: int, attention: str = "sa") -> np.ndarray:
+    """Polar speeds ``d th_a / dt`` of zonal rings on ``S^{dim-1}`` (module docstring; ``exp(beta)`` explicit for USA)."""
+    log_kernel, slope = _ring_log_kernel(th, th, beta, dim)
+    weights = np.exp(log_kernel) * masses[None, :]
+    pull = np.sum(weights * slope, axis=1) / beta
+    return pull / weights.sum(axis=1) if attention == "sa" else pull * math.exp(beta)
+
+
+def ring_energy(th, masses, beta: float, dim: int) -> float:
+    """``exp(-beta) E`` of zonal rings: ``(1 / 2 beta) sum_ab m_a m_b exp(-beta) (K * ring_b)(th_a) / m_b``."""
+    th, masses = np.asarray(th, dtype=float), np.asarray(masses, dtype=float)
+    log_kernel, _ = _ring_log_kernel(th, th, beta, dim)
+    return float(masses @ np.exp(log_kernel) @ masses / (2 * beta))
+
+
 def plateau_estimate(centres, beta: float) -> float:
     """``exp(beta (1 - cos D))`` for the nearest pair at angle ``D`` (MATH.md §5): the order of the
     time before that pair merges (``inf`` for fewer than two centres)."""
@@ -117,26 +163,57 @@ class ClusterHistory:
     beta: float = math.nan
     # (t0, t1, dense solution, masses) of every integrated segment
     segments: list = field(default_factory=list)
+    dynamics: object = None
 
     def energy_at(self, t: float) -> float:
         """``exp(-beta) E`` of the points at time ``t`` (within the integrated span), from the dense output."""
         for t0, t1, solution, masses in self.segments:
             if t0 <= t <= t1:
                 points = solution(t).reshape(masses.size, -1)
-                return point_energy(points, masses, self.beta)
+                return self.dynamics.energy(as_unit_vectors(points), masses)
         return self.plateaus[-1][2]
+
+
+class PointDynamics:
+    """The velocity and energy of the weighted points (``dim=None``) or of zonal rings on ``S^{dim-1}``
+    given by their polar angles, the rings carried as unit vectors ``(cos th, sin th)`` so that distances,
+    merges and joins are the points' (module docstring)."""
+
+    def __init__(self, beta: float, attention: str, dim: int | None):
+        self.beta, self.attention, self.dim = beta, attention, dim
+
+    def velocity(self, points: np.ndarray, masses: np.ndarray) -> np.ndarray:
+        if self.dim is None:
+            return cluster_velocity(points, masses, self.beta, self.attention)
+        th = np.arctan2(points[:, 1], points[:, 0])
+        speed = ring_velocity(th, masses, self.beta, self.dim, self.attention)
+        return speed[:, None] * np.stack((-np.sin(th), np.cos(th)), axis=-1)
+
+    def energy(self, points: np.ndarray, masses: np.ndarray) -> float:
+        if self.dim is None:
+            return point_energy(points, masses, self.beta)
+        return ring_energy(np.arctan2(points[:, 1], points[:, 0]), masses, self.beta, self.dim)
 
 
 def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start: float = 0.0,
                     t_final: float = math.inf, merge_distance: float = MERGE_DISTANCE,
-                    rtol: float = 1e-10, atol: float = 1e-13) -> ClusterHistory:
+                    rtol: float = 1e-10, atol: float = 1e-13, dim: int | None = None) -> ClusterHistory:
     """Integrate the K-point ODE from ``t_start`` and record every merge (see the module docstring).
 
-    Stops when one point is left or at ``t_final``; with ``t_final = inf`` a configuration that
-    does not merge by ``t = 1e15`` is reported as it is then.
+    ``dim`` (zonal rings on ``S^{dim-1}``, ``dim >= 3``): ``centres`` are the rings' polar angles in
+    ``[0, pi]`` and the dynamics is :func:`ring_velocity`'s; the history's ``points`` are then
+    ``(cos th, sin th)``.  Stops when one point is left or at ``t_final``; with ``t_final = inf`` a
+    configuration that does not merge by ``t = 1e15`` is reported as it is then.
     """
     from scipy.integrate import solve_ivp
 
+    require(dim is None or (isinstance(dim, (int, np.integer)) and dim >= 3),
+            f"dim must be None (points) or an integer >= 3 (zonal rings; got {dim!r})")
+    if dim is not None:
+        polar = np.asarray(centres, dtype=float)
+        require(polar.ndim == 1 and bool(np.all((polar >= 0) & (polar <= math.pi))),
+                "zonal ring centres must be polar angles in [0, pi]")
+    dynamics = PointDynamics(beta, attention, dim)
     points = as_unit_vectors(centres)
     masses = np.asarray(masses, dtype=float).copy()
     require(masses.shape == (points.shape[0],) and bool(np.all(masses > 0)),
@@ -144,17 +221,17 @@ def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start
     require(attention in ("sa", "usa"), f"attention must be 'sa' or 'usa' (got {attention!r})")
     require(beta > 0 and merge_distance > 0, "beta and merge_distance must be > 0")
     end = min(t_final, 1e15)
-    history = ClusterHistory(beta=beta)
+    history = ClusterHistory(beta=beta, dynamics=dynamics)
     t = float(t_start)
     points, masses = _join_close(points, masses, merge_distance)
-    history.plateaus.append((t, points.shape[0], point_energy(points, masses, beta)))
+    history.plateaus.append((t, points.shape[0], dynamics.energy(points, masses)))
     while points.shape[0] > 1 and t < end:
         count, dim = points.shape
 
         def rhs(_, y, masses=masses, count=count, dim=dim):
             p = y.reshape(count, dim)
             p = p / np.linalg.norm(p, axis=1, keepdims=True)
-            return cluster_velocity(p, masses, beta, attention).ravel()
+            return dynamics.velocity(p, masses).ravel()
 
         pairs = [(a, b) for a in range(count) for b in range(a + 1, count)]
         events = []
@@ -181,6 +258,6 @@ def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start
         points, masses = _join(points, masses, a, b)
         points, masses = _join_close(points, masses, merge_distance)
         history.count_after.append(points.shape[0])
-        history.plateaus.append((t, points.shape[0], point_energy(points, masses, beta)))
+        history.plateaus.append((t, points.shape[0], dynamics.energy(points, masses)))
     history.points, history.masses, history.t_end = points, masses, t
     return history

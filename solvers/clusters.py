@@ -41,7 +41,7 @@ import math
 
 import numpy as np
 
-from meanfield.cluster_dynamics import MERGE_DISTANCE, angles_between, point_energy
+from meanfield.cluster_dynamics import MERGE_DISTANCE, PointDynamics, angles_between
 from meanfield.errors import require
 
 from .trackers import Tracker
@@ -174,8 +174,11 @@ class ClusterTracker(Tracker):
     Dataset's ``merge`` variables and ``attrs()`` the settings.
     """
 
-    def __init__(self, beta: float, merge_distance: float = MERGE_DISTANCE, min_mass: float = MIN_CLUSTER_MASS):
+    def __init__(self, beta: float, merge_distance: float = MERGE_DISTANCE, min_mass: float = MIN_CLUSTER_MASS,
+                 dim: int | None = None):
         self.beta, self.merge_distance, self.min_mass = beta, merge_distance, min_mass
+        #: the energy of the groups: points, or zonal rings on S^{dim-1} given as (cos th, sin th) (``dim``)
+        self.dynamics = PointDynamics(beta, "sa", dim)
         self.merges: list[tuple[float, float, float, int]] = []
 
     def groups(self, points: np.ndarray, weights: np.ndarray):
@@ -185,7 +188,7 @@ class ClusterTracker(Tracker):
 
     def frame(self, scheme, state, record: dict) -> dict:
         centres, masses = self.groups(scheme.points(state), scheme.weights)
-        energy = point_energy(centres, masses, self.beta) if masses.size <= MAX_ENERGY_GROUPS else math.nan
+        energy = self.dynamics.energy(centres, masses) if masses.size <= MAX_ENERGY_GROUPS else math.nan
         return {"cluster_count": int(np.sum(masses >= self.min_mass)), "cluster_energy": energy}
 
     def after_step(self, scheme, stepper, before, t0: float, after, t1: float) -> None:

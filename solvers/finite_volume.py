@@ -69,11 +69,19 @@ the default ``cfl = 0.5`` leaves a factor 2 for it).  Other steppers are allowed
 if it is lost); the scheme has no stiff linear part (``linear = None``), so the integrating-factor
 steppers reduce to their plain forms.
 
-Clusters.  When a cluster collapses to about one cell the scheme does not stop: the cell averages
-stay non-negative with the exact mass, i.e. a valid weak (measure) approximation whose
-clusters are one to two cells wide, with their position and mass still right; the velocity, a
-convolution, stays accurate.  :meth:`validity` checks only finiteness, positivity and the mass;
-``resolution_tol`` is accepted for the common interface and not used.
+Clusters (MATH.md §5, :mod:`solvers.point_clusters`).  A cluster that has shrunk to a cell or two
+cannot move on the grid: the face velocities on its two sides point inward and exceed its drift, so the
+upwind flux pins it.  Without noise such a cluster is handed over to a weighted point (a ring or a pole
+point for zonal densities) that moves with the velocity of grid plus points, while the grid carries the
+rest and feels the points in its face velocities; an owned cell's inflow goes to its point.  The state is
+then the cell averages followed by the points' positions and masses (``N + 2 P`` numbers); once the grid
+is empty the right-hand side is the K-point ODE alone and the step follows it, so a run can follow the
+whole staircase.  With noise (``nu > 0``) a cluster keeps a width ``~ sqrt(nu)`` and there is no hand-over:
+the grid must resolve that width.  Frames record ``density`` as the cell averages of grid plus points
+(each point's mass in its cell), ``point_position`` and ``point_mass`` (NaN in unused slots), and the run's
+cluster bookkeeping counts and merges the points (:class:`solvers.clusters.ClusterTracker`).
+:meth:`validity` checks finiteness, positivity of the grid and the total mass; ``resolution_tol`` is
+accepted for the common interface and not used.
 """
 
 from __future__ import annotations
@@ -92,6 +100,7 @@ from meanfield.model import Model
 from .density_scheme import DensityScheme
 from .fourier import FourierBasis
 from .normalized_velocity import VelocityNormalization
+from .point_clusters import PointClusters
 from .zonal import ZonalBasis, normalised_gegenbauer
 
 
@@ -203,6 +212,11 @@ class FiniteVolume1D:
         out /= self.volumes
         return out
 
+    @property
+    def flux(self) -> np.ndarray:
+        """The face fluxes ``F_j`` (``j = 0..n``, area included) of the last :meth:`divergence` call."""
+        return self._flux
+
     def integrate(self, rho: np.ndarray) -> float:
         """``sum_i V_i rho_i``: the mass."""
         return float(self.volumes @ rho)
@@ -221,7 +235,12 @@ class _FiniteVolumeScheme(DensityScheme):
     #: the run stops when the mass drifts by more than this (relative); round-off is ~1e-14
     mass_tol = 1e-10
     #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`)
-    restart_fields = ("initial_mass",)
+    restart_fields = ("initial_mass", "clusters.owned", "weights")
+    #: the points' masses (the cluster bookkeeping's weights), updated after every step
+    weights = np.zeros(0)
+    #: the step rate of the point dynamics and whether the grid still moves (set by :meth:`rhs`)
+    _point_rate = 0.0
+    _grid_moves = True
 
     def _common(self, model: Model, positivity_tol: float, resolution_tol: float, normalization):
         require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
@@ -231,10 +250,60 @@ class _FiniteVolumeScheme(DensityScheme):
         self.resolution_tol = resolution_tol
         self.initial_mass = None
 
+    def _start_clusters(self, faces, centroids) -> None:
+        """The point clusters' bookkeeping (:mod:`solvers.point_clusters`): on without noise."""
+        self.clusters = PointClusters(faces, centroids, self.fv.volumes, self.fv.periodic, self.model.dim,
+                                      max(8, self.resolution // 8), enabled=self.model.nu == 0, beta=self.model.beta)
+
+    def split(self, state: np.ndarray):
+        """``(rho, y, m)``: cell averages, point positions and point masses of a state."""
+        n = self.resolution
+        count = (state.size - n) // 2
+        return state[:n], state[n:n + count], state[n + count:]
+
     # -- dynamics ---------------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
-        """``d rho_i/dt``: minus the flux divergence (module docstring)."""
-        return self.fv.divergence(state, self.face_speed(state, t))
+        """``d rho_i/dt``: minus the flux divergence (module docstring); with points also their
+        ``dy/dt`` and ``dm/dt`` (:meth:`solvers.point_clusters.PointClusters.inflow`)."""
+        if state.size == self.resolution:
+            return self.fv.divergence(state, self.face_speed(state, t))
+        rho, y, m = self.split(state)
+        points = self.point_coefficients(y, m)
+        self._grid_moves = bool(rho.any())
+        if self._grid_moves:
+            change = self.fv.divergence(rho, self.face_speed(rho, t, points))
+            dy, dm = self.clusters.inflow(change, self.fv.flux, y, m, self.point_speed(rho, points, y, t))
+        else:
+            change, dy, dm = np.zeros_like(rho), self.point_speed(None, points, y, t), np.zeros_like(m)
+        self._point_rate = self.clusters.step_rate(y, dy)
+        return np.concatenate((change, dy, dm))
+
+    def collapse(self, state: np.ndarray) -> np.ndarray:
+        """After every step: hand-overs, owned cells, merges and the sweep of an almost empty grid
+        (:meth:`solvers.point_clusters.PointClusters.update`); ``state`` itself when nothing changed."""
+        if not self.clusters.enabled:
+            return state
+        rho, y, m = self.split(state)
+        if m.size:
+            self.weights = m.copy()
+        updated = self.clusters.update(rho, y, m)
+        if updated is None:
+            return state
+        self.weights = updated[2].copy()
+        return np.concatenate(updated)
+
+    def _combine(self, speed: np.ndarray, t: float, denominator, radial) -> np.ndarray:
+        """The velocity from the synthesised parts (``speed`` a fresh array; ``denominator`` and ``radial``
+        called only where needed): SA divides (clipped to ``[-1, 1]``), nGPT normalises (MATH.md §6)."""
+        if self.speed_divisor.ngpt:
+            return self._normalised(speed, t, radial())
+        if self.model.attention == "sa":
+            speed = np.clip(speed / denominator(), -1.0, 1.0)
+        return self._normalised(speed, t)
+
+    def points(self, state: np.ndarray) -> np.ndarray:
+        """The points (zonal: rings in a meridian plane) as unit vectors, for the cluster bookkeeping."""
+        return self.clusters.unit_vectors(self.split(state)[1])
 
     def _normalised(self, speed: np.ndarray, t: float, radial=None) -> np.ndarray:
         """The face speeds divided in place by the normalisation's ``s`` (nGPT: with ``radial`` at the faces)."""
@@ -244,12 +313,22 @@ class _FiniteVolumeScheme(DensityScheme):
         return divisor.divide(speed, t)
 
     def stable_dt(self, cfl: float) -> float:
-        """``cfl / max(max_i r_i, lambda_max)``: Euler positivity for ``cfl <= 1`` (module docstring)."""
-        return cfl / max(self.fv.max_rate, self.max_rate)
+        """``cfl / max(max_i r_i, lambda_max)``: Euler positivity for ``cfl <= 1`` (module docstring); with
+        points at most the point dynamics' step, and on an empty grid that step alone."""
+        if self.weights.size == 0:
+            return cfl / max(self.fv.max_rate, self.max_rate)
+        grid = max(self.fv.max_rate, self.max_rate) if self._grid_moves else 0.0
+        return cfl / max(grid, cfl * self._point_rate, 1e-300)
 
     # -- state <-> density ------------------------------------------------------------------------
     def density(self, state: np.ndarray) -> np.ndarray:
-        return np.array(state, dtype=float)
+        """Cell averages of grid plus points (each point's mass in the cell that holds it)."""
+        if state.size == self.resolution:
+            return np.array(state, dtype=float)
+        rho, y, m = self.split(state)
+        density = np.array(rho, dtype=float)
+        np.add.at(density, self.clusters.cell_of(y), m / self.fv.volumes[self.clusters.cell_of(y)])
+        return density
 
     def _start(self, averages: np.ndarray) -> np.ndarray:
         # exact averages of a non-negative density are >= 0; clip round-off (changes the mass by ~1e-17)
@@ -267,8 +346,29 @@ class _FiniteVolumeScheme(DensityScheme):
 
     # -- diagnostics --------------------------------------------------------------------------------
     def mass(self, state: np.ndarray, density: np.ndarray | None = None) -> float:
-        """``sum_i V_i rho_i``: the exact mass of the cell averages."""
-        return self.fv.integrate(state)
+        """``sum_i V_i rho_i + sum_a m_a``: the exact mass of the cell averages and the points."""
+        if state.size == self.resolution:
+            return self.fv.integrate(state)
+        rho, _, m = self.split(state)
+        return self.fv.integrate(rho) + float(m.sum())
+
+    def frame(self, state: np.ndarray) -> dict:
+        """:meth:`DensityScheme.frame` and, without noise, the points in their slots (NaN where unused)."""
+        record = super().frame(state)
+        if self.clusters.enabled:
+            _, y, m = self.split(state)
+            position, mass = np.full((2, self.clusters.slots), np.nan)
+            position[:y.size], mass[:m.size] = y, m
+            record.update(point_position=position, point_mass=mass)
+        return record
+
+    def point_dims(self) -> dict:
+        return {"point_position": ("point",), "point_mass": ("point",)} if self.clusters.enabled else {}
+
+    def point_coords(self) -> dict:
+        if not self.clusters.enabled:
+            return {}
+        return {"point": ("point", np.arange(self.clusters.slots), {"long_name": "point-cluster slot"})}
 
     def mean_density(self, state: np.ndarray) -> float:
         return self.mass(state) / self.fv.volumes.sum()
@@ -325,6 +425,14 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         self._denominator = self.conv_coeffs * shift
         self._radial = operator.radial * shift if ngpt else None
         self._kmodes = np.arange(basis.kmax + 1)
+        # points (MATH.md §5): their coefficients (1/2 pi) sum_a m_a e^{-i k y_a} up to both bands, the face
+        # tables without the cell transform, and the real-form weights of the sums at the points
+        self._point_modes = np.arange(max(band, basis.kmax) + 1)
+        face = np.exp(-0.5j * k * h)
+        self._point_tables = (operator.velocity(1j * k), self.conv_coeffs, operator.radial if ngpt else None)
+        self._face_point_tables = tuple(None if table is None else table * face for table in self._point_tables)
+        self._real_form = np.where(k == 0, 1.0, 2.0)
+        self._start_clusters(faces, basis.theta)
         self.max_rate = self.speed_divisor.fastest_rate(np.arange(1, basis.kmax + 1))
         self.state_scale = 1.0 / (2 * math.pi)
 
@@ -342,17 +450,34 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         buffer[coeffs.size:] = 0.0
         return self._slots.synthesise(slot)[::self._stride]
 
-    def face_speed(self, state: np.ndarray, t: float = 0.0) -> np.ndarray:
-        """``X`` at the faces ``theta_j - h/2`` at time ``t`` from the spectral convolution of ``P`` (MATH.md §2.1, §6)."""
+    def face_speed(self, state: np.ndarray, t: float = 0.0, points: np.ndarray | None = None) -> np.ndarray:
+        """``X`` at the faces ``theta_j - h/2`` at time ``t`` from the spectral convolution of ``P`` (MATH.md §2.1, §6)
+        and of the points whose coefficients are ``points`` (:meth:`point_coefficients`)."""
         spectrum = self._dft(state)
-        speed = self._at_faces(spectrum * self._numerator, 0)
-        if self.speed_divisor.ngpt:
-            return self._normalised(speed.copy(), t, self._at_faces(spectrum * self._radial, 2))
-        if self.model.attention == "sa":
-            speed = np.clip(speed / self._at_faces(spectrum * self._denominator, 1), -1.0, 1.0)
-        else:
-            speed = speed.copy()
-        return self._normalised(speed, t)
+
+        def synthesis(slot):
+            coefficients = spectrum * (self._numerator, self._denominator, self._radial)[slot]
+            if points is not None:
+                coefficients += points[:coefficients.size] * self._face_point_tables[slot]
+            return self._at_faces(coefficients, slot)
+
+        return self._combine(synthesis(0).copy(), t, lambda: synthesis(1), lambda: synthesis(2))
+
+    def point_coefficients(self, y: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """``(1 / 2 pi) sum_a m_a exp(-i k y_a)``, ``k = 0 .. max(M, kmax)``: the points' Fourier coefficients."""
+        return np.exp(-1j * np.outer(self._point_modes, y)) @ m / (2 * math.pi)
+
+    def point_speed(self, rho: np.ndarray | None, points: np.ndarray, y: np.ndarray, t: float) -> np.ndarray:
+        """``X`` of grid (``rho``; ``None``: empty) plus points at the points ``y`` (MATH.md §2.1, §5, §6): the
+        band-limited sums ``sum_k c_k T_k e^{i k y}`` in real form with ``T`` the total coefficients."""
+        band = self.conv_coeffs.size
+        total = points[:band] if rho is None else points[:band] + self._dft(rho) * self._sinc / self.resolution
+        phases = np.exp(1j * np.outer(y, self._point_modes[:band])) * self._real_form
+
+        def sums(slot):
+            return (phases @ (self._point_tables[slot] * total)).real
+
+        return self._combine(sums(0), t, lambda: sums(1), lambda: sums(2))
 
     # -- state <-> density ------------------------------------------------------------------------
     @property
@@ -377,8 +502,11 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
 
     # -- diagnostics --------------------------------------------------------------------------------
     def coefficients(self, state: np.ndarray) -> np.ndarray:
-        """``P_hat_k``, ``k = 0..M``: the Fourier coefficients of the piecewise-constant density."""
-        return self._dft(state) * self._sinc / self.resolution
+        """``P_hat_k``, ``k = 0..M``: the Fourier coefficients of the piecewise-constant density (and the points)."""
+        if state.size == self.resolution:
+            return self._dft(state) * self._sinc / self.resolution
+        rho, y, m = self.split(state)
+        return self._dft(rho) * self._sinc / self.resolution + self.point_coefficients(y, m)[:self._sinc.size]
 
     def energy(self, state: np.ndarray) -> float:
         """``exp(-beta) E(P) = (pi / beta) sum_{|k| <= M} c_k |P_hat_k|^2`` (MATH.md §2.1)."""
@@ -386,17 +514,21 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         return self.kernel_operator.energy(coeffs, np.where(np.arange(coeffs.size) == 0, 1.0, 2.0), CIRCLE_NORM)
 
     def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
-        """``|rho_hat_k|``, ``k = 0..kmax``: the coefficients whose exact cell averages are the state."""
-        self.basis.analysis_input()[:] = state
+        """``|rho_hat_k|``, ``k = 0..kmax``: the coefficients whose exact cell averages are the grid, plus the points'."""
+        rho, y, m = self.split(state)
+        self.basis.analysis_input()[:] = rho
         spectrum = self.basis.analyse()[:self._kmodes.size]
-        return np.abs(spectrum) / (self.resolution * self.basis.cell_average_factor(self._kmodes))
+        if y.size == 0:
+            return np.abs(spectrum) / (self.resolution * self.basis.cell_average_factor(self._kmodes))
+        grid = spectrum / (self.resolution * self.basis.cell_average_factor(self._kmodes))
+        return np.abs(grid + self.point_coefficients(y, m)[:self._kmodes.size])
 
     def coords(self) -> dict:
         return {"theta": ("theta", self.basis.theta, {"long_name": "cell centre angle", "units": "rad"}),
-                "mode": ("mode", self._kmodes, {"long_name": "Fourier mode k"})}
+                "mode": ("mode", self._kmodes, {"long_name": "Fourier mode k"}), **self.point_coords()}
 
     def dims(self) -> dict:
-        return {"density": ("theta",), "mode_amplitude": ("mode",)}
+        return {"density": ("theta",), "mode_amplitude": ("mode",), **self.point_dims()}
 
 
 def cell_integrals(faces: np.ndarray, degree: int, dim: int) -> np.ndarray:
@@ -470,16 +602,30 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         self._analysis = self.G[:band + 1]
         self.max_rate = self.speed_divisor.fastest_rate(np.arange(1, basis.lmax + 1))
         self.state_scale = 1.0 / sphere_area(dim)
+        self._velocity_table = velocity
+        self._point_degree = max(band, basis.lmax)
+        self._start_clusters(faces, centroids)
 
-    def face_speed(self, state: np.ndarray, t: float = 0.0) -> np.ndarray:
-        """Polar velocity at the faces at time ``t`` from the Gegenbauer coefficients of ``P`` (MATH.md §2.2, §6)."""
+    def face_speed(self, state: np.ndarray, t: float = 0.0, points: np.ndarray | None = None) -> np.ndarray:
+        """Polar velocity at the faces at time ``t`` from the Gegenbauer coefficients of ``P`` (MATH.md §2.2, §6)
+        and of the rings whose coefficients are ``points`` (:meth:`point_coefficients`)."""
         g = self._analysis @ state
-        speed = self._numerator @ g
-        if self.speed_divisor.ngpt:
-            return self._normalised(speed, t, self._radial @ g)
-        if self.model.attention == "sa":
-            speed = np.clip(speed / (self._denominator @ g), -1.0, 1.0)
-        return self._normalised(speed, t)
+        if points is not None:
+            g = g + points[:g.size]
+        return self._combine(self._numerator @ g, t, lambda: self._denominator @ g, lambda: self._radial @ g)
+
+    def point_coefficients(self, th: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """``g_l = sum_a m_a P_l(cos th_a)``, ``l = 0 .. max(M, lmax)``: the rings' Gegenbauer coefficients."""
+        return normalised_gegenbauer(np.cos(th), self._point_degree, self.model.dim).T @ m
+
+    def point_speed(self, rho: np.ndarray | None, points: np.ndarray, th: np.ndarray, t: float) -> np.ndarray:
+        """Polar speed of grid (``rho``; ``None``: empty) plus rings at the rings' angles ``th`` (MATH.md §2.2, §5)."""
+        band = self.conv_coeffs.size
+        g = points[:band] if rho is None else points[:band] + self._analysis @ rho
+        p, dp = normalised_gegenbauer(np.cos(th), band - 1, self.model.dim, derivative=True)
+        radial = (lambda: p @ (self.kernel_operator.radial * g)) if self.speed_divisor.ngpt else None
+        return self._combine(-np.sin(th) * (dp @ (self._velocity_table * g)), t,
+                             lambda: p @ (self.conv_coeffs * g), radial)
 
     # -- state <-> density ------------------------------------------------------------------------
     @property
@@ -501,18 +647,25 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         return self._start(self.cell_averages(self.basis.analyse(density)))
 
     # -- diagnostics --------------------------------------------------------------------------------
+    def _total(self, state: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``rows @ rho`` plus the rings' coefficients of the same degrees."""
+        rho, th, m = self.split(state)
+        g = rows @ rho
+        return g if th.size == 0 else g + self.point_coefficients(th, m)[:g.size]
+
     def energy(self, state: np.ndarray) -> float:
-        """``exp(-beta) E(P) = (1 / 2 beta) sum_{l <= M} c_l g_l^2`` (MATH.md §2, §2.2)."""
-        return self.kernel_operator.energy(self._analysis @ state)
+        """``exp(-beta) E(P) = (1 / 2 beta) sum_{l <= M} c_l g_l^2`` (MATH.md §2, §2.2), rings included."""
+        return self.kernel_operator.energy(self._total(state, self._analysis))
 
     def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
-        """``|g_l|``, ``l = 0..lmax``, of the piecewise-constant density."""
-        return np.abs(self.G[:self.basis.lmax + 1] @ state)
+        """``|g_l|``, ``l = 0..lmax``, of the piecewise-constant density and the rings."""
+        return np.abs(self._total(state, self.G[:self.basis.lmax + 1]))
 
     def coords(self) -> dict:
         return {"polar": ("polar", self.polar, {"long_name": "polar angle from the pole e (cell centre)",
                                                 "units": "rad"}),
-                "mode": ("mode", self.basis.degrees, {"long_name": "spherical-harmonic degree l"})}
+                "mode": ("mode", self.basis.degrees, {"long_name": "spherical-harmonic degree l"}),
+                **self.point_coords()}
 
     def dims(self) -> dict:
-        return {"density": ("polar",), "mode_amplitude": ("mode",)}
+        return {"density": ("polar",), "mode_amplitude": ("mode",), **self.point_dims()}

@@ -138,6 +138,16 @@ def build_scheme(geometry: str, scheme: str, model: Model, resolution: int, back
                                                   **monitor.scheme_options(), **options))
 
 
+def cluster_trackers(discretisation, model: Model, geometry: str) -> list:
+    """The cluster bookkeeping (:class:`solvers.clusters.ClusterTracker`) of the schemes that carry clusters
+    as points: Lagrangian nodes, and finite volumes without noise (zonal: rings on S^{d-1})."""
+    if discretisation.name == "lagrangian":
+        return [ClusterTracker(model.beta)]
+    if discretisation.name == "fv" and discretisation.clusters.enabled:
+        return [ClusterTracker(model.beta, dim=model.dim if geometry == "zonal" else None)]
+    return []
+
+
 def run_clock(source, saving: Saving):
     """``(t_start, t_final, save_every, save_log)`` of a run: a continued run starts at its file's time and,
     unless told otherwise, saves as its file did; ``save_every`` is ``None`` on a log axis."""
@@ -213,7 +223,7 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
         state = checkpoint.restore(checkpoint.from_dataset(source), discretisation, time_stepper)
     else:
         state = initial_state(source if source is not None else init, geometry, discretisation, seed)
-    trackers = [ClusterTracker(model.beta)] if lagrangian else []
+    trackers = cluster_trackers(discretisation, model, geometry)
     record = run_switching(discretisation, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
                            normalization.mix_switch if normalization.name == "mix" else None, t_start,
                            progress=progress, trackers=trackers)
