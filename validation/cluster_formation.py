@@ -247,6 +247,9 @@ def format_table(ds: xr.Dataset) -> str:
         (m1, s1, f1, total, p1), (m2, s2, _, _, p2) = cells
         lines.append(f"{int(n):>6} {m1:>9.3f} {s1:>6.3f} {f1:>3}/{total:<3} {p1:>6.3f} | {m2:>10.3f} {s2:>6.3f} "
                      f"{p2:>6.3f} | {float(row.initial_amplitude.mean()) * math.sqrt(n):>12.3f}")
+    lines.append(f"initial amplitudes (every stored mode): mean n A^2 = {attrs['mean_power']:.3f} "
+                 f"± {attrs['mean_power_stderr']:.3f} (theory 1); slope of log RMS A against log n "
+                 f"{attrs['amplitude_slope']:.3f} ± {attrs['amplitude_slope_stderr']:.3f} (theory -1/2)")
     lines.append(f"theory: slope 1/(2 lambda_k*) = {attrs['theoretical_slope']:.4f} "
                  f"(k* = {attrs['k_star']}, lambda_k* = {attrs['lambda_k_star']:.4f})")
     for suffix, name in (("", "k* mode "), ("_any_mode", "any mode")):

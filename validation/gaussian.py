@@ -394,7 +394,8 @@ def run_study(quick: bool = False, out_dir="gaussian-study", kinds=KINDS, dims=N
         "error": "|mean difference| + ||covariance difference||_F at t_final (covariance ddof 0)",
         "slope_method": "weighted least squares of log RMS(error over the seeds of a draw at n) against log n, "
                         "one slope, one intercept per draw, weights = seeds, delta-method bias correction",
-        "slope_spread_method": f"bootstrap over the seeds of each n (the same for every draw), {BOOTSTRAP_RESAMPLES} resamples: "
+        "slope_spread_method": f"bootstrap over the seeds of each n (the same for every draw), "
+                               f"{BOOTSTRAP_RESAMPLES} resamples: "
                                "std (spread) and 95 % percentile interval (ci_low, ci_high)",
         "workers": workers, "reused_tasks": reused, "stop_reason": stop_reason,
         "quick": quick, "package_version": package_version(), "wall_time": _time.perf_counter() - start})

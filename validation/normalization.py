@@ -208,19 +208,21 @@ def format_table(table: xr.Dataset) -> str:
     """The three parts as text: decay laws, initial speeds, PDE growth."""
     lines = [f"orthonormal start, n = d = {table.attrs['preset_n']}, beta = {table.attrs['preset_beta']:g}:",
              f"{'scheme':>8} {'late-time law':>22} {'theory':>8} {'particles':>10} {'ODE (same t)':>13} "
-             f"{'window':>17} {'max|rho-ODE|':>13} {'speed(0)':>10}"]
+             f"{'window':>17} {'max|rho-ODE|':>13} {'speed(0)':>10} {'predicted':>10}"]
     for row in (table.sel(scheme=s) for s in table["scheme"].values):
         lines.append(f"{str(row.scheme.values):>8} {str(row.law.values):>22} {float(row.theory_rate):>8.4g} "
                      f"{float(row.particle_rate):>10.4g} {float(row.ode_rate):>13.4g} "
                      f"{float(row.window_start):>8.3g}-{float(row.window_end):<8.3g} "
-                     f"{float(row.max_rho_error):>13.2e} {float(row.initial_speed):>10.4g}")
+                     f"{float(row.max_rho_error):>13.2e} {float(row.initial_speed):>10.4g} "
+                     f"{float(row.initial_speed_theory):>10.4g}")
     lines.append(f"initial speed: i.i.d. tokens, n = {table.attrs['preset_iid_n']}, d = {table.attrs['preset_iid_dim']}")
     lines.append("PDE on the circle (SA, beta = {:g}): fitted growth on the attention clock vs lambda_l".format(
         table.attrs["preset_pde_beta"]))
     for scheme in table["pde_scheme"].values:
         lines.append(f"{str(scheme):>8}  max relative error over modes "
                      f"{int(table.pde_mode[0])}..{int(table.pde_mode[-1])}: "
-                     f"{float(table.pde_max_relative_error.sel(pde_scheme=scheme)):.2e}")
+                     f"{float(table.pde_max_relative_error.sel(pde_scheme=scheme)):.2e} (bound "
+                     f"{float(table.pde_tolerance.sel(pde_scheme=scheme).max()):.2e})")
     return "\n".join(lines)
 
 

@@ -256,8 +256,9 @@ def growth_claims(table) -> list[Check]:
                     "(largest relative error over its bound)", (table["relative_error"] / table["tolerance"]).max(),
                     1.0, theory="≤ 1",
                     source="theory: dopri5's step error |log R(z) / z - 1| at z = mu T / FRAMES (R its stability "
-                           "function; every step at most a save interval) plus the quadratic feed 3 delta_k(T) / T "
-                           "from the run's initial amplitudes (MATH.md §2.3; validation/growth_rates.py)")]
+                           "function; every step at most a save interval, equality when all are) plus the quadratic "
+                           "feed 3 delta_k(T) / T from the run's initial amplitudes (MATH.md §2.3; "
+                           "validation/growth_rates.py)")]
 
 
 def mean_field_claims(ds) -> list[Check]:
@@ -280,19 +281,20 @@ def mean_field_claims(ds) -> list[Check]:
         scaled = (np.abs(ds["w1_quadrature"].sel(time=0.0) * n / (math.pi / 2) - 1) * n ** 2).max()
         checks.append(at_most("Quadrature nodes at t = 0: n W1 = pi/2 (1 + O(n^-2)) (largest n^2 |n W1 / (pi/2) - 1| "
                               "over n and beta)", scaled, constant, theory="0.0256",
-                              source=f"measured convergence: n^2 times the relative error is 0.0256 at n = 128 ... 8192 "
-                                     f"for this INIT (second order, constant to 0.1 %); {constant:g} = 2 x that"))
+                              source=f"measured convergence: n^2 times the relative error is 0.0256 at n = 128 ... "
+                                     f"8192 for this INIT (second order, constant to 0.1 %); {constant:g} = 2 x that"))
     return checks
 
 
 def mean_field_sphere_claims(ds) -> list[Check]:
     seeds = ds.sizes["seed"]
-    checks = [within_errors(f"i.i.d. tokens on S^2: H^-2 error falls like n^-1/2 (fitted slope, t = {float(t):g})", -0.5,
-                            ds.slope.sel(time=t), ds.slope_stderr.sel(time=t), "one-seed slope spread / sqrt(seeds)",
-                            dof=seeds - 1) for t in ds["time"].values[:2]]
+    checks = [within_errors(f"i.i.d. tokens on S^2: H^-2 error falls like n^-1/2 (fitted slope, t = {float(t):g})",
+                            -0.5, ds.slope.sel(time=t), ds.slope_stderr.sel(time=t),
+                            "one-seed slope spread / sqrt(seeds)", dof=seeds - 1) for t in ds["time"].values[:2]]
     ratios = ((ds.error.sel(time=0.0) / ds.iid_theory) ** 2).values.ravel()
     checks.append(within_errors("t = 0: mean square error equals the i.i.d. expectation (mean over sizes and seeds of "
-                                "error^2 / expectation)", 1.0, ratios.mean(), ratios.std(ddof=1) / math.sqrt(ratios.size),
+                                "error^2 / expectation)", 1.0, ratios.mean(),
+                                ratios.std(ddof=1) / math.sqrt(ratios.size),
                                 "spread of the (n, seed) ratios / sqrt(count)", dof=ratios.size - 1))
     return checks
 
@@ -341,7 +343,8 @@ def metastability_claims(table) -> list[Check]:
                           source="theory: a cluster of angular variance sigma^2 has self-energy short of a point's by "
                                  "at most beta sigma^2 (1 - exp(beta (cos d - 1)) <= beta d^2 / 2, <d^2> = 2 sigma^2; "
                                  "MATH.md §5); cross terms only add (beta sin^2 D >= cos D); both energies are sums "
-                                 "rounded to 2 log2(size) eps"))
+                                 "rounded to 2 log2(size) eps.  Finite volume: sigma^2 includes the cells' h^2 / 12, "
+                                 "and clusters a cell wide come within 1 % of the bound"))
     return checks
 
 
@@ -418,8 +421,8 @@ def noise_claims(ds) -> list[Check]:
     return [at_most(f"nu = {above_ratio:g} nu_c: both starts relax to the uniform state (largest order parameter)",
                     ds.order.sel(ratio=above_ratio).max(), study.STATIONARY_TOL * study.UNIFORM_LEVEL,
                     source=rule + "; above nu_c every mode decays (MATH.md §2.3), so r ends below the rule's step"),
-            at_least(f"nu = {below_ratio:g} nu_c: both starts end clustered (smallest order parameter)", clustered.min(),
-                     study.UNIFORM_LEVEL, "> 0 (clustered)",
+            at_least(f"nu = {below_ratio:g} nu_c: both starts end clustered (smallest order parameter)",
+                     clustered.min(), study.UNIFORM_LEVEL, "> 0 (clustered)",
                      source=f"theory: below nu_c the uniform state is unstable (MATH.md §2.3): r stays above "
                             f"UNIFORM_LEVEL = {study.UNIFORM_LEVEL:g}, the level the study calls uniform"),
             at_most(f"nu = {below_ratio:g} nu_c: no hysteresis (order parameter of the two starts)",
@@ -539,9 +542,10 @@ def normalization_claims(table) -> list[Check]:
         checks.append(close(f"{scheme}: late-time law {row.law.values} from the particles (fitted "
                             f"{'exponent' if str(row.law_kind.values) == 'power' else 'rate'})", theory,
                             row.particle_rate, tolerance,
-                            source=f"theory: the law (MATH.md §6) holds on the fit's window up to its pre-asymptotic "
-                                   f"correction, which the equiangular ODE's own fit there measures ({ode - theory:+.3g}); "
-                                   f"plus 1e-6 relative for the particles' integration (measured <= 7e-9)"))
+                            source=f"theory: the law (MATH.md §6) holds on the fit's window up to its "
+                                   f"pre-asymptotic correction, which the equiangular ODE's own fit there measures "
+                                   f"({ode - theory:+.3g}); plus 1e-6 relative for the particles' integration "
+                                   f"(measured <= 7e-9)"))
     speed, predicted = table.initial_speed, table.initial_speed_theory
     one_step = f"one RK4 step of h = {step:g} moves the directions and (Pre, Peri) the radii by O(h) relative"
     checks.append(at_most("Every scheme's initial speed is mean |P A| / s at t = 0 from the same tokens (largest "
@@ -560,8 +564,9 @@ def normalization_claims(table) -> list[Check]:
                at_most("PDE mode growth under Post-LN, nGPT and LN-scaling against the linear theory (largest relative "
                        "error over its bound)", (np.abs(table.pde_fitted_rate / table.pde_theory_rate - 1)
                                                   / table.pde_tolerance).max(), 1.0, theory="≤ 1",
-                       source="theory: dopri5's step error at the clock's fastest rate plus the quadratic feed, as in "
-                              "growth-circle (MATH.md §2.3, §6)")]
+                       source="theory: dopri5's step error at the clock's fastest rate (equality when every step in "
+                              "the window is a save interval) plus the quadratic feed, as in growth-circle (MATH.md "
+                              "§2.3, §6)")]
     return checks
 
 
@@ -604,7 +609,8 @@ def castin_claims(result) -> list[Check]:
         done = rnd.stop_reason.values == "completed"
         checks.append(fraction(f"V random, d = {int(d)}: every run that converges reaches rank <= {limit}",
                                rnd["rank"].values[done] <= limit,
-                               source="exact: ranks are integers; the bound ceil(d/2) is Castin et al.'s (MATH.md §3)"))
+                               source="exact: ranks are integers; the bound ceil(d/2) is Castin et al.'s "
+                                      "(MATH.md §3)"))
     return checks
 
 

@@ -89,7 +89,8 @@ def _metastability(t_formed=(18.25, 4.0), gap=4.9e-5):
     cases = {"beta": ("case", [4.0, 4.0]), "source": ("case", ["pde", "particles"])}
     plateau = (("case", "plateau"))
     point = np.array([[0.0, 0.042], [0.0, 0.064]])
-    return xr.Dataset({"k_star": ("case", [3, 3]), "count_at_formation": ("case", [3, 3]), "rate": ("case", [0.664] * 2),
+    return xr.Dataset({"k_star": ("case", [3, 3]), "count_at_formation": ("case", [3, 3]),
+                       "rate": ("case", [0.664] * 2),
                        "t_form_refined": ("case", [18.4, 3.7]), "t_formed": ("case", list(t_formed)),
                        "angle_error_emergence": ("case", [0.006, 0.2]), "size": ("case", [512, 2048]),
                        "plateau_count": (plateau, [[0, 3], [0, 3]]), "plateau_point_energy": (plateau, point),
@@ -126,7 +127,7 @@ def test_scheme_gaps_that_do_not_converge_fail():
     grid = 2 * math.pi / 256
     # the former tolerance, 1.5 cells, let a centre gap of 1.4 cells pass
     assert not one(registry.scheme_claims(_schemes(centre_gap=1.4 * grid)), "perturbed: Lagrangian cluster centres").passed
-    assert not one(registry.scheme_claims(_schemes(fv_coarse=3.0e-3)), "Finite volume against spectral before formation (largest").passed
+    assert not one(registry.scheme_claims(_schemes(fv_coarse=3.0e-3)), "Finite volume against spectral before formation (la").passed
     assert not one(registry.scheme_claims(_schemes(lagrangian=1.5e-4)), "Lagrangian against spectral").passed
     assert not one(registry.scheme_claims(_schemes(particles_mass=0.05)), "cluster masses against the PDE").passed
 
@@ -135,8 +136,9 @@ def test_scheme_gaps_that_do_not_converge_fail():
 def _staircase_rows(merge):
     """Circle rows whose first merge comes ``merge(law)`` after t_ref, ``law`` spread over three decades."""
     laws = [18.0, 30.0, 115.0, 420.0, 270.0, 16000.0]
+    cases = [(source, beta) for beta in (4.0, 6.0, 9.0) for source in ("lagrangian", "particles")]
     return [{"source": source, "beta": beta, "t_ref": 20.0, "first_merge_run": 20.0 + merge(law), "merge_estimate": law}
-            for (source, beta), law in zip([(s, b) for b in (4.0, 6.0, 9.0) for s in ("lagrangian", "particles")], laws)]
+            for (source, beta), law in zip(cases, laws)]
 
 
 def _staircase(slope, stderr, dof, merge_error=9e-8):
@@ -182,7 +184,8 @@ def test_a_gaussian_rate_outside_its_bootstrap_errors_fails():
     # "falls at least like n^-1/2: slope < -0.4" let -1.0 (or -2.0) pass; n^-1 for softmax now fails
     assert not one(registry.gaussian_claims(_gaussian(sample=(-1.0, -0.45, -0.53, -1.05))),
                    "softmax: error against the sample").passed
-    assert not one(registry.gaussian_claims(_gaussian(sample=(-0.55, -0.45, -0.53, -0.5))), "sinkhorn: error against the sample").passed
+    half = registry.gaussian_claims(_gaussian(sample=(-0.55, -0.45, -0.53, -0.5)))
+    assert not one(half, "sinkhorn: error against the sample").passed
 
 
 # ------------------------------------------------------------------------------------------- long-context
@@ -192,8 +195,9 @@ def _long_context(half=None):
     n, n_mc, gammas = np.array([1e2, 1e18]), np.array([1000.0]), np.array([0.0, 2.0, 4.0])
     halves = [2.14, midpoint_gamma(0.5, 1e18) if half is None else half]
     mc = np.array([[[1.0, 0.818, 0.5017]], [[1.0, 0.799, 0.52]]])
+    critical = one_layer_cosine(0.5, 1e18, 2 * math.log(1e18))
     return xr.Dataset({"critical_gamma": ("rho", [2.0]), "gamma_half": (("rho", "n"), [halves]),
-                       "cosine_at_critical": (("rho", "n"), [[0.7972, float(one_layer_cosine(0.5, 1e18, 2 * math.log(1e18)))]]),
+                       "cosine_at_critical": (("rho", "n"), [[0.7972, critical]]),
                        "gram_error": ("n_check", [9.5e-15]), "mc_cosine": (("mc_case", "n_mc", "gamma_mc"), mc),
                        "mc_cosine_before": (("mc_case", "n_mc"), [[0.49999], [0.50005]])},
                       coords={"rho": [0.5], "n": n, "n_check": [1000], "mc_case": [0, 1], "n_mc": n_mc,
@@ -216,7 +220,8 @@ def _normalization(post_rate=1.999995, pre_exponent=2.0642, peri_speed=0.0869):
     predicted = [0.05904, 0.05904, 0.05904, 0.0869, 0.0869, 0.05904]
     kinds = ["exponential", "power", "power", "power", "exponential", "stretched"]
     laws = ["exp(-2 t)", "t^-2", "t^-2", "t^-2", "exp(-2 t)", "exp(-4 sqrt(t + 1))"]
-    return xr.Dataset({"theory_rate": ("scheme", theory), "ode_rate": ("scheme", ode), "particle_rate": ("scheme", particle),
+    return xr.Dataset({"theory_rate": ("scheme", theory), "ode_rate": ("scheme", ode),
+                       "particle_rate": ("scheme", particle),
                        "law": ("scheme", laws), "law_kind": ("scheme", kinds), "max_rho_error": ("scheme", [3e-10] * 6),
                        "stop_reason": ("scheme", ["completed"] * 6), "initial_speed": ("scheme", speed),
                        "initial_speed_theory": ("scheme", predicted),
