@@ -128,6 +128,23 @@ def plateau_estimate(centres, beta: float) -> float:
     return math.exp(beta * (1.0 - math.cos(float(gaps.min()))))
 
 
+def merge_time_estimate(centres, masses, beta: float) -> float:
+    """The two-cluster plateau law for the nearest pair (MATH.md §5): a pair of masses ``m_a, m_b`` at angle
+    ``D`` closes at ``dD/dt = -(m_a / m_b + m_b / m_a) exp(-beta (1 - cos D)) sin D``, so it merges after
+    about ``exp(beta (1 - cos D)) / ((m_a / m_b + m_b / m_a) beta sin^2 D)`` (the integral is dominated by
+    its start; other clusters ignored).  ``inf`` for fewer than two centres."""
+    points = as_unit_vectors(centres)
+    masses = np.asarray(masses, dtype=float)
+    if points.shape[0] < 2:
+        return math.inf
+    gaps = angles_between(points)
+    np.fill_diagonal(gaps, np.inf)
+    a, b = np.unravel_index(int(np.argmin(gaps)), gaps.shape)
+    angle = float(gaps[a, b])
+    ratio = masses[a] / masses[b] + masses[b] / masses[a]
+    return math.exp(beta * (1.0 - math.cos(angle))) / (ratio * beta * math.sin(angle) ** 2)
+
+
 def _join_close(points: np.ndarray, masses: np.ndarray, merge_distance: float):
     """Centres already within ``merge_distance`` at the start have merged: one point each (mass-weighted)."""
     while points.shape[0] > 1:

@@ -115,6 +115,26 @@ def one_layer_cosine(rho, n, beta):
     return _scalar_or_array(1.0 - (1.0 - rho) * gap * gap / denominator)
 
 
+def midpoint_gamma(rho, n):
+    """The ``gamma`` at which the cosine at ``n`` crosses ``(1 + rho) / 2``, to ``O(1 / (n log n))`` (MATH.md §7):
+    with the others' total weight ``x = (n - 1) exp(-beta (1 - rho))`` held fixed the cosine tends to
+    ``rho / (rho + (1 - rho) a^2)``, ``a = 1 / (1 + x)``, which is ``(1 + rho) / 2`` at ``a^2 = rho / (1 + rho)``; so
+    ``gamma = log((n - 1) / x) / ((1 - rho) log n)`` with ``x = sqrt((1 + rho) / rho) - 1``."""
+    rho, n = _check_rho(rho), _check_n(n)
+    x = np.sqrt((1.0 + rho) / rho) - 1.0
+    return _scalar_or_array((np.log(n - 1.0) - np.log(x)) / ((1.0 - rho) * np.log(n)))
+
+
+def iid_cosine_estimate(rho, n, beta, d):
+    """:func:`one_layer_cosine` for i.i.d. tokens ``sqrt(rho) e_0 + sqrt(1 - rho) z_i`` (``z_i`` uniform on
+    ``S^{d-1}``): their pairwise cosines spread by ``(1 - rho) / sqrt(d)`` about ``rho``, which multiplies the
+    weight a token gives the others by about ``E exp(beta (1 - rho) <z, z'>) ~ exp(beta^2 (1 - rho)^2 / (2 d))``
+    (Gaussian approximation of ``<z, z'>``, variance ``1 / d``): the equiangular formula at
+    ``beta - beta^2 (1 - rho) / (2 d)`` (MATH.md §7)."""
+    rho, beta = _check_rho(rho), _check_nonnegative(beta, "beta")
+    return one_layer_cosine(rho, n, beta - beta ** 2 * (1.0 - rho) / (2.0 * float(d)))
+
+
 def limit_cosine(rho, gamma):
     """``lim_{n -> oo}`` of :func:`one_layer_cosine` at ``beta = gamma log n`` (MATH.md §7).
 

@@ -42,6 +42,37 @@ def growth_rates(model: Model, degrees) -> np.ndarray:
     return eig * interaction_rate(model, degrees) - model.nu * eig
 
 
+def quadratic_feed(model: Model, amplitudes, t: float, modes) -> np.ndarray:
+    """How far the quadratic term of the circle PDE can move modes ``modes`` off their linear growth by
+    time ``t`` (MATH.md §2.3, "Quadratic feed"): a bound on ``|c_k(t) / (c_k(0) e^{lambda_k t}) - 1|`` to
+    leading order, one value per mode.
+
+    ``amplitudes``: ``A_m = 2 pi |rho_hat_m(0)|`` for ``m = 0, 1, ..., K`` (``A_0`` unused); pairs
+    ``j + l = k`` with ``1 <= |j|, |l| <= K`` (negative: the conjugate mode) feed mode ``k`` at most at
+    ``(|k| / |l|) mu_l A_j A_l`` (``mu_l`` the noise-free rate) while growing at ``lambda_j + lambda_l``::
+
+        delta_k(t) = sum_{j + l = k} (|k| / |l|) mu_l A_j A_l E(lambda_j + lambda_l - lambda_k, t) / A_k,
+        E(s, t) = (e^{s t} - 1) / s.
+    """
+    require(model.dim == 2, "the quadratic feed is derived on the circle (d = 2)")
+    amplitudes = np.asarray(amplitudes, dtype=float)
+    top = amplitudes.size - 1
+    degrees = np.arange(1, top + 1)
+    rates, coupling = np.zeros(top + 1), np.zeros(top + 1)
+    rates[1:] = growth_rates(model, degrees)
+    coupling[1:] = laplace_eigenvalue(degrees, 2) * interaction_rate(model, degrees)
+    out = []
+    for k in np.atleast_1d(modes):
+        j = np.arange(-top, top + 1)
+        l = k - j
+        keep = (j != 0) & (l != 0) & (np.abs(l) <= top)
+        j, l = np.abs(j[keep]), np.abs(l[keep])
+        exponent = rates[j] + rates[l] - rates[k]
+        growth = np.where(exponent == 0, t, np.expm1(exponent * t) / np.where(exponent == 0, 1.0, exponent))
+        out.append(float(np.sum(k / l * coupling[l] * amplitudes[j] * amplitudes[l] * growth) / amplitudes[k]))
+    return np.array(out)
+
+
 def fastest_growth_rate(model: Model, degrees) -> float:
     """``max_l lambda_l`` over ``degrees`` without noise (floored at 1e-300): the fastest linear time
     scale a time step must resolve (MATH.md §2.3); noise only damps, and the steppers treat it exactly."""

@@ -153,6 +153,18 @@ class LawsonRK(_Stepper):
     def restart(self) -> None:
         self._fsal = None
 
+    @classmethod
+    def stability(cls, z):
+        """The stability function ``R(z)``: one step of ``h`` multiplies a solution of ``u' = mu u``
+        (``z = h mu``; in Lawson form ``mu`` is the rate of the nonlinear part ``N``, the linear part
+        being exact) by ``R(z)`` instead of ``exp(z)``.  Dormand–Prince: ``R(z) = sum_{i<=5} z^i / i!
+        + z^6 / 600``, so a fitted rate is off by ``log R(z) / z - 1 ~ z^5 / 3600`` (MATH.md §2.3)."""
+        z = np.asarray(z, dtype=complex if np.iscomplexobj(z) else float)
+        slopes = []
+        for row in cls.A:
+            slopes.append(1.0 + z * sum(a * k for a, k in zip(row, slopes)))
+        return 1.0 + z * sum(b * k for b, k in zip(cls.b, slopes))
+
     def _factor(self, s: float):
         return None if self.linear is None or s == 0.0 else self._exp(s)
 

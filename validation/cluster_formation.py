@@ -23,6 +23,11 @@ run we tried: the same threshold on the largest amplitude ``max_{k >= 1} 2 pi |r
 (the modes the particle run stores, 1..max(16, 2 k*)), in the variables ending ``_any_mode``.
 The two agree whenever mode k* is the first to cross 1/2.
 
+Initial amplitudes.  For i.i.d. uniform tokens every ``n A_k(0)^2`` has mean exactly 1 and variance
+``1 - 1/n`` (``A_k = |sum_j exp(-i k theta_j)| / n``), modes nearly uncorrelated; ``initial_modes(n, seed,
+mode)`` keeps ``A_k(0)`` of every stored mode ``k >= 1``: their mean of ``n A^2`` and the slope of the log
+RMS against ``log n`` (``-1/2``) have standard errors known in advance (:func:`initial_amplitude_fit`).
+
 Fits (for each criterion).  ``slope`` / ``intercept``: least squares of the seed-mean
 formation time against ``log n``; ``slope_spread``: the standard deviation (ddof 1) of the
 slopes fitted to each seed alone (over the n at which it formed).  Compare with the
@@ -91,7 +96,7 @@ def one_run(model: Model, n: int, seed: int) -> dict:
     times = run["time"].values
     return {"dominant": crossing_time(times, amplitude[:, modes == k][:, 0]),
             "any_mode": crossing_time(times, amplitude[:, modes >= 1].max(axis=1)),
-            "initial": float(amplitude[0, modes == k][0])}
+            "initial": float(amplitude[0, modes == k][0]), "initial_modes": amplitude[0, modes >= 1]}
 
 
 def seed_mean(values: np.ndarray) -> np.ndarray:
@@ -100,6 +105,22 @@ def seed_mean(values: np.ndarray) -> np.ndarray:
     count = finite.sum(axis=-1)
     total = np.where(finite, values, 0.0).sum(axis=-1)
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def initial_amplitude_fit(initial: xr.DataArray) -> dict:
+    """Statistics of ``A_k(0)`` ``(n, seed, mode)`` with their standard errors (module docstring): the mean
+    of ``n A^2`` (``mean_power``; standard error ``sqrt((1 - 1/n) / count)``) and the least-squares slope
+    of ``log RMS_{seed, mode} A`` against ``log n`` (``amplitude_slope``; each log RMS has standard
+    deviation ``1 / (2 sqrt(count at n))``, so the slope's is that over ``sqrt(sum (log n - mean)^2)``)."""
+    n = initial["n"].values.astype(float)
+    power = (initial ** 2 * initial["n"]).values.reshape(n.size, -1)
+    per_n = power.shape[1]
+    log_n = np.log(n)
+    slope = float(np.polyfit(log_n, 0.5 * np.log(power.mean(axis=1) / n), 1)[0])
+    return {"mean_power": float(power.mean()),
+            "mean_power_stderr": math.sqrt(float(np.mean(1 - 1 / n)) / power.size),
+            "amplitude_slope": slope,
+            "amplitude_slope_stderr": 0.5 / math.sqrt(per_n * float(np.sum((log_n - log_n.mean()) ** 2)))}
 
 
 def fits(sizes, formation: np.ndarray, rate: float) -> dict:
@@ -133,13 +154,20 @@ def run_study(quick: bool = False, out_dir="cluster-formation-study", beta: floa
     rate = float(growth_rates(model, [k])[0])
     start = _time.perf_counter()
     table = {key: np.full((len(sizes), len(seed_list)), np.nan) for key in ("dominant", "any_mode", "initial")}
+    initial_modes = []
     with progress_bar(len(sizes) * len(seed_list), "cluster-formation runs") as bar:
         for i, n in enumerate(sizes):
             for s, seed in enumerate(seed_list):
-                for key, value in one_run(model, n, seed).items():
+                result = one_run(model, n, seed)
+                initial_modes.append(result.pop("initial_modes"))
+                for key, value in result.items():
                     table[key][i, s] = value
                 bar.update()
-    ds = xr.Dataset({"initial_amplitude": (("n", "seed"), table["initial"])}, coords={"n": sizes, "seed": seed_list})
+    modes = np.arange(1, len(initial_modes[0]) + 1)
+    ds = xr.Dataset({"initial_amplitude": (("n", "seed"), table["initial"]),
+                     "initial_modes": (("n", "seed", "mode"),
+                                       np.array(initial_modes).reshape(len(sizes), len(seed_list), modes.size))},
+                    coords={"n": sizes, "seed": seed_list, "mode": modes})
     attrs = {}
     for key, suffix in (("dominant", ""), ("any_mode", "_any_mode")):
         fitted = fits(sizes, table[key], rate)
@@ -149,6 +177,7 @@ def run_study(quick: bool = False, out_dir="cluster-formation-study", beta: floa
             ("n",), np.array([formation_time(model, n ** -0.5) + fitted["prediction_intercept"] for n in sizes]))
         fitted["not_formed"] = int(np.count_nonzero(~np.isfinite(table[key])))
         attrs.update({name + suffix: value for name, value in fitted.items() if name != "theoretical_slope"})
+    attrs.update(initial_amplitude_fit(ds["initial_modes"]))
     ds.attrs = netcdf_safe(dict(
         attrs, study="cluster-formation", attention=attention, beta=float(beta), init="uniform", sampling="iid",
         k_star=k, lambda_k_star=rate, theoretical_slope=1.0 / (2.0 * rate), threshold=THRESHOLD,
@@ -218,6 +247,9 @@ def format_table(ds: xr.Dataset) -> str:
         (m1, s1, f1, total, p1), (m2, s2, _, _, p2) = cells
         lines.append(f"{int(n):>6} {m1:>9.3f} {s1:>6.3f} {f1:>3}/{total:<3} {p1:>6.3f} | {m2:>10.3f} {s2:>6.3f} "
                      f"{p2:>6.3f} | {float(row.initial_amplitude.mean()) * math.sqrt(n):>12.3f}")
+    lines.append(f"initial amplitudes (every stored mode): mean n A^2 = {attrs['mean_power']:.3f} "
+                 f"± {attrs['mean_power_stderr']:.3f} (theory 1); slope of log RMS A against log n "
+                 f"{attrs['amplitude_slope']:.3f} ± {attrs['amplitude_slope_stderr']:.3f} (theory -1/2)")
     lines.append(f"theory: slope 1/(2 lambda_k*) = {attrs['theoretical_slope']:.4f} "
                  f"(k* = {attrs['k_star']}, lambda_k* = {attrs['lambda_k_star']:.4f})")
     for suffix, name in (("", "k* mode "), ("_any_mode", "any mode")):

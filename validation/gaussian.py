@@ -21,7 +21,7 @@ Error = ``|mean difference| + ||covariance difference||_F``.  The rate is the we
 least-squares slope of ``log`` (root mean square of the error over the seeds of one draw at
 that ``n``) against ``log n``, one slope shared by the draws and one intercept per draw, weights =
 seeds (the variance of a log RMS is ~ 1 / runs); its 95 % interval is a bootstrap over the seeds
-of each (draw, n) (:func:`slopes`).  The pair sums cost
+of each n, the same seeds for every draw (:func:`slopes`).  The pair sums cost
 ``n^2``, so the full study runs fewer seeds at large ``n`` (``FULL["seeds"]``: the same cost per
 size from ``2^12`` on) and more at small ``n``, where they are nearly free.
 Expected: ``-1/2`` for both references (the empirical measure's non-Gaussian fluctuation is
@@ -214,11 +214,13 @@ def rms_slope(log_n: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
 
 
 def _resample_runs(rng, runs: np.ndarray) -> np.ndarray:
-    """One bootstrap copy of ``runs`` ``(n, draw, seed)``: each cell's finite seeds drawn with replacement."""
+    """One bootstrap copy of ``runs`` ``(n, draw, seed)``: at each ``n`` the seeds run drawn with replacement,
+    the same seeds for every draw (the draws of one seed share its tokens, :func:`errors_for`, so their
+    errors are not independent: resampling them apart would understate the spread)."""
     copy = np.full_like(runs, np.nan)
-    for index in np.ndindex(*runs.shape[:-1]):
-        finite = runs[index][np.isfinite(runs[index])]
-        copy[index][:finite.size] = rng.choice(finite, finite.size) if finite.size else finite
+    for i in range(runs.shape[0]):
+        seeds = np.nonzero(np.any(np.isfinite(runs[i]), axis=0))[0]
+        copy[i][:, :seeds.size] = runs[i][:, rng.choice(seeds, seeds.size)] if seeds.size else runs[i][:, seeds]
     return copy
 
 
@@ -230,7 +232,8 @@ def slopes(ds: xr.Dataset, resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
     and the RMS is the statistic with a clean power law (a mean of logs or of a few heavy-tailed
     values is biased and noisy); one slope, one intercept per draw (:func:`rms_slope`).
     ``slope_*_ci_low`` / ``_ci_high``: the 95 % percentile bootstrap interval, resampling the seeds of
-    each (draw, n) with replacement (seeded; the sizes are independent samples); ``slope_*_spread``:
+    each n with replacement, the same for every draw (seeded; the sizes are independent samples, the draws
+    of one seed share its tokens); ``slope_*_spread``:
     the bootstrap standard deviation.
     """
     log_n = np.log(ds["n"].values.astype(float))
@@ -391,7 +394,8 @@ def run_study(quick: bool = False, out_dir="gaussian-study", kinds=KINDS, dims=N
         "error": "|mean difference| + ||covariance difference||_F at t_final (covariance ddof 0)",
         "slope_method": "weighted least squares of log RMS(error over the seeds of a draw at n) against log n, "
                         "one slope, one intercept per draw, weights = seeds, delta-method bias correction",
-        "slope_spread_method": f"bootstrap over the seeds of each (draw, n), {BOOTSTRAP_RESAMPLES} resamples: "
+        "slope_spread_method": f"bootstrap over the seeds of each n (the same for every draw), "
+                               f"{BOOTSTRAP_RESAMPLES} resamples: "
                                "std (spread) and 95 % percentile interval (ci_low, ci_high)",
         "workers": workers, "reused_tasks": reused, "stop_reason": stop_reason,
         "quick": quick, "package_version": package_version(), "wall_time": _time.perf_counter() - start})

@@ -18,6 +18,16 @@ on the density; for particles on their density smoothed by a heat kernel of widt
 (``min_duration`` = one e-fold ``1/lambda_{k*}``), the energy at the end of each plateau next to
 the energy of the same clusters collapsed to points, and the first merge time.
 
+Plateau energy against point clusters.  A cluster of angular variance ``sigma^2`` (about its centre)
+has self-energy short of a point's by a fraction ``<= beta sigma^2`` (``1 - e^{beta (cos d - 1)} <=
+beta d^2 / 2`` for two of its members ``d`` apart, ``<d^2> = 2 sigma^2``); cross terms between clusters
+at least ``pi / 2`` apart only add energy.  ``plateau_variance`` is the largest such variance at the
+end of the plateau, of the points nearest each centre: for the PDE the density's grid values about the
+detected centres, plus ``h^2 / 12`` for finite-volume cell averages (the run's energy treats them as
+constant on their cells); for particles the tokens about their clusters' means, which with their masses
+also give the point energy (the smoothed density's basins would misplace tokens between two clusters
+about to merge).
+
 Angles.  ``angle_error_kstar`` / ``angle_error_linear``: the largest distance from a cluster's
 density maximum at ``t_formed`` to the nearest angle predicted from the phase of mode ``k*`` /
 by the linearised solution at ``t_formed``.  At formation the perturbation is O(1) and the
@@ -57,6 +67,7 @@ from solvers.particle_run import simulate
 from solvers.solve import solve
 
 from .cluster_formation import crossing_time
+from .scheme_comparison import cluster_readout
 from .harness import progress_bar, save_figure, study_main, write_dataset
 
 EPS = 1e-4
@@ -76,8 +87,30 @@ LONG_FRAMES = 200
 SOURCES = ("pde", "particles")
 
 
-def _formation_readout(times, densities, energies, amplitudes, coefficients, model: Model, beta: float) -> dict:
-    """Everything measured and predicted from one run's frames (see the module docstring)."""
+def cluster_variance(theta: np.ndarray, weights: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """Angular variance about each of ``centres`` of the weighted points nearest it (module docstring)."""
+    gap = np.abs((theta[:, None] - centres[None, :] + math.pi) % (2 * math.pi) - math.pi)
+    nearest = np.argmin(gap, axis=1)
+    spread = np.bincount(nearest, weights=weights * gap[np.arange(theta.size), nearest] ** 2, minlength=centres.size)
+    return spread / np.bincount(nearest, weights=weights, minlength=centres.size)
+
+
+def _plateau_clusters(clusters, density: np.ndarray, tokens, cell_variance: float):
+    """``(centres, masses, largest variance)`` of a plateau's last frame (module docstring): from the density's
+    clusters and grid values, or from ``tokens = (theta, weights)`` nearest those clusters."""
+    if tokens is None:
+        theta = 2 * math.pi * np.arange(density.size) / density.size
+        centres, masses, weights = clusters.centres, clusters.masses, density
+    else:
+        theta, weights = tokens
+        centres, masses = cluster_readout(theta, weights, clusters.centres)
+    return centres, masses, float(np.max(cluster_variance(theta, weights, centres))) + cell_variance
+
+
+def _formation_readout(times, densities, energies, amplitudes, coefficients, model: Model, beta: float,
+                       tokens=None, cell_variance: float = 0.0) -> dict:
+    """Everything measured and predicted from one run's frames (see the module docstring); ``tokens``:
+    the particles' ``(theta (frames, n), weights)``; ``cell_variance``: ``h^2 / 12`` for cell averages."""
     k = dominant_mode(model)
     rate = float(growth_rates(model, [k])[0])
     counts, found_clusters = [], []
@@ -113,8 +146,14 @@ def _formation_readout(times, densities, energies, amplitudes, coefficients, mod
         row.update(t_emergence=math.nan, angle_error_emergence=math.nan)
     row["plateaus"] = []
     for plateau in found[:MAX_PLATEAUS]:
-        clusters = found_clusters[int(np.searchsorted(times, plateau.end))]
-        row["plateaus"].append((plateau, point_energy(clusters.centres, clusters.masses, beta)))
+        index = int(np.searchsorted(times, plateau.end))
+        clusters = found_clusters[index]
+        if clusters.count == 0:
+            row["plateaus"].append((plateau, point_energy(clusters.centres, clusters.masses, beta), math.nan))
+            continue
+        frame_tokens = None if tokens is None else (tokens[0][index], tokens[1])
+        centres, masses, variance = _plateau_clusters(clusters, densities[index], frame_tokens, cell_variance)
+        row["plateaus"].append((plateau, point_energy(centres, masses, beta), variance))
     row["centres_at_formation"] = centres
     return row
 
@@ -127,8 +166,9 @@ def pde_case(beta: float, settings: dict, scheme: str = "fv", seed: int = 0):
     run = solve("circle", attention="sa", beta=beta, resolution=settings["resolution"], init=init, seed=seed,
                 t_final=t_final, save_every=settings["save_every"], scheme=scheme)
     coefficients = fourier_series.sums(circle_density(init, settings["resolution"], seed)) / settings["resolution"]
+    cells = (2 * math.pi / settings["resolution"]) ** 2 / 12 if scheme == "fv" else 0.0
     readout = _formation_readout(run.time.values, run.density.values, run.energy.values,
-                                 run.mode_amplitude.values, coefficients, model, beta)
+                                 run.mode_amplitude.values, coefficients, model, beta, cell_variance=cells)
     readout.update(eps=EPS, t_form_issue=formation_time(model, EPS), stop_reason=run.attrs["stop_reason"],
                    t_reached=float(run.attrs["t_reached"]), size=settings["resolution"],
                    series=(run.time.values, run.energy.values))
@@ -194,7 +234,8 @@ def particle_case(beta: float, settings: dict, seed: int = 0):
     densities, all_coefficients = smoothed_densities(theta, weights, SMOOTHING_WIDTH, points, AMPLITUDE_MODES)
     amplitudes = np.abs(all_coefficients[:, : AMPLITUDE_MODES + 1])
     coefficients = all_coefficients[0, : AMPLITUDE_MODES + 1]
-    readout = _formation_readout(times, densities, energies, amplitudes, coefficients, model, beta)
+    readout = _formation_readout(times, densities, energies, amplitudes, coefficients, model, beta,
+                                 tokens=(theta, weights))
     readout.update(eps=eps, t_form_issue=formation_time(model, eps), t_reached=float(times[-1]), size=n,
                    stop_reason="; ".join(sorted({run.attrs["stop_reason"] for run in runs})),
                    series=(times, energies))
@@ -211,12 +252,13 @@ def _table(rows: list[dict], cases: list[tuple], attrs: dict) -> xr.Dataset:
     shape = (len(rows), MAX_PLATEAUS)
     plateau = {"plateau_count": np.full(shape, -1), "plateau_start": np.full(shape, np.nan),
                "plateau_end": np.full(shape, np.nan), "plateau_energy": np.full(shape, np.nan),
-               "plateau_point_energy": np.full(shape, np.nan)}
+               "plateau_point_energy": np.full(shape, np.nan), "plateau_variance": np.full(shape, np.nan)}
     for i, row in enumerate(rows):
-        for j, (p, point_energy) in enumerate(row["plateaus"]):
+        for j, (p, point_energy, variance) in enumerate(row["plateaus"]):
             plateau["plateau_count"][i, j], plateau["plateau_start"][i, j] = p.count, p.start
             plateau["plateau_end"][i, j], plateau["plateau_energy"][i, j] = p.end, p.energy
             plateau["plateau_point_energy"][i, j] = point_energy
+            plateau["plateau_variance"][i, j] = variance
     data.update({name: (("case", "plateau"), values) for name, values in plateau.items()})
     coords = {"case": np.arange(len(rows)), "plateau": np.arange(MAX_PLATEAUS),
               "beta": ("case", np.array([beta for beta, _ in cases])),
@@ -224,6 +266,7 @@ def _table(rows: list[dict], cases: list[tuple], attrs: dict) -> xr.Dataset:
     ds = xr.Dataset(data, coords=coords, attrs=netcdf_safe(attrs))
     ds["plateau_energy"].attrs["long_name"] = "exp(-beta) E at the end of the plateau"
     ds["plateau_point_energy"].attrs["long_name"] = "exp(-beta) E of the plateau's clusters collapsed to points"
+    ds["plateau_variance"].attrs["long_name"] = "largest angular variance of a cluster at the end of the plateau"
     return ds
 
 
@@ -289,7 +332,7 @@ def plot_study(runs: dict, settings: dict) -> Figure:
             _, row_s = runs[(beta, source)]
             times, energies = row_s["series"]
             counts = np.zeros(times.size)
-            for plateau, _ in row_s["plateaus"]:
+            for plateau, *_ in row_s["plateaus"]:
                 counts[(times >= plateau.start) & (times <= plateau.end)] = plateau.count
             label = "PDE" if source == "pde" else f"particles, n = {row_s['size']}"
             handles += ax.step(times[1:], counts[1:], where="post", color=colour, label=f"{label}: clusters")

@@ -3,10 +3,10 @@
 :func:`run_report` runs each study of :data:`validation.registry.STUDIES` (quick presets with
 ``quick``) into ``DIR/<name>/`` through :func:`validation.harness.run_caught`, so that a study
 that raises is reported as an error and the others still run, and writes ``DIR/index.html``
-(:func:`render`): a summary table, then per study its claims (theory value, measured value,
-tolerance, pass / fail), its figures (PNG files in ``DIR``, relative links), its printed table,
-wall time and the command that re-runs it; benchmarks show their printed tables.  The page has
-no script, no style sheet and no link outside ``DIR``.
+(:func:`render`): a summary table, then per study its claims (the claim, theory value, measured
+value, tolerance, the tolerance's source, pass / fail), its figures (PNG files in ``DIR``, relative
+links), its printed table, wall time and the command that re-runs it; benchmarks show their printed
+tables.  The page has no script, no style sheet and no link outside ``DIR``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ body { font-family: sans-serif; margin: 2em auto; max-width: 70em; color: #222; 
 table { border-collapse: collapse; margin: 0.5em 0 1em; }
 th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
 td.num { text-align: right; font-family: monospace; white-space: nowrap; }
+td.source { font-size: 0.85em; color: #444; }
 .pass { background: #d8f3d8; } .fail { background: #f8d0d0; } .error { background: #f8d0d0; }
 pre { background: #f4f4f4; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
 img { max-width: 100%; max-height: 42em; border: 1px solid #ddd; margin: 0.3em 0; }
@@ -76,12 +77,13 @@ def _value(value) -> str:
 
 
 def _claims_table(outcome) -> str:
-    rows = ["<tr><th>claim</th><th>theory</th><th>measured</th><th>tolerance</th><th>result</th></tr>"]
+    rows = ["<tr><th>claim</th><th>theory</th><th>measured</th><th>tolerance</th><th>tolerance source</th>"
+            "<th>result</th></tr>"]
     for check in outcome.checks:
         kind = "pass" if check.passed else "fail"
         rows.append(f"<tr><td>{html.escape(check.claim)}</td><td class=\"num\">{html.escape(check.theory)}</td>"
                     f"<td class=\"num\">{_value(check.measured)}</td><td>{html.escape(check.tolerance)}</td>"
-                    f"<td class=\"{kind}\">{kind}</td></tr>")
+                    f"<td class=\"source\">{html.escape(check.source)}</td><td class=\"{kind}\">{kind}</td></tr>")
     return "<table>\n" + "\n".join(rows) + "\n</table>"
 
 

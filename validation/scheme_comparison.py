@@ -2,9 +2,11 @@
 
 SA, ``Q = K = V = I``.  Three checks:
 
-1. *Before clusters form* (``perturbed:EPS``, ``t_check = 0.8 x`` the predicted formation time from
-   the initial amplitude of mode ``k*``, :func:`meanfield.metastable.refined_formation_time`):
-   pseudo-spectral, finite volume and Lagrangian densities agree to their accuracy.  The finite-volume
+1. *Before clusters form* (``perturbed:EPS`` drawn on the coarse grid ``N/2`` and continued as its
+   trigonometric series, the same function at ``N/2`` and ``N``; ``t_check = 0.8 x`` the predicted formation
+   time from the initial amplitude of mode ``k*``, :func:`meanfield.metastable.refined_formation_time`):
+   pseudo-spectral, finite volume and Lagrangian densities agree to their accuracy, at ``N`` and at ``N/2``
+   (``_coarse``: the measured convergence the claims use).  The finite-volume
    state is cell averages, compared with the exact cell averages of the spectral solution (each
    ``rho_hat_k`` times ``sinc(k h / 2)``); the Lagrangian density (band-limited projection of the
    weighted nodes) is compared point by point.  Differences are ``max |.| / mean`` and, with
@@ -12,11 +14,19 @@ SA, ``Q = K = V = I``.  Three checks:
    error converges more slowly than its L1 error).
 2. *Through clustering* (same start, to ``horizon x`` that formation time): finite volume and
    Lagrangian keep mass and positivity (``mass_error``, ``min_density``, ``stop_reason``), and their
-   clusters agree: centres and masses at the end.
+   clusters agree: centres and masses at the end.  Both schemes conserve mass, so what separates their
+   clusters is the finite-volume density error carried through formation: part 1 measures it before
+   formation relative to the perturbation (``fv_relative_error = fv_vs_spectral_l1 /
+   perturbation_at_check``); at formation, where the perturbation is O(1), a fraction of about that
+   much mass can sit in the wrong basin (``_min_cluster_mass`` and the cluster count give the claims'
+   centre bound: that mass moved across a basin of half-width ``pi / K``).
 3. *Against i.i.d. particles* (a structured start ``STRUCTURED``, three bumps whose Fourier content is
    far above the sampling noise ``n^{-1/2}``; from ``perturbed:EPS`` the particles' own noise would
    decide the clusters): clusters of the finite-volume, Lagrangian and particle runs at the same
-   final time as part 2.
+   final time as part 2.  Statistical sizes (``structured_particles_mass_stderr``: the largest
+   ``sqrt(m (1 - m) / n)``, a cluster's token count being binomial; ``_centre_stderr``: the largest
+   circular spread of a cluster's tokens at ``t = 0`` over ``sqrt(count)``, its centre taken as the mean
+   of its tokens).
 
 Clusters are read the same way for all three: the finite-volume density's clusters
 (:func:`meanfield.diagnostics.detect_clusters`) define the reference centres; tokens / nodes are
@@ -90,26 +100,50 @@ def _node_theta(run: xr.Dataset) -> np.ndarray:
     return run["node_theta"].values[-1] if "node_theta" in run else run["theta"].values[-1]
 
 
-def before_formation(settings: dict, seed: int) -> dict:
-    """Part 1 of the module docstring."""
-    beta, n = settings["beta"], settings["resolution"]
-    model = Model("sa", beta, 0.0, 2)
-    init = f"perturbed:{EPS:g}"
-    k = dominant_mode(model)
-    coefficient = (fourier_series.sums(circle_density(init, n, seed)) / n)[k]
-    t_check = 0.8 * refined_formation_time(coefficient, float(growth_rates(model, [k])[0]))
-    runs = {scheme: solve("circle", beta=beta, resolution=n, init=init, seed=seed, t_final=t_check,
-                          save_every=t_check / 4, scheme=scheme) for scheme in ("spectral", "fv", "lagrangian")}
+def band_limited_start(init: str, resolution: int, seed: int):
+    """``f(n)``: the grid values on ``n`` points of ``init`` drawn on ``resolution`` points and continued as its
+    trigonometric series (Nyquist mode dropped), the same function on every grid of at least ``resolution``."""
+    sums = fourier_series.sums(circle_density(init, resolution, seed)) / resolution
+    sums[resolution // 2:] = 0.0
+
+    def values(n: int) -> np.ndarray:
+        spectrum = np.zeros(n // 2 + 1, dtype=complex)
+        spectrum[:sums.size] = sums[:n // 2 + 1]
+        return fourier_series.values_from_sums(spectrum * n, n)
+
+    return values, sums
+
+
+def _early_gaps(values: np.ndarray, beta: float, t_check: float) -> dict:
+    """The three schemes from the same grid values to ``t_check`` and their gaps (part 1)."""
+    runs = {scheme: solve("circle", beta=beta, resolution=values.size, t_final=t_check, save_every=t_check / 4,
+                          init=cell_averages_of_point_values(values) if scheme == "fv" else values, scheme=scheme)
+            for scheme in ("spectral", "fv", "lagrangian")}
     spectral = runs["spectral"].density.values[-1]
     mean = 1 / (2 * math.pi)
     fv_gap = np.abs(runs["fv"].density.values[-1] - cell_averages_of_point_values(spectral)) / mean
     lagrangian_gap = np.abs(runs["lagrangian"].density.values[-1] - spectral) / mean
-    return {"t_check": t_check, "runs": runs,
-            "fv_vs_spectral": float(fv_gap.max()), "fv_vs_spectral_l1": float(fv_gap.mean()),
+    return {"runs": runs, "fv_vs_spectral": float(fv_gap.max()), "fv_vs_spectral_l1": float(fv_gap.mean()),
             "lagrangian_vs_spectral": float(lagrangian_gap.max()),
             "lagrangian_vs_spectral_l1": float(lagrangian_gap.mean()),
             "perturbation": float(np.max(np.abs(spectral - mean)) / mean),
+            "rtol": float(runs["spectral"].attrs["rtol"]),
             "stop_reasons": [run.attrs["stop_reason"] for run in runs.values()]}
+
+
+def before_formation(settings: dict, seed: int) -> dict:
+    """Part 1 of the module docstring: the gaps at ``N`` and (keys ending ``_coarse``) at ``N/2``."""
+    beta, n = settings["beta"], settings["resolution"]
+    model = Model("sa", beta, 0.0, 2)
+    k = dominant_mode(model)
+    values, sums = band_limited_start(f"perturbed:{EPS:g}", n // 2, seed)
+    t_check = 0.8 * refined_formation_time(sums[k], float(growth_rates(model, [k])[0]))
+    out = _early_gaps(values(n), beta, t_check)
+    coarse = _early_gaps(values(n // 2), beta, t_check)
+    out.update({f"{key}_coarse": coarse[key] for key in ("fv_vs_spectral", "fv_vs_spectral_l1",
+                                                         "lagrangian_vs_spectral", "lagrangian_vs_spectral_l1")})
+    out["stop_reasons"] += coarse["stop_reasons"]
+    return dict(out, t_check=t_check)
 
 
 def _long_runs(init: str, t_final: float, settings: dict, seed: int, with_particles: bool) -> dict:
@@ -122,15 +156,35 @@ def _long_runs(init: str, t_final: float, settings: dict, seed: int, with_partic
     return runs
 
 
+def centre_standard_error(start: np.ndarray, end: np.ndarray, weights: np.ndarray, centres: np.ndarray) -> float:
+    """The largest standard error of a cluster's centre (module docstring): the circular spread at the start
+    of the tokens that end nearest each centre, over the square root of their count."""
+    nearest = np.argmin(np.abs((end[:, None] - centres[None, :] + math.pi) % (2 * math.pi) - math.pi), axis=1)
+    errors = []
+    for a in range(centres.size):
+        mine = nearest == a
+        mean = np.angle(np.sum(weights[mine] * np.exp(1j * start[mine])))
+        spread = np.sqrt(np.average(((start[mine] - mean + math.pi) % (2 * math.pi) - math.pi) ** 2,
+                                    weights=weights[mine]))
+        errors.append(spread / math.sqrt(np.count_nonzero(mine)))
+    return float(max(errors))
+
+
 def _cluster_comparison(runs: dict) -> dict:
     reference = detect_clusters(runs["fv"].density.values[-1])
     fv = cluster_readout(*_grid_tokens(runs["fv"].density.values[-1]), reference.centres)
-    out = {"clusters": reference.count, "fv_clusters": fv}
+    out = {"clusters": reference.count, "fv_clusters": fv, "min_cluster_mass": float(fv[1].min())}
     for name in ("lagrangian", "particles"):
         if name in runs:
             readout = cluster_readout(_node_theta(runs[name]), runs[name].weights.values, reference.centres)
             out[f"{name}_clusters"] = readout
             out[f"{name}_centre_gap"], out[f"{name}_mass_gap"] = _differences(fv, readout)
+    if "particles" in runs:
+        tokens = runs["particles"]
+        n = tokens.weights.size
+        out["particles_mass_stderr"] = float(np.max(np.sqrt(fv[1] * (1 - fv[1]) / n)))
+        out["particles_centre_stderr"] = centre_standard_error(tokens.theta.values[0], _node_theta(tokens),
+                                                               tokens.weights.values, reference.centres)
     return out
 
 
@@ -141,7 +195,8 @@ def _validity(runs: dict) -> dict:
             "lagrangian_min_density": float(lagrangian.density.min()),
             "lagrangian_resolved_until": float(lagrangian.time.values[np.nonzero(lagrangian.density_resolved.values)[0][-1]])
             if "density_resolved" in lagrangian else math.nan,
-            "fv_stop_reason": fv.attrs["stop_reason"], "lagrangian_stop_reason": lagrangian.attrs["stop_reason"]}
+            "fv_stop_reason": fv.attrs["stop_reason"], "lagrangian_stop_reason": lagrangian.attrs["stop_reason"],
+            "fv_steps": int(fv.attrs["steps"])}
 
 
 def run_study(quick: bool = False, out_dir="scheme-comparison-study", seed: int = 0) -> xr.Dataset:
@@ -158,16 +213,20 @@ def run_study(quick: bool = False, out_dir="scheme-comparison-study", seed: int 
     bar.update()
     bar.close()
     clusters_through, clusters_structured = _cluster_comparison(through), _cluster_comparison(structured)
+    gaps = [f"{name}{suffix}" for name in ("fv_vs_spectral", "fv_vs_spectral_l1", "lagrangian_vs_spectral",
+                                           "lagrangian_vs_spectral_l1") for suffix in ("", "_coarse")]
     values = {"t_check": early["t_check"], "perturbation_at_check": early["perturbation"],
-              **{key: early[key] for key in ("fv_vs_spectral", "fv_vs_spectral_l1", "lagrangian_vs_spectral",
-                                             "lagrangian_vs_spectral_l1")},
+              **{key: early[key] for key in gaps}, "rtol": early["rtol"],
+              "fv_relative_error": early["fv_vs_spectral_l1"] / early["perturbation"],
               "t_final": settings["horizon"] * formation}
     for label, runs, clusters in (("perturbed", through, clusters_through),
                                   ("structured", structured, clusters_structured)):
         for key, value in _validity(runs).items():
             values[f"{label}_{key}"] = value
         values[f"{label}_clusters"] = clusters["clusters"]
-        for key in ("lagrangian_centre_gap", "lagrangian_mass_gap", "particles_centre_gap", "particles_mass_gap"):
+        values[f"{label}_min_cluster_mass"] = clusters["min_cluster_mass"]
+        for key in ("lagrangian_centre_gap", "lagrangian_mass_gap", "particles_centre_gap", "particles_mass_gap",
+                    "particles_mass_stderr", "particles_centre_stderr"):
             if key in clusters:
                 values[f"{label}_{key}"] = clusters[key]
     ds = xr.Dataset({key: ((), value) for key, value in values.items()},

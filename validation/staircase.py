@@ -12,7 +12,11 @@ the same beta from i.i.d. tokens, and S^2 at one beta with Lagrangian nodes) one
 * the first merge against the plateau estimate ``exp(beta (1 - cos D))`` of the nearest pair at
   ``t_ref``: across beta, the fitted slope of ``log t_merge`` against beta beside the slope of the
   log of the estimate, and over all circle cases the slope of ``log t_merge`` against the log of the
-  estimate (theory: 1; the estimate has no prefactor, and ``D`` differs from case to case);
+  estimate (theory: 1; the estimate has no prefactor, and ``D`` differs from case to case); the same
+  slope against the two-cluster law with its prefactor, ``exp(beta (1 - cos D)) / ((m_a/m_b + m_b/m_a)
+  beta sin^2 D)`` (:func:`meanfield.cluster_dynamics.merge_time_estimate`, MATH.md §5), with its
+  least-squares standard error (``slope_against_merge_estimate``, ``_stderr``, ``_dof``): the other
+  clusters, which the law ignores, scatter the points about it;
 * the energy of every frame after ``t_ref`` against the energy of the K-point ODE's points.
 
 Output (``out_dir``): ``staircase.nc`` (one row per case), ``staircase.png`` (cluster angles
@@ -29,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from meanfield.cluster_dynamics import cluster_history, plateau_estimate
+from meanfield.cluster_dynamics import cluster_history, merge_time_estimate, plateau_estimate
 from meanfield.model import Model
 from meanfield.plotting import legend_below
 from meanfield.storage import save_run
@@ -88,8 +92,10 @@ def analyse(run, source: str, beta: float) -> dict:
             "merge_rel_err": float(errors.max()) if errors.size else math.nan,
             "first_merge_run": float(measured[0]) if measured.size else math.nan,
             "first_merge_theory": float(theory.merge_times[0]) if theory.merge_times else math.nan,
-            "plateau_estimate": plateau_estimate(centres, beta), "plateau_energy_gap": plateau_gap,
-            "stop_reason": run.attrs["stop_reason"], "wall_time": float(run.attrs["wall_time"])}
+            "plateau_estimate": plateau_estimate(centres, beta),
+            "merge_estimate": merge_time_estimate(centres, masses, beta), "plateau_energy_gap": plateau_gap,
+            "rtol": float(run.attrs["rtol"]), "stop_reason": run.attrs["stop_reason"],
+            "wall_time": float(run.attrs["wall_time"])}
 
 
 def _plateau_energy_gap(run, theory) -> float:
@@ -109,6 +115,21 @@ def slope_against_estimate(rows: list[dict]) -> float:
         return math.nan
     return float(np.polyfit(np.log([r["plateau_estimate"] for r in chosen]),
                             np.log([r["first_merge_run"] - r["t_ref"] for r in chosen]), 1)[0])
+
+
+def slope_against_merge_estimate(rows: list[dict]) -> tuple[float, float, int]:
+    """Least-squares slope of ``log(first merge - t_ref)`` against ``log merge_estimate`` over all circle cases,
+    its standard error from the residuals and their degrees of freedom (theory: slope 1)."""
+    chosen = [r for r in rows if r["source"] != "sphere" and np.isfinite(r["first_merge_run"])]
+    if len(chosen) < 3:
+        return math.nan, math.nan, 0
+    x = np.log([r["merge_estimate"] for r in chosen])
+    y = np.log([r["first_merge_run"] - r["t_ref"] for r in chosen])
+    (slope, intercept) = np.polyfit(x, y, 1)
+    dof = len(chosen) - 2
+    residual = y - (slope * x + intercept)
+    stderr = math.sqrt(float(np.sum(residual ** 2)) / dof / float(np.sum((x - x.mean()) ** 2)))
+    return float(slope), stderr, dof
 
 
 def fitted_slopes(rows: list[dict], source: str) -> tuple[float, float]:
@@ -146,6 +167,8 @@ def run_study(quick: bool = False, out_dir="staircase-study", seed: int = 0) -> 
         table.attrs[f"slope_{source}"] = measured
         table.attrs[f"slope_estimate_{source}"] = estimate
     table.attrs["slope_against_estimate"] = slope_against_estimate(rows)
+    (table.attrs["slope_against_merge_estimate"], table.attrs["slope_against_merge_estimate_stderr"],
+     table.attrs["slope_against_merge_estimate_dof"]) = slope_against_merge_estimate(rows)
     write_dataset(table, out / "staircase.nc")
     plot_study(runs, rows, out / "staircase.png")
     return table
@@ -254,6 +277,9 @@ def format_table(table: xr.Dataset) -> str:
                      f"of log exp(beta (1 - cos D)) {table.attrs[f'slope_estimate_{source}']:.3f}")
     lines.append(f"all circle cases: slope of log(first merge - t_ref) against log exp(beta (1 - cos D)) "
                  f"{table.attrs['slope_against_estimate']:.3f} (theory 1)")
+    lines.append(f"all circle cases: against the two-cluster law with its prefactor "
+                 f"{table.attrs['slope_against_merge_estimate']:.3f} ± "
+                 f"{table.attrs['slope_against_merge_estimate_stderr']:.3f} (theory 1)")
     return "\n".join(lines)
 
 

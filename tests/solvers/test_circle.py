@@ -15,16 +15,17 @@ from validation.growth_rates import fitted_rates
 @pytest.mark.parametrize("attention", ["sa", "usa"])
 @pytest.mark.parametrize("beta", [4.0, 9.0])
 def test_growth_rates_match_theory(attention, beta):
-    fitted, theory = fitted_rates(attention, beta, resolution=128)
-    assert np.all(np.abs(fitted / theory - 1) < 2e-3)
+    fitted, theory, tolerance = fitted_rates(attention, beta, resolution=128)
+    # within dopri5's step error and the quadratic feed (validation/growth_rates.py), ~4e-7 relative
+    assert np.all(np.abs(fitted / theory - 1) <= tolerance) and np.all(tolerance < 1e-6)
 
 
 @pytest.mark.parametrize("attention", ["sa", "usa"])
 def test_noise_above_critical_decays_at_theoretical_rate(attention):
     nu = 1.5 * critical_noise(Model(attention, 4.0))
-    fitted, theory = fitted_rates(attention, 4.0, nu=nu, resolution=64)
+    fitted, theory, tolerance = fitted_rates(attention, 4.0, nu=nu, resolution=64)
     assert np.all(theory < 0)
-    assert np.all(np.abs(fitted / theory - 1) < 2e-3)
+    assert np.all(np.abs(fitted / theory - 1) <= tolerance) and np.all(tolerance < 1e-6)
 
 
 @pytest.fixture(scope="module")

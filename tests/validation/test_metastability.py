@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from validation.metastability import format_table, run_study
+from validation.registry import metastability_claims
 
 
 @pytest.fixture(scope="module")
@@ -15,11 +16,10 @@ def test_pde_forms_k_star_clusters_where_the_linear_theory_puts_them(table):
     pde = table.where(table.source == "pde", drop=True)
     assert list(pde.k_star.values) == [3, 4]                                   # beta = 4, 9
     assert np.array_equal(pde.count_at_formation.values, pde.k_star.values)
-    # while the pattern emerges (linear regime), its maxima sit at the linearised solution's, within a cell
-    assert np.all(pde.angle_error_emergence.values < pde.grid_spacing.values)
-    # formation time from the initial amplitude of mode k*: within 5 %; the issue's log(1/eps)/lambda under-predicts
-    assert np.all(np.abs(pde.t_formed / pde.t_form_refined - 1) < 0.05)
-    assert np.all(pde.t_form_issue < pde.t_formed)
+    # emerging maxima at the linearised solution's, formation times from mode k*, plateau energies: the claims
+    failed = [(check.claim, check.measured) for check in metastability_claims(table) if not check.passed]
+    assert not failed
+    assert np.all(pde.t_form_issue < pde.t_formed)          # the issue's log(1/eps)/lambda under-predicts
     assert all(reason == "completed" for reason in pde.stop_reason.values)
 
 
@@ -27,15 +27,18 @@ def test_plateau_energy_is_that_of_point_clusters(table):
     clustered = table.plateau_count > 0
     energy, points = table.plateau_energy.where(clustered), table.plateau_point_energy.where(clustered)
     assert int(clustered.sum()) >= 4
-    assert float(np.nanmax(np.abs(energy / points - 1))) < 0.02
+    gap = np.abs(energy / points - 1)
+    # finite volume: a cluster's cells hold its mass spread over h, the energy short of points by beta h^2 / 12
+    pde = (table.source == "pde") & clustered
+    spread = (table.beta * table.plateau_variance).where(pde, drop=True)
+    assert np.allclose(gap.where(pde, drop=True), spread, rtol=0.05)
+    assert float(gap.where(~pde & clustered).max()) < 1e-14   # particles: collapsed tokens are points
 
 
 def test_particles_form_clusters_and_merge_in_a_staircase(table):
     particles = table.where(table.source == "particles", drop=True)
     assert np.all(particles.count_at_formation >= 2)
     assert all(reason == "completed" for reason in particles.stop_reason.values)
-    # i.i.d. tokens: formation when the empirical amplitude of mode k* has grown to 1/2 (within 25 %)
-    assert np.all(np.abs(particles.t_formed / particles.t_form_refined - 1) < 0.25)
     assert np.all(np.isfinite(particles.first_merge_time))
     for i in range(particles.sizes["case"]):
         counts = particles.plateau_count.values[i]

@@ -34,7 +34,8 @@ def _bench_run(module, quick, out):
 
 
 def _claims(ds):
-    return [below("error of the tiny study", ds.error, 1e-6), close("slope n^-1/2", -0.5, ds.slope, 0.1)]
+    return [below("error of the tiny study", ds.error, 1e-6, source="round-off: a test's tiny error"),
+            close("slope n^-1/2", -0.5, ds.slope, 0.1, source="standard error: a test's 0.1")]
 
 
 def _table(module, ds):
@@ -54,7 +55,7 @@ SMALL = {study.name: study for study in (
 class Page(HTMLParser):
     def __init__(self):
         super().__init__()
-        self.images, self.ids, self.cells, self.scripts, self.pres = [], [], [], 0, []
+        self.images, self.ids, self.cells, self.scripts, self.pres, self.rows = [], [], [], 0, [], []
         self._cell = self._pre = None
 
     def handle_starttag(self, tag, attrs):
@@ -65,6 +66,8 @@ class Page(HTMLParser):
             self.ids.append(attrs["id"])
         if tag == "td":
             self._cell = [attrs.get("class", ""), ""]
+        if tag == "tr":
+            self.rows.append([])
         self.scripts += tag in ("script", "link")
         self._pre = "" if tag == "pre" else self._pre
 
@@ -77,6 +80,7 @@ class Page(HTMLParser):
     def handle_endtag(self, tag):
         if tag == "td" and self._cell is not None:
             self.cells.append(tuple(self._cell))
+            self.rows[-1].append(tuple(self._cell))
             self._cell = None
         if tag == "pre":
             self.pres.append(self._pre)
@@ -108,6 +112,11 @@ def test_page_lists_every_study_with_claims_images_and_tables(small_report):
         assert pixels.shape[0] == 75 and pixels.shape[1] == 100 and np.ptp(pixels) > 0
     results = [text for kind, text in page.cells if kind in ("pass", "fail")]
     assert results.count("pass") == 2 and "fail" not in results   # the tiny study's two claims
+    claims = [row for row in page.rows if len(row) == 6 and row[-1][0] in ("pass", "fail")]
+    assert [[text for _, text in row] for row in claims] == [   # claim, theory, measured, tolerance, source, result
+        ["error of the tiny study", "0", "1e-09", "< 1e-06", "round-off: a test's tiny error", "pass"],
+        ["slope n^-1/2", "-0.5", "-0.52", "± 0.1", "standard error: a test's 0.1", "pass"]]
+    assert claims[0][4][0] == "source" and "<th>tolerance source</th>" in root.joinpath("index.html").read_text()
     assert ("error", "ERROR") in page.cells                       # the summary row of the broken study
     assert "ValueError: the solver diverged" in root.joinpath("index.html").read_text()
     assert " 256     3.25" in page.pres[-1] and "error 1.0e-09 <small>" in page.pres   # escaped, verbatim
@@ -134,16 +143,19 @@ def test_chromium_renders_every_image(small_report, tmp_path):
 
 
 def test_claims_can_fail():
-    assert not below("x", 2.0, 1.0).passed and below("x", 0.5, 1.0).passed
-    assert not above("x", 0.5, 1.0, "2").passed and not close("x", -0.5, -0.7, 0.1).passed
-    assert close("x", 2.0, 2.0001, 1e-4, relative=True).passed and not close("x", 2.0, 2.001, 1e-4, relative=True).passed
-    assert equal("k", [3, 4], [3, 4]).passed and not equal("k", [3, 4], [3, 5]).passed and not equal("k", 4, 5).passed
-    assert fraction("all", [True, True]).passed and not fraction("all", [True, False]).passed
-    assert not fraction("all", []).passed
+    why = {"source": "theory: a test"}
+    assert not below("x", 2.0, 1.0, **why).passed and below("x", 0.5, 1.0, **why).passed
+    assert not above("x", 0.5, 1.0, "2", **why).passed and not close("x", -0.5, -0.7, 0.1, **why).passed
+    assert close("x", 2.0, 2.0001, 1e-4, relative=True, **why).passed
+    assert not close("x", 2.0, 2.001, 1e-4, relative=True, **why).passed
+    assert equal("k", [3, 4], [3, 4], **why).passed and not equal("k", [3, 4], [3, 5], **why).passed
+    assert not equal("k", 4, 5, **why).passed
+    assert fraction("all", [True, True], **why).passed and not fraction("all", [True, False], **why).passed
+    assert not fraction("all", [], **why).passed
 
 
 def test_growth_claims_read_the_table():
-    table = xr.Dataset({"relative_error": ("case", [1e-5, 3e-3])})
+    table = xr.Dataset({"relative_error": ("case", [1e-7, 3e-3]), "tolerance": ("case", [4e-7, 4e-7])})
     assert [check.passed for check in registry.growth_claims(table)] == [False]
     assert [check.passed for check in registry.growth_claims(table.isel(case=[0]))] == [True]
 
@@ -155,7 +167,7 @@ def test_registry_names_every_command():
                              "bench-cluster-schemes"]
     assert all(study.benchmark == study.name.startswith("bench-") for study in STUDIES.values())
     quick = STUDIES["mean-field"].preset(True)
-    assert quick["seeds"] == 4 and STUDIES["mean-field"].preset(False)["seeds"] == 8
+    assert quick["seeds"] == 16 and STUDIES["mean-field"].preset(False)["seeds"] == 8
 
 
 def test_cli_report_exit_status_and_bad_out(tmp_path, monkeypatch, capsys):
