@@ -4,8 +4,8 @@ Predictions (MATH.md §2.3, Bruno et al.).  From ``rho = 1/2pi + sum_k a_k exp(i
 with small ``a_k``, each mode grows like ``exp(lambda_k t)``; the dominant mode ``k*`` takes over
 and about ``k*`` clusters form.
 
-* formation time, as the issue states it: ``log(1/eps) / lambda_{k*}`` (:func:`meanfield.theory.formation_time`);
-  it ignores how ``eps`` is shared between modes;
+* formation time of the theory: ``log(1/A) / lambda_{k*}`` (:func:`meanfield.theory.formation_time`), ``A`` the
+  initial amplitude of mode ``k*`` or, from ``perturbed:EPS``, its typical value under the law (MATH.md §2.4);
 * formation time from the actual initial amplitude of mode ``k*``: the time at which the linear
   amplitude ``2 pi |a_{k*}| exp(lambda_{k*} t)`` reaches ``threshold = 1/2`` (the density's peak
   then reaches twice the mean, the cluster criterion of :mod:`meanfield.diagnostics`):

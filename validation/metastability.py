@@ -7,7 +7,8 @@ For each ``beta`` (SA, ``Q = K = V = I``) two runs:
 * i.i.d. uniform particles (``n`` tokens, perturbation ``eps ~ n^{-1/2}``), to ``particle_horizon``.
 
 Predicted (:mod:`meanfield.metastable`): the dominant mode ``k*``; the formation time
-``log(1/eps)/lambda_{k*}`` as the issue states it and the one from the actual initial amplitude of
+``log(1/A)/lambda_{k*}`` of :func:`meanfield.theory.formation_time` (``A`` the typical amplitude of mode
+``k*`` under the law of ``perturbed:EPS``, MATH.md §2.4) and the one from the actual initial amplitude of
 mode ``k*``; cluster angles from the initial phase of mode ``k*`` and from the whole linearised
 solution at the measured formation time.
 
