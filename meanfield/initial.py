@@ -3,10 +3,10 @@
 Specs (MATH.md §2.1 normalisation; every density integrates to 1 unless read from a file):
 
 ``uniform``               ``1 / (2 pi)``.
-``perturbed:EPS``         ``(1 + EPS * noise) / (2 pi)``, ``noise = sqrt 2 sum_{k=1..32} (a_k cos k theta +
+``perturbed:EPS``         ``(1 + EPS * noise) / (2 pi)``, ``noise = sqrt 2 sum_{k=1..16} (a_k cos k theta +
                           b_k sin k theta)`` with ``a_k, b_k`` i.i.d. standard normal drawn from ``--seed``
                           in a fixed order (MATH.md §2.4, :mod:`meanfield.perturbation`): the same
-                          function at every ``N >= 97``; a coarser grid keeps the modes up to its
+                          function at every ``N >= 49``; a coarser grid keeps the modes up to its
                           dealiased band ``(N - 1) // 3``.  Refused (one line) when ``EPS`` is so large
                           that the density would be negative somewhere.
 ``vmf:KAPPA@MU``          ``exp(KAPPA cos(theta - MU)) / (2 pi I_0(KAPPA))`` (``@MU`` optional, 0): the von
@@ -48,7 +48,7 @@ UNRESOLVED_TOL = 1e-3
 
 def perturbed_density(eps: float, n: int, seed) -> np.ndarray:
     """``(1 + EPS noise) / (2 pi)`` on ``theta_j = 2 pi j / N`` (MATH.md §2.4), the noise in the modes up to
-    ``min(32, (N - 1) // 3)``; refused when ``EPS`` would make it negative."""
+    ``min(16, (N - 1) // 3)``; refused when ``EPS`` would make it negative."""
     coeffs = circle_noise(seed, dealiased_band(n))
     require_positive(eps, circle_lowest(coeffs), seed)
     return (1.0 + eps * synthesis(coeffs, n)) / (2 * math.pi)

@@ -4,9 +4,9 @@ Specs (every density integrates to 1 over S^2 unless read from a file):
 
 ``uniform``               ``1 / (4 pi)``.
 ``perturbed:EPS``         ``(1 + EPS * noise) / (4 pi)``; ``noise = sqrt(4 pi) sum`` of the real orthonormal
-                          spherical harmonics of degrees ``1..16`` (every order) with i.i.d. standard
+                          spherical harmonics of degrees ``1..12`` (every order) with i.i.d. standard
                           normal coefficients drawn from ``--seed`` in a fixed order (MATH.md §2.4,
-                          :mod:`meanfield.perturbation`): the same function at every ``lmax >= 16``, its
+                          :mod:`meanfield.perturbation`): the same function at every ``lmax >= 12``, its
                           truncation below.  Refused when ``EPS`` would make the density negative.
 ``vmf:KAPPA@LAT,LON``     the von Mises–Fisher density ``kappa / (4 pi sinh kappa) exp(kappa <x, mu>)``
                           centred at latitude ``LAT``, longitude ``LON`` (degrees; ``@LAT,LON``
@@ -70,7 +70,7 @@ def von_mises_fisher(basis, kappa: float, mu: np.ndarray) -> np.ndarray:
 
 def perturbed_density(eps: float, basis, seed) -> np.ndarray:
     """``(1 + EPS noise) / (4 pi)`` on the grid of ``basis`` (MATH.md §2.4), the noise in the degrees up to
-    ``min(16, lmax)``; refused when ``EPS`` would make it negative."""
+    ``min(12, lmax)``; refused when ``EPS`` would make it negative."""
     require_positive(eps, sphere_lowest(seed, basis), seed)
     coeffs = sphere_noise(seed, basis.degree_of_index, basis.m_of_index)
     return (1.0 + eps * basis.synthesise(math.sqrt(4 * math.pi) * coeffs)) / (4 * math.pi)

@@ -7,10 +7,10 @@ ordered as the basis orders them.  Specs (MATH.md §2.2 normalisation; every den
 integrates to 1 over S^{d-1} unless read from a file):
 
 ``uniform``           ``1 / |S^{d-1}|``.
-``perturbed:EPS``     ``(1 + EPS * noise) / |S^{d-1}|``; ``noise = sqrt(|S^{d-1}|) sum_{l=1..16} c_l P_l(x_d)``
+``perturbed:EPS``     ``(1 + EPS * noise) / |S^{d-1}|``; ``noise = sqrt(|S^{d-1}|) sum_{l=1..12} c_l P_l(x_d)``
                       (normalised Gegenbauer ``P_l``) with ``c_l`` i.i.d. standard normal drawn from
                       ``--seed`` in a fixed order (MATH.md §2.4, :mod:`meanfield.perturbation`): the same
-                      function at every ``lmax >= 16``, its truncation below.  Refused when ``EPS``
+                      function at every ``lmax >= 12``, its truncation below.  Refused when ``EPS``
                       would make the density negative.
 ``vmf:KAPPA``         von Mises–Fisher centred on the pole (``vonmises:KAPPA`` is accepted too):
                       ``kappa^{d/2-1} exp(KAPPA x_d) / ((2 pi)^{d/2} I_{d/2-1}(KAPPA))``, via ``ive``.
@@ -51,7 +51,7 @@ def von_mises_fisher(t: np.ndarray, kappa: float, dim: int) -> np.ndarray:
 
 def perturbed_density(eps: float, basis, seed) -> np.ndarray:
     """``(1 + EPS noise) / |S^{d-1}|`` at the nodes of ``basis`` (MATH.md §2.4), the noise in the degrees up to
-    ``min(16, lmax)``; refused when ``EPS`` would make it negative."""
+    ``min(12, lmax)``; refused when ``EPS`` would make it negative."""
     coeffs = zonal_noise(seed, basis.lmax)
     require_positive(eps, zonal_lowest(coeffs, basis), seed)
     area = sphere_area(basis.dim)

@@ -7,19 +7,24 @@ MATH.md §2.4.  The relative perturbation of the uniform density ``rho_0 = 1 / |
 where ``phi_{l,i}`` is an orthonormal basis of the degree-``l`` functions for the *probability* measure
 ``sigma / |S^{d-1}|`` (each has unit RMS), and the band ``L0`` is fixed (:data:`BANDS`):
 
-* circle (``L0 = 32``): ``phi = sqrt 2 cos(k theta), sqrt 2 sin(k theta)``; in MATH.md §2.1's coefficients
+* circle (``L0 = 16``): ``phi = sqrt 2 cos(k theta), sqrt 2 sin(k theta)``; in MATH.md §2.1's coefficients
   ``rho_hat_k = rho_0 EPS (a_k - i b_k) / sqrt 2``;
-* sphere S^2 (``L0 = 16``): ``phi = sqrt(4 pi)`` times the real orthonormal spherical harmonics
+* sphere S^2 (``L0 = 12``): ``phi = sqrt(4 pi)`` times the real orthonormal spherical harmonics
   (``Y_l0``, ``sqrt 2 Re Y_lm``, ``sqrt 2 Im Y_lm``, ``m = 1..l``);
-* zonal S^{d-1} (``L0 = 16``): ``phi = sqrt(|S^{d-1}|) P_l(x_d)``, one per degree, ``P_l`` the normalised
+* zonal S^{d-1} (``L0 = 12``): ``phi = sqrt(|S^{d-1}|) P_l(x_d)``, one per degree, ``P_l`` the normalised
   Gegenbauer polynomials of :mod:`solvers.zonal`.
 
 The normals are drawn from ``numpy.random.default_rng(seed)`` in one fixed order whatever the grid:
-the circle ``a_1, b_1, a_2, b_2, ..., a_32, b_32``; the sphere degree by degree, in each the ``m = 0``
-number and then ``(x, y)`` for ``m = 1..l``; zonal ``c_1 .. c_16``.  A grid that holds the band (circle
-``N >= 97``, the dealiased band ``(N - 1) // 3 >= 32``; sphere ``lmax >= 16``; zonal Galerkin ``L >= 16``,
-zonal finite volume ``N >= 49`` cells) therefore starts from the same function for the same seed; a
+the circle ``a_1, b_1, a_2, b_2, ..., a_16, b_16``; the sphere degree by degree, in each the ``m = 0``
+number and then ``(x, y)`` for ``m = 1..l``; zonal ``c_1 .. c_12``.  A grid that holds the band (circle
+``N >= 49``, the dealiased band ``(N - 1) // 3 >= 16``; sphere ``lmax >= 12``; zonal Galerkin ``L >= 12``,
+zonal finite volume ``N >= 37`` cells) therefore starts from the same function for the same seed; a
 coarser grid starts from its truncation to the degrees it holds (the lower degrees unchanged).
+The bands are small enough that the quadratic products of the band (degrees up to ``2 L0``) stay below
+the top sixth of the band that the spectral schemes' resolution monitor watches (DESIGN.md *Stopping*)
+on the circle from ``N = 128`` and on the sphere and zonal from degree 31, and large enough to hold the
+dominant degree and its competitors for ``beta`` up to about 64 on the circle (``k* = 11``) and about
+30 on spheres.
 
 The density must stay positive: ``EPS`` times the depth of the noise's minimum must be below 1.  The
 minimum is taken on a fixed fine grid (:data:`FINE_CIRCLE_POINTS` angles, the Gauss–Legendre grid of
@@ -33,19 +38,19 @@ import math
 
 import numpy as np
 
-from .errors import require
+from .errors import InputError
 from .fourier_series import synthesis
 from .geometry import harmonic_multiplicity, sphere_area
 
 #: The band ``L0`` of the law on each geometry (MATH.md §2.4).
-BANDS = {"circle": 32, "sphere": 16, "zonal": 16}
-#: Angles of the fine circle grid on which the noise's minimum is found: a degree-32 series ``f`` has
-#: ``|f''| <= 32^2 max|f|`` (Bernstein), so the sampled minimum is within ``5e-6 max|f|`` of the true one.
+BANDS = {"circle": 16, "sphere": 12, "zonal": 12}
+#: Angles of the fine circle grid on which the noise's minimum is found: a degree-16 series ``f`` has
+#: ``|f''| <= 16^2 max|f|`` (Bernstein), so the sampled minimum is within ``2e-6 max|f|`` of the true one.
 FINE_CIRCLE_POINTS = 2 ** 15
-#: Degree of the Gauss–Legendre grid of the sphere's check (about 24 points per wavelength of degree 16: the
-#: sampled minimum is within about 2e-2 max|f| of the true one).
+#: Degree of the Gauss–Legendre grid of the sphere's check (about 32 points per wavelength of degree 12: the
+#: sampled minimum is within about 1e-2 max|f| of the true one).
 FINE_SPHERE_DEGREE = 128
-#: Equally spaced polar angles, poles included, of the zonal check (within 2e-5 max|f| for degree 16).
+#: Equally spaced polar angles, poles included, of the zonal check (within 1e-5 max|f| for degree 12).
 FINE_ZONAL_POINTS = 4097
 
 
@@ -98,9 +103,12 @@ def zonal_noise(seed, lmax: int) -> np.ndarray:
 def require_positive(eps: float, lowest: float, seed) -> None:
     """Refuse ``EPS`` when ``1 + EPS * noise`` would be negative somewhere: ``EPS * (-lowest) < 1`` (MATH.md §2.4)."""
     depth = max(-float(lowest), 0.0)
-    require(eps * depth < 1.0,
-            f"--init: perturbed:EPS needs EPS in [0, {1.0 / depth:.4g}) for --seed {seed} (got {eps:g}): the "
-            f"drawn noise dips to {lowest:.4g}, so a larger EPS makes the density negative")
+    if eps * depth < 1.0:
+        return
+    digits = 10 ** (3 - math.floor(math.log10(1.0 / depth)))          # 4 significant digits, rounded down
+    raise InputError(f"--init: perturbed:EPS needs EPS in [0, {math.floor(digits / depth) / digits:.4g}) for --seed "
+                     f"{seed} (got {eps:g}): the drawn noise dips to {lowest:.4g}, so a larger EPS makes the density "
+                     f"negative")
 
 
 def circle_lowest(coeffs: np.ndarray) -> float:
