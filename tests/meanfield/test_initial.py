@@ -20,18 +20,18 @@ def test_uniform_and_von_mises_are_normalised():
     assert np.allclose(two, 0.5 * (circle_density("vonmises:4@0", n) + circle_density("vonmises:4@3.14", n)))
 
 
-def test_perturbation_is_the_documented_series_in_modes_1_to_32():
+def test_perturbation_is_the_documented_series_in_modes_1_to_16():
     """MATH.md §2.4: 2 pi rho_hat_k = EPS (a_k - i b_k) / sqrt 2, (a_1, b_1, a_2, ...) = default_rng(seed) normals."""
     n, eps = 256, 1e-3
     coeffs = np.fft.rfft(2 * math.pi * circle_density(f"perturbed:{eps}", n, seed=7), norm="forward")
-    a, b = np.random.default_rng(7).standard_normal(64).reshape(32, 2).T
+    a, b = np.random.default_rng(7).standard_normal(32).reshape(16, 2).T
     assert coeffs[0] == pytest.approx(1.0, abs=1e-15)
-    assert np.max(np.abs(coeffs[1:33] - eps * (a - 1j * b) / math.sqrt(2))) < 1e-16
-    assert np.max(np.abs(coeffs[33:])) < 1e-16
+    assert np.max(np.abs(coeffs[1:17] - eps * (a - 1j * b) / math.sqrt(2))) < 1e-16
+    assert np.max(np.abs(coeffs[17:])) < 1e-16
     # a grid too coarse for the band keeps its modes 1..(N-1)//3 of the same series
-    coarse = np.fft.rfft(2 * math.pi * circle_density(f"perturbed:{eps}", 48, seed=7), norm="forward")
-    assert dealiased_band(48) == 15 and np.max(np.abs(coarse[1:16] - coeffs[1:16])) < 1e-16
-    assert np.max(np.abs(coarse[16:])) < 1e-17
+    coarse = np.fft.rfft(2 * math.pi * circle_density(f"perturbed:{eps}", 32, seed=7), norm="forward")
+    assert dealiased_band(32) == 10 and np.max(np.abs(coarse[1:11] - coeffs[1:11])) < 1e-16
+    assert np.max(np.abs(coarse[11:])) < 1e-16
 
 
 def test_perturbation_is_reproducible_from_the_seed():
@@ -53,7 +53,7 @@ def test_restart_from_a_file_resamples_spectrally(tmp_path):
     ("gaussian", "unknown initial condition"),
     ("perturbed:abc", "perturbed:EPS must be a number"),
     ("vonmises:-1", "KAPPA >= 0"),
-    ("perturbed:5", r"perturbed:EPS needs EPS in \[0, 0\.08032\) for --seed 0"),   # 21 of the 32 modes at N = 64
+    ("perturbed:5", r"perturbed:EPS needs EPS in \[0, 0\.08231\) for --seed 0"),
     ("vonmises:400", "not resolved"),
     ("", "--init"),
     ("missing.nc", "no such file"),

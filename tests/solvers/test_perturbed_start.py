@@ -30,17 +30,17 @@ def test_circle_spectral_starts_are_one_function_on_the_coarsest_grid():
     mean = 1 / (2 * math.pi)
     for n, density in zip(CIRCLE_SIZES[1:], densities[1:]):
         assert np.max(np.abs(density[:: n // CIRCLE_SIZES[0]] - coarse)) / mean < 1e-15
-    # the perturbation lives in modes 1..32: the same coefficients, nothing above
+    # the perturbation lives in modes 1..16: the same coefficients, nothing above
     coefficients = [fourier_series.coefficients(d) for d in densities]
     for c in coefficients[1:]:
-        assert np.max(np.abs(c[:33] - coefficients[0][:33])) / mean < 1e-15
-        assert np.max(np.abs(c[33:])) / mean < 1e-16
+        assert np.max(np.abs(c[:17] - coefficients[0][:17])) / mean < 1e-15
+        assert np.max(np.abs(c[17:])) / mean < 1e-16
 
 
 def test_circle_fv_starts_are_exact_cell_averages_of_that_function():
     reference = fourier_series.coefficients(_start("circle", "spectral", 256)[0].density(
-        _start("circle", "spectral", 256)[1]))[:33]
-    k = np.arange(33)
+        _start("circle", "spectral", 256)[1]))[:17]
+    k = np.arange(17)
     for n in CIRCLE_SIZES:
         scheme, averages = _start("circle", "fv", n)
         theta, h = 2 * math.pi * np.arange(n) / n, 2 * math.pi / n
@@ -58,14 +58,14 @@ def test_sphere_starts_are_one_function_at_lmax_31_and_63():
     l = fine.basis.degree_of_index
     mean = abs(c63[0])
     assert np.max(np.abs(on_fine - c63)) / mean < 1e-14
-    assert np.max(np.abs(c63[l > 16])) / mean < 1e-14 and np.min(np.abs(c63[(l >= 1) & (l <= 16)])) > 0
+    assert np.max(np.abs(c63[l > 12])) / mean < 1e-14 and np.min(np.abs(c63[(l >= 1) & (l <= 12)])) > 0
 
 
 @pytest.mark.parametrize("dim", [3, 5])
 def test_zonal_galerkin_starts_are_one_function_at_two_degrees(dim):
     (_, low), (_, high) = _start("zonal", "galerkin", 24, dim), _start("zonal", "galerkin", 64, dim)
     assert np.max(np.abs(high[:25] - low)) / low[0] < 1e-13
-    assert np.max(np.abs(high[17:])) / low[0] < 1e-13
+    assert np.max(np.abs(high[13:])) / low[0] < 1e-13
 
 
 def test_zonal_fv_starts_are_exact_cell_averages_of_the_galerkin_function():
@@ -88,8 +88,8 @@ def test_zonal_fv_starts_are_exact_cell_averages_of_the_galerkin_function():
 def test_particles_sample_the_same_function_at_every_resolution():
     laws = [_circle_law(SPEC, "text", SPEC, n, SEED) for n in (128, 256, 1024)]
     for law in laws[1:]:
-        assert np.max(np.abs(law.coeffs[:33] - laws[0].coeffs[:33])) * 2 * math.pi < 1e-15
-        assert np.max(np.abs(law.coeffs[33:])) * 2 * math.pi < 1e-16
+        assert np.max(np.abs(law.coeffs[:17] - laws[0].coeffs[:17])) * 2 * math.pi < 1e-15
+        assert np.max(np.abs(law.coeffs[17:])) * 2 * math.pi < 1e-16
 
 
 def test_formation_time_is_the_same_at_every_resolution():
