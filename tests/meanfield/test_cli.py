@@ -55,7 +55,7 @@ def solved(tmp_path_factory):
     folder = tmp_path_factory.mktemp("cli")
     out = folder / "run.nc"
     code = main(["solve", "circle", "--attention", "sa", "--beta", "4", "--resolution", "64",
-                 "--init", "perturbed:1e-3", "--seed", "5", "--t-final", "2", "--save-every", "0.5",
+                 "--init", "perturbed:1e-4", "--seed", "5", "--t-final", "2", "--save-every", "0.5",
                  "--out", str(out), "--no-progress"])
     assert code == 0
     return out
@@ -213,7 +213,7 @@ def test_exit_status_follows_the_stop_reason(command, outcome, status, tmp_path,
 
 def test_a_run_that_loses_resolution_exits_3(tmp_path, capsys):
     out = tmp_path / "early.nc"
-    code, text, err = run_cli(capsys, "solve", "circle", "--beta", 9, "--resolution", 64, "--init", "perturbed:1e-2",
+    code, text, err = run_cli(capsys, "solve", "circle", "--beta", 9, "--resolution", 64, "--init", "perturbed:1e-5",
                               "--t-final", 100, "--out", out, "--no-progress")
     assert code == 3 and "stop_reason: resolution lost" in text and "exit status 3" in err
     with xr.open_dataset(out) as ds:
