@@ -36,7 +36,11 @@ def test_schemes_agree_before_and_through_clustering(tmp_path):
         assert str(ds[f"{label}_fv_stop_reason"].values) == "completed"
         assert str(ds[f"{label}_lagrangian_stop_reason"].values) == "completed"
         assert float(ds[f"{label}_lagrangian_centre_gap"]) < 1.5 * grid
-        assert float(ds[f"{label}_lagrangian_mass_gap"]) < 3e-3
+    # Lagrangian cluster masses are sums of whole node weights (1/N from the near-uniform perturbed start): the
+    # node whose arc a cluster boundary splits goes to one side, so each mass is exact to two node weights
+    # (measured 3.4e-3 at N = 256, 1.4e-3 at N = 512); the structured start's boundaries lie in empty valleys
+    assert float(ds["perturbed_lagrangian_mass_gap"]) < 2 / QUICK["resolution"]
+    assert float(ds["structured_lagrangian_mass_gap"]) < 3e-3
     assert int(ds.perturbed_clusters) == 4                # k* at beta = 9
     n = QUICK["n"]
     assert float(ds.structured_particles_mass_gap) < 4 / math.sqrt(n)
