@@ -34,7 +34,7 @@ from scipy.interpolate import CubicSpline, RectBivariateSpline
 from .errors import InputError, require
 from .initial import (VON_MISES, _number as parse_number, check_sign_and_mass, density_from_spec,
                       require_resolved)
-from .perturbation import require_positive, sphere_lowest, sphere_noise
+from .perturbation import require_positive, sphere_lowest, sphere_noise, sphere_normals
 from .storage import last_valid_density, load_run
 
 SPHERE_INIT_HELP = ("uniform, perturbed:EPS, vmf:KAPPA@LAT,LON (LAT/LON in degrees; sums with '+'), "
@@ -71,8 +71,9 @@ def von_mises_fisher(basis, kappa: float, mu: np.ndarray) -> np.ndarray:
 def perturbed_density(eps: float, basis, seed) -> np.ndarray:
     """``(1 + EPS noise) / (4 pi)`` on the grid of ``basis`` (MATH.md §2.4), the noise in the degrees up to
     ``min(12, lmax)``; refused when ``EPS`` would make it negative."""
-    require_positive(eps, sphere_lowest(seed, basis), seed)
-    coeffs = sphere_noise(seed, basis.degree_of_index, basis.m_of_index)
+    normals = sphere_normals(seed)
+    require_positive(eps, sphere_lowest(normals, basis), seed)
+    coeffs = sphere_noise(normals, basis.degree_of_index, basis.m_of_index)
     return (1.0 + eps * basis.synthesise(math.sqrt(4 * math.pi) * coeffs)) / (4 * math.pi)
 
 

@@ -72,15 +72,21 @@ def circle_noise(seed, kmax: int) -> np.ndarray:
     return coeffs[:min(band, kmax) + 1]
 
 
-def sphere_noise(seed, degree_of_index, m_of_index) -> np.ndarray:
+def sphere_normals(seed) -> np.ndarray:
+    """The sphere law's ``L0 (L0 + 2)`` normals in their fixed order (MATH.md §2.4)."""
+    band = BANDS["sphere"]
+    return standard_normals(seed, band * (band + 2))
+
+
+def sphere_noise(normals: np.ndarray, degree_of_index, m_of_index) -> np.ndarray:
     """Complex orthonormal coefficients ``f_lm`` (``m >= 0``, in the given layout) of the sphere's noise
     divided by ``sqrt(4 pi)`` (MATH.md §2.4): ``f_l0 = x_l0``, ``f_lm = (x_lm - i y_lm) / sqrt 2``, for the
     degrees ``1 .. L0`` the layout holds (zero elsewhere).
 
-    The fixed order puts degree ``l`` at offset ``l^2 - 1``: ``x_l0``, then ``x_lm, y_lm`` for ``m = 1..l``.
+    ``normals`` from :func:`sphere_normals`; the fixed order puts degree ``l`` at offset ``l^2 - 1``:
+    ``x_l0``, then ``x_lm, y_lm`` for ``m = 1..l``.
     """
     band = BANDS["sphere"]
-    normals = standard_normals(seed, band * (band + 2))
     l, m = np.asarray(degree_of_index), np.asarray(m_of_index)
     inside = (l >= 1) & (l <= band)
     offset = np.where(inside, l * l - 1, 0)
@@ -106,9 +112,9 @@ def require_positive(eps: float, lowest: float, seed) -> None:
     if eps * depth < 1.0:
         return
     digits = 10 ** (3 - math.floor(math.log10(1.0 / depth)))          # 4 significant digits, rounded down
-    raise InputError(f"--init: perturbed:EPS needs EPS in [0, {math.floor(digits / depth) / digits:.4g}) for --seed "
-                     f"{seed} (got {eps:g}): the drawn noise dips to {lowest:.4g}, so a larger EPS makes the density "
-                     f"negative")
+    draw = "this draw (no --seed)" if seed is None else f"--seed {seed}"
+    raise InputError(f"--init: perturbed:EPS needs EPS in [0, {math.floor(digits / depth) / digits:.4g}) for {draw} "
+                     f"(got {eps:g}): the drawn noise dips to {lowest:.4g}, so a larger EPS makes the density negative")
 
 
 def circle_lowest(coeffs: np.ndarray) -> float:
@@ -116,10 +122,10 @@ def circle_lowest(coeffs: np.ndarray) -> float:
     return float(np.min(synthesis(coeffs, FINE_CIRCLE_POINTS)))
 
 
-def sphere_lowest(seed, basis) -> float:
+def sphere_lowest(normals: np.ndarray, basis) -> float:
     """The minimum of the sphere noise (degrees ``<= basis.lmax``) on the fine grid of a basis of the same kind."""
     fine = type(basis)(FINE_SPHERE_DEGREE)
-    coeffs = sphere_noise(seed, fine.degree_of_index, fine.m_of_index)
+    coeffs = sphere_noise(normals, fine.degree_of_index, fine.m_of_index)
     coeffs[np.asarray(fine.degree_of_index) > basis.lmax] = 0.0
     return float(np.min(fine.synthesise(math.sqrt(4 * math.pi) * coeffs)))
 
