@@ -276,8 +276,9 @@ def plot_study(runs: dict, settings: dict) -> Figure:
         ax = axes[0, column]
         deviation_heat_map(rows[0], ax, run.theta.values, run.time.values, run.density.values, mean_density(run))
         theta_axis(ax)
-        for label, t, style in ((r"$\log(1/\varepsilon)/\lambda_{k^*}$", row["t_form_issue"], ":"),
-                                (r"from $|a_{k^*}(0)|$", row["t_form_refined"], "--")):
+        for label, t, style in ((r"$\log(1/A)/\lambda_{k^*}$ (law mean)", row["t_form_issue"], ":"),
+                                (r"from $|a_{k^*}(0)|$", row["t_form_refined"], "--"),
+                                ("from all modes (linearised)", row["t_form_linear"], "-.")):
             ax.axhline(t, color="k", ls=style, lw=1.2, label=f"formation predicted {label}")
         if math.isfinite(row["t_formed"]):
             coefficients = fourier_series.sums(run.density.values[0])
