@@ -75,9 +75,13 @@ def critical_noise(model: Model) -> float:
     return float(np.max(interaction_rate(model, _search_range(model))))
 
 
+def _require_zonal_dim(model: Model, zonal: bool) -> None:
+    require(not zonal or model.dim >= 3, f"zonal densities need --dim >= 3 (got {model.dim})")
+
+
 def _law(model: Model, zonal: bool) -> tuple[np.ndarray, np.ndarray]:
     """The degrees ``1..L0`` of the ``perturbed:`` law on ``model``'s sphere and their numbers of normals (MATH.md §2.4)."""
-    require(not zonal or model.dim >= 3, f"zonal densities need --dim >= 3 (got {model.dim})")
+    _require_zonal_dim(model, zonal)
     degrees = np.arange(1, law_band(model.dim, zonal) + 1)
     return degrees, np.array([coefficients_per_degree(int(l), model.dim, zonal) for l in degrees])
 
@@ -93,7 +97,7 @@ def typical_amplitude(model: Model, eps: float, degree: int | None = None, *, zo
     require(math.isfinite(eps) and 0 < eps < 1, f"eps must be in (0, 1) (got {eps:g})")
     degree = dominant_mode(model) if degree is None else int(degree)
     require(degree >= 1, f"degree must be >= 1 (got {degree})")
-    require(not zonal or model.dim >= 3, f"zonal densities need --dim >= 3 (got {model.dim})")
+    _require_zonal_dim(model, zonal)
     count = coefficients_per_degree(degree, model.dim, zonal)
     return eps * math.sqrt(2.0) * math.exp(0.5 * digamma(0.5 * count))
 
@@ -121,7 +125,7 @@ def _dominance_integrands(r: np.ndarray, counts: np.ndarray, log_lead: np.ndarra
     degrees of freedom, ``F_m(x) = P(m/2, x^2/2)``, ``f_m(r) = r^{m-1} exp(-r^2/2) / (2^{m/2-1} Gamma(m/2))``."""
     half = 0.5 * counts
     log_pdf = (counts - 1) * np.log(r) - 0.5 * r * r - (half - 1) * math.log(2.0) - gammaln(half)
-    scaled = r * np.exp(np.minimum(log_lead, 700.0))
+    scaled = r * np.exp(np.minimum(log_lead, 300.0))            # F_j = 1 there already; its square stays finite
     cdf = gammainc(half[None, :], 0.5 * scaled * scaled)
     np.fill_diagonal(cdf, 1.0)
     return np.exp(log_pdf) * np.prod(cdf, axis=1)
