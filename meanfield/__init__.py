@@ -6,7 +6,9 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
 * kernels — :func:`scaled_funk_hecke`, :func:`band_limit` (MATH.md §2.1–2.2); :class:`KernelOperator`, every
   multiplier of a model on a set of degrees (convolution, velocity, radial, energy form, band).
 * theory — :func:`growth_rates`, :func:`dominant_mode`, :func:`critical_noise`,
-  :func:`formation_time` (MATH.md §2.3).
+  :func:`formation_time` (MATH.md §2.3); from a ``perturbed:EPS`` start (MATH.md §2.4)
+  :func:`typical_amplitude` and :func:`dominance_probabilities` (which mode, on the circle how many
+  clusters, dominates at formation).
 * normalisation theory — :func:`equiangular_solution`, :func:`initial_rate`, :func:`late_time_decay`,
   :func:`mode_amplitude_factor`, :func:`effective_growth_rate` (MATH.md §6).
 * diagnostics — :func:`detect_clusters`, :func:`fit_growth_rates`.
@@ -45,7 +47,8 @@ from .model import Model
 from .normalization import Normalization
 from .settings import Attention, Monitor, Saving, StepControl
 from .storage import load_run, save_run
-from .theory import critical_noise, dominant_mode, formation_time, growth_rates
+from .theory import (critical_noise, dominance_probabilities, dominant_mode, formation_time, growth_rates,
+                     typical_amplitude)
 from .normalization_theory import (effective_growth_rate, equiangular_solution, initial_rate, late_time_decay,
                                     mode_amplitude_factor)
 
@@ -69,6 +72,6 @@ def plot_run(dataset, path=None, modes=None):
 
 
 __all__ = ["effective_growth_rate", "equiangular_solution", "initial_rate", "late_time_decay", "mode_amplitude_factor",
-           "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominant_mode", "formation_time",
+           "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominance_probabilities", "dominant_mode", "formation_time", "typical_amplitude",
            "growth_rates", "KernelOperator", "solve_gaussian_case", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "sphere_area",
            "Attention", "Monitor", "Normalization", "Saving", "StepControl", "__version__"]

@@ -33,6 +33,9 @@ EXIT_COMPLETED = 0
 EXIT_USAGE = 2
 EXIT_STOPPED = 3
 EXIT_INTERRUPTED = 130
+#: ``theory --eps`` shows at most this many modes' probabilities of dominating, each at least the floor.
+DOMINANCE_SHOWN = 5
+DOMINANCE_FLOOR = 1e-4
 
 EXIT_HELP = ("Exit status: 0 when the run completed; 2 on bad input (one line on stderr, nothing computed or "
              "written); 3 when the run stopped before --t-final (the file is still written with every frame and "
@@ -102,7 +105,10 @@ def cli(threads):
               help="Ambient dimension d in [2, 4096] (sphere S^{d-1}).")
 @_model_options
 @click.option("--modes", type=int, default=10, show_default=True, help=f"Show degrees/modes 1..MODES (<= {MAX_MODES}).")
-@click.option("--eps", type=float, default=None, help="Perturbation size in (0, 1): also predict the formation time.")
+@click.option("--eps", type=float, default=None,
+              help="EPS of a perturbed:EPS start (MATH.md §2.4), in (0, 1): also predict the formation time and "
+                   "the probability that each mode dominates then (on the circle: the cluster count).")
+@click.option("--zonal", is_flag=True, help="With --eps: the zonal law (one coefficient per degree, --dim >= 3).")
 @click.option("--normalization", default=None,
               help="Also the theory of a normalisation scheme (MATH.md §6): post, pre, mix, peri, ngpt or lnscale.")
 @click.option("--r0", type=float, default=None, help="Initial radius r0 > 0 (with --normalization) [default: 1].")
@@ -114,7 +120,8 @@ def cli(threads):
 @click.option("--t", "at_time", type=float, default=None,
               help="Time >= 0 of the amplitude factors (with --normalization) [default: 10].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
-def theory(dim, attention, beta, nu, modes, eps, normalization, r0, alpha, mix_switch, tokens, at_time, as_json):
+def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha, mix_switch, tokens, at_time,
+           as_json):
     """Linear growth rates of the uniform state (MATH.md §2.3); with --normalization also the
     scheme's mode growth, the orthonormal start's drho/dt(0) and its late-time law (MATH.md §6).
 
@@ -130,6 +137,8 @@ def theory(dim, attention, beta, nu, modes, eps, normalization, r0, alpha, mix_s
     check_integer("--modes", modes, 1, MAX_MODES)
     if eps is not None:
         check_number("--eps", eps, 0.0, 1.0)
+    require(not zonal or eps is not None, "--zonal needs --eps")
+    require(not zonal or dim >= 3, f"--zonal needs --dim >= 3 (got {dim})")
     scheme_options = {"--r0": r0, "--alpha": alpha, "--mix-switch": mix_switch, "--n": tokens, "--t": at_time}
     if normalization is None:
         for option, value in scheme_options.items():
@@ -150,8 +159,10 @@ def theory(dim, attention, beta, nu, modes, eps, normalization, r0, alpha, mix_s
         result = {"dim": dim, "attention": model.attention, "beta": model.beta, "nu": model.nu,
                   "modes": degrees.tolist(), "growth_rates": rates.tolist(), "dominant_mode": k_star}
         if eps is not None:
-            time = formation_time(model, eps)
-            result.update(eps=eps, formation_time=time if math.isfinite(time) else None)
+            time = formation_time(model, eps, zonal=zonal)
+            formed = math.isfinite(time)
+            result.update(eps=eps, formation_time=time if formed else None,
+                          dominance=_dominance(model, eps, zonal) if formed else None)
         result.update(report or {})
         click.echo(json.dumps(result))
         return
@@ -162,9 +173,25 @@ def theory(dim, attention, beta, nu, modes, eps, normalization, r0, alpha, mix_s
     click.echo(f"dominant mode: {k_star} (rate {growth_rates(model, [k_star])[0]:.8g})")
     click.echo(f"critical noise: nu_c = {critical_noise(model):.8g} (uniform state stable iff nu > nu_c)")
     if eps is not None:
-        click.echo(f"formation time from eps = {eps:g}: {formation_time(model, eps):.6g}")
+        time = formation_time(model, eps, zonal=zonal)
+        click.echo(f"formation time from perturbed:{eps:g}{' (zonal)' if zonal else ''}: {time:.6g}")
+        ranked = ", ".join(f"{degree} ({probability:.3g})" for degree, probability in
+                           zip(*_dominance(model, eps, zonal).values())) if math.isfinite(time) else \
+            "none (the uniform state is linearly stable)"
+        click.echo(f"{'cluster count' if dim == 2 else 'degree'} at formation (probability): {ranked}")
     for line in report_lines(report, degrees) if report else ():
         click.echo(line)
+
+
+def _dominance(model: Model, eps: float, zonal: bool) -> dict:
+    """The modes most likely to dominate at formation from ``perturbed:EPS`` (MATH.md §2.4): the most likely
+    first, at most :data:`DOMINANCE_SHOWN`, those of probability >= :data:`DOMINANCE_FLOOR`."""
+    from .theory import dominance_probabilities
+
+    degrees, probabilities = dominance_probabilities(model, eps, zonal=zonal)
+    order = [i for i in np.argsort(-probabilities, kind="stable")[:DOMINANCE_SHOWN]
+             if probabilities[i] >= DOMINANCE_FLOOR]
+    return {"modes": [int(degrees[i]) for i in order], "probabilities": [float(probabilities[i]) for i in order]}
 
 
 # --------------------------------------------------------------------------------------------- solve

@@ -2,8 +2,9 @@
 
 SA attention at beta = 9 on the circle from ``perturbed:1e-4``: the linear theory
 (MATH.md §2.3) predicts that mode k* = 4 dominates and that about four clusters
-form after ``log(1/eps) / lambda_4 ~ 13`` (or, from the actual initial amplitude of mode 4,
-when it reaches 1/2: ~16.5; :mod:`meanfield.metastable`).  The finite-volume scheme follows the
+form after ``log(1/A) / lambda_4 ~ 13.0``, ``A`` the typical amplitude of mode 4 under the law of
+``perturbed:`` (MATH.md §2.4; or, from the actual initial amplitude of mode 4 of seed 0, when it
+reaches 1/2: ~11.9; :mod:`meanfield.metastable`).  The finite-volume scheme follows the
 density through cluster formation into the metastable phase (t = 60, mass exact, density
 non-negative); the demo reports the predicted and the observed cluster count.
 """
@@ -40,7 +41,8 @@ def run_demo(out_dir="meanfield-demo", resolution: int = 1024, progress: bool = 
     model = Model(DEMO_CASE["attention"], DEMO_CASE["beta"], DEMO_CASE["nu"], 2)
     k_star, t_form = dominant_mode(model), formation_time(model, DEMO_EPS)
     echo(f"SA attention, beta = {model.beta:g}, start perturbed:{DEMO_EPS:g}, N = {resolution}")
-    echo(f"linear theory: dominant mode k* = {k_star}, formation time log(1/eps)/lambda_k* = {t_form:.2f}; "
+    echo(f"linear theory: dominant mode k* = {k_star}, formation time log(1/A)/lambda_k* = {t_form:.2f} (A: the typical "
+         f"amplitude of mode k* from perturbed:{DEMO_EPS:g}, MATH.md §2.4); "
          f"finite-volume run to t = {DEMO_CASE['t_final']:g}")
     dataset = solve("circle", resolution=resolution, progress=progress, **DEMO_CASE)
     initial = fourier_series.sums(dataset["density"].values[0]) / resolution

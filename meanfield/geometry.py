@@ -14,3 +14,11 @@ def sphere_area(dim: int) -> float:
 def laplace_eigenvalue(degree, dim: int):
     """``l (l + d - 2)``: minus the Laplace–Beltrami eigenvalue of degree ``l`` on S^{d-1} (MATH.md §2.2)."""
     return degree * (degree + dim - 2)
+
+
+def harmonic_multiplicity(degree: int, dim: int) -> int:
+    """How many independent spherical harmonics of degree ``l`` live on S^{d-1} (MATH.md §2.4):
+    ``C(l+d-2, d-2) + C(l+d-3, d-2)`` for ``l >= 1`` (2 on the circle, ``2 l + 1`` on S^2), 1 for ``l = 0``."""
+    if degree == 0:
+        return 1
+    return math.comb(degree + dim - 2, dim - 2) + math.comb(degree + dim - 3, dim - 2)

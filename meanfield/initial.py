@@ -3,10 +3,12 @@
 Specs (MATH.md §2.1 normalisation; every density integrates to 1 unless read from a file):
 
 ``uniform``               ``1 / (2 pi)``.
-``perturbed:EPS``         ``(1 + EPS * noise) / (2 pi)``; ``noise`` is a real Fourier series with
-                          independent standard Gaussian coefficients in every mode 1..kmax
-                          (``kmax = (N-1)//3``, the dealiased band), scaled to unit RMS on the
-                          circle, drawn from ``--seed``.
+``perturbed:EPS``         ``(1 + EPS * noise) / (2 pi)``, ``noise = sqrt 2 sum_{k=1..16} (a_k cos k theta +
+                          b_k sin k theta)`` with ``a_k, b_k`` i.i.d. standard normal drawn from ``--seed``
+                          in a fixed order (MATH.md §2.4, :mod:`meanfield.perturbation`): the same
+                          function at every ``N >= 49``; a coarser grid keeps the modes up to its
+                          dealiased band ``(N - 1) // 3``.  Refused (one line) when ``EPS`` is so large
+                          that the density would be negative somewhere.
 ``vmf:KAPPA@MU``          ``exp(KAPPA cos(theta - MU)) / (2 pi I_0(KAPPA))`` (``@MU`` optional, 0): the von
                           Mises(–Fisher) density.  ``vmf`` is the one spelling on every geometry (the circle,
                           the sphere, zonal); ``vonmises`` is accepted for it everywhere (:data:`VON_MISES`).
@@ -33,6 +35,7 @@ from scipy.special import ive
 
 from .errors import InputError, require
 from .fourier_series import coefficients, dealiased_band, synthesis
+from .perturbation import circle_lowest, circle_noise, require_positive
 from .storage import last_valid_density, load_run
 
 INIT_HELP = "uniform, perturbed:EPS, vmf:KAPPA@MU (or vonmises:; sums with '+'), or an earlier run's .nc file"
@@ -43,15 +46,12 @@ VON_MISES = ("vmf", "vonmises")
 UNRESOLVED_TOL = 1e-3
 
 
-def random_fourier_noise(n: int, seed) -> np.ndarray:
-    """Unit-RMS real Fourier series with i.i.d. Gaussian coefficients in modes 1..kmax, on N points."""
-    kmax = dealiased_band(n)
-    rng = np.random.default_rng(seed)
-    cos_sin = rng.standard_normal((kmax, 2))
-    rms = math.sqrt(float(np.sum(cos_sin ** 2)) / 2.0)
-    coeffs = np.zeros(n // 2 + 1, dtype=complex)
-    coeffs[1:kmax + 1] = (cos_sin[:, 0] - 1j * cos_sin[:, 1]) / (2.0 * rms)
-    return synthesis(coeffs, n)
+def perturbed_density(eps: float, n: int, seed) -> np.ndarray:
+    """``(1 + EPS noise) / (2 pi)`` on ``theta_j = 2 pi j / N`` (MATH.md §2.4), the noise in the modes up to
+    ``min(16, (N - 1) // 3)``; refused when ``EPS`` would make it negative."""
+    coeffs = circle_noise(seed, dealiased_band(n))
+    require_positive(eps, circle_lowest(coeffs), seed)
+    return (1.0 + eps * synthesis(coeffs, n)) / (2 * math.pi)
 
 
 def von_mises(theta: np.ndarray, kappa: float, mu: float) -> np.ndarray:
@@ -76,7 +76,7 @@ def _term(term: str, theta: np.ndarray, seed) -> np.ndarray:
     if name == "perturbed" and arg:
         eps = _number(arg, "perturbed:EPS")
         require(eps >= 0, f"--init: perturbed:EPS needs EPS >= 0 (got {eps:g})")
-        return (1.0 + eps * random_fourier_noise(theta.size, seed)) / (2 * math.pi)
+        return perturbed_density(eps, theta.size, seed)
     if name in VON_MISES and arg:
         kappa_text, _, mu_text = arg.partition("@")
         kappa = _number(kappa_text, f"{name}:KAPPA")

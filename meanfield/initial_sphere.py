@@ -3,10 +3,11 @@
 Specs (every density integrates to 1 over S^2 unless read from a file):
 
 ``uniform``               ``1 / (4 pi)``.
-``perturbed:EPS``         ``(1 + EPS * noise) / (4 pi)``; ``noise`` is a real band-limited field with
-                          independent standard Gaussian coefficients (real basis) in every degree
-                          ``1..lmax`` and every order ``m``, scaled to unit RMS on the sphere, drawn
-                          from ``numpy.random.default_rng(--seed)``.
+``perturbed:EPS``         ``(1 + EPS * noise) / (4 pi)``; ``noise = sqrt(4 pi) sum`` of the real orthonormal
+                          spherical harmonics of degrees ``1..12`` (every order) with i.i.d. standard
+                          normal coefficients drawn from ``--seed`` in a fixed order (MATH.md §2.4,
+                          :mod:`meanfield.perturbation`): the same function at every ``lmax >= 12``, its
+                          truncation below.  Refused when ``EPS`` would make the density negative.
 ``vmf:KAPPA@LAT,LON``     the von Mises–Fisher density ``kappa / (4 pi sinh kappa) exp(kappa <x, mu>)``
                           centred at latitude ``LAT``, longitude ``LON`` (degrees; ``@LAT,LON``
                           optional, default the north pole), computed without overflow (``vonmises:`` is
@@ -33,6 +34,7 @@ from scipy.interpolate import CubicSpline, RectBivariateSpline
 from .errors import InputError, require
 from .initial import (VON_MISES, _number as parse_number, check_sign_and_mass, density_from_spec,
                       require_resolved)
+from .perturbation import require_positive, sphere_lowest, sphere_noise, sphere_normals
 from .storage import last_valid_density, load_run
 
 SPHERE_INIT_HELP = ("uniform, perturbed:EPS, vmf:KAPPA@LAT,LON (LAT/LON in degrees; sums with '+'), "
@@ -66,17 +68,13 @@ def von_mises_fisher(basis, kappa: float, mu: np.ndarray) -> np.ndarray:
     return kappa / (2.0 * math.pi * -math.expm1(-2.0 * kappa)) * np.exp(kappa * (np.minimum(cosine, 1.0) - 1.0))
 
 
-def random_sphere_noise(basis, seed) -> np.ndarray:
-    """Unit-RMS real field with i.i.d. standard Gaussian real-basis coefficients in degrees 1..lmax."""
-    rng = np.random.default_rng(seed)
-    l, m = np.asarray(basis.degree_of_index), np.asarray(basis.m_of_index)
-    re_im = rng.standard_normal((l.size, 2))
-    # real field in the complex orthonormal basis: a_l0 = x, a_lm = (x - i y) / sqrt(2) for m > 0
-    coeffs = np.where(m == 0, re_im[:, 0], (re_im[:, 0] - 1j * re_im[:, 1]) / math.sqrt(2.0))
-    coeffs[l == 0] = 0.0
-    multiplicity = np.where(m == 0, 1.0, 2.0)
-    rms = math.sqrt(float(np.sum(multiplicity * np.abs(coeffs) ** 2)) / (4 * math.pi))
-    return basis.synthesise(coeffs / rms)
+def perturbed_density(eps: float, basis, seed) -> np.ndarray:
+    """``(1 + EPS noise) / (4 pi)`` on the grid of ``basis`` (MATH.md §2.4), the noise in the degrees up to
+    ``min(12, lmax)``; refused when ``EPS`` would make it negative."""
+    normals = sphere_normals(seed)
+    require_positive(eps, sphere_lowest(normals, basis), seed)
+    coeffs = sphere_noise(normals, basis.degree_of_index, basis.m_of_index)
+    return (1.0 + eps * basis.synthesise(math.sqrt(4 * math.pi) * coeffs)) / (4 * math.pi)
 
 
 def _term(term: str, basis, seed) -> np.ndarray:
@@ -87,7 +85,7 @@ def _term(term: str, basis, seed) -> np.ndarray:
     if name == "perturbed" and arg:
         eps = _number(arg, "perturbed:EPS")
         require(eps >= 0, f"--init: perturbed:EPS needs EPS >= 0 (got {eps:g})")
-        return (1.0 + eps * random_sphere_noise(basis, seed)) / (4 * math.pi)
+        return perturbed_density(eps, basis, seed)
     if name in VON_MISES and arg:
         kappa_text, at, where = arg.partition("@")
         kappa = _number(kappa_text, f"{name}:KAPPA")

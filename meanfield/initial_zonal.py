@@ -7,9 +7,11 @@ ordered as the basis orders them.  Specs (MATH.md §2.2 normalisation; every den
 integrates to 1 over S^{d-1} unless read from a file):
 
 ``uniform``           ``1 / |S^{d-1}|``.
-``perturbed:EPS``     ``(1 + EPS * noise) / |S^{d-1}|``; ``noise`` is zonal with independent standard
-                      Gaussian coefficients (normalised Gegenbauer basis) in every degree 1..lmax,
-                      scaled to unit RMS on the sphere, drawn from ``--seed``.
+``perturbed:EPS``     ``(1 + EPS * noise) / |S^{d-1}|``; ``noise = sqrt(|S^{d-1}|) sum_{l=1..12} c_l P_l(x_d)``
+                      (normalised Gegenbauer ``P_l``) with ``c_l`` i.i.d. standard normal drawn from
+                      ``--seed`` in a fixed order (MATH.md §2.4, :mod:`meanfield.perturbation`): the same
+                      function at every ``lmax >= 12``, its truncation below.  Refused when ``EPS``
+                      would make the density negative.
 ``vmf:KAPPA``         von Mises–Fisher centred on the pole (``vonmises:KAPPA`` is accepted too):
                       ``kappa^{d/2-1} exp(KAPPA x_d) / ((2 pi)^{d/2} I_{d/2-1}(KAPPA))``, via ``ive``.
 ``A+B+...``           the equal-weight mixture of the terms.
@@ -32,6 +34,7 @@ from scipy.special import ive
 from .errors import InputError, require
 from .geometry import sphere_area
 from .initial import VON_MISES, _number, check_sign_and_mass, density_from_spec, init_label, require_resolved
+from .perturbation import require_positive, zonal_lowest, zonal_noise
 from .storage import last_valid_density, load_run
 
 INIT_HELP = "uniform, perturbed:EPS, vmf:KAPPA (sums with '+'), or an earlier zonal run's .nc file"
@@ -46,13 +49,13 @@ def von_mises_fisher(t: np.ndarray, kappa: float, dim: int) -> np.ndarray:
     return np.exp(kappa * (np.asarray(t) - 1.0) + log_norm)
 
 
-def random_zonal_noise(basis, seed) -> np.ndarray:
-    """Unit-RMS zonal field with i.i.d. standard Gaussian coefficients in degrees 1..lmax, at the nodes."""
-    rng = np.random.default_rng(seed)
-    coeffs = np.zeros(basis.lmax + 1)
-    coeffs[1:] = rng.standard_normal(basis.lmax)
-    rms = math.sqrt(float(np.sum(coeffs ** 2)) / sphere_area(basis.dim))
-    return basis.synthesise(coeffs / rms)
+def perturbed_density(eps: float, basis, seed) -> np.ndarray:
+    """``(1 + EPS noise) / |S^{d-1}|`` at the nodes of ``basis`` (MATH.md §2.4), the noise in the degrees up to
+    ``min(12, lmax)``; refused when ``EPS`` would make it negative."""
+    coeffs = zonal_noise(seed, basis.lmax)
+    require_positive(eps, zonal_lowest(coeffs, basis), seed)
+    area = sphere_area(basis.dim)
+    return (1.0 + eps * math.sqrt(area) * basis.synthesise(coeffs)) / area
 
 
 def _term(term: str, basis, seed) -> np.ndarray:
@@ -64,7 +67,7 @@ def _term(term: str, basis, seed) -> np.ndarray:
     if name == "perturbed" and arg:
         eps = _number(arg, "perturbed:EPS", INIT_HELP)
         require(eps >= 0, f"--init: perturbed:EPS needs EPS >= 0 (got {eps:g})")
-        return (1.0 + eps * random_zonal_noise(basis, seed)) / area
+        return perturbed_density(eps, basis, seed)
     if name in VON_MISES and arg:
         kappa = _number(arg, f"{name}:KAPPA", INIT_HELP)
         require(kappa >= 0, f"--init: {name}:KAPPA needs KAPPA >= 0 (got {kappa:g})")

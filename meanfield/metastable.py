@@ -4,12 +4,13 @@ Predictions (MATH.md §2.3, Bruno et al.).  From ``rho = 1/2pi + sum_k a_k exp(i
 with small ``a_k``, each mode grows like ``exp(lambda_k t)``; the dominant mode ``k*`` takes over
 and about ``k*`` clusters form.
 
-* formation time, as the issue states it: ``log(1/eps) / lambda_{k*}`` (:func:`meanfield.theory.formation_time`);
-  it ignores how ``eps`` is shared between modes;
+* formation time of the theory: ``log(1/A) / lambda_{k*}`` (:func:`meanfield.theory.formation_time`), ``A`` the
+  initial amplitude of mode ``k*`` or, from ``perturbed:EPS``, its typical value under the law (MATH.md §2.4);
 * formation time from the actual initial amplitude of mode ``k*``: the time at which the linear
   amplitude ``2 pi |a_{k*}| exp(lambda_{k*} t)`` reaches ``threshold = 1/2`` (the density's peak
   then reaches twice the mean, the cluster criterion of :mod:`meanfield.diagnostics`):
-  ``log(threshold / (2 pi |a_{k*}(0)|)) / lambda_{k*}``;
+  ``log(threshold / (2 pi |a_{k*}(0)|)) / lambda_{k*}``; and from all the initial amplitudes, the first
+  time the linearised solution shows ``k*`` clusters (:func:`linear_formation_time`);
 * cluster angles from the initial phase of mode ``k*``: the maxima of ``Re(a_{k*} exp(i k* theta))``,
   ``theta_m = (2 pi m - arg a_{k*}) / k*``;
 * cluster angles of the whole linearised solution ``sum_k a_k exp(lambda_k t) exp(i k theta)`` at a
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .diagnostics import empirical_coefficients
+from .diagnostics import detect_clusters, empirical_coefficients
 from .errors import require
 from .fourier_series import synthesis
 from .model import Model
@@ -70,6 +71,35 @@ def linearised_density(coefficients: np.ndarray, model: Model, t: float, points:
     if growing_only:
         grown[1:][rates < 0.5 * np.max(rates)] = 0.0
     return synthesis(grown, points)
+
+
+def linear_formation_time(coefficients: np.ndarray, model: Model, count: int, points: int,
+                          tol: float = 1e-6) -> float:
+    """First time the linearised solution of all growing modes (:func:`linearised_density`) shows ``count``
+    clusters (:func:`meanfield.diagnostics.detect_clusters`: runs above twice the mean), MATH.md §2.3-2.4.
+
+    Unlike :func:`refined_formation_time` (mode ``k*`` alone) it sees the other modes of the start: with a
+    near tie (MATH.md §2.4) clusters cross the level one after another.  Found by a scan of steps
+    ``0.01 / lambda_max`` (until the linear peak passes 10 x the mean: ``inf`` then) and bisection to ``tol``.
+    """
+    require(count >= 1, f"count must be >= 1 (got {count})")
+    coefficients = np.asarray(coefficients, dtype=complex)
+    rate = float(np.max(growth_rates(model, np.arange(1, min(coefficients.size, points // 2 + 1)))))
+    if rate <= 0:
+        return math.inf
+    enough = lambda t: detect_clusters(linearised_density(coefficients, model, t, points)).count >= count
+    step, t = 0.01 / rate, 0.0
+    while not enough(t):
+        t += step
+        if np.max(linearised_density(coefficients, model, t, points)) * 2 * math.pi > 10.0:
+            return math.inf
+    low, high = max(0.0, t - step), t
+    if high == 0.0:
+        return 0.0
+    while high - low > tol:
+        middle = 0.5 * (low + high)
+        low, high = (low, middle) if enough(middle) else (middle, high)
+    return high
 
 
 def local_maxima_angles(density: np.ndarray, count: int) -> np.ndarray:

@@ -7,7 +7,8 @@ S^{d-1} and weights ``(n,)`` (summing to 1 for the laws below; a particle file k
 ``perturbed:EPS``, ``vmf:..`` (or ``vonmises:..``, circle) i.i.d. samples of the density that
                                   ``meanfield solve circle --init SPEC --resolution R --seed S`` starts
                                   from (same ``R`` and ``S``), by exact rejection sampling of its
-                                  trigonometric series.
+                                  trigonometric series; for ``perturbed:EPS`` that is one function
+                                  at every ``R >= 49`` (MATH.md §2.4).
 ``orthogonal``                    ``n <= d`` pairwise orthogonal tokens, randomly rotated (MATH.md §1).
 ``run.nc`` or a ``Dataset``       a particle run's last positions and weights (also a Lagrangian
                                   run's nodes and weights when ``--n``, ``--dim`` are theirs), or

@@ -3,8 +3,9 @@
 One ``--seed`` drives several independent random choices (the perturbation of a density
 start, the sampling of tokens, the noise of a run, random matrices).  Each purpose gets
 its own stream, so changing how many numbers one of them draws never changes another.
-The density perturbation itself uses ``numpy.random.default_rng(seed)`` (so that a PDE run
-and a particle run with the same seed start from the same law).
+The density perturbation itself uses ``numpy.random.default_rng(seed)``, drawn in the fixed order of
+MATH.md §2.4 (so that a PDE run and a particle run with the same seed, at any resolution that holds
+the band, start from the same function).
 """
 
 import numpy as np

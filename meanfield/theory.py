@@ -7,6 +7,10 @@ Fourier mode on the circle) grows independently at the rate
     SA:   lambda_l = l (l + d - 2) I_{l+(d-2)/2}(beta) / (beta I_{(d-2)/2}(beta)) - nu l (l + d - 2)
 
 All Bessel functions enter as ratios of ``ive`` (SA) or as ``exp(beta) ive`` (USA).
+
+From a ``perturbed:EPS`` start (MATH.md §2.4) the initial amplitudes are random with a known law:
+:func:`typical_amplitude`, :func:`formation_time` and :func:`dominance_probabilities` (which degree,
+on the circle how many clusters, wins at formation).
 """
 
 from __future__ import annotations
@@ -14,12 +18,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.integrate import quad_vec
+from scipy.special import digamma, gammainc, gammaln
 
 from .errors import require
 from .geometry import laplace_eigenvalue, sphere_area
 from .kernel_operator import KernelOperator
 from .kernels import band_limit, scaled_funk_hecke
 from .model import Model
+from .perturbation import coefficients_per_degree, law_band
 
 
 def interaction_rate(model: Model, degrees) -> np.ndarray:
@@ -99,12 +106,82 @@ def critical_noise(model: Model) -> float:
     return float(np.max(interaction_rate(model, _search_range(model))))
 
 
-def formation_time(model: Model, eps: float) -> float:
-    """Predicted cluster formation time ``log(1/eps) / lambda_{l*}`` from a perturbation of size ``eps``.
+def _require_zonal_dim(model: Model, zonal: bool) -> None:
+    require(not zonal or model.dim >= 3, f"zonal densities need --dim >= 3 (got {model.dim})")
 
-    Bruno et al. (MATH.md §2.3); i.i.d. tokens have ``eps ~ n^{-1/2}``.  Infinite when
-    the uniform state is linearly stable (``nu >= nu_c``).
+
+def _law(model: Model, zonal: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The degrees ``1..L0`` of the ``perturbed:`` law on ``model``'s sphere and their numbers of normals (MATH.md §2.4)."""
+    _require_zonal_dim(model, zonal)
+    degrees = np.arange(1, law_band(model.dim, zonal) + 1)
+    return degrees, np.array([coefficients_per_degree(int(l), model.dim, zonal) for l in degrees])
+
+
+def typical_amplitude(model: Model, eps: float, degree: int | None = None, *, zonal: bool = False) -> float:
+    """``exp(E log A_l)`` for the initial amplitude ``A_l`` of degree ``l`` (default ``l*``) of ``perturbed:EPS``.
+
+    MATH.md §2.4: ``A_l`` (the RMS of the degree-``l`` part of ``rho / rho_0 - 1``) is ``EPS`` times a chi
+    variable with ``m_l`` degrees of freedom (``m_l = 2`` on the circle, ``2 l + 1`` on S^2, 1 zonal), so
+    ``exp(E log A_l) = EPS sqrt(2) exp(digamma(m_l / 2) / 2)``: the amplitude whose :func:`formation_time` is
+    the law's mean formation time (the time is linear in ``log A``).  i.i.d. tokens: ``EPS = n^{-1/2}``.
     """
-    require(0 < eps < 1, f"eps must be in (0, 1) (got {eps:g})")
+    require(math.isfinite(eps) and 0 < eps < 1, f"eps must be in (0, 1) (got {eps:g})")
+    degree = dominant_mode(model) if degree is None else int(degree)
+    require(degree >= 1, f"degree must be >= 1 (got {degree})")
+    _require_zonal_dim(model, zonal)
+    count = coefficients_per_degree(degree, model.dim, zonal)
+    return eps * math.sqrt(2.0) * math.exp(0.5 * digamma(0.5 * count))
+
+
+def formation_time(model: Model, eps: float | None = None, *, amplitude: float | None = None,
+                   zonal: bool = False) -> float:
+    """Predicted cluster formation time ``log(1/A) / lambda_{l*}`` (MATH.md §2.3-2.4), ``0`` once ``A >= 1``.
+
+    ``A`` is the initial amplitude of the dominant degree ``l*`` (MATH.md §2.4: the RMS of its part of
+    ``rho / rho_0 - 1``; on the circle ``sqrt(2) |rho_hat_k| / rho_hat_0``): give it as ``amplitude``, or give
+    the ``eps`` of a ``perturbed:EPS`` start and ``A`` is the law's :func:`typical_amplitude` (so the time is
+    the mean over the law's draws; ``zonal`` for the zonal law).  i.i.d. tokens have ``eps = n^{-1/2}``
+    (Bruno et al.).  Infinite when the uniform state is linearly stable (``nu >= nu_c``).
+    """
+    require((eps is None) != (amplitude is None), "give exactly one of eps (a perturbed:EPS start) and amplitude")
+    if amplitude is None:
+        amplitude = typical_amplitude(model, eps, zonal=zonal)
+    require(math.isfinite(amplitude) and amplitude > 0, f"amplitude must be a finite number > 0 (got {amplitude:g})")
     rate = growth_rates(model, [dominant_mode(model)])[0]
-    return math.log(1.0 / eps) / rate if rate > 0 else math.inf
+    return max(0.0, math.log(1.0 / amplitude) / rate) if rate > 0 else math.inf
+
+
+def _dominance_integrands(r: np.ndarray, counts: np.ndarray, log_lead: np.ndarray) -> np.ndarray:
+    """``f_k(r) prod_{j != k} F_j(r exp(log_lead[k, j]))`` for every ``k`` (MATH.md §2.4): chi laws of ``counts``
+    degrees of freedom, ``F_m(x) = P(m/2, x^2/2)``, ``f_m(r) = r^{m-1} exp(-r^2/2) / (2^{m/2-1} Gamma(m/2))``."""
+    half = 0.5 * counts
+    log_pdf = (counts - 1) * np.log(r) - 0.5 * r * r - (half - 1) * math.log(2.0) - gammaln(half)
+    scaled = r * np.exp(np.minimum(log_lead, 300.0))            # F_j = 1 there already; its square stays finite
+    cdf = gammainc(half[None, :], 0.5 * scaled * scaled)
+    np.fill_diagonal(cdf, 1.0)
+    return np.exp(log_pdf) * np.prod(cdf, axis=1)
+
+
+def dominance_probabilities(model: Model, eps: float | None = None, *, time: float | None = None,
+                            zonal: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(degrees, P)``: the probability that each degree ``l = 1..L0`` of ``perturbed:EPS`` dominates at time ``t``.
+
+    MATH.md §2.4: degree ``l`` dominates when its linear amplitude ``A_l exp(lambda_l t)`` is the largest; the
+    ``A_l / EPS`` are independent chi variables, so by exact 1-D quadrature (``scipy.integrate.quad_vec``)
+    ``P_k = int_0^inf f_k(r) prod_{j != k} F_j(r exp((lambda_k - lambda_j) t)) dr``.  On the circle ``P_k`` is the
+    probability of ``k`` clusters.  ``t``: ``time``, or the :func:`formation_time` of ``eps``; when it is
+    infinite (a linearly stable uniform state) the limit: the fastest degree, surely.
+    """
+    require((eps is None) != (time is None), "give exactly one of eps (a perturbed:EPS start) and time")
+    degrees, counts = _law(model, zonal)
+    rates = growth_rates(model, degrees)
+    t = formation_time(model, eps, zonal=zonal) if time is None else float(time)
+    require(not math.isnan(t) and t >= 0, f"time must be >= 0 (got {t:g})")
+    if math.isinf(t):
+        return degrees, (np.arange(degrees.size) == np.argmax(rates)).astype(float)
+    log_lead = (rates[:, None] - rates[None, :]) * t
+    upper = math.sqrt(float(counts.max())) + 40.0                       # chi tails below exp(-800)
+    with np.errstate(divide="ignore", under="ignore"):
+        integral, _ = quad_vec(lambda r: _dominance_integrands(r, counts, log_lead), 0.0, upper,
+                               epsabs=1e-14, epsrel=1e-12)
+    return degrees, integral

@@ -63,7 +63,7 @@ def transforms(scheme: SphereSpectral, state, sa: bool):
 def scheme_and_state(attention: str, beta: float, lmax: int, backend: str):
     """A scheme (on the thread setting in effect now) and a smooth positive state."""
     scheme = SphereSpectral(Model(attention, beta, 0.0, 3), lmax, backend=backend)
-    return scheme, scheme.state_from_density(sphere_density("perturbed:0.1", scheme.basis, 1))
+    return scheme, scheme.state_from_density(sphere_density("perturbed:0.01", scheme.basis, 1))
 
 
 def rhs_seconds(beta: float, lmax: int, backend: str, timing: dict) -> float:

@@ -174,7 +174,7 @@ def run_study(quick: bool = False, out_dir="cluster-formation-study", beta: floa
         ds["formation_time" + suffix] = (("n", "seed"), table[key])
         ds["mean_formation_time" + suffix] = (("n",), seed_mean(table[key]))
         ds["predicted_formation_time" + suffix] = (
-            ("n",), np.array([formation_time(model, n ** -0.5) + fitted["prediction_intercept"] for n in sizes]))
+            ("n",), np.array([formation_time(model, amplitude=n ** -0.5) + fitted["prediction_intercept"] for n in sizes]))
         fitted["not_formed"] = int(np.count_nonzero(~np.isfinite(table[key])))
         attrs.update({name + suffix: value for name, value in fitted.items() if name != "theoretical_slope"})
     attrs.update(initial_amplitude_fit(ds["initial_modes"]))

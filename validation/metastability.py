@@ -7,8 +7,11 @@ For each ``beta`` (SA, ``Q = K = V = I``) two runs:
 * i.i.d. uniform particles (``n`` tokens, perturbation ``eps ~ n^{-1/2}``), to ``particle_horizon``.
 
 Predicted (:mod:`meanfield.metastable`): the dominant mode ``k*``; the formation time
-``log(1/eps)/lambda_{k*}`` as the issue states it and the one from the actual initial amplitude of
-mode ``k*``; cluster angles from the initial phase of mode ``k*`` and from the whole linearised
+``log(1/A)/lambda_{k*}`` of :func:`meanfield.theory.formation_time` (``A`` the typical amplitude of mode
+``k*`` under the law of ``perturbed:EPS``, MATH.md §2.4), the one from the actual initial amplitude of
+mode ``k*`` (``t_form_refined``) and the first time the linearised solution of all the start's modes
+shows ``k*`` clusters (``t_form_linear``: with a near tie, MATH.md §2.4, clusters form one after
+another and the last one sets the plateau's start); cluster angles from the initial phase of mode ``k*`` and from the whole linearised
 solution at the measured formation time.
 
 Measured, from the cluster count of every saved frame (:func:`meanfield.diagnostics.detect_clusters`
@@ -57,8 +60,8 @@ from meanfield import fourier_series
 from meanfield.cluster_dynamics import point_energy
 from meanfield.diagnostics import detect_clusters
 from meanfield.initial import circle_density
-from meanfield.metastable import (angle_errors, first_merge_time, kstar_angles, linearised_density,
-                                  local_maxima_angles, plateaus, refined_formation_time)
+from meanfield.metastable import (angle_errors, first_merge_time, kstar_angles, linear_formation_time,
+                                  linearised_density, local_maxima_angles, plateaus, refined_formation_time)
 from meanfield.model import Model
 from meanfield.plotting import deviation_heat_map, mean_density, theta_axis
 from meanfield.storage import netcdf_safe, package_version, save_run
@@ -122,6 +125,7 @@ def _formation_readout(times, densities, energies, amplitudes, coefficients, mod
     formed = next((p for p in found if p.count > 0), None)
     grid = densities.shape[1]
     row = {"k_star": k, "rate": rate, "t_form_refined": refined_formation_time(coefficients[k], rate),
+           "t_form_linear": linear_formation_time(coefficients, model, k, densities.shape[1]),
            "t_half": crossing_time(times, 2 * math.pi * np.max(amplitudes[:, 1:], axis=1)),
            "grid_spacing": 2 * math.pi / grid, "first_merge_time": first_merge_time(found)}
     if formed is None:
@@ -243,7 +247,7 @@ def particle_case(beta: float, settings: dict, seed: int = 0):
 
 
 def _table(rows: list[dict], cases: list[tuple], attrs: dict) -> xr.Dataset:
-    scalars = ["k_star", "rate", "eps", "size", "t_form_issue", "t_form_refined", "t_half", "t_formed",
+    scalars = ["k_star", "rate", "eps", "size", "t_form_issue", "t_form_refined", "t_form_linear", "t_half", "t_formed",
                "count_at_formation", "angle_error_kstar", "angle_error_linear", "t_emergence",
                "angle_error_emergence", "grid_spacing",
                "first_merge_time", "t_reached"]
@@ -315,8 +319,9 @@ def plot_study(runs: dict, settings: dict) -> Figure:
         ax = axes[0, column]
         deviation_heat_map(rows[0], ax, run.theta.values, run.time.values, run.density.values, mean_density(run))
         theta_axis(ax)
-        for label, t, style in ((r"$\log(1/\varepsilon)/\lambda_{k^*}$", row["t_form_issue"], ":"),
-                                (r"from $|a_{k^*}(0)|$", row["t_form_refined"], "--")):
+        for label, t, style in ((r"$\log(1/A)/\lambda_{k^*}$ (law mean)", row["t_form_issue"], ":"),
+                                (r"from $|a_{k^*}(0)|$", row["t_form_refined"], "--"),
+                                ("from all modes (linearised)", row["t_form_linear"], "-.")):
             ax.axhline(t, color="k", ls=style, lw=1.2, label=f"formation predicted {label}")
         if math.isfinite(row["t_formed"]):
             coefficients = fourier_series.sums(run.density.values[0])
@@ -354,7 +359,7 @@ def plot_study(runs: dict, settings: dict) -> Figure:
 
 
 def format_table(ds: xr.Dataset) -> str:
-    lines = [f"{'beta':>5} {'source':>9} {'k*':>3} {'count':>5} {'t_issue':>8} {'t_refined':>9} {'t_half':>7} "
+    lines = [f"{'beta':>5} {'source':>9} {'k*':>3} {'count':>5} {'t_issue':>8} {'t_refined':>9} {'t_linear':>8} {'t_half':>7} "
              f"{'t_formed':>8} {'ang_k*':>7} {'ang_lin':>7} {'ang_emg':>7} {'grid':>6} {'merge1':>8}  plateaus (count: start-end, E, E_points)"]
     for i in range(ds.sizes["case"]):
         row = ds.isel(case=i)
@@ -365,7 +370,8 @@ def format_table(ds: xr.Dataset) -> str:
             text.append(f"{int(row.plateau_count[j])}: {float(row.plateau_start[j]):.3g}-{float(row.plateau_end[j]):.4g}, "
                         f"{float(row.plateau_energy[j]):.4g}, {float(row.plateau_point_energy[j]):.4g}")
         lines.append(f"{float(row.beta):5g} {str(row.source.values):>9} {int(row.k_star):3d} {int(row.count_at_formation):5d} "
-                     f"{float(row.t_form_issue):8.2f} {float(row.t_form_refined):9.2f} {float(row.t_half):7.2f} "
+                     f"{float(row.t_form_issue):8.2f} {float(row.t_form_refined):9.2f} {float(row.t_form_linear):8.2f} "
+                     f"{float(row.t_half):7.2f} "
                      f"{float(row.t_formed):8.2f} {float(row.angle_error_kstar):7.4f} {float(row.angle_error_linear):7.4f} {float(row.angle_error_emergence):7.4f} "
                      f"{float(row.grid_spacing):6.4f} {float(row.first_merge_time):8.2f}  " + "; ".join(text))
     return "\n".join(lines)

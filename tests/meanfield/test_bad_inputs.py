@@ -42,6 +42,8 @@ CLI_CASES = [
     (_cli("theory", "--beta", 9, "--eps", 2), "--eps must be a finite number in (0, 1)"),
     (_cli("theory", "--beta", 9, "--eps", 0), "--eps"),
     (_cli("theory", "--beta", 9, "--eps", "nan"), "--eps"),
+    (_cli("theory", "--beta", 9, "--zonal"), "--zonal needs --eps"),
+    (_cli("theory", "--beta", 9, "--eps", 1e-4, "--zonal"), "--zonal needs --dim >= 3"),
     (_cli("theory", "--beta", 1, "--dim", 1), "--dim must be an integer in [2, 4096]"),
     (_cli("theory", "--beta", 1, "--dim", 100000), "--dim must be an integer in [2, 4096]"),
     (_cli("theory", "--beta", 1, "--modes", 0), "--modes must be an integer in [1, "),
@@ -88,6 +90,12 @@ CLI_CASES = [
     (_cli("solve", "circle", "--beta", 1, "--t-final", 1, "--positivity-tol", "nan"), "--positivity-tol"),
     (_cli("solve", "circle", "--beta", 1, "--t-final", 1, "--init", "cauchy:1"), "unknown initial condition"),
     (_cli("solve", "circle", "--beta", 1, "--t-final", 1, "--init", "perturbed:nan"), "--init"),
+    (_cli("solve", "circle", "--beta", 1, "--t-final", 1, "--init", "perturbed:0.1"),
+     "perturbed:EPS needs EPS in [0, 0.08231) for --seed 0"),
+    (_cli("solve", "sphere", "--beta", 1, "--t-final", 1, "--init", "perturbed:0.1", "--resolution", 20),
+     "perturbed:EPS needs EPS in [0, "),
+    (_cli("solve", "zonal", "--dim", 8, "--beta", 1, "--t-final", 1, "--init", "perturbed:1e-2"),
+     "perturbed:EPS needs EPS in [0, "),
     (_cli("solve", "circle", "--beta", 1, "--t-final", 1, "--init", "missing.nc"), "missing.nc: no such file"),
     (_cli("solve", "circle", "--beta", 1, "--t-final", 1, "--init", "{corrupt}"), "not a readable netCDF"),
     (_cli("solve", "circle", "--beta", 1, "--t-final", 1, "--init", "{foreign}"), "not a meanfield run"),
@@ -316,6 +324,9 @@ API_CASES = [
     ("eps", _gaussian(attention="sinkhorn", eps=0.0)),
     ("--beta", lambda: Model(beta=-1.0)),
     ("eps", lambda: meanfield.formation_time(Model(beta=9.0), 2.0)),
+    ("amplitude", lambda: meanfield.formation_time(Model(beta=9.0), amplitude=math.nan)),
+    ("eps", lambda: meanfield.dominance_probabilities(Model(beta=9.0), 0.0)),
+    ("perturbed:EPS", _solve(init="perturbed:0.5")),
 ]
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from meanfield import InputError, Model, growth_rates
+from meanfield import InputError, Model, dominance_probabilities, formation_time, growth_rates
 from meanfield.cli import main
 from meanfield.storage import REQUIRED_ATTRS
 
@@ -33,7 +33,21 @@ def test_theory_json(capsys):
 
 def test_theory_table_marks_the_dominant_mode(capsys):
     code, out, _ = run_cli(capsys, "theory", "--beta", 9, "--eps", 1e-4)
-    assert code == 0 and "dominant mode: 4" in out and "formation time" in out
+    assert code == 0 and "dominant mode: 4" in out and "formation time from perturbed:0.0001: 12.9914" in out
+    assert "cluster count at formation (probability): 4 (0.734), 5 (0.254), 3 (0.012), 6 (0.000155)" in out
+
+
+def test_theory_json_reports_the_dominance_probabilities(capsys):
+    code, out, _ = run_cli(capsys, "theory", "--dim", 4, "--beta", 9, "--eps", 1e-4, "--zonal", "--json")
+    assert code == 0
+    result = json.loads(out)
+    model = Model("sa", 9.0, 0.0, 4)
+    degrees, probabilities = dominance_probabilities(model, 1e-4, zonal=True)
+    order = np.argsort(-probabilities)[:len(result["dominance"]["modes"])]
+    assert result["dominance"]["modes"] == degrees[order].tolist()
+    assert np.allclose(result["dominance"]["probabilities"], probabilities[order], rtol=1e-15)
+    assert result["formation_time"] == pytest.approx(formation_time(model, 1e-4, zonal=True), rel=1e-15)
+    assert all(p >= 1e-4 for p in result["dominance"]["probabilities"]) and 1 <= len(result["dominance"]["modes"]) <= 5
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +55,7 @@ def solved(tmp_path_factory):
     folder = tmp_path_factory.mktemp("cli")
     out = folder / "run.nc"
     code = main(["solve", "circle", "--attention", "sa", "--beta", "4", "--resolution", "64",
-                 "--init", "perturbed:1e-3", "--seed", "5", "--t-final", "2", "--save-every", "0.5",
+                 "--init", "perturbed:1e-4", "--seed", "5", "--t-final", "2", "--save-every", "0.5",
                  "--out", str(out), "--no-progress"])
     assert code == 0
     return out
@@ -199,7 +213,7 @@ def test_exit_status_follows_the_stop_reason(command, outcome, status, tmp_path,
 
 def test_a_run_that_loses_resolution_exits_3(tmp_path, capsys):
     out = tmp_path / "early.nc"
-    code, text, err = run_cli(capsys, "solve", "circle", "--beta", 9, "--resolution", 64, "--init", "perturbed:1e-2",
+    code, text, err = run_cli(capsys, "solve", "circle", "--beta", 9, "--resolution", 64, "--init", "perturbed:1e-5",
                               "--t-final", 100, "--out", out, "--no-progress")
     assert code == 3 and "stop_reason: resolution lost" in text and "exit status 3" in err
     with xr.open_dataset(out) as ds:

@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 from meanfield import InputError
-from meanfield.initial import circle_density, dealiased_band, random_fourier_noise
+from meanfield.initial import circle_density, dealiased_band
 from solvers import solve
 
 
@@ -20,19 +20,23 @@ def test_uniform_and_von_mises_are_normalised():
     assert np.allclose(two, 0.5 * (circle_density("vonmises:4@0", n) + circle_density("vonmises:4@3.14", n)))
 
 
-def test_perturbation_has_unit_rms_and_lives_in_the_band():
+def test_perturbation_is_the_documented_series_in_modes_1_to_16():
+    """MATH.md §2.4: 2 pi rho_hat_k = EPS (a_k - i b_k) / sqrt 2, (a_1, b_1, a_2, ...) = default_rng(seed) normals."""
     n, eps = 256, 1e-3
-    density = circle_density(f"perturbed:{eps}", n, seed=7)
-    noise = (2 * math.pi * density - 1) / eps
-    assert math.sqrt(np.mean(noise ** 2)) == pytest.approx(1.0, rel=1e-9)
-    coeffs = np.abs(np.fft.rfft(noise, norm="forward"))
-    assert coeffs[0] < 1e-12 and np.all(coeffs[1:dealiased_band(n) + 1] > 0)
-    assert np.max(coeffs[dealiased_band(n) + 1:]) < 1e-11  # round-off / eps
+    coeffs = np.fft.rfft(2 * math.pi * circle_density(f"perturbed:{eps}", n, seed=7), norm="forward")
+    a, b = np.random.default_rng(7).standard_normal(32).reshape(16, 2).T
+    assert coeffs[0] == pytest.approx(1.0, abs=1e-15)
+    assert np.max(np.abs(coeffs[1:17] - eps * (a - 1j * b) / math.sqrt(2))) < 1e-16
+    assert np.max(np.abs(coeffs[17:])) < 1e-16
+    # a grid too coarse for the band keeps its modes 1..(N-1)//3 of the same series
+    coarse = np.fft.rfft(2 * math.pi * circle_density(f"perturbed:{eps}", 32, seed=7), norm="forward")
+    assert dealiased_band(32) == 10 and np.max(np.abs(coarse[1:11] - coeffs[1:11])) < 1e-16
+    assert np.max(np.abs(coarse[11:])) < 1e-16
 
 
 def test_perturbation_is_reproducible_from_the_seed():
-    assert np.array_equal(random_fourier_noise(128, 3), random_fourier_noise(128, 3))
-    assert not np.allclose(random_fourier_noise(128, 3), random_fourier_noise(128, 4))
+    assert np.array_equal(circle_density("perturbed:0.01", 128, 3), circle_density("perturbed:0.01", 128, 3))
+    assert not np.allclose(circle_density("perturbed:0.01", 128, 3), circle_density("perturbed:0.01", 128, 4))
 
 
 def test_restart_from_a_file_resamples_spectrally(tmp_path):
@@ -49,7 +53,7 @@ def test_restart_from_a_file_resamples_spectrally(tmp_path):
     ("gaussian", "unknown initial condition"),
     ("perturbed:abc", "perturbed:EPS must be a number"),
     ("vonmises:-1", "KAPPA >= 0"),
-    ("perturbed:5", "negative somewhere"),
+    ("perturbed:5", r"perturbed:EPS needs EPS in \[0, 0\.08231\) for --seed 0"),
     ("vonmises:400", "not resolved"),
     ("", "--init"),
     ("missing.nc", "no such file"),

@@ -8,8 +8,8 @@ import pytest
 from meanfield.cluster_dynamics import point_energy
 from meanfield.diagnostics import interaction_energy
 from meanfield.initial import circle_density
-from meanfield.metastable import (Plateau, angle_errors, first_merge_time, kstar_angles, linearised_density,
-                                  local_maxima_angles, plateaus, refined_formation_time,
+from meanfield.metastable import (Plateau, angle_errors, first_merge_time, kstar_angles, linear_formation_time,
+                                  linearised_density, local_maxima_angles, plateaus, refined_formation_time,
                                   smoothed_density)
 from meanfield.model import Model
 from meanfield.theory import growth_rates
@@ -33,11 +33,26 @@ def test_refined_formation_time_is_the_linear_threshold_crossing():
     assert refined_formation_time(0.1, -1.0) == math.inf
 
 
+def test_linear_formation_time_of_one_mode_is_the_threshold_crossing_and_a_second_mode_moves_it():
+    """One mode k: its k maxima reach twice the mean together, when 2 pi |a_k| exp(lambda_k t) = 1/2 (a real a_k
+    puts the maxima on grid points, where the clusters are read)."""
+    model, n = Model("sa", 9.0, 0.0, 2), 128
+    coefficients = np.zeros(n // 2 + 1, dtype=complex)
+    coefficients[0], coefficients[4] = 1 / (2 * math.pi), 1e-4 / (2 * math.pi)
+    expected = refined_formation_time(coefficients[4], growth_rates(model, [4])[0])        # 12.09
+    assert linear_formation_time(coefficients, model, 4, n) == pytest.approx(expected, abs=1e-5)
+    assert linear_formation_time(coefficients, model, 1, n) == pytest.approx(expected, abs=1e-5)
+    # mode 5 as large: the pattern is no longer k-fold symmetric, one maximum crosses first, all four later
+    coefficients[5] = coefficients[4]
+    assert linear_formation_time(coefficients, model, 1, n) < expected < linear_formation_time(coefficients, model, 4, n)
+    assert linear_formation_time(coefficients, Model("sa", 9.0, 1.0, 2), 4, n) == math.inf
+
+
 def test_linearised_density_grows_each_mode_at_its_rate():
     model, n, t = Model("sa", 4.0, 0.0, 2), 256, 3.0
     coefficients = np.fft.rfft(circle_density("perturbed:1e-3", n, seed=2)) / n
     grown = np.fft.rfft(linearised_density(coefficients, model, t, n, growing_only=False)) / n
-    modes = np.arange(1, 20)
+    modes = np.arange(1, 17)                                  # the band of perturbed: (MATH.md §2.4)
     ratio = np.abs(grown[modes] / coefficients[modes])
     assert np.allclose(ratio, np.exp(growth_rates(model, modes) * t), rtol=1e-10)
     assert grown[0] == pytest.approx(1 / (2 * math.pi), rel=1e-13)

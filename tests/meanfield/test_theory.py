@@ -51,9 +51,10 @@ def test_every_mode_grows_without_noise():
 
 
 def test_formation_time():
+    """log(1/A) / lambda_4 from an amplitude A; from perturbed:EPS the law's typical A (tests/meanfield/test_perturbation.py)."""
     model = Model("sa", 9.0)
     rate = growth_rates(model, [4])[0]
-    assert formation_time(model, 1e-4) == pytest.approx(math.log(1e4) / rate, rel=1e-14)
+    assert formation_time(model, amplitude=1e-4) == pytest.approx(math.log(1e4) / rate, rel=1e-14)
     assert formation_time(Model("sa", 9.0, nu=1.0), 1e-4) == math.inf
 
 

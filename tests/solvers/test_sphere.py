@@ -212,16 +212,26 @@ def test_validity_reasons_and_contract():
 
 def test_initial_densities_and_refusals():
     basis = SphereBasis(24)
-    for spec in ("uniform", "perturbed:0.1", "vmf:5@10,20", "vmf:2+vmf:2@-90,0", "vmf:0"):
+    for spec in ("uniform", "perturbed:0.01", "vmf:5@10,20", "vmf:2+vmf:2@-90,0", "vmf:0"):
         density = sphere_density(spec, basis, 1)
         assert basis.integrate(density) == pytest.approx(1.0, abs=1e-12) and np.all(density >= 0)
     sharp = von_mises_fisher(basis, 1000.0, direction(45.0, 30.0))  # no overflow at large kappa
     assert np.all(np.isfinite(sharp)) and np.max(sharp) <= 1000 / (2 * math.pi)
-    noise = (sphere_density("perturbed:0.2", basis, 3) * 4 * math.pi - 1) / 0.2
-    assert basis.integrate(noise ** 2) / (4 * math.pi) == pytest.approx(1.0, rel=1e-12)
-    amplitude = basis.degree_amplitude(basis.analyse(noise))
-    assert amplitude[0] < 1e-14 and np.all(amplitude[1:] > 0)
-    assert np.array_equal(sphere_density("perturbed:0.2", basis, 3), sphere_density("perturbed:0.2", basis, 3))
+    # MATH.md §2.4: noise = sqrt(4 pi) sum of real orthonormal harmonics of degrees 1..12 with the seed's normals,
+    # drawn degree by degree (x_l0, then x_lm, y_lm for m = 1..l): f_lm = (x_lm - i y_lm) / sqrt 2
+    noise = (sphere_density("perturbed:0.01", basis, 3) * 4 * math.pi - 1) / 0.01
+    coeffs = basis.analyse(noise) / math.sqrt(4 * math.pi)
+    normals = np.random.default_rng(3).standard_normal(12 * 14)
+    l, m = basis.degree_of_index, basis.m_of_index
+    at = lambda degree, order: coeffs[np.flatnonzero((l == degree) & (m == order))[0]]
+    assert at(1, 0) == pytest.approx(normals[0], abs=1e-12)
+    assert at(1, 1) == pytest.approx((normals[1] - 1j * normals[2]) / math.sqrt(2), abs=1e-12)
+    assert at(2, 2) == pytest.approx((normals[6] - 1j * normals[7]) / math.sqrt(2), abs=1e-12)
+    amplitude = basis.degree_amplitude(basis.analyse(noise)) / math.sqrt(4 * math.pi)
+    assert amplitude[0] < 1e-12 and np.all(amplitude[1:13] > 0) and np.max(amplitude[13:]) < 1e-12
+    # the degree-l amplitude is the norm of its 2 l + 1 normals
+    assert amplitude[12] == pytest.approx(np.linalg.norm(normals[143:168]), rel=1e-12)
+    assert np.array_equal(sphere_density("perturbed:0.01", basis, 3), sphere_density("perturbed:0.01", basis, 3))
     for spec in ("blob", "perturbed:5", "vmf:200", "vmf:2@100,0", "vmf:x", ""):
         with pytest.raises(InputError, match="--init"):
             sphere_density(spec, basis, 1)

@@ -8,7 +8,7 @@ from scipy.special import ive, roots_jacobi
 
 from meanfield.errors import InputError
 from meanfield.geometry import sphere_area
-from meanfield.initial_zonal import random_zonal_noise, von_mises_fisher, zonal_density
+from meanfield.initial_zonal import von_mises_fisher, zonal_density
 from meanfield.model import Model
 from meanfield.storage import build_run_dataset, save_run
 from meanfield.theory import critical_noise, growth_rates
@@ -159,11 +159,13 @@ def test_initial_densities_are_normalised(dim):
     assert mean_cos == pytest.approx(ive(dim / 2, 5.0) / ive(dim / 2 - 1, 5.0), rel=1e-12)
 
 
-def test_perturbation_has_unit_rms_and_vmf_has_no_overflow():
-    basis = ZonalBasis(32, 3)
-    area = sphere_area(3)
-    noise = random_zonal_noise(basis, seed=4)
-    assert math.sqrt(basis.integrate(noise ** 2) / area) == pytest.approx(1.0, rel=1e-12)
+def test_perturbation_is_the_documented_series_and_vmf_has_no_overflow():
+    """MATH.md §2.4: g_l = EPS c_l / sqrt(|S^{d-1}|), l = 1..12, c_l the first default_rng(seed) normals."""
+    basis, eps = ZonalBasis(32, 3), 1e-3
+    coeffs = basis.analyse(zonal_density(f"perturbed:{eps}", basis, seed=4)) * math.sqrt(sphere_area(3))
+    assert coeffs[0] == pytest.approx(1.0, abs=1e-13)
+    assert np.max(np.abs(coeffs[1:13] - eps * np.random.default_rng(4).standard_normal(12))) < 1e-13
+    assert np.max(np.abs(coeffs[13:])) < 1e-13
     assert np.all(np.isfinite(von_mises_fisher(basis.nodes, 1e5, 8)))
 
 

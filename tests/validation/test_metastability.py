@@ -1,5 +1,7 @@
 """The metastability study (quick size) against the linear theory (MATH.md §2.3)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -19,7 +21,13 @@ def test_pde_forms_k_star_clusters_where_the_linear_theory_puts_them(table):
     # emerging maxima at the linearised solution's, formation times from mode k*, plateau energies: the claims
     failed = [(check.claim, check.measured) for check in metastability_claims(table) if not check.passed]
     assert not failed
-    assert np.all(pde.t_form_issue < pde.t_formed)          # the issue's log(1/eps)/lambda under-predicts
+    # formation time from the linearised solution of all the start's modes: within 5 % (measured 1.8 % and
+    # 0.8 %); from mode k* alone (t_form_refined) seed 0 at beta = 9 predicts 11.90 against 13.0: modes 4 and 5
+    # nearly tie (MATH.md §2.4) and the four clusters cross twice the mean one after another, from t = 11 to 13
+    assert np.all(np.abs(pde.t_formed / pde.t_form_linear - 1) < 0.05)
+    # the law's mean formation time log(1/A)/lambda (MATH.md §2.4) within one standard deviation of the draws:
+    # log of a Rayleigh amplitude has standard deviation pi / sqrt(24) (measured gaps 0.13 and 0.01)
+    assert np.all(np.abs(pde.t_formed - pde.t_form_issue) < math.pi / math.sqrt(24) / pde.rate)
     assert all(reason == "completed" for reason in pde.stop_reason.values)
 
 
