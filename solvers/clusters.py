@@ -50,6 +50,8 @@ DEFAULT_COLLAPSE_TOL = 256 * float(np.finfo(float).eps)
 MIN_CLUSTER_MASS = 1e-2
 TIGHT_RADIUS = 1e-6
 MAX_ENERGY_GROUPS = 512
+#: Up to this many points, :func:`link_groups` checks the all-apart case by direct distances.
+SMALL_GROUP = 64
 #: Neighbours each node links to when grouping (bounds the cost when thousands of nodes coincide).
 LINK_NEIGHBOURS = 16
 
@@ -73,6 +75,8 @@ def link_groups(points: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
     if points.shape[0] < 2:
         return np.zeros(points.shape[0], dtype=int), points.shape[0]
     chord = 2 * math.sin(radius / 2)
+    if points.shape[0] <= SMALL_GROUP and _all_apart(points, chord):   # a few point clusters: no tree needed
+        return np.arange(points.shape[0]), points.shape[0]
     nearest, _ = cKDTree(points).query(points, k=2)
     if nearest[:, 1].min() >= chord:                   # the common case: every node is its own group
         return np.arange(points.shape[0]), points.shape[0]
@@ -96,6 +100,13 @@ def link_groups(points: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
             break
         labels, count = outer[labels], joined
     return labels[positions], count
+
+
+def _all_apart(points: np.ndarray, chord: float) -> bool:
+    """Whether every pair of the (few) points is at least ``chord`` apart (the tree's common case, directly)."""
+    gaps = np.linalg.norm(points[:, None, :] - points[None, :, :], axis=-1)
+    np.fill_diagonal(gaps, np.inf)
+    return bool(gaps.min() >= chord)
 
 
 def _components(rows: np.ndarray, columns: np.ndarray, size: int) -> tuple[int, np.ndarray]:

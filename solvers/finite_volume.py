@@ -268,13 +268,14 @@ class _FiniteVolumeScheme(DensityScheme):
         if state.size == self.resolution:
             return self.fv.divergence(state, self.face_speed(state, t))
         rho, y, m = self.split(state)
-        points = self.point_coefficients(y, m)
+        at_points = self.point_basis(y)
+        points = self.point_coefficients(y, m, at_points)
         self._grid_moves = bool(rho.any())
         if self._grid_moves:
             change = self.fv.divergence(rho, self.face_speed(rho, t, points))
-            dy, dm = self.clusters.inflow(change, self.fv.flux, y, m, self.point_speed(rho, points, y, t))
+            dy, dm = self.clusters.inflow(change, self.fv.flux, y, m, self.point_speed(rho, points, at_points, t))
         else:
-            change, dy, dm = np.zeros_like(rho), self.point_speed(None, points, y, t), np.zeros_like(m)
+            change, dy, dm = np.zeros_like(rho), self.point_speed(None, points, at_points, t), np.zeros_like(m)
         self._point_rate = self.clusters.step_rate(y, dy)
         return np.concatenate((change, dy, dm))
 
@@ -463,16 +464,23 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
 
         return self._combine(synthesis(0).copy(), t, lambda: synthesis(1), lambda: synthesis(2))
 
-    def point_coefficients(self, y: np.ndarray, m: np.ndarray) -> np.ndarray:
-        """``(1 / 2 pi) sum_a m_a exp(-i k y_a)``, ``k = 0 .. max(M, kmax)``: the points' Fourier coefficients."""
-        return np.exp(-1j * np.outer(self._point_modes, y)) @ m / (2 * math.pi)
+    def point_basis(self, y: np.ndarray) -> np.ndarray:
+        """``exp(i k y_a)``, ``k = 0..M``: what the points' coefficients and the sums at the points need."""
+        return np.exp(1j * np.outer(y, self._point_modes[:self.conv_coeffs.size]))
 
-    def point_speed(self, rho: np.ndarray | None, points: np.ndarray, y: np.ndarray, t: float) -> np.ndarray:
-        """``X`` of grid (``rho``; ``None``: empty) plus points at the points ``y`` (MATH.md §2.1, §5, §6): the
-        band-limited sums ``sum_k c_k T_k e^{i k y}`` in real form with ``T`` the total coefficients."""
+    def point_coefficients(self, y: np.ndarray, m: np.ndarray, basis: np.ndarray | None = None) -> np.ndarray:
+        """``(1 / 2 pi) sum_a m_a exp(-i k y_a)``: the points' Fourier coefficients, ``k = 0..M`` from ``basis``
+        (:meth:`point_basis`), else ``k = 0 .. max(M, kmax)``."""
+        if basis is None:
+            return np.exp(-1j * np.outer(self._point_modes, y)) @ m / (2 * math.pi)
+        return m @ basis.conj() / (2 * math.pi)
+
+    def point_speed(self, rho: np.ndarray | None, points: np.ndarray, basis: np.ndarray, t: float) -> np.ndarray:
+        """``X`` of grid (``rho``; ``None``: empty) plus points at the points (their :meth:`point_basis`; MATH.md
+        §2.1, §5, §6): the band-limited sums ``sum_k c_k T_k e^{i k y}`` in real form, ``T`` the total coefficients."""
         band = self.conv_coeffs.size
         total = points[:band] if rho is None else points[:band] + self._dft(rho) * self._sinc / self.resolution
-        phases = np.exp(1j * np.outer(y, self._point_modes[:band])) * self._real_form
+        phases = basis * self._real_form
 
         def sums(slot):
             return (phases @ (self._point_tables[slot] * total)).real
@@ -614,18 +622,26 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
             g = g + points[:g.size]
         return self._combine(self._numerator @ g, t, lambda: self._denominator @ g, lambda: self._radial @ g)
 
-    def point_coefficients(self, th: np.ndarray, m: np.ndarray) -> np.ndarray:
-        """``g_l = sum_a m_a P_l(cos th_a)``, ``l = 0 .. max(M, lmax)``: the rings' Gegenbauer coefficients."""
-        return normalised_gegenbauer(np.cos(th), self._point_degree, self.model.dim).T @ m
+    def point_basis(self, th: np.ndarray):
+        """``(P_l(cos th_a), P_l'(cos th_a), sin th_a)``, ``l = 0..M``: what the rings' coefficients and speeds need."""
+        p, dp = normalised_gegenbauer(np.cos(th), self.conv_coeffs.size - 1, self.model.dim, derivative=True)
+        return p, dp, np.sin(th)
 
-    def point_speed(self, rho: np.ndarray | None, points: np.ndarray, th: np.ndarray, t: float) -> np.ndarray:
-        """Polar speed of grid (``rho``; ``None``: empty) plus rings at the rings' angles ``th`` (MATH.md §2.2, §5)."""
+    def point_coefficients(self, th: np.ndarray, m: np.ndarray, basis=None) -> np.ndarray:
+        """``g_l = sum_a m_a P_l(cos th_a)``: the rings' Gegenbauer coefficients, ``l = 0..M`` from ``basis``
+        (:meth:`point_basis`), else ``l = 0 .. max(M, lmax)``."""
+        if basis is None:
+            return normalised_gegenbauer(np.cos(th), self._point_degree, self.model.dim).T @ m
+        return m @ basis[0]
+
+    def point_speed(self, rho: np.ndarray | None, points: np.ndarray, basis, t: float) -> np.ndarray:
+        """Polar speed of grid (``rho``; ``None``: empty) plus rings at the rings (their :meth:`point_basis`;
+        MATH.md §2.2, §5)."""
         band = self.conv_coeffs.size
         g = points[:band] if rho is None else points[:band] + self._analysis @ rho
-        p, dp = normalised_gegenbauer(np.cos(th), band - 1, self.model.dim, derivative=True)
+        p, dp, sin = basis
         radial = (lambda: p @ (self.kernel_operator.radial * g)) if self.speed_divisor.ngpt else None
-        return self._combine(-np.sin(th) * (dp @ (self._velocity_table * g)), t,
-                             lambda: p @ (self.conv_coeffs * g), radial)
+        return self._combine(-sin * (dp @ (self._velocity_table * g)), t, lambda: p @ (self.conv_coeffs * g), radial)
 
     # -- state <-> density ------------------------------------------------------------------------
     @property

@@ -1,0 +1,154 @@
+"""Finite volume with point clusters (MATH.md §5; solvers/point_clusters.py): the points' velocity, the
+hand-over, mass, energy, merges against the K-point ODE, restarts, and runs before any hand-over."""
+
+import math
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy.integrate import quad
+
+import solvers.point_clusters as point_clusters
+from meanfield.cluster_dynamics import as_unit_vectors, cluster_history, cluster_velocity, ring_velocity
+from meanfield.model import Model
+from solvers.finite_volume import CircleFiniteVolume, ZonalFiniteVolume
+from solvers.solve import solve
+from solvers.checkpoint import without_checkpoint
+
+
+# -- the velocity of grid plus points at the points -------------------------------------------------------
+@pytest.mark.parametrize("attention", ["sa", "usa"])
+def test_circle_point_speed_is_the_k_point_velocity_on_an_empty_grid(attention):
+    scheme = CircleFiniteVolume(Model(attention, 9.0, 0.0, 2), 256)
+    y, m = np.array([0.3, 2.0, 4.1]), np.array([0.3, 0.5, 0.2])
+    basis = scheme.point_basis(y)
+    speed = scheme.point_speed(None, scheme.point_coefficients(y, m, basis), basis, 0.0)
+    tangent = cluster_velocity(as_unit_vectors(y), m, 9.0, attention)          # MATH.md §5, an independent sum
+    expected = tangent[:, 1] * np.cos(y) - tangent[:, 0] * np.sin(y)
+    scale = 1.0 if attention == "sa" else math.exp(9.0)                     # |X| <= 1 (SA), exp(beta) (USA)
+    assert np.max(np.abs(speed - expected)) < 1e-14 * scale                 # round-off of O(1) terms that cancel
+
+
+@pytest.mark.parametrize("attention", ["sa", "usa"])
+def test_circle_point_and_face_speeds_see_grid_plus_points(attention):
+    """Against a direct quadrature of exp(beta cos) over the piecewise-constant density plus the points."""
+    beta = 9.0
+    scheme = CircleFiniteVolume(Model(attention, beta, 0.0, 2), 128)
+    theta, h = scheme.basis.theta, scheme.cell
+    rho = 0.1 * np.exp(np.cos(theta - 1.0))
+    y, m = np.array([0.3, 2.0, 4.1]), np.array([0.3, 0.5, 0.2])
+    basis = scheme.point_basis(y)
+    points = scheme.point_coefficients(y, m, basis)
+    nodes, gauss = np.polynomial.legendre.leggauss(12)                  # exact to round-off on each cell
+    fine = (theta[:, None] + h / 2 * nodes).ravel()
+    weights = (rho[:, None] * gauss * h / 2).ravel()
+
+    def field(x):
+        gaps = np.concatenate((x - fine, x - y))
+        mass = np.concatenate((weights, m))
+        kernel = np.exp(beta * (np.cos(gaps) - 1.0)) * mass
+        derivative = -np.sum(np.sin(gaps) * kernel)
+        return derivative / np.sum(kernel) if attention == "sa" else math.exp(beta) * derivative
+
+    at_points = np.array([field(x) for x in y])
+    at_faces = np.array([field(x) for x in theta[:6] - h / 2])
+    assert np.max(np.abs(scheme.point_speed(rho, points, basis, 0.0) - at_points)) < 1e-9 * np.max(np.abs(at_points))
+    faces = scheme.face_speed(rho, 0.0, points)[:6]
+    assert np.max(np.abs(faces - at_faces)) < 1e-9 * np.max(np.abs(at_faces))
+
+
+def test_ring_velocity_is_the_ring_average_of_the_field():
+    """MATH.md §5 zonal rings: the closed form against a direct average over the ring's S^{d-2}."""
+    dim, beta = 5, 7.0
+    th, m = np.array([0.4, 1.9, 2.8]), np.array([0.5, 0.3, 0.2])
+
+    def kernel(x, b):        # mean of exp(beta <x, y>) over y on ring b, by quadrature in the angle on S^{d-2}
+        z = beta * math.sin(x) * math.sin(th[b])
+        weight = lambda s: (1 - s * s) ** ((dim - 4) / 2)
+        norm = quad(weight, -1, 1)[0]
+        return math.exp(beta * (math.cos(x) * math.cos(th[b]) - 1)) * quad(lambda s: weight(s) * math.exp(z * s), -1, 1)[0] / norm
+
+    def log_field(x):
+        return math.log(sum(m[b] * kernel(x, b) for b in range(3)))
+
+    step = 1e-5
+    expected = [(log_field(x + step) - log_field(x - step)) / (2 * step) / beta for x in th]
+    assert np.allclose(ring_velocity(th, m, beta, dim, "sa"), expected, rtol=1e-7, atol=1e-12)
+
+
+def test_zonal_ring_speed_is_the_k_ring_velocity_on_an_empty_grid():
+    dim, beta = 5, 7.0
+    scheme = ZonalFiniteVolume(Model("sa", beta, 0.0, dim), 64)
+    th, m = np.array([0.4, 1.9, 2.8]), np.array([0.5, 0.3, 0.2])
+    basis = scheme.point_basis(th)
+    speed = scheme.point_speed(None, scheme.point_coefficients(th, m, basis), basis, 0.0)
+    expected = ring_velocity(th, m, beta, dim, "sa")
+    assert np.max(np.abs(speed - expected)) < 1e-13                         # SA: |X| <= 1, round-off of O(1) sums
+
+
+# -- the circle staircase from a perturbed start -----------------------------------------------------------
+@pytest.fixture(scope="module")
+def staircase_run():
+    return solve("circle", scheme="fv", attention="sa", beta=9.0, resolution=128, init="perturbed:1e-4", seed=0,
+                 t_final=1e9, save_log=10)
+
+
+def test_fv_staircase_ends_in_one_cluster_after_every_merge(staircase_run):
+    ds = staircase_run
+    assert ds.attrs["stop_reason"] == "completed"
+    first = int(np.max(ds["cluster_count"].values))
+    assert first >= 3                                              # several clusters formed (k* = 4 at beta = 9)
+    assert int(ds["cluster_count"].values[-1]) == 1
+    assert ds["merge_time"].size == first - 1
+    assert list(ds["clusters_after_merge"].values) == list(range(first - 1, 0, -1))
+
+
+def test_fv_merges_follow_the_k_point_ode_from_their_own_clusters(staircase_run):
+    ds = staircase_run
+    i = int(np.argmin(np.abs(ds["time"].values - 200.0)))
+    y, m = ds["point_position"].values[i], ds["point_mass"].values[i]
+    kept = ~np.isnan(y)
+    assert abs(float(m[kept].sum()) - 1.0) < 1e-13                   # the grid is empty by then: all mass in points
+    history = cluster_history(y[kept], m[kept], 9.0, "sa", t_start=float(ds["time"].values[i]), rtol=1e-11,
+                              atol=1e-14)
+    # ssprk3 at POINT_STEP = 0.02 of the pair's Jacobian rate, third order: measured 1.2e-8, 9.5e-8, 1.8e-6 at
+    # 0.01, 0.02, 0.05; a pinned cluster or a wrong point velocity is off by O(1)
+    assert np.max(np.abs(ds["merge_time"].values / np.array(history.merge_times) - 1)) < 1e-6
+
+
+def test_fv_staircase_keeps_mass_positivity_and_monotone_energy(staircase_run):
+    ds = staircase_run
+    assert np.max(np.abs(ds["mass"].values - 1.0)) < 1e-13
+    assert float(ds["density"].min()) >= 0.0
+    energy = ds["energy"].values
+    assert np.min(np.diff(energy) / energy[1:]) > -1e-12             # non-decreasing through hand-overs and merges
+
+
+# -- restarts and runs before any hand-over ---------------------------------------------------------------------
+def test_restart_across_a_hand_over_is_bit_for_bit(tmp_path):
+    options = dict(scheme="fv", attention="sa", beta=9.0, resolution=128, init="perturbed:1e-4", seed=0,
+                   save_every=2.0)
+    straight = solve("circle", t_final=24.0, **options)
+    first = solve("circle", t_final=16.0, **options)
+    path = tmp_path / "first.nc"
+    first.to_netcdf(path)
+    assert np.any(~np.isnan(first["point_mass"].values[-1]))         # points exist at the restart
+    assert float(np.nansum(first["point_mass"].values[-1])) < 1.0      # and so does the grid
+    resumed = solve("circle", init=str(path), beta=9.0, t_final=24.0)
+    assert resumed.attrs["restart"] == "exact"
+    tail = straight.sel(time=resumed["time"].values)
+    for name in ("density", "point_position", "point_mass", "energy", "mass"):
+        assert np.array_equal(resumed[name].values, tail[name].values, equal_nan=True), name
+
+
+def test_runs_before_the_first_hand_over_are_those_without_points(monkeypatch):
+    options = dict(scheme="fv", attention="sa", beta=9.0, resolution=128, init="vmf:3@0+vmf:2@2", t_final=8.0,
+                   save_every=0.5)
+    with_points = solve("circle", **options)
+    monkeypatch.setattr(point_clusters, "HANDOVER_WIDTH", -1.0)       # no cluster is ever handed over
+    without = solve("circle", **options)
+    first = int(np.argmax(~np.isnan(with_points["point_mass"].values[:, 0])))
+    assert first > 0                                                  # a hand-over happened, after some frames
+    before = slice(0, first)
+    for name in ("density", "energy", "mass", "mode_amplitude"):
+        assert np.array_equal(with_points[name].values[before], without[name].values[before]), name
