@@ -29,7 +29,11 @@ end of the plateau, of the points nearest each centre: for the PDE the density's
 detected centres, plus ``h^2 / 12`` for finite-volume cell averages (the run's energy treats them as
 constant on their cells); for particles the tokens about their clusters' means, which with their masses
 also give the point energy (the smoothed density's basins would misplace tokens between two clusters
-about to merge).
+about to merge).  A finite-volume run whose clusters have been handed over to points (issue 20,
+:mod:`solvers.point_clusters`) is read the same way from its tokens (:func:`fv_tokens`): the grid's cells at
+their centres and the points at their own positions (the recorded density puts a point's mass in its cell,
+which would misplace it by up to ``h / 2`` and change the cross energy by ``beta sin D`` times that); the
+``h^2 / 12`` is still added, a bound for the grid's share.
 
 Angles.  ``angle_error_kstar`` / ``angle_error_linear``: the largest distance from a cluster's
 density maximum at ``t_formed`` to the nearest angle predicted from the phase of mode ``k*`` /
@@ -70,7 +74,7 @@ from solvers.particle_run import simulate
 from solvers.solve import solve
 
 from .cluster_formation import crossing_time
-from .scheme_comparison import cluster_readout
+from .scheme_comparison import cluster_readout, fv_tokens
 from .harness import progress_bar, save_figure, study_main, write_dataset
 
 EPS = 1e-4
@@ -113,7 +117,8 @@ def _plateau_clusters(clusters, density: np.ndarray, tokens, cell_variance: floa
 def _formation_readout(times, densities, energies, amplitudes, coefficients, model: Model, beta: float,
                        tokens=None, cell_variance: float = 0.0) -> dict:
     """Everything measured and predicted from one run's frames (see the module docstring); ``tokens``:
-    the particles' ``(theta (frames, n), weights)``; ``cell_variance``: ``h^2 / 12`` for cell averages."""
+    ``(theta (frames, n), weights)`` of the particles (weights ``(n,)``) or of a finite-volume run's cells and
+    points (weights ``(frames, n)``, :func:`fv_tokens`); ``cell_variance``: ``h^2 / 12`` for cell averages."""
     k = dominant_mode(model)
     rate = float(growth_rates(model, [k])[0])
     counts, found_clusters = [], []
@@ -155,7 +160,8 @@ def _formation_readout(times, densities, energies, amplitudes, coefficients, mod
         if clusters.count == 0:
             row["plateaus"].append((plateau, point_energy(clusters.centres, clusters.masses, beta), math.nan))
             continue
-        frame_tokens = None if tokens is None else (tokens[0][index], tokens[1])
+        frame_tokens = None if tokens is None else (tokens[0][index], tokens[1] if tokens[1].ndim == 1
+                                                    else tokens[1][index])
         centres, masses, variance = _plateau_clusters(clusters, densities[index], frame_tokens, cell_variance)
         row["plateaus"].append((plateau, point_energy(centres, masses, beta), variance))
     row["centres_at_formation"] = centres
@@ -172,7 +178,8 @@ def pde_case(beta: float, settings: dict, scheme: str = "fv", seed: int = 0):
     coefficients = fourier_series.sums(circle_density(init, settings["resolution"], seed)) / settings["resolution"]
     cells = (2 * math.pi / settings["resolution"]) ** 2 / 12 if scheme == "fv" else 0.0
     readout = _formation_readout(run.time.values, run.density.values, run.energy.values,
-                                 run.mode_amplitude.values, coefficients, model, beta, cell_variance=cells)
+                                 run.mode_amplitude.values, coefficients, model, beta,
+                                 tokens=fv_tokens(run) if "point_mass" in run else None, cell_variance=cells)
     readout.update(eps=EPS, t_form_issue=formation_time(model, EPS), stop_reason=run.attrs["stop_reason"],
                    t_reached=float(run.attrs["t_reached"]), size=settings["resolution"],
                    series=(run.time.values, run.energy.values))

@@ -31,7 +31,10 @@ SA, ``Q = K = V = I``.  Three checks:
 Clusters are read the same way for all three: the finite-volume density's clusters
 (:func:`meanfield.diagnostics.detect_clusters`) define the reference centres; tokens / nodes are
 assigned to the nearest reference centre; a cluster's mass is the weight assigned to it and its
-centre the weighted circular mean of its tokens.  Differences are maxima over clusters (angles in rad).
+centre the weighted circular mean of its tokens.  The finite volume's tokens are its grid's cells at their
+centres and the points its collapsed clusters were handed over to, at their own positions
+(:func:`fv_tokens`; the recorded density puts a point's mass at its cell's centre, up to ``h / 2`` away).
+Differences are maxima over clusters (angles in rad).
 
 Output: ``scheme_comparison.nc`` and ``scheme_comparison.png``.
 Run: ``python -m validation.scheme_comparison [--quick] [--out-dir DIR]`` or
@@ -89,6 +92,24 @@ def _grid_tokens(density: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A grid density as weighted tokens at its grid points (cell masses)."""
     n = density.size
     return 2 * math.pi * np.arange(n) / n, density * 2 * math.pi / n
+
+
+def fv_tokens(run: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """A finite-volume run's frames as weighted tokens ``(theta, weights)``, each ``(frames, N + P)``: the grid's
+    cells at their centres with the grid's mass (the recorded density less the points' masses in their cells) and
+    the points at their own positions with their masses (unused slots: weight 0)."""
+    density = run["density"].values
+    frames, n = density.shape
+    h = 2 * math.pi / n
+    positions, masses = run["point_position"].values, run["point_mass"].values
+    used = np.isfinite(positions) & np.isfinite(masses)
+    positions, masses = np.where(used, positions, 0.0) % (2 * math.pi), np.where(used, masses, 0.0)
+    grid = density * h
+    cells = np.floor(positions / h + 0.5).astype(int) % n                 # the cell centred nearest each point
+    for frame in range(frames):
+        np.subtract.at(grid[frame], cells[frame], masses[frame])
+    theta = np.concatenate((np.broadcast_to(h * np.arange(n), (frames, n)), positions), axis=1)
+    return theta, np.concatenate((np.maximum(grid, 0.0), masses), axis=1)
 
 
 def _differences(reference: tuple, other: tuple) -> tuple[float, float]:
@@ -172,7 +193,11 @@ def centre_standard_error(start: np.ndarray, end: np.ndarray, weights: np.ndarra
 
 def _cluster_comparison(runs: dict) -> dict:
     reference = detect_clusters(runs["fv"].density.values[-1])
-    fv = cluster_readout(*_grid_tokens(runs["fv"].density.values[-1]), reference.centres)
+    if "point_mass" in runs["fv"]:                  # clusters handed over to points: read at their own positions
+        theta, weights = fv_tokens(runs["fv"])
+        fv = cluster_readout(theta[-1], weights[-1], reference.centres)
+    else:
+        fv = cluster_readout(*_grid_tokens(runs["fv"].density.values[-1]), reference.centres)
     out = {"clusters": reference.count, "fv_clusters": fv, "min_cluster_mass": float(fv[1].min())}
     for name in ("lagrangian", "particles"):
         if name in runs:

@@ -36,10 +36,12 @@ def test_plateau_energy_is_that_of_point_clusters(table):
     energy, points = table.plateau_energy.where(clustered), table.plateau_point_energy.where(clustered)
     assert int(clustered.sum()) >= 4
     gap = np.abs(energy / points - 1)
-    # finite volume: a cluster's cells hold its mass spread over h, the energy short of points by beta h^2 / 12
+    # finite volume: collapsed clusters are handed over to points (issue 20) and read at their own positions, so
+    # on a plateau the energy is the points' to far below the bound beta (sigma^2 + h^2 / 12) of a cluster spread
+    # over its cell (measured 3e-16 and 1.8e-9 against bounds 5e-5 and 1.1e-4 at beta = 4, 9)
     pde = (table.source == "pde") & clustered
     spread = (table.beta * table.plateau_variance).where(pde, drop=True)
-    assert np.allclose(gap.where(pde, drop=True), spread, rtol=0.05)
+    assert np.all(gap.where(pde, drop=True) < 1e-2 * spread)
     assert float(gap.where(~pde & clustered).max()) < 1e-14   # particles: collapsed tokens are points
 
 

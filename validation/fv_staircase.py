@@ -1,0 +1,319 @@
+"""The finite-volume staircase: fv clusters handed over to points, against the K-point ODE and the
+Lagrangian scheme (MATH.md §5, issue 20): ``meanfield validate fv-staircase``.
+
+Circle, SA, one ``beta``, ``perturbed:EPS`` (seed 0: the same function at every resolution, MATH.md
+§2.4), four runs to ``t_final`` on a log time axis: finite volume at ``N/2`` and ``N`` cells and
+Lagrangian nodes at ``M`` and ``2M``.  Without noise a collapsed fv cluster is handed over to a weighted
+point that moves with grid plus points (:mod:`solvers.point_clusters`); before that fix the clusters
+stayed pinned to their cells and never merged.  What is measured (the claims are
+:func:`validation.registry.fv_staircase_claims`):
+
+* ``t_ref`` of an fv run: the first saved frame at which its grid is empty (the points carry the whole
+  mass to :data:`EMPTY_GRID`); from then on the run's right-hand side is the K-point ODE alone.  The
+  clusters there (the points, grouped at the bookkeeping's 1e-3 rad) start
+  :func:`meanfield.cluster_dynamics.cluster_history` (DOP853, rtol 1e-11): ``kpoint_merge_time``,
+  to set against the run's own merges after ``t_ref`` (``merge_time``); ``grid_mass_end`` is the mass
+  left on the grid in the last frame (0 once every cluster is a point);
+* merge times of all four runs (the Lagrangian ones after the fv run's ``t_ref``): the fv at ``N`` against
+  the Lagrangian at ``M``, with the fv's gap at ``N/2`` and the Lagrangian's change from ``M`` to ``2M``
+  for the measured convergence of both;
+* the start: the fv's initial cell averages deconvolved (each Fourier coefficient divided by the cell
+  transform ``sinc(k h / 2)``, MATH.md §2.1) at ``N/2`` and ``N`` (``spectrum_gap``: the largest
+  difference of the coefficients below the ``N/2`` grid's Nyquist mode and the largest coefficient above
+  it at ``N``, relative to the mean); and the formation time of every run, when the relative amplitude
+  ``|rho_hat_k*| / rho_hat_0`` of the dominant mode first reaches 1/2 (log-linear interpolation between
+  the two saved frames around it; the fv records the coefficients of the function whose cell averages are its
+  grid, deconvolved like the start).
+
+Output (``out_dir``): ``fv_staircase.nc`` (one row per run), the two fv runs (``fv-N<cells>.nc``) and
+``fv_staircase.png`` (cluster angles against log t with the merges; merge-time gaps to the Lagrangian
+run; the dominant mode's amplitude through formation against the Lagrangian run at ``2M``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from meanfield.cluster_dynamics import MERGE_DISTANCE, cluster_history
+from meanfield.metastable import FORMATION_THRESHOLD
+from meanfield.model import Model
+from meanfield.plotting import legend_below
+from meanfield.storage import save_run
+from meanfield.theory import dominant_mode
+from solvers.clusters import MIN_CLUSTER_MASS, frame_clusters, link_groups, merge_points
+from solvers.solve import solve
+
+from . import staircase
+from .harness import progress_bar, save_figure, study_main, write_dataset
+
+FULL = {"beta": 9.0, "eps": 1e-4, "cells": 1024, "nodes": 8192, "t_final": 1e9}
+QUICK = {"beta": 9.0, "eps": 1e-4, "cells": 512, "nodes": 4096, "t_final": 1e9}
+#: Saved frames per decade of time.
+SAVE_LOG = 20
+#: The fv grid is empty once the points carry the total mass to this (relative): round-off of the sums.
+EMPTY_GRID = 1e-12
+#: Tolerances of the K-point ODE started from the fv run's clusters.
+KPOINT_RTOL, KPOINT_ATOL = 1e-11, 1e-13
+#: Merge slots of the table (NaN where a run has fewer merges).
+MAX_MERGES = 8
+#: The rows of the table, in order: (label, scheme, which resolution of the preset).
+RUNS = (("fv N/2", "fv", "half"), ("fv N", "fv", "full"), ("lagrangian M", "lagrangian", "full"),
+        ("lagrangian 2M", "lagrangian", "double"))
+
+
+# --------------------------------------------------------------------------------------------- reading runs
+def point_clusters(run: xr.Dataset, index: int) -> tuple[np.ndarray, np.ndarray]:
+    """Angles in ``[0, 2 pi)`` and masses of an fv run's point clusters in frame ``index``: its points grouped at
+    the bookkeeping's ``MERGE_DISTANCE``, groups of mass >= ``MIN_CLUSTER_MASS`` (:mod:`solvers.clusters`)."""
+    angles, masses = run["point_position"].values[index], run["point_mass"].values[index]
+    used = np.isfinite(angles) & np.isfinite(masses)
+    if not used.any():
+        return np.zeros(0), np.zeros(0)
+    points = np.stack((np.cos(angles[used]), np.sin(angles[used])), axis=-1)
+    labels, count = link_groups(points, MERGE_DISTANCE)
+    centres, grouped = merge_points(points, masses[used], labels, count)
+    keep = grouped >= MIN_CLUSTER_MASS
+    return np.mod(np.arctan2(centres[keep, 1], centres[keep, 0]), 2 * math.pi), grouped[keep]
+
+
+def lagrangian_clusters(run: xr.Dataset, index: int) -> tuple[np.ndarray, np.ndarray]:
+    """Angles and masses of a Lagrangian run's clusters in frame ``index`` (:func:`solvers.clusters.frame_clusters`)."""
+    centres, masses = frame_clusters(run, index)
+    return np.mod(np.arctan2(centres[:, 1], centres[:, 0]), 2 * math.pi), masses
+
+
+def grid_mass(run: xr.Dataset) -> np.ndarray:
+    """Mass on an fv run's grid in every frame: the total mass less the points' (0 once the grid is empty)."""
+    return run["mass"].values - np.nansum(run["point_mass"].values, axis=1)
+
+
+def reference_frame(run: xr.Dataset) -> int | None:
+    """The first frame at which an fv run's grid is empty (module docstring); ``None`` if it never is
+    (clusters never handed over)."""
+    mass = run["mass"].values
+    empty = (np.abs(grid_mass(run)) <= EMPTY_GRID * mass) & (run.time.values > 0)
+    empty &= np.isfinite(run["point_mass"].values).any(axis=1)
+    found = np.nonzero(empty)[0]
+    return int(found[0]) if found.size else None
+
+
+def mode_amplitude(run: xr.Dataset, k: int) -> np.ndarray:
+    """``|rho_hat_k| / rho_hat_0`` in every frame (the fv records the coefficients whose cell averages are its grid,
+    plus its points')."""
+    return np.abs(run["mode_amplitude"].sel(mode=k).values) / np.abs(run["mode_amplitude"].sel(mode=0).values)
+
+
+def formation_time(run: xr.Dataset, k: int, level: float = FORMATION_THRESHOLD) -> float:
+    """When the relative amplitude of mode ``k`` first reaches ``level`` (log-linear between saved frames)."""
+    amplitude, times = mode_amplitude(run, k), run.time.values
+    above = np.nonzero(amplitude >= level)[0]
+    if not above.size or above[0] == 0:
+        return math.nan
+    i = int(above[0])
+    fraction = math.log(level / amplitude[i - 1]) / math.log(amplitude[i] / amplitude[i - 1])
+    return float(times[i - 1] + fraction * (times[i] - times[i - 1]))
+
+
+def deconvolved_spectrum(averages: np.ndarray) -> np.ndarray:
+    """Fourier coefficients ``rho_hat_k`` (``k = 0 .. N/2``) of the function whose cell averages on ``N`` equal
+    cells are ``averages``: each DFT coefficient over ``N`` divided by ``sinc(k h / 2)`` (MATH.md §2.1)."""
+    n = averages.size
+    return np.fft.rfft(averages) / n / np.sinc(np.arange(n // 2 + 1) / n)
+
+
+def spectrum_gap(coarse: np.ndarray, fine: np.ndarray) -> float:
+    """Largest difference of the deconvolved coefficients of two fv starts below the coarse grid's Nyquist mode,
+    and largest fine coefficient above it, relative to the mean (0 for one band-limited function)."""
+    a, b = deconvolved_spectrum(coarse), deconvolved_spectrum(fine)
+    keep = coarse.size // 2
+    return float(max(np.max(np.abs(a[:keep] - b[:keep])), np.max(np.abs(b[keep:]), initial=0.0)) / abs(b[0]))
+
+
+def _padded(values) -> np.ndarray:
+    out = np.full(MAX_MERGES, math.nan)
+    values = np.asarray(values, dtype=float)[:MAX_MERGES]
+    out[:values.size] = values
+    return out
+
+
+def analyse(run: xr.Dataset, beta: float, k: int) -> dict:
+    """One row of the table (module docstring); K-point values only for fv runs that reach ``t_ref``.  A Lagrangian
+    run's ``t_ref`` is the staircase study's: the first frame whose clusters are points
+    (:func:`validation.staircase.reference_frame`)."""
+    fv = run.attrs.get("scheme") == "fv"
+    row = {"merge_time": _padded(run["merge_time"].values), "formation_time": formation_time(run, k),
+           "final_count": int(run["cluster_count"].values[-1]), "stop_reason": str(run.attrs["stop_reason"]),
+           "steps": int(run.attrs.get("steps", -1)), "wall_time": float(run.attrs["wall_time"]),
+           "t_ref": math.nan, "count_at_ref": 0, "kpoint_merge_time": _padded([]),
+           "grid_mass_end": float(grid_mass(run)[-1]) if fv else 0.0}
+    if not fv:
+        start = staircase.reference_frame(run)
+        row.update(t_ref=float(run.time.values[start]), count_at_ref=int(run["cluster_count"].values[start]))
+        return row
+    start = reference_frame(run)
+    if start is not None:
+        t_ref = float(run.time.values[start])
+        angles, masses = point_clusters(run, start)
+        history = cluster_history(angles, masses, beta, "sa", t_start=t_ref, t_final=float(run.time.values[-1]),
+                                  rtol=KPOINT_RTOL, atol=KPOINT_ATOL)
+        row.update(t_ref=t_ref, count_at_ref=int(masses.size), kpoint_merge_time=_padded(history.merge_times))
+    return row
+
+
+# --------------------------------------------------------------------------------------------- the study
+def _resolutions(preset: dict) -> dict:
+    return {("fv", "half"): preset["cells"] // 2, ("fv", "full"): preset["cells"],
+            ("lagrangian", "full"): preset["nodes"], ("lagrangian", "double"): 2 * preset["nodes"]}
+
+
+def run_study(quick: bool = False, out_dir="fv-staircase-study", seed: int = 0,
+              preset: dict | None = None) -> xr.Dataset:
+    """The four runs of the module docstring, their table and figure; ``preset`` overrides QUICK / FULL."""
+    preset = dict(preset or (QUICK if quick else FULL))
+    beta = float(preset["beta"])
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    sizes = _resolutions(preset)
+    runs = {}
+    with progress_bar(len(RUNS), "fv staircase") as bar:
+        for label, scheme, which in RUNS:
+            runs[label] = solve("circle", scheme=scheme, beta=beta, resolution=sizes[(scheme, which)],
+                                init=f"perturbed:{preset['eps']:g}", seed=seed, t_final=preset["t_final"],
+                                save_log=SAVE_LOG)
+            if scheme == "fv":
+                save_run(runs[label], out / f"fv-N{sizes[(scheme, which)]}.nc")
+            bar.update()
+    table = build_table(runs, beta, float(preset["eps"]))
+    table.attrs.update({"quick": int(quick), "seed": seed, "t_final": float(preset["t_final"]),
+                        "wall_time": time.perf_counter() - start,
+                        "command": f"meanfield validate fv-staircase{' --quick' if quick else ''} --out-dir {out_dir}"})
+    write_dataset(table, out / "fv_staircase.nc")
+    plot_study(runs, table, out / "fv_staircase.png")
+    return table
+
+
+def build_table(runs: dict, beta: float, eps: float) -> xr.Dataset:
+    """The table of four runs keyed by the labels of :data:`RUNS` (:func:`analyse` each; the settings the claims
+    read, among them the point stepper's ``POINT_STEP`` in force, as attributes)."""
+    import solvers.point_clusters as point_clusters_module
+
+    k = dominant_mode(Model("sa", beta, 0.0, 2))
+    rows = [analyse(runs[label], beta, k) for label, _, _ in RUNS]
+    table = table_from_rows(rows, [int(runs[label].attrs["resolution"]) for label, _, _ in RUNS])
+    table.attrs.update({"study": "fv-staircase", "beta": beta, "k_star": k, "eps": eps,
+                        "point_step": float(point_clusters_module.POINT_STEP),
+                        "handover_width": float(point_clusters_module.HANDOVER_WIDTH),
+                        "rtol": float(runs["lagrangian M"].attrs["rtol"]),
+                        "spectrum_gap": spectrum_gap(runs["fv N/2"]["density"].values[0],
+                                                     runs["fv N"]["density"].values[0])})
+    return table
+
+
+def table_from_rows(rows: list[dict], resolutions: list[int]) -> xr.Dataset:
+    """The study's table from :func:`analyse` rows in the order of :data:`RUNS`."""
+    variables = {}
+    for key in rows[0]:
+        values = [row[key] for row in rows]
+        variables[key] = (("run", "merge"), np.array(values)) if np.ndim(values[0]) else ("run", values)
+    return xr.Dataset(variables, coords={"run": [label for label, _, _ in RUNS],
+                                         "scheme": ("run", [scheme for _, scheme, _ in RUNS]),
+                                         "resolution": ("run", resolutions), "merge": np.arange(MAX_MERGES)})
+
+
+# --------------------------------------------------------------------------------------------- figure and table
+def plot_study(runs: dict, table: xr.Dataset, path) -> None:
+    """Cluster angles against log t (fv points and Lagrangian clusters, merges marked), the merge-time gaps to
+    the Lagrangian run at ``M`` and the dominant mode through formation against the Lagrangian at ``2M``."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(16, 5.2), layout="constrained")
+    axes = fig.subplots(1, 3, width_ratios=(1.6, 1, 1))
+    ax = axes[0]
+    fv, lagrangian = runs["fv N"], runs["lagrangian M"]
+    for run, reader, style, label in ((lagrangian, lagrangian_clusters, dict(facecolors="none", edgecolors="tab:orange",
+                                                                              linewidths=1.2), "Lagrangian M"),
+                                      (fv, point_clusters, dict(color="k"), "fv N points")):
+        times, angles, sizes = [], [], []
+        for index in np.nonzero(run.time.values > 1.0)[0]:
+            found, masses = reader(run, index)
+            times += [float(run.time.values[index])] * found.size
+            angles += list(found)
+            sizes += list((120 if run is lagrangian else 12) * masses)
+        ax.scatter(times, angles, s=sizes, label=label, **style)
+    for label, colour, style in (("fv N", "k", ":"), ("lagrangian M", "tab:orange", "--")):
+        for value in table["merge_time"].sel(run=label).values[np.isfinite(table["merge_time"].sel(run=label).values)]:
+            ax.axvline(value, color=colour, ls=style, lw=0.9)
+    kpoint = table["kpoint_merge_time"].sel(run="fv N").values
+    ax.plot(kpoint, np.full(kpoint.size, 0.1), "rx", ms=9, label="K-point ODE from fv at t_ref")
+    ax.set(xscale="log", ylim=(0, 2 * math.pi), xlabel="time t (log scale)", ylabel="cluster angle (rad)",
+           title=f"beta = {float(table.attrs['beta']):g}: clusters (area = mass); merges dotted (fv N), dashed "
+                 f"(Lagrangian M)")
+    ax.title.set_fontsize("medium")
+    legend_below(ax, ncol=3, fontsize="small")
+    ax = axes[1]
+    reference = _after(table, "lagrangian M")
+    for label, marker in (("fv N/2", "s"), ("fv N", "o"), ("lagrangian 2M", "^")):
+        times = _after(table, label)
+        paired = min(times.size, reference.size)
+        if paired:
+            gaps = np.abs(times[:paired] / reference[:paired] - 1)
+            ax.semilogy(np.arange(1, paired + 1), np.maximum(gaps, 1e-12), marker + "-",
+                        label=f"{label} ({int(table.resolution.sel(run=label))})")
+    ax.set_xticks(np.arange(1, reference.size + 1))
+    ax.set(xlabel="merge (after t_ref)", ylabel="|t / t_Lagrangian M - 1|",
+           title=f"merge times against the Lagrangian run, M = {int(table.resolution.sel(run='lagrangian M'))}")
+    ax.title.set_fontsize("medium")
+    legend_below(ax, ncol=2, fontsize="small")
+    ax = axes[2]
+    k = int(table.attrs["k_star"])
+    exact = runs["lagrangian 2M"]
+    end = 2 * float(np.nanmax(table.formation_time.values))
+    for label in ("fv N/2", "fv N", "lagrangian M"):
+        run = runs[label]
+        early = (run.time.values > 0) & (run.time.values <= end)
+        amplitude = np.interp(run.time.values[early], exact.time.values, mode_amplitude(exact, k))
+        ax.semilogy(run.time.values[early], np.maximum(np.abs(mode_amplitude(run, k)[early] / amplitude - 1), 1e-16),
+                    label=label)
+    for value in table.formation_time.values:
+        ax.axvline(value, color="0.6", ls=":", lw=0.8)
+    ax.set(xlabel="time t", ylabel=f"relative difference of |rho_hat_{k}|",
+           title=f"mode k* = {k} against Lagrangian 2M (dotted: formation)")
+    ax.title.set_fontsize("medium")
+    legend_below(ax, ncol=3, fontsize="small")
+    save_figure(fig, path, dpi=110)
+
+
+def _after(table: xr.Dataset, label: str) -> np.ndarray:
+    """The merge times of one run after the fv run's ``t_ref`` (``fv N``), finite ones only."""
+    times = table["merge_time"].sel(run=label).values
+    return times[np.isfinite(times) & (times > float(table["t_ref"].sel(run="fv N")))]
+
+
+def format_table(table: xr.Dataset) -> str:
+    lines = [f"{'run':>14} {'size':>6} {'t_ref':>8} {'K':>3} {'formation':>12} {'final':>5} {'grid mass':>9} "
+             f"{'steps':>7} {'wall s':>7}  merges (K-point ODE from t_ref)"]
+    for label in table["run"].values:
+        row = table.sel(run=label)
+        merges = " ".join(f"{value:.7g}" for value in row.merge_time.values if np.isfinite(value))
+        kpoint = " ".join(f"{value:.7g}" for value in row.kpoint_merge_time.values if np.isfinite(value))
+        lines.append(f"{label:>14} {int(row.resolution):>6} {float(row.t_ref):>8.4g} {int(row.count_at_ref):>3} "
+                     f"{float(row.formation_time):>12.8g} {int(row.final_count):>5} {float(row.grid_mass_end):>9.1e} "
+                     f"{int(row.steps):>7} {float(row.wall_time):>7.1f}  {merges}" + (f" ({kpoint})" if kpoint else ""))
+    lines.append(f"POINT_STEP {table.attrs['point_step']:g}, HANDOVER_WIDTH {table.attrs['handover_width']:g}; "
+                 f"start: deconvolved coefficients at N/2 and N differ by {table.attrs['spectrum_gap']:.2e} of the "
+                 f"mean")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> xr.Dataset:
+    return study_main(argv, __doc__.splitlines()[0], "fv-staircase-study", run_study, format_table, "fv_staircase")
+
+
+if __name__ == "__main__":
+    main()
