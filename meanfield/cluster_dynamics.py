@@ -92,11 +92,13 @@ def _ring_log_kernel(th_a, th_b, beta: float, dim: int):
     cos_a, sin_a = np.cos(th_a)[:, None], np.sin(th_a)[:, None]
     cos_b, sin_b = np.cos(th_b)[None, :], np.sin(th_b)[None, :]
     z = beta * sin_a * sin_b
-    safe = np.where(z > 0, z, 1.0)
+    small = z < 1e-6                  # the series: log Lambda = z^2 / 4 (nu + 1) + O(z^4), ratio = z / 2 (nu + 1)
+    safe = np.where(small, 1.0, z)
     # log Lambda_nu(z) = log Gamma(nu + 1) + nu log(2 / z) + log ive(nu, z) + z; Lambda_nu(0) = 1
-    log_lambda = np.where(z > 0, gammaln(nu + 1) + nu * np.log(2 / safe) + np.log(ive(nu, safe)) + safe, 0.0)
-    # Lambda_nu'(z) / Lambda_nu(z) = I_{nu+1}(z) / I_nu(z)  (and z / (2 (nu + 1)) -> 0 as z -> 0)
-    ratio = np.where(z > 0, ive(nu + 1, safe) / ive(nu, safe), 0.0)
+    log_lambda = np.where(small, z * z / (4 * (nu + 1)),
+                          gammaln(nu + 1) + nu * np.log(2 / safe) + np.log(ive(nu, safe)) + safe)
+    # Lambda_nu'(z) / Lambda_nu(z) = I_{nu+1}(z) / I_nu(z)
+    ratio = np.where(small, z / (2 * (nu + 1)), ive(nu + 1, safe) / ive(nu, safe))
     log_kernel = beta * (cos_a * cos_b - 1.0) + log_lambda
     slope = beta * (-sin_a * cos_b) + ratio * beta * cos_a * sin_b
     return log_kernel, slope
@@ -162,6 +164,35 @@ def _join(points: np.ndarray, masses: np.ndarray, a: int, b: int):
     merged = masses[a] * points[a] + masses[b] * points[b]
     keep = [i for i in range(points.shape[0]) if i not in (a, b)]
     return np.vstack((points[keep], merged / np.linalg.norm(merged))), np.append(masses[keep], masses[a] + masses[b])
+
+
+def _polar(points: np.ndarray) -> np.ndarray:
+    return np.arctan2(points[:, 1], points[:, 0])
+
+
+def _snap_to_poles(points: np.ndarray, distance: float) -> np.ndarray:
+    """Rings (as ``(cos th, sin th)``) within ``distance`` of a pole put on it."""
+    th = _polar(points)
+    th = np.where(th < distance, 0.0, np.where(th > math.pi - distance, math.pi, th))
+    return np.stack((np.cos(th), np.sin(th)), axis=-1)
+
+
+def _settled_at_poles(points: np.ndarray) -> bool:
+    """Every ring is a pole point, one per pole at most: nothing moves any more."""
+    th = _polar(points)
+    return bool(np.all((th == 0.0) | (th == math.pi))) and points.shape[0] <= 2
+
+
+def _pole_events(points: np.ndarray, distance: float) -> list:
+    """Terminal events: a ring off the poles comes within ``distance`` of one (it becomes a pole point)."""
+    events = []
+    for a in np.flatnonzero((_polar(points) != 0.0) & (_polar(points) != math.pi)):
+        def event(_, y, a=a):
+            th = math.atan2(y[2 * a + 1], y[2 * a])
+            return min(th, math.pi - th) - distance
+        event.terminal, event.direction = True, -1
+        events.append(event)
+    return events
 
 
 @dataclass
@@ -242,33 +273,47 @@ def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start
     t = float(t_start)
     points, masses = _join_close(points, masses, merge_distance)
     history.plateaus.append((t, points.shape[0], dynamics.energy(points, masses)))
+    rings = dim is not None
     while points.shape[0] > 1 and t < end:
-        count, dim = points.shape
+        if rings:
+            points = _snap_to_poles(points, merge_distance)
+            if _settled_at_poles(points):          # pole points do not move; two at opposite poles never merge
+                break
+        count, width = points.shape
 
-        def rhs(_, y, masses=masses, count=count, dim=dim):
-            p = y.reshape(count, dim)
+        def rhs(_, y, masses=masses, count=count, width=width):
+            p = y.reshape(count, width)
             p = p / np.linalg.norm(p, axis=1, keepdims=True)
             return dynamics.velocity(p, masses).ravel()
 
         pairs = [(a, b) for a in range(count) for b in range(a + 1, count)]
         events = []
         for a, b in pairs:
-            def event(_, y, a=a, b=b, dim=dim):
-                ya, yb = y[a * dim:(a + 1) * dim], y[b * dim:(b + 1) * dim]
+            def event(_, y, a=a, b=b, width=width):
+                ya, yb = y[a * width:(a + 1) * width], y[b * width:(b + 1) * width]
                 chord = np.linalg.norm(ya / np.linalg.norm(ya) - yb / np.linalg.norm(yb))
                 return 2 * math.asin(min(chord / 2, 1.0)) - merge_distance
             event.terminal, event.direction = True, -1
             events.append(event)
-        solution = solve_ivp(rhs, (t, end), points.ravel(), method="DOP853", rtol=rtol, atol=atol, events=events,
-                             dense_output=True)
+        poles = _pole_events(points, merge_distance) if rings else []
+        solution = solve_ivp(rhs, (t, end), points.ravel(), method="DOP853", rtol=rtol, atol=atol,
+                             events=events + poles, dense_output=True)
         history.segments.append((t, float(solution.t[-1]), solution.sol, masses.copy()))
-        state = solution.y[:, -1].reshape(count, dim)
+        state = solution.y[:, -1].reshape(count, width)
         t = float(solution.t[-1])
         points = state / np.linalg.norm(state, axis=1, keepdims=True)
         hit = [i for i, times in enumerate(solution.t_events) if times.size]
         if not hit:
             break
-        a, b = pairs[hit[0]]
+        if hit[0] >= len(pairs):                   # a ring reached a pole: it is a pole point from now on
+            points = _snap_to_poles(points, merge_distance)
+            gaps = angles_between(points)
+            np.fill_diagonal(gaps, np.inf)
+            if gaps.min() >= merge_distance:         # no pole point there: nothing merged
+                continue
+            a, b = np.unravel_index(int(np.argmin(gaps)), gaps.shape)
+        else:
+            a, b = pairs[hit[0]]
         history.merge_times.append(t)
         history.mass_a.append(float(masses[a]))
         history.mass_b.append(float(masses[b]))

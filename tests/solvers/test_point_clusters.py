@@ -152,3 +152,4 @@ def test_runs_before_the_first_hand_over_are_those_without_points(monkeypatch):
     before = slice(0, first)
     for name in ("density", "energy", "mass", "mode_amplitude"):
         assert np.array_equal(with_points[name].values[before], without[name].values[before]), name
+
