@@ -328,7 +328,8 @@ class _FiniteVolumeScheme(DensityScheme):
             return np.array(state, dtype=float)
         rho, y, m = self.split(state)
         density = np.array(rho, dtype=float)
-        np.add.at(density, self.clusters.cell_of(y), m / self.fv.volumes[self.clusters.cell_of(y)])
+        cells = self.clusters.cell_of(y)
+        np.add.at(density, cells, m / self.fv.volumes[cells])
         return density
 
     def _start(self, averages: np.ndarray) -> np.ndarray:

@@ -57,6 +57,8 @@ import math
 
 import numpy as np
 
+from meanfield.cluster_dynamics import as_unit_vectors
+
 from .clusters import TIGHT_RADIUS
 
 #: Largest standard deviation (in cells) of the five-cell window of a cluster handed over to a point.
@@ -102,7 +104,6 @@ class PointClusters:
         self.owned = np.zeros(0, dtype=np.int64)
         #: hand-overs refused because every slot was taken
         self.refused = 0
-        self.merges = 0
 
     # -- geometry ---------------------------------------------------------------------------------
     def cell_of(self, x: np.ndarray) -> np.ndarray:
@@ -119,10 +120,11 @@ class PointClusters:
         """Positions in ``[0, 2 pi)`` (circle) or ``[0, pi]`` (zonal)."""
         return np.mod(y, 2 * math.pi) if self.periodic else np.clip(y, 0.0, math.pi)
 
-    def unit_vectors(self, y: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def unit_vectors(y: np.ndarray) -> np.ndarray:
         """Points (circle) or rings (zonal, in a meridian plane) as ``(cos y, sin y)``: their distances are
         the geodesic ones the cluster bookkeeping uses."""
-        return np.stack((np.cos(y), np.sin(y)), axis=-1)
+        return as_unit_vectors(np.asarray(y, dtype=float).reshape(-1))
 
     def _shifted(self, values: np.ndarray, shift: int) -> np.ndarray:
         """``values[i + shift]`` for every cell ``i`` (periodic, or 0 beyond the poles)."""
@@ -183,7 +185,6 @@ class PointClusters:
             groups -= 1
         masses = np.bincount(labels, ms, minlength=groups)
         centres = np.bincount(labels, ms * unwrapped, minlength=groups) / masses
-        self.merges += ys.size - groups
         return self.wrap(centres), masses
 
     def windows(self, rho: np.ndarray):
