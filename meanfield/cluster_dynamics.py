@@ -221,6 +221,33 @@ class ClusterHistory:
                 return self.dynamics.energy(as_unit_vectors(points), masses)
         return self.plateaus[-1][2]
 
+    def approach_times(self, distance: float = MERGE_DISTANCE, min_mass: float = 0.0) -> list:
+        """The times at which two points of mass ``>= min_mass`` come within ``distance`` (from above), found
+        by bisection on each segment's dense output: the run trackers' definition of a merge
+        (:class:`solvers.clusters.ClusterTracker`) applied to a history integrated with a smaller
+        ``merge_distance`` (the points it joins are the trackers' tight groups).  Several rings contracting onto
+        one pole together come within ``distance`` of each other pairwise before any joins; this counts each
+        such approach, as a run does."""
+        times = []
+        for t0, t1, solution, masses in self.segments:
+            heavy = np.flatnonzero(masses >= min_mass)
+
+            def gaps(t, heavy=heavy, solution=solution, masses=masses):
+                points = as_unit_vectors(solution(t).reshape(masses.size, -1))[heavy]
+                return angles_between(points)
+
+            start, end = gaps(t0), gaps(t1)
+            for a, b in zip(*np.nonzero(np.triu((start >= distance) & (end < distance), 1))):
+                low, high = t0, t1
+                while high - low > 1e-13 * max(1.0, abs(high)):
+                    middle = 0.5 * (low + high)
+                    if gaps(middle)[a, b] < distance:
+                        high = middle
+                    else:
+                        low = middle
+                times.append(high)
+        return sorted(times)
+
 
 class PointDynamics:
     """The velocity and energy of the weighted points (``dim=None``) or of zonal rings on ``S^{dim-1}``

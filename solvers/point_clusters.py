@@ -120,6 +120,26 @@ class PointClusters:
         """Positions in ``[0, 2 pi)`` (circle) or ``[0, pi]`` (zonal)."""
         return np.mod(y, 2 * math.pi) if self.periodic else np.clip(y, 0.0, math.pi)
 
+    def _rings(self, y: np.ndarray) -> np.ndarray:
+        """Which points are zonal rings off the poles (none on the circle)."""
+        if self.periodic:
+            return np.zeros(y.shape, dtype=bool)
+        return ~self._at_poles(y)
+
+    def _at_poles(self, y: np.ndarray) -> np.ndarray:
+        """Which points are zonal pole points (none on the circle)."""
+        if self.periodic:
+            return np.zeros(y.shape, dtype=bool)
+        return (y == 0.0) | (y == math.pi)
+
+    def _snap_to_poles(self, y: np.ndarray) -> np.ndarray:
+        """Zonal rings within :data:`MERGE_DISTANCE` of a pole put on it: a ring contracting onto a pole
+        approaches it exponentially and never reaches it, as two merging points never meet (module
+        docstring, Merges); the K-ring ODE does the same (:func:`meanfield.cluster_dynamics.cluster_history`)."""
+        if self.periodic:
+            return y
+        return np.where(y <= MERGE_DISTANCE, 0.0, np.where(y >= math.pi - MERGE_DISTANCE, math.pi, y))
+
     @staticmethod
     def unit_vectors(y: np.ndarray) -> np.ndarray:
         """Points (circle) or rings (zonal, in a meridian plane) as ``(cos y, sin y)``: their distances are
@@ -142,9 +162,9 @@ class PointClusters:
         """Wrap, merge, hand over, own and absorb, sweep; ``None`` when nothing changed, else the new
         ``(rho, y, m)`` (new arrays; the inputs are not modified)."""
         empty = y.size > 0 and not rho.any()        # the grid was swept: points only from then on
-        if not self.enabled or empty and y.size < 2:
+        if not self.enabled or empty and y.size < 2 and not self._rings(y).any():
             return None
-        wrapped = self.wrap(y)
+        wrapped = self._snap_to_poles(self.wrap(y))
         changed = not np.array_equal(wrapped, y)
         y = wrapped
         merged = self._merge(y, m)
@@ -288,7 +308,7 @@ class PointClusters:
         for point, cell in zip(holders, cells):
             if rho[cell] > 0:
                 mass = self.volumes[cell] * rho[cell]
-                y[point] = self.wrap(y[point] + mass * self.offset(self.centroids[cell], y[point]) / (m[point] + mass))
+                y[point] = self._joined(y[point], m[point], self.centroids[cell], mass)
                 m[point] += mass
                 rho[cell] = 0.0
         return rho, y, m
@@ -305,9 +325,16 @@ class PointClusters:
             distance = np.abs(self.offset(y, self.centroids[cell]))
             point = int(np.argmin(distance))
             mass = self.volumes[cell] * rho[cell]
-            y[point] = self.wrap(y[point] + mass * self.offset(self.centroids[cell], y[point]) / (m[point] + mass))
+            y[point] = self._joined(y[point], m[point], self.centroids[cell], mass)
             m[point] += mass
         return np.zeros_like(rho), y, m
+
+    def _joined(self, position: float, mass: float, arriving_at: float, arriving: float) -> float:
+        """Where a point of ``mass`` at ``position`` is after ``arriving`` mass at ``arriving_at`` joins it: the
+        weighted mean, except that a zonal pole point stays on its pole (what joins it surrounds its axis)."""
+        if self._at_poles(np.asarray(position)):
+            return position
+        return float(self.wrap(position + arriving * self.offset(arriving_at, position) / (mass + arriving)))
 
     # -- the dynamics' coupling -----------------------------------------------------------------------
     def inflow(self, change: np.ndarray, flux: np.ndarray, y: np.ndarray, m: np.ndarray, velocity: np.ndarray):
@@ -324,17 +351,24 @@ class PointClusters:
                                                                                         y[holders])
             dy[holders] += shift / m[holders]
             change[cells] = 0.0
+        dy[self._at_poles(y)] = 0.0         # what a pole point takes arrives around its axis: it stays put
         return dy, dm
 
     def step_rate(self, y: np.ndarray, velocity: np.ndarray) -> float:
         """``max |v_a - v_b| (beta + 1 / |y_a - y_b|)`` over neighbouring points, divided by :data:`POINT_STEP`:
-        the rate whose inverse is the step of the point dynamics (module docstring)."""
-        if y.size < 2:
-            return 0.0
+        the rate whose inverse is the step of the point dynamics (module docstring).  A zonal ring off the
+        poles also pairs with its nearer pole (velocity 0): a lone ring contracts onto a pole at the rate
+        ``|v_a| / th_a`` and must not be stepped past it.  Pole points and a lone point on the circle do not
+        move: rate 0."""
         order = np.argsort(y)
         ys, vs = y[order], velocity[order]
         gaps, closing = np.diff(ys), np.abs(np.diff(vs))
-        if self.periodic:
+        if self.periodic and y.size > 1:
             gaps = np.append(gaps, ys[0] + 2 * math.pi - ys[-1])
             closing = np.append(closing, abs(vs[0] - vs[-1]))
+        rings = self._rings(ys)
+        gaps = np.append(gaps, np.minimum(ys[rings], math.pi - ys[rings]))
+        closing = np.append(closing, np.abs(vs[rings]))
+        if gaps.size == 0:
+            return 0.0
         return float(np.max(closing * (self.beta + 1.0 / np.maximum(gaps, 1e-300)))) / POINT_STEP
