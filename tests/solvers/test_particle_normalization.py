@@ -94,15 +94,19 @@ def test_initial_rate_matches_the_closed_forms(name, closed):
 
 
 def test_post_ln_is_unchanged_bit_for_bit():
-    # numbers from the code before the normalisation schemes existed (commit 2ce9737)
+    # numbers from the code before the normalisation schemes existed (commit 2ce9737, numpy 2.3); they were
+    # equal bit for bit then, but the BLAS of another numpy release rounds the same sums differently (numpy
+    # 2.4.6: one coordinate moved by 1 ulp), so agreement is asked to a few ulps: any change of the dynamics
+    # itself moves them by far more
     a = simulate(dim=2, n=40, beta=4, init="uniform", seed=3, t_final=2, save_every=1)
     b = simulate(dim=3, n=30, beta=2, attention="usa", init="uniform", seed=5, t_final=2, save_every=1,
                  qkv="random", normalization="post")
-    assert a.positions.values[-1, :2].tolist() == [[0.9561568406821441, 0.2928550768157194],
-                                                   [-0.9231814832640448, -0.38436434402581904]]
-    assert b.positions.values[-1, :2].tolist() == [
+    ulps = 1e-15
+    assert np.allclose(a.positions.values[-1, :2], [[0.9561568406821441, 0.2928550768157194],
+                                                    [-0.9231814832640448, -0.38436434402581904]], rtol=0, atol=ulps)
+    assert np.allclose(b.positions.values[-1, :2], [
         [0.10663046002929878, 0.9085074527191955, -0.4040348417495932],
-        [0.35951973151191635, 0.604507802956447, -0.7108557369947639]]
+        [0.35951973151191635, 0.604507802956447, -0.7108557369947639]], rtol=0, atol=ulps)
     assert (a.attrs["steps"], b.attrs["steps"]) == (18, 36)
     assert "--normalization" not in a.attrs["command"] and "radius" not in a
 
