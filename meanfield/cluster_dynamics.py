@@ -167,7 +167,9 @@ def _join(points: np.ndarray, masses: np.ndarray, a: int, b: int):
 
 
 def _polar(points: np.ndarray) -> np.ndarray:
-    return np.arctan2(points[:, 1], points[:, 0])
+    """Polar angles in ``[0, pi]`` of rings carried as ``(cos th, sin th)``: a ring is its own mirror image, and
+    a ring the integrator carries a round-off past a pole (``sin th < 0``) is the ring at ``|th|``."""
+    return np.abs(np.arctan2(points[:, 1], points[:, 0]))
 
 
 def _snap_to_poles(points: np.ndarray, distance: float) -> np.ndarray:
@@ -188,7 +190,7 @@ def _pole_events(points: np.ndarray, distance: float) -> list:
     events = []
     for a in np.flatnonzero((_polar(points) != 0.0) & (_polar(points) != math.pi)):
         def event(_, y, a=a):
-            th = math.atan2(y[2 * a + 1], y[2 * a])
+            th = abs(math.atan2(y[2 * a + 1], y[2 * a]))
             return min(th, math.pi - th) - distance
         event.terminal, event.direction = True, -1
         events.append(event)
@@ -260,14 +262,15 @@ class PointDynamics:
     def velocity(self, points: np.ndarray, masses: np.ndarray) -> np.ndarray:
         if self.dim is None:
             return cluster_velocity(points, masses, self.beta, self.attention)
-        th = np.arctan2(points[:, 1], points[:, 0])
-        speed = ring_velocity(th, masses, self.beta, self.dim, self.attention)
-        return speed[:, None] * np.stack((-np.sin(th), np.cos(th)), axis=-1)
+        signed = np.arctan2(points[:, 1], points[:, 0])
+        speed = ring_velocity(np.abs(signed), masses, self.beta, self.dim, self.attention)
+        speed = np.where(signed < 0, -speed, speed)            # the mirror image of a ring moves as its mirror
+        return speed[:, None] * np.stack((-np.sin(signed), np.cos(signed)), axis=-1)
 
     def energy(self, points: np.ndarray, masses: np.ndarray) -> float:
         if self.dim is None:
             return point_energy(points, masses, self.beta)
-        return ring_energy(np.arctan2(points[:, 1], points[:, 0]), masses, self.beta, self.dim)
+        return ring_energy(_polar(points), masses, self.beta, self.dim)
 
 
 def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start: float = 0.0,

@@ -212,3 +212,14 @@ def test_a_lone_ring_contracts_onto_its_pole_and_stays_there():
     assert list(y) == [0.0]
     assert clusters._joined(0.0, 1.0, 0.3, 0.5) == 0.0
     assert clusters._joined(math.pi, 1.0, 2.9, 0.5) == math.pi
+
+
+def test_k_ring_ode_keeps_a_south_pole_point_south_and_joins_a_ring_to_it():
+    # the south pole point (0, -1)-side round-off once read as th = -pi: snapped to the north pole, and a ring
+    # reaching the south pole chattered across it; a ring is its own mirror image
+    th, m = np.array([0.0, 2.40063264, math.pi]), np.array([0.45523711, 0.4821278, 0.06263509])
+    history = cluster_history(th, m, 25.0, "sa", t_start=44.668, merge_distance=1e-6, rtol=1e-11, atol=1e-14, dim=5)
+    polar = np.abs(np.arctan2(history.points[:, 1], history.points[:, 0]))
+    assert sorted(polar.tolist()) == [0.0, math.pi]
+    assert np.allclose(sorted(history.masses), [m[0], m[1] + m[2]], rtol=0, atol=1e-15)
+    assert len(history.merge_times) == 1 and 54.0 < history.merge_times[0] < 70.0
