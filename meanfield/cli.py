@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from . import __version__
+from . import __version__, signals
 from .defaults import GAUSSIAN_DEFAULTS, GEOMETRY_DEFAULTS, PARTICLE_DEFAULTS, RUN_DEFAULTS, SOLVE_DEFAULTS
 from .errors import InputError, require
 from .limits import (MAX_LIST, MAX_MODES, check_dim, check_frames, check_integer, check_matrix_dim, check_number,
@@ -39,20 +39,37 @@ DOMINANCE_FLOOR = 1e-4
 
 EXIT_HELP = ("Exit status: 0 when the run completed; 2 on bad input (one line on stderr, nothing computed or "
              "written); 3 when the run stopped before --t-final (the file is still written with every frame and "
-             "the last valid state; stop_reason says why); 130 when interrupted (Ctrl-C; the file is written "
-             "likewise).")
+             "the last valid state; stop_reason says why); 130 when interrupted by Ctrl-C, 143 by SIGTERM (the "
+             "file is written likewise).")
 
 
 def exit_status(stop_reason: str) -> int:
-    """0 for ``"completed"``, 130 for ``"interrupted ..."``, 3 for any other early stop."""
+    """0 for ``"completed"``, 130 for ``"interrupted ..."`` (143 by SIGTERM), 3 for any other early stop."""
     if stop_reason == "completed":
         return EXIT_COMPLETED
-    return EXIT_INTERRUPTED if stop_reason.startswith("interrupted") else EXIT_STOPPED
+    if stop_reason.startswith("interrupted"):
+        return signals.EXIT_SIGTERM if stop_reason.startswith("interrupted by SIGTERM") else EXIT_INTERRUPTED
+    return EXIT_STOPPED
 
 
-def _finish(stop_reason: str) -> None:
-    """Exit with :func:`exit_status` of the run (a note on stderr when it did not complete)."""
+def _save(dataset, out) -> int | None:
+    """Write the run; Ctrl-C and SIGTERM wait until it is written (:mod:`meanfield.signals`).  Returns the exit
+    status a signal that arrived meanwhile asks for, or None."""
+    try:
+        save_run(dataset, out)
+    finally:
+        held = signals.release()
+    return held
+
+
+def _finish(stop_reason: str, held: int | None = None) -> None:
+    """Exit with :func:`exit_status` of the run (a note on stderr when it did not complete), or with the status
+    of a signal that arrived while the run was being saved."""
     code = exit_status(stop_reason)
+    if code == EXIT_COMPLETED and held is not None:
+        click.echo(f"meanfield: interrupted while the completed run was saved (it is saved); exit status {held}",
+                   err=True)
+        raise click.exceptions.Exit(held)
     if code != EXIT_COMPLETED:
         click.echo(f"meanfield: the run did not complete ({stop_reason}); exit status {code}", err=True)
         raise click.exceptions.Exit(code)
@@ -93,6 +110,7 @@ def cli(threads):
       3    a run (solve, particles, gaussian, demo, sweep) stopped before --t-final; its file is
            still written, with the last valid state; stop_reason says why
       130  interrupted (Ctrl-C); a run's file is still written likewise
+      143  terminated (SIGTERM, as batch schedulers send); the same
     """
     from .threads import set_threads
 
@@ -312,11 +330,12 @@ def _solve_command(geometry: str, spec: dict):
         from solvers.solve import solve as run_solver
 
         out = check_output_file(out, "--out", RUN_SUFFIXES)
+        signals.save_runs_whole()
         dataset = run_solver(geometry, progress=not no_progress,
                              **_grouped(settings, step=StepControl, monitor=Monitor, saving=Saving))
-        save_run(dataset, out)
+        held = _save(dataset, out)
         _report_run(dataset, out)
-        _finish(dataset.attrs["stop_reason"])
+        _finish(dataset.attrs["stop_reason"], held)
 
     command.__doc__ = f"""{spec['what']} (MATH.md {spec['section']}).
 
@@ -415,10 +434,11 @@ def particles(out, no_progress, **settings):
     from solvers.particle_run import simulate
 
     out = check_output_file(out, "--out", RUN_SUFFIXES)
+    signals.save_runs_whole()
     dataset = simulate(progress=not no_progress, **_grouped(settings, step=StepControl, saving=Saving))
-    save_run(dataset, out)
+    held = _save(dataset, out)
     _report_saved(dataset, out)
-    _finish(dataset.attrs["stop_reason"])
+    _finish(dataset.attrs["stop_reason"], held)
 
 
 particles.help = particles.help.replace("{exit_help}", EXIT_HELP)
@@ -464,12 +484,13 @@ def gaussian(attention, dim, case, seed, scaled, eps, t_final, save_every, out):
     if save_every is not None:
         check_number("--save-every", save_every, 0.0, math.inf)
         check_frames(t_final, save_every, None, 8.0 * (dim * dim + dim), 0.0)
+    signals.save_runs_whole()
     dataset = solve_case(case, dim, seed, t_final=t_final, attention=attention, save_every=save_every,
                          scaled=scaled, eps=eps)
-    save_run(dataset, out)
+    held = _save(dataset, out)
     click.echo(f"stop_reason: {dataset.attrs['stop_reason']}   blowup_time: {dataset.attrs['blowup_time']}")
     click.echo(f"saved {dataset.sizes['time']} times up to t = {float(dataset.time[-1]):.6g} -> {out}")
-    _finish(dataset.attrs["stop_reason"])
+    _finish(dataset.attrs["stop_reason"], held)
 
 
 # --------------------------------------------------------------------------------------------- plot
@@ -528,8 +549,9 @@ def demo(out_dir, resolution, no_progress):
     from .demo import run_demo
 
     check_output_folder(out_dir, "--out-dir")
+    signals.save_runs_whole()
     dataset = run_demo(out_dir, resolution=resolution, progress=not no_progress, echo=click.echo)
-    _finish(dataset.attrs["stop_reason"])
+    _finish(dataset.attrs["stop_reason"], signals.release())
 
 
 # --------------------------------------------------------------------------------------------- validate
@@ -665,9 +687,9 @@ def phase_diagram(ctx, store, dims, betas, quick, no_progress, **settings):
                        if ctx.get_parameter_source(key) is ParameterSource.DEFAULT})
     try:
         dataset = run_sweep(store, progress=not no_progress, **values)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:      # Ctrl-C, or SIGTERM (meanfield.signals)
         click.echo(f"interrupted: the chunks finished so far are stored in {store}; re-run to resume", err=True)
-        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+        raise click.exceptions.Exit(signals.exit_status_of(interrupt)) from None
     figure = Path(store) / "phase_diagram.png"
     plot_phase_diagram(dataset, figure)
     click.echo(format_summary(dataset))
@@ -682,6 +704,7 @@ def phase_diagram(ctx, store, dims, betas, quick, no_progress, **settings):
 # --------------------------------------------------------------------------------------------- entry
 def main(argv=None) -> int:
     """Entry point: run the CLI, turning user mistakes into one line and exit status 2."""
+    signals.install()
     try:
         code = cli.main(args=argv, prog_name="meanfield", standalone_mode=False)
     except InputError as exc:
@@ -690,15 +713,17 @@ def main(argv=None) -> int:
     except click.UsageError as exc:
         click.echo(f"meanfield: error: {exc.format_message()}", err=True)
         return EXIT_USAGE
-    except click.Abort:
+    except click.Abort as exc:   # Ctrl-C or SIGTERM before a run started (nothing computed yet)
         click.echo("meanfield: aborted", err=True)
-        return EXIT_INTERRUPTED
+        return signals.exit_status_of(exc.__cause__) if exc.__cause__ else EXIT_INTERRUPTED
     except click.ClickException as exc:
         click.echo(f"meanfield: error: {exc.format_message()}", err=True)
         return exc.exit_code
     except MemoryError:  # the size checks of meanfield.limits should have refused the input first
         click.echo("meanfield: error: out of memory: lower --resolution, --n, --dim or the number of frames", err=True)
         return EXIT_USAGE
+    finally:
+        signals.uninstall()
     return code if isinstance(code, int) else 0
 
 

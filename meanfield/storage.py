@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -136,12 +137,35 @@ def check_output_folder(folder, option: str, shown=None) -> Path:
     folder = Path(folder).expanduser()
     shown = folder if shown is None else shown
     require(str(folder).strip() != "", f"{option} must be a folder name (got an empty string)")
+    check_name_lengths(folder, option)
     existing = _nearest_existing(folder.absolute())
     require(existing.is_dir(), f"{option} {shown}: {existing} is a file, not a folder; choose another {option}")
     require(_can_create_files_in(existing),
             f"{option} {shown}: cannot write in {existing} (no permission or a read-only file system); "
             f"choose a writable {option}")
     return folder
+
+
+def check_name_lengths(path: Path, option: str) -> None:
+    """Every component of ``path`` within the file system's name limit (255 bytes on most), the whole path within
+    the system's path limit: else one line naming ``option`` (the write would fail after the computation)."""
+    absolute = path.absolute()
+    longest = 255
+    for part in absolute.parts[1:]:
+        require(len(part.encode()) <= longest,
+                f"{option}: the name {part[:24]!r}... is {len(part.encode())} bytes long; file names may have at most "
+                f"{longest} bytes")
+    try:
+        path_max = int(os.pathconf(_nearest_existing(absolute.parent), "PC_PATH_MAX"))
+    except (OSError, ValueError):
+        path_max = 4096
+    require(len(str(absolute).encode()) < path_max,
+            f"{option}: the path is {len(str(absolute).encode())} bytes long; this system allows at most "
+            f"{path_max - 1}")
+    longest = name_max(absolute.parent)
+    require(len(path.name.encode()) <= longest,
+            f"{option}: the file name is {len(path.name.encode())} bytes long; this file system allows at most "
+            f"{longest}")
 
 
 def check_output_file(path, option: str, suffixes) -> Path:
@@ -153,6 +177,7 @@ def check_output_file(path, option: str, suffixes) -> Path:
     path = Path(path).expanduser()
     allowed = suffixes[0] if len(suffixes) == 1 else "one of " + ", ".join(suffixes)
     require(path.suffix.lower() in suffixes, f"{option} must be a file name ending in {allowed} (got {str(path)!r})")
+    check_name_lengths(path, option)
     require(not path.is_dir(), f"{option} {path} is a folder; give a file name ending in {allowed}")
     check_output_folder(path.parent, option, shown=path)
     require(not path.exists() or os.access(path, os.W_OK),
@@ -170,12 +195,58 @@ def _make_folders(folder: Path) -> list[Path]:
     return created
 
 
+#: The hidden temporary files of :func:`write_atomic`: ``.STEM.PID-HEX.tmpSUFFIX`` (STEM possibly shortened).
+TEMPORARY_NAME = re.compile(r"^\.(?P<stem>.*)\.(?P<pid>[0-9]+)-[0-9a-f]{8}\.tmp(?P<suffix>\.[^.]*)?$")
+
+
+def name_max(folder: Path) -> int:
+    """The longest file name (bytes) the file system of ``folder`` (or its nearest existing parent) allows."""
+    try:
+        return int(os.pathconf(_nearest_existing(folder.absolute()), "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return 255
+
+
+def _temporary_name(path: Path) -> str:
+    """``.STEM.PID-HEX.tmpSUFFIX``, STEM cut so that the name fits where ``path``'s own name fits."""
+    tail = f".{os.getpid()}-{secrets.token_hex(4)}.tmp{path.suffix}"
+    room = name_max(path.parent) - 1 - len(tail.encode())
+    stem = path.stem.encode()[:max(room, 0)].decode(errors="ignore")
+    return f".{stem}{tail}"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True             # someone else's process (or not a pid we can ask about): leave its file alone
+    return True
+
+
+def remove_stale_temporaries(folder: Path) -> list[Path]:
+    """Remove the temporary files that writers killed in mid-write (``kill -9``, a machine that went down) left in
+    ``folder``: names of :data:`TEMPORARY_NAME` whose process is gone.  A live writer's file is left alone (its pid
+    is alive; on a folder shared between machines a pid says nothing, so such folders are the user's to tidy)."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            match = TEMPORARY_NAME.match(entry.name)
+            if match and entry.is_file(follow_symlinks=False) and not _process_alive(int(match["pid"])):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+    return removed
+
+
 @contextlib.contextmanager
 def _replacing(path: Path):
     """A temporary path next to ``path`` (same suffix, so writers infer the format); renamed onto
     ``path`` when the block succeeds, removed (with any folders made for it) when it fails."""
     created = _make_folders(path.parent)
-    temporary = path.with_name(f".{path.stem}.{os.getpid()}-{secrets.token_hex(4)}.tmp{path.suffix}")
+    remove_stale_temporaries(path.parent)
+    temporary = path.with_name(_temporary_name(path))
     try:
         yield temporary
         if path.exists():
@@ -189,26 +260,71 @@ def _replacing(path: Path):
         raise
 
 
+class Unwritable(InputError):
+    """A file could not be written (disk full, no permission, read-only file system...)."""
+
+
+def _failure(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc) or type(exc).__name__
+
+
 def write_atomic(path, writer) -> Path:
     """Call ``writer(temporary_path)``, then rename the temporary file onto ``path`` (module docstring).
 
-    An ``OSError`` (disk full, permissions) becomes a one-line :class:`InputError`; the old
-    ``path``, if any, is untouched and no temporary file remains.
+    A failure of the file system (``OSError``: disk full, permissions; netCDF reports a full disk as a
+    ``RuntimeError`` "NetCDF: HDF error") becomes a one-line :class:`Unwritable`; the old ``path``, if
+    any, is untouched and no temporary file remains.
     """
     path = Path(path).expanduser()
     try:
         with _replacing(path) as temporary:
             writer(temporary)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    except (OSError, RuntimeError) as exc:
+        raise Unwritable(f"cannot write {path}: {_failure(exc)}") from None
     return path
 
 
+#: Where a run goes when its own destination cannot be written: ``$MEANFIELD_FALLBACK_DIR``, the
+#: temporary folder, the home folder (the first that can be written).
+FALLBACK_VARIABLE = "MEANFIELD_FALLBACK_DIR"
+
+
+def fallback_folders() -> list[Path]:
+    """The folders :func:`save_run` tries, in order, when the destination cannot be written."""
+    folders = [os.environ.get(FALLBACK_VARIABLE, ""), tempfile.gettempdir(), str(Path.home())]
+    return [Path(folder) for folder in folders if folder]
+
+
 def save_run(dataset: xr.Dataset, path, encoding: dict | None = None) -> Path:
-    """Write a run to netCDF safely (:func:`write_atomic`; parent folders are created)."""
+    """Write a run to netCDF safely (:func:`write_atomic`; parent folders are created).
+
+    A run that cannot be written where asked (disk full, permissions) is not lost: it is written to the
+    first writable folder of :func:`fallback_folders` under a new name, and :class:`Unwritable` says
+    where in one line.
+    """
     out = dataset.copy(deep=False)
     out.attrs = netcdf_safe(out.attrs)   # attributes added after build_run_dataset, too
-    return write_atomic(path, lambda temporary: out.to_netcdf(temporary, encoding=encoding))
+
+    def writer(temporary):
+        out.to_netcdf(temporary, encoding=encoding)
+
+    try:
+        return write_atomic(path, writer)
+    except Unwritable as failure:
+        destination = Path(path).expanduser()
+        for folder in fallback_folders():
+            spare = folder / f"{destination.stem}-unsaved-{os.getpid()}-{secrets.token_hex(3)}{destination.suffix}"
+            if folder.resolve() == destination.parent.resolve() or not _can_create_files_in(folder):
+                continue
+            try:
+                write_atomic(spare, writer)
+            except Unwritable:
+                continue
+            raise Unwritable(f"{failure}; the run was saved to {spare} instead") from None
+        raise Unwritable(f"{failure}; no fallback folder could hold it either ({FALLBACK_VARIABLE}, "
+                         f"{tempfile.gettempdir()}, {Path.home()})") from None
 
 
 def load_run(path, geometry: str | None = None) -> xr.Dataset:

@@ -21,6 +21,7 @@ record the path taken, and a forced path joins the reproducing ``command``.
 from __future__ import annotations
 
 import math
+import zipfile
 
 import numpy as np
 
@@ -53,10 +54,15 @@ def qkv_file(path, dim: int) -> list[tuple]:
     """The heads ``[(Q_h, K_h, V_h), ...]`` of a ``.npz`` file: arrays ``Q``, ``K``, ``V``, each ``d x d``
     (one head) or ``H x d x d`` (``H`` heads, whose outputs are summed), the same ``H`` for all three."""
     try:
-        with np.load(path, allow_pickle=False) as data:
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):       # a single .npy array
+            raise ValueError(path)
+        with data:
             arrays = {name: np.asarray(data[name]) for name in data.files if name in ("Q", "K", "V")}
-    except (OSError, ValueError) as exc:
-        require(False, f"--qkv {path}: cannot read it as a .npz file ({exc})")
+    except OSError as exc:
+        require(False, f"--qkv {path}: cannot read it ({exc.strerror or 'not a readable file'})")
+    except (ValueError, EOFError, zipfile.BadZipFile):      # numpy's own advice here would be to unpickle: never
+        require(False, f"--qkv {path}: not a .npz archive of numeric arrays Q, K and V (Python objects are not read)")
     missing = [name for name in ("Q", "K", "V") if name not in arrays]
     require(not missing, f"--qkv {path} must hold arrays Q, K and V (missing {', '.join(missing)})")
     matrices = []

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from meanfield import signals
+
 from .contract import conform
 from .steppers import StopRun
 from .trackers import Collapse, Progress, SaveSchedule, ValidityMonitor
@@ -115,6 +117,7 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
     try:
         record.times.append(t)
         record.frames.append(_frame(scheme, state, trackers, scheme_frames))
+        signals.resume()              # a signal held since an earlier leg of this command stops this one now
         reason = _check(trackers, scheme, state, t)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             for target in schedule.targets:
@@ -137,11 +140,12 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
                     reason = tracker.at_save(scheme, state, t) or reason
                 if reason is not None:
                     break
-    except KeyboardInterrupt:
-        reason = f"interrupted at t = {t:.6g}"
+    except KeyboardInterrupt as interrupt:          # Ctrl-C, or SIGTERM on the command line (meanfield.signals)
+        reason = f"interrupted{getattr(interrupt, 'note', '')} at t = {t:.6g}"
     except StopRun as exc:  # the stepper cannot go on (step size underflow, an integrator's terminal event)
         reason = str(exc)
     finally:
+        signals.hold()                # until the command has saved the run (meanfield.signals)
         for tracker in trackers:
             tracker.finish(record)
     if reason is not None and t > record.times[-1]:
