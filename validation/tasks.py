@@ -46,6 +46,10 @@ def machine_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+#: The only interface a local Dask cluster listens on.
+LOOPBACK = "127.0.0.1"
+
+
 @contextlib.contextmanager
 def dask_client(scheduler, workers: int):
     """A ``distributed.Client``: on a new ``LocalCluster`` (``scheduler`` ``None`` or ``"processes"``:
@@ -57,9 +61,12 @@ def dask_client(scheduler, workers: int):
     with contextlib.ExitStack() as stack:
         if scheduler in (None, "processes", "threads"):
             stack.enter_context(dask.config.set({"distributed.nanny.pre-spawn-environ": _worker_environ()}))
-            cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1,
-                                                       processes=scheduler != "threads",
-                                                       dashboard_address=":0", silence_logs=logging.ERROR))
+            # scheduler and dashboard on the loopback interface only: nobody else on the network can submit work
+            # (Dask's protocol unpickles what it is sent) or read the dashboard
+            processes = scheduler != "threads"          # threads talk in-process (no host)
+            cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
+                                                       **({"host": LOOPBACK} if processes else {}),
+                                                       dashboard_address=f"{LOOPBACK}:0", silence_logs=logging.ERROR))
             client = stack.enter_context(Client(cluster))
         else:
             try:

@@ -297,3 +297,19 @@ def test_signals_at_random_moments_of_runs_and_writes_save_the_run(tmp_path):
             assert frames >= 2
         else:
             assert reason == "completed" and frames == 1001
+
+
+# -- distributed safety (issue 21, item 6) -------------------------------------------------------------------------
+def test_the_local_dask_cluster_and_its_dashboard_listen_on_loopback_only():
+    from urllib.parse import urlparse
+
+    from validation.tasks import LOOPBACK, dask_client
+
+    with dask_client("processes", 1) as client:
+        assert urlparse(client.scheduler.address).hostname == LOOPBACK
+        assert urlparse(client.dashboard_link).hostname == LOOPBACK
+        assert all(urlparse(worker).hostname == LOOPBACK for worker in client.scheduler_info()["workers"])
+        dashboard = client.cluster.scheduler.services.get("dashboard")
+        if dashboard is not None:                        # bokeh installed: the dashboard's own sockets
+            hosts = {sock.getsockname()[0] for sock in dashboard._sockets.values()}
+            assert hosts == {LOOPBACK}
