@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from meanfield.errors import require
 from meanfield.normalization import CARRY_RADIUS
 
 from .contract import conform
@@ -71,6 +72,23 @@ def capture(scheme, stepper, state, t: float) -> Checkpoint:
     rng = scheme.rng
     return Checkpoint(time=float(t), state=np.array(state), fields=fields, step_size=stepper.next_step,
                       rng_state=None if rng is None else rng.bit_generator.state)
+
+
+def _check_fields(checkpoint: Checkpoint, scheme, label: str) -> None:
+    """Every stored field is one the scheme declares in ``restart_fields``, of the kind (float, integer, bool)
+    and number of dimensions its own value has, and finite (module docstring)."""
+    declared = tuple(scheme.restart_fields)
+    for path, value in checkpoint.fields.items():
+        require(path in declared, f"{label}: restart field {path!r} is not one this scheme restores "
+                                  f"({', '.join(declared) or 'none'})")
+        expected = np.asarray(_get(scheme, path))
+        value = np.asarray(value)
+        unset = expected.dtype.kind == "O"              # set only by the initial state (e.g. the initial mass)
+        require(unset or (value.dtype.kind == expected.dtype.kind and value.ndim == expected.ndim),
+                f"{label}: restart field {path!r} is {value.dtype} with {value.ndim} dimensions; this scheme keeps "
+                f"{expected.dtype} with {expected.ndim}")
+        require(value.dtype.kind not in "fc" or bool(np.all(np.isfinite(value))),
+                f"{label}: restart field {path!r} is not finite")
 
 
 def restore(checkpoint: Checkpoint, scheme, stepper) -> np.ndarray:
@@ -128,20 +146,90 @@ def add_to_dataset(dataset, checkpoint: Checkpoint):
     return dataset
 
 
+def _label(dataset) -> str:
+    return f"--init {dataset.encoding.get('source', 'run')}"
+
+
+def _checked_decode(dataset, path: str, label: str) -> np.ndarray:
+    """One stored array back, its ``stored_dtype`` and ``stored_shape`` checked against the raw values."""
+    name = _variable_name(path)
+    require(name in dataset, f"{label}: restart field {path!r} is named but its variable {name} is missing")
+    variable = dataset[name]
+    raw = np.asarray(variable.values)
+    try:
+        dtype = np.dtype(str(variable.attrs["stored_dtype"]))
+        shape = tuple(json.loads(str(variable.attrs["stored_shape"])))
+    except (KeyError, TypeError, ValueError):
+        require(False, f"{label}: {name} has no readable stored_dtype / stored_shape attributes")
+    require(dtype.kind in "biufc" and all(isinstance(n, int) and n >= 0 for n in shape),
+            f"{label}: {name} has stored_dtype {dtype} and stored_shape {list(shape)}; a numeric type and "
+            f"non-negative sizes are needed")
+    require(raw.ndim == 1 and raw.dtype.kind in "if", f"{label}: {name} must hold raw numbers (got {raw.dtype})")
+    count = math.prod(shape) * (2 if dtype.kind == "c" else 1)
+    require(raw.size == count, f"{label}: {name} holds {raw.size} values; its stored_shape {list(shape)} needs {count}")
+    require(dtype.kind not in "fc" or bool(np.all(np.isfinite(raw))), f"{label}: {name} is not finite")
+    return _decode(raw, variable.attrs)
+
+
 def from_dataset(dataset) -> Checkpoint | None:
-    """The checkpoint a Dataset holds, or ``None`` if it has none (an older file)."""
+    """The checkpoint a Dataset holds, or ``None`` if it has none (an older file).  A record that is there
+    but damaged (sizes, types, a clock or step that is not finite and positive, a field without its variable)
+    is refused in one line (:class:`meanfield.errors.InputError`): nothing is computed from it."""
     name = _variable_name(STATE)
     if name not in dataset or "restart_time" not in dataset.attrs:
         return None
+    label = _label(dataset)
     paths = [p for p in str(dataset.attrs.get("restart_fields", "")).split(",") if p]
-    if any(_variable_name(p) not in dataset for p in paths):
-        return None
-    decode = lambda p: _decode(dataset[_variable_name(p)].values, dataset[_variable_name(p)].attrs)
-    step = float(dataset.attrs.get("restart_step_size", math.nan))
+    clock = _number(dataset.attrs["restart_time"])
+    require(math.isfinite(clock) and clock >= 0, f"{label}: restart_time must be finite and >= 0 (got {clock})")
+    if "time" in dataset.coords and dataset.sizes.get("time", 0):
+        last = float(dataset["time"].values[-1])
+        require(clock == last, f"{label}: restart_time {clock:g} is not the time of the last frame ({last:g})")
+    step = _number(dataset.attrs.get("restart_step_size", math.nan))
+    require(math.isnan(step) or (math.isfinite(step) and step > 0),
+            f"{label}: restart_step_size must be > 0 and finite, or NaN for fixed steps (got {step})")
     rng = dataset.attrs.get("restart_rng")
-    return Checkpoint(time=float(dataset.attrs["restart_time"]), state=decode(STATE),
-                      fields={p: decode(p) for p in paths}, step_size=None if math.isnan(step) else step,
-                      rng_state=None if rng is None else json.loads(rng))
+    if rng is not None:
+        try:
+            rng = json.loads(str(rng))
+        except ValueError:
+            rng = None
+        require(isinstance(rng, dict) and "bit_generator" in rng, f"{label}: restart_rng is not a generator state")
+    return Checkpoint(time=clock, state=_checked_decode(dataset, STATE, label),
+                      fields={p: _checked_decode(dataset, p, label) for p in paths},
+                      step_size=None if math.isnan(step) else step, rng_state=rng)
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan if value is None else -math.inf
+
+
+def restore_checked(source, fresh_scheme, scheme, stepper) -> np.ndarray:
+    """:func:`restore` of run ``source`` into ``scheme`` after trying it on ``fresh_scheme()``, a throwaway
+    copy: the fields are checked (:func:`_check_fields`) and one right-hand side is evaluated from the stored
+    state, which must fit the scheme and give finite numbers.  A record that fails is one line naming the file;
+    the scheme the run uses is touched only by the restore itself (so the run is bit for bit what it was)."""
+    checkpoint = from_dataset(source)
+    label = _label(source)
+    state = np.asarray(checkpoint.state)
+    require(state.dtype.kind in "fc" and bool(np.all(np.isfinite(state))), f"{label}: the restart state is not finite")
+    probe = conform(fresh_scheme())
+    _check_fields(checkpoint, probe, label)
+
+    class _Stepper:
+        next_step = None
+
+    try:
+        with np.errstate(all="ignore"):
+            change = probe.rhs(restore(checkpoint, probe, _Stepper()), checkpoint.time)
+    except (ValueError, IndexError, TypeError, KeyError, AttributeError) as exc:
+        require(False, f"{label}: its restart record does not fit this {source.attrs.get('geometry')} "
+                       f"{source.attrs.get('scheme', '')} run ({type(exc).__name__}: {str(exc)[:80]})")
+    require(bool(np.all(np.isfinite(change))), f"{label}: its restart state gives a right-hand side that is not finite")
+    return restore(checkpoint, scheme, stepper)
 
 
 def without_checkpoint(dataset):
@@ -158,12 +246,16 @@ def run_file(init):
     from meanfield.storage import load_run
 
     if isinstance(init, xr.Dataset):
+        from_dataset(init)                  # a damaged restart record is refused here, before anything else
         return init
     if isinstance(init, (str, Path)) and str(init).strip().endswith(".nc"):
         try:
-            return load_run(str(init).strip())
+            dataset = load_run(str(init).strip())
         except InputError as error:
             raise InputError(f"--init {error}") from None
+        dataset.encoding.setdefault("source", str(init).strip())
+        from_dataset(dataset)
+        return dataset
     return None
 
 

@@ -189,16 +189,19 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     # a continued run keeps its file's path unless told otherwise (an exact continuation sums alike)
     interaction = attention.interaction
     path = str(source.attrs.get("interaction_path", interaction)) if exact and interaction == "auto" else interaction
-    scheme = ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed, collapse_tol=tol,
-                            normalization=scheme_choice, heads=heads, interaction_path=path,
-                            kernel=attention.kernel, sinkhorn_eps=attention.sinkhorn_eps)
+    def particle_scheme():
+        return ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed, collapse_tol=tol,
+                              normalization=scheme_choice, heads=heads, interaction_path=path,
+                              kernel=attention.kernel, sinkhorn_eps=attention.sinkhorn_eps)
+
+    scheme = particle_scheme()
     stepper = PARTICLE_DEFAULTS["stepper"] if step.stepper is None else step.stepper
     dt_max = step.dt_max
     if dt_max is None:
         dt_max = PARTICLE_DEFAULTS["noise_dt_max"] if nu > 0 else math.inf
     time_stepper = make_stepper(stepper, scheme, **dict(step.stepper_options(), dt_max=dt_max))
     if exact:
-        state = checkpoint.restore(checkpoint.from_dataset(source), scheme, time_stepper)
+        state = checkpoint.restore_checked(source, particle_scheme, scheme, time_stepper)
     else:  # onto the sphere; tokens already on it to rounding are kept bit for bit
         norms = np.linalg.norm(positions, axis=-1, keepdims=True)
         state = np.where(np.abs(norms - 1.0) <= 8 * np.finfo(float).eps, positions, positions / norms)[None]

@@ -196,6 +196,9 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     unexpected("solve", flat)
     require(step.dt_max is None, "--dt-max applies to `meanfield particles` only")
     source = checkpoint.run_file(init)
+    require(source is None or source.attrs.get("geometry") == geometry,
+            f"--init {getattr(source, 'encoding', {}).get('source', 'run')}: a {getattr(source, 'attrs', {}).get('geometry')} "
+            f"run; `solve {geometry}` continues {geometry} runs only")
     scheme, resolution, dim = _source_settings(source, geometry, scheme, resolution, dim)
     scheme = DEFAULT_SCHEME[geometry] if scheme is None else scheme
     require(scheme in SCHEMES[geometry],
@@ -220,7 +223,9 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     exact = source is not None and checkpoint.continues_exactly(source, geometry, scheme,
                                                                   discretisation.resolution, dim, normalization)
     if exact:
-        state = checkpoint.restore(checkpoint.from_dataset(source), discretisation, time_stepper)
+        state = checkpoint.restore_checked(source, lambda: build_scheme(geometry, scheme, model, resolution, backend,
+                                                                        monitor, normalization, collapse_tol),
+                                           discretisation, time_stepper)
     else:
         state = initial_state(source if source is not None else init, geometry, discretisation, seed)
     trackers = cluster_trackers(discretisation, model, geometry)

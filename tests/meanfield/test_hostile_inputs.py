@@ -1,11 +1,13 @@
-"""Signals, full disks, killed writers and long names (issue 21, item 1; meanfield.signals, meanfield.storage).
+"""Hostile inputs and faults (issue 21): signals, full disks, killed writers, long names, damaged run files.
 
 Ctrl-C and SIGTERM at any moment of a run or of its write end the command within seconds with the run
 saved and exit 130 / 143; a write that fails for space or permission keeps the run in a fallback folder it
-names; temporaries of a killed writer are removed by the next write; names up to the system limit work.
+names; temporaries of a killed writer are removed by the next write; names up to the system limit work;
+a damaged run file given to ``--init`` is one line, exit 2, nothing computed or written.
 """
 
 import errno
+import json
 import os
 import random
 import signal
@@ -313,3 +315,117 @@ def test_the_local_dask_cluster_and_its_dashboard_listen_on_loopback_only():
         if dashboard is not None:                        # bokeh installed: the dashboard's own sockets
             hosts = {sock.getsockname()[0] for sock in dashboard._sockets.values()}
             assert hosts == {LOOPBACK}
+
+
+# -- run files are input too (issue 21, item 2) --------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def fv_run_file(tmp_path_factory):
+    """A finite-volume run with points (so every kind of restart field is there), saved."""
+    path = tmp_path_factory.mktemp("runs") / "fv.nc"
+    run = solve("circle", scheme="fv", beta=9.0, resolution=64, init="perturbed:1e-2", seed=0, t_final=12.0,
+                save_every=4.0)
+    save_run(run, path)
+    return path
+
+
+def _damaged(source: Path, folder: Path, damage) -> Path:
+    with xr.open_dataset(source) as handle:
+        run = handle.load()
+    damage(run)
+    path = folder / "damaged.nc"
+    run.to_netcdf(path)
+    return path
+
+
+def _set_attr(variable, name, value):
+    def damage(run):
+        target = run if variable is None else run[variable]
+        target.attrs[name] = value
+    return damage
+
+
+def _set_values(variable, change):
+    def damage(run):
+        values = run[variable].values.copy()
+        change(values)
+        run[variable] = (run[variable].dims, values, run[variable].attrs)
+    return damage
+
+
+def _rename_fields(fields):
+    def damage(run):
+        run.attrs["restart_fields"] = fields
+        if "interaction.beta" in fields:
+            run["restart_interaction__beta"] = ("restart_interaction__beta_value", np.array([40.0]),
+                                                {"stored_dtype": "float64", "stored_shape": "[]"})
+    return damage
+
+
+def _shorter_state(run):
+    name = "restart_state"
+    values = run[name].values[:-3]
+    run = run.drop_vars(name)
+    run[name] = ("short_value", values, {"stored_dtype": "float64", "stored_shape": json.dumps([values.size])})
+    return run
+
+
+RUN_FILE_DAMAGE = {
+    "stored_shape does not match the values": (_set_attr("restart_state", "stored_shape", "[7, 7]"), "stored_shape"),
+    "stored_shape is not a list of sizes": (_set_attr("restart_state", "stored_shape", "[-1]"), "stored_shape"),
+    "stored_dtype is not a type": (_set_attr("restart_state", "stored_dtype", "int-ish"), "stored_dtype"),
+    "stored_dtype is not numeric": (_set_attr("restart_state", "stored_dtype", "<U3"), "stored_dtype"),
+    "the state holds a NaN": (_set_values("restart_state", lambda v: v.__setitem__(3, np.nan)), "not finite"),
+    "a field holds an infinity": (_set_values("restart_initial_mass", lambda v: v.__setitem__(0, np.inf)),
+                                  "not finite"),
+    "negative step size": (_set_attr(None, "restart_step_size", -0.1), "restart_step_size"),
+    "infinite step size": (_set_attr(None, "restart_step_size", np.inf), "restart_step_size"),
+    "clock not finite": (_set_attr(None, "restart_time", np.nan), "restart_time"),
+    "clock negative": (_set_attr(None, "restart_time", -1.0), "restart_time"),
+    "clock not the last frame's time": (_set_attr(None, "restart_time", 11.0), "last frame"),
+    "a field the scheme does not restore": (_rename_fields("initial_mass,interaction.beta"), "interaction.beta"),
+    "a field without its variable": (_rename_fields("initial_mass,weights,no_such_field"), "no_such_field"),
+    "an integer field stored as floats": (_set_attr("restart_clusters__owned", "stored_dtype", "float64"),
+                                          "clusters.owned"),
+    "a generator state that is not one": (_set_attr(None, "restart_rng", "{not json"), "restart_rng"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RUN_FILE_DAMAGE))
+def test_a_damaged_run_file_is_one_line_and_nothing_is_computed(fv_run_file, tmp_path, capsys, case):
+    damage, words = RUN_FILE_DAMAGE[case]
+    source = _damaged(fv_run_file, tmp_path, damage)
+    out = tmp_path / "out"
+    code = main(["solve", "circle", "--init", str(source), "--beta", "9", "--t-final", "16", "--no-progress",
+                 "--out", str(out / "next.nc")])
+    line = _one_error_line(capsys)
+    assert code == 2 and "--init" in line and words in line, line
+    assert not out.exists()
+
+
+def test_a_restart_state_that_does_not_fit_the_scheme_is_refused(fv_run_file, tmp_path, capsys):
+    with xr.open_dataset(fv_run_file) as handle:
+        run = _shorter_state(handle.load())
+    source = tmp_path / "short.nc"
+    run.to_netcdf(source)
+    code = main(["solve", "circle", "--init", str(source), "--beta", "9", "--t-final", "16", "--no-progress",
+                 "--out", str(tmp_path / "out" / "next.nc")])
+    line = _one_error_line(capsys)
+    assert code == 2 and "does not fit" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_undamaged_file_still_continues_bit_for_bit(fv_run_file, tmp_path):
+    straight = solve("circle", scheme="fv", beta=9.0, resolution=64, init="perturbed:1e-2", seed=0, t_final=16.0,
+                     save_every=4.0)
+    resumed = solve("circle", init=str(fv_run_file), beta=9.0, t_final=16.0)
+    assert resumed.attrs["restart"] == "exact"
+    assert np.array_equal(resumed["density"].values[-1], straight["density"].values[-1])
+
+
+def test_a_run_of_another_geometry_is_named_as_such(tmp_path, capsys):
+    sphere = tmp_path / "sphere.nc"
+    save_run(solve("sphere", beta=2.0, resolution=7, init="uniform", t_final=0.5), sphere)
+    code = main(["solve", "circle", "--init", str(sphere), "--beta", "2", "--t-final", "0.2", "--no-progress",
+                 "--out", str(tmp_path / "out" / "c.nc")])
+    line = _one_error_line(capsys)
+    assert code == 2 and "a sphere run" in line and "--t-final" not in line
