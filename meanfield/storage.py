@@ -327,6 +327,16 @@ def save_run(dataset: xr.Dataset, path, encoding: dict | None = None) -> Path:
                          f"{tempfile.gettempdir()}, {Path.home()})") from None
 
 
+def _check_size(handle: xr.Dataset, path) -> None:
+    """The variables' unpacked size (shape x item size, read from the header) within the memory budget."""
+    from .limits import describe_bytes, memory_budget
+
+    unpacked = sum(variable.size * variable.dtype.itemsize for variable in handle.variables.values())
+    require(unpacked <= memory_budget(),
+            f"{path}: its variables unpack to {describe_bytes(unpacked)}, more than the "
+            f"{describe_bytes(memory_budget())} a run may use (half the memory)")
+
+
 def load_run(path, geometry: str | None = None) -> xr.Dataset:
     """Read a run written by :func:`save_run`; refuse anything else with one line."""
     path = Path(path)
@@ -334,7 +344,10 @@ def load_run(path, geometry: str | None = None) -> xr.Dataset:
         raise InputError(f"{path}: no such file")
     try:
         with xr.open_dataset(path) as handle:
+            _check_size(handle, path)       # from the header: a small compressed file may unpack to gigabytes
             dataset = handle.load()
+    except InputError:
+        raise
     except Exception as exc:  # corrupt, truncated or not netCDF at all
         raise InputError(f"{path}: not a readable netCDF file ({type(exc).__name__})") from None
     missing = [name for name in ("geometry", "stop_reason") if name not in dataset.attrs]

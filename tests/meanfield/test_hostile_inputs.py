@@ -429,3 +429,21 @@ def test_a_run_of_another_geometry_is_named_as_such(tmp_path, capsys):
                  "--out", str(tmp_path / "out" / "c.nc")])
     line = _one_error_line(capsys)
     assert code == 2 and "a sphere run" in line and "--t-final" not in line
+
+
+def test_a_small_file_that_unpacks_beyond_memory_is_refused_before_reading(tmp_path, capsys, monkeypatch):
+    import meanfield.limits as limits
+
+    path = tmp_path / "bomb.nc"
+    run = _small_dataset()
+    run["filler"] = ("cell", np.zeros(4_000_000))         # 32 MB of zeros, a few kB compressed
+    run.to_netcdf(path, encoding={"filler": {"zlib": True, "complevel": 9}})
+    assert path.stat().st_size < 1_000_000
+    monkeypatch.setattr(limits, "memory_budget", lambda: 16_000_000)     # as if the machine had 32 MB
+    for command in (["plot", str(path), "--out", str(tmp_path / "out" / "p.png")],
+                    ["solve", "circle", "--init", str(path), "--beta", "9", "--t-final", "2", "--no-progress",
+                     "--out", str(tmp_path / "out" / "r.nc")]):
+        code = main(command)
+        line = _one_error_line(capsys)
+        assert code == 2 and "unpack to" in line and "bomb.nc" in line
+    assert not (tmp_path / "out").exists()
