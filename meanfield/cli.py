@@ -88,6 +88,20 @@ def _model_options(f):
     return _attention_option(f)
 
 
+def _kept_model_options(f):
+    """The model options of a command that continues run files: not given, they are the file's
+    (:mod:`solvers.continuation`); given and different, refused unless --override."""
+    f = click.option("--override", is_flag=True,
+                     help="Allow --attention, --beta or --nu to differ from the --init run's (recorded in the file).")(f)
+    f = click.option("--nu", type=float, default=None,
+                     help=f"Noise strength nu >= 0 [default: {SOLVE_DEFAULTS['nu']:g}, or the --init run's].")(f)
+    f = click.option("--beta", type=float, default=None,
+                     help="Inverse temperature beta >= 0 (required unless --init is a run file, whose beta it keeps).")(f)
+    return click.option("--attention", type=click.Choice(["sa", "usa"], case_sensitive=False), default=None,
+                        help=f"SA (softmax) or USA (unnormalised) attention [default: {SOLVE_DEFAULTS['attention']}, "
+                             f"or the --init run's].")(f)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(version=__version__, prog_name="meanfield")
 @click.option("--threads", type=int, default=None,
@@ -298,7 +312,7 @@ def _solve_command(geometry: str, spec: dict):
 
     defaults = GEOMETRY_DEFAULTS[geometry]
 
-    @_model_options
+    @_kept_model_options
     @click.option("--dim", type=int, default=None,
                   help=f"Ambient dimension d [default: {defaults['dim']}, or the --init run's].")
     @click.option("--scheme", default=None,
@@ -329,6 +343,8 @@ def _solve_command(geometry: str, spec: dict):
     def command(out, no_progress, **settings):
         from solvers.solve import solve as run_solver
 
+        require(settings["beta"] is not None or str(settings["init"]).strip().endswith(".nc"),
+                "--beta is required (a run file given to --init keeps its own)")
         out = check_output_file(out, "--out", RUN_SUFFIXES)
         signals.save_runs_whole()
         dataset = run_solver(geometry, progress=not no_progress,

@@ -31,6 +31,7 @@ from meanfield.threads import thread_attrs
 
 from . import checkpoint
 from .clusters import ClusterTracker
+from .continuation import resolve_model
 from .contract import conform
 from .normalized_velocity import density_normalization
 from .runloop import log_save_times, run_switching
@@ -158,8 +159,8 @@ def run_clock(source, saving: Saving):
     return t_start, t_final, (None if save_log is not None else save_every), save_log
 
 
-def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attention"],
-          beta: float = SOLVE_DEFAULTS["beta"], nu: float = SOLVE_DEFAULTS["nu"], dim: int | None = None,
+def solve(geometry: str = "circle", *, attention: str | None = None, beta: float | None = None,
+          nu: float | None = None, override: bool = False, dim: int | None = None,
           resolution: int | None = None, init=SOLVE_DEFAULTS["init"], seed: int | None = SOLVE_DEFAULTS["seed"],
           scheme: str | None = None, step: StepControl | None = None, monitor: Monitor | None = None,
           saving: Saving | None = None, normalization: str | Normalization = Normalization.name,
@@ -175,7 +176,9 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
     resolution continues exactly from its restart record, clock included (``t_final`` is the
     end time; :mod:`solvers.checkpoint`); ``scheme``, ``resolution`` and ``dim`` default to
     the file's.  Any other run is remapped (conservatively for finite volume) and its clock
-    continues.  Defaults: :mod:`meanfield.defaults`, shared with the command line.
+    continues.  ``attention``, ``beta`` and ``nu`` not given are the run file's; given and different
+    from the file's they are refused unless ``override=True`` (recorded in the ``override`` attribute;
+    :mod:`solvers.continuation`).  Defaults: :mod:`meanfield.defaults`, shared with the command line.
     Settings objects (:mod:`meanfield.settings`), or their fields as flat keywords (not both):
     ``step`` (:class:`~meanfield.settings.StepControl`: ``stepper`` (default: the scheme's), ``rtol``,
     ``atol``, ``cfl``), ``monitor`` (:class:`~meanfield.settings.Monitor`: ``resolution_tol``,
@@ -205,7 +208,8 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
             f"--scheme must be one of {', '.join(SCHEMES[geometry])} for the {geometry} (got {scheme!r})")
     dim = geometry_default(geometry, "dim") if dim is None else dim
     resolution = geometry_default(geometry, "resolution") if resolution is None else resolution
-    model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
+    kept, changes = resolve_model(source, {"attention": attention, "beta": beta, "nu": nu}, SOLVE_DEFAULTS, override)
+    model = Model(dim=dim, **kept)
     t_start, t_final, save_every, save_log = run_clock(source, saving)
     seed = check_seed(seed)
     lagrangian = scheme == "lagrangian"
@@ -239,8 +243,10 @@ def solve(geometry: str = "circle", *, attention: str = SOLVE_DEFAULTS["attentio
                 "collapse_tol": collapse_tol, **normalization.options()}
     attrs = dict(settings, **thread_attrs(discretisation.uses_blas),
                  geometry=geometry, package_version=package_version(),
-                 command=canonical_command(["solve", geometry], settings), stop_reason=record.stop_reason,
+                 command=canonical_command(["solve", geometry], settings) + (" --override" if changes else ""),
+                 stop_reason=record.stop_reason,
                  t_start=t_start, restart="exact" if exact else ("remap" if source is not None else "none"),
+                 override=changes,
                  command_reproduces_run=int(reproducible(init)),
                  t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,
                  rejected_steps=record.rejected_steps, atol=time_stepper.atol,

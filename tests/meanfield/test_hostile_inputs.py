@@ -447,3 +447,58 @@ def test_a_small_file_that_unpacks_beyond_memory_is_refused_before_reading(tmp_p
         line = _one_error_line(capsys)
         assert code == 2 and "unpack to" in line and "bomb.nc" in line
     assert not (tmp_path / "out").exists()
+
+
+# -- a continuation keeps its model (issue 21, item 3) -------------------------------------------------------------
+@pytest.fixture(scope="module")
+def noisy_run_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("noisy") / "noisy.nc"
+    save_run(solve("circle", scheme="fv", attention="usa", beta=5.0, nu=0.02, resolution=64, init="perturbed:1e-2",
+                   seed=0, t_final=2.0, save_every=1.0), path)
+    return path
+
+
+def test_a_continuation_without_model_options_keeps_the_files_model(noisy_run_file, tmp_path):
+    out = tmp_path / "next.nc"
+    assert main(["solve", "circle", "--init", str(noisy_run_file), "--t-final", "3", "--no-progress",
+                 "--out", str(out)]) == 0
+    straight = solve("circle", scheme="fv", attention="usa", beta=5.0, nu=0.02, resolution=64, init="perturbed:1e-2",
+                     seed=0, t_final=3.0, save_every=1.0)
+    with xr.open_dataset(out) as run:
+        assert (run.attrs["attention"], run.attrs["beta"], run.attrs["nu"]) == ("usa", 5.0, 0.02)
+        assert run.attrs["restart"] == "exact" and run.attrs["override"] == ""
+        assert np.array_equal(run["density"].values[-1], straight["density"].values[-1])
+
+
+@pytest.mark.parametrize("option, value, recorded", [("--beta", "9", "5.0"), ("--nu", "0", "0.02"),
+                                                     ("--attention", "sa", "usa")])
+def test_a_continuation_that_changes_the_model_is_refused(noisy_run_file, tmp_path, capsys, option, value, recorded):
+    out = tmp_path / "out" / "next.nc"
+    code = main(["solve", "circle", "--init", str(noisy_run_file), option, value, "--t-final", "3", "--no-progress",
+                 "--out", str(out)])
+    line = _one_error_line(capsys)
+    assert code == 2 and f"{option[2:]} = " in line and recorded in line and "--override" in line
+    assert not out.parent.exists()
+
+
+def test_override_allows_the_change_and_records_it(noisy_run_file, tmp_path):
+    out = tmp_path / "next.nc"
+    assert main(["solve", "circle", "--init", str(noisy_run_file), "--beta", "6", "--override", "--t-final", "3",
+                 "--no-progress", "--out", str(out)]) == 0
+    with xr.open_dataset(out) as run:
+        assert run.attrs["beta"] == 6.0 and run.attrs["override"] == "beta: 5.0 -> 6.0"
+        assert run.attrs["command"].endswith("--override")
+
+
+def test_the_api_keeps_the_model_too(noisy_run_file):
+    with pytest.raises(InputError, match="nu = 0.0 differs from 0.02"):
+        solve("circle", init=str(noisy_run_file), nu=0.0, t_final=3.0)
+    run = solve("circle", init=str(noisy_run_file), nu=0.0, override=True, t_final=3.0)
+    assert run.attrs["nu"] == 0.0 and run.attrs["override"] == "nu: 0.02 -> 0.0"
+
+
+def test_beta_is_required_without_a_run_file(tmp_path, capsys):
+    code = main(["solve", "circle", "--t-final", "1", "--no-progress", "--out", str(tmp_path / "out" / "r.nc")])
+    line = _one_error_line(capsys)
+    assert code == 2 and "--beta is required" in line
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,45 @@
+"""A continuation keeps its model (issue 21; README "Continuing a run").
+
+A run file given as ``init`` records the model it ran: ``attention``, ``beta`` and ``nu``.  Not given,
+each is taken from the file; given and different, it is refused in one line naming both values, unless
+the caller asks for the change (``override=True``, ``--override`` on the command line), which the new
+run records in its ``override`` attribute.  Without a run file the defaults apply.
+"""
+
+from __future__ import annotations
+
+import math
+
+from meanfield.errors import require
+
+#: The model settings a run file records and a continuation keeps.
+KEPT = ("attention", "beta", "nu")
+
+
+def _same(given, recorded) -> bool:
+    if isinstance(given, str) or isinstance(recorded, str):
+        return str(given).lower() == str(recorded).lower()
+    return math.isclose(float(given), float(recorded), rel_tol=0.0, abs_tol=0.0)
+
+
+def _as_given(recorded, default):
+    return str(recorded) if isinstance(default, str) else float(recorded)
+
+
+def resolve_model(source, given: dict, defaults: dict, override: bool) -> tuple[dict, str]:
+    """``(values, changes)``: each of :data:`KEPT` as given, else the run file's, else the default; ``changes``
+    lists the overridden ones (``"beta: 9 -> 5"``), empty without any."""
+    values, changes = {}, []
+    for name in KEPT:
+        value = given[name]
+        recorded = None if source is None else source.attrs.get(name)
+        if value is None:
+            values[name] = defaults[name] if recorded is None else _as_given(recorded, defaults[name])
+            continue
+        values[name] = value
+        if recorded is not None and not _same(value, recorded):
+            require(override, f"{name} = {value} differs from {recorded}, the {name} of the --init run: a continuation "
+                              f"keeps its model (leave {name} out to keep it, or pass --override / override=True "
+                              f"to change it)")
+            changes.append(f"{name}: {recorded} -> {value}")
+    return values, "; ".join(changes)
