@@ -314,7 +314,8 @@ def _solve_command(geometry: str, spec: dict):
 
     @_kept_model_options
     @click.option("--dim", type=int, default=None,
-                  help=f"Ambient dimension d [default: {defaults['dim']}, or the --init run's].")
+                  help=f"Ambient dimension d [default: {defaults['dim']}, or the --init run's]"
+                       + (" (zonal: at most 256)." if geometry == "zonal" else "."))
     @click.option("--scheme", default=None,
                   help=f"Discretisation: {' | '.join(spec['schemes'])} [default: {spec['schemes'][0]}, "
                        f"or the --init run's].")

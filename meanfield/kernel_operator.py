@@ -28,6 +28,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .errors import require
 from .kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_beta_derivative, scaled_funk_hecke_over_beta
 
 
@@ -48,6 +49,26 @@ def _scale_free(normalization) -> bool:
     return name == "ngpt"
 
 
+def representable(beta: float, dim: int) -> bool:
+    """Whether ``exp(-beta) kappa_0`` and its prefactor are ordinary doubles (the solvers' coefficients)."""
+    from scipy.special import ive
+
+    from .kernels import _prefactor_overflows
+    from .log_bessel import SMALLEST
+
+    with np.errstate(under="ignore"):
+        return not _prefactor_overflows(beta, dim) and float(ive((dim - 2) / 2.0, beta)) >= SMALLEST
+
+
+def largest_representable_dim(beta: float) -> int:
+    """The largest dimension :func:`representable` at ``beta`` (bisection; the condition is monotone in d)."""
+    low, high = 2, 8192
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if representable(beta, middle) else (low, middle)
+    return low
+
+
 class KernelOperator:
     """The kernel ``exp(beta <x, y>)`` on S^{dim-1} at ``degrees`` (module docstring).
 
@@ -58,6 +79,10 @@ class KernelOperator:
     """
 
     def __init__(self, degrees, beta: float, dim: int = 2, attention: str = "sa", normalization=None):
+        require(beta == 0 or representable(beta, dim),
+                f"--dim {dim} at --beta {beta:g}: the kernel's Funk–Hecke coefficients leave double precision "
+                f"(largest dimension here: {largest_representable_dim(beta)}); the linear theory (`meanfield theory`) "
+                f"and particles go further")
         self.degrees = np.asarray(degrees)
         self.beta, self.dim, self.attention = beta, dim, attention
         self.scale_free = _scale_free(normalization)

@@ -89,8 +89,31 @@ def band_limit(beta: float, dim: int = 2, tol: float = 1e-15) -> int:
     # I_nu(beta) ~ (beta/2)^nu / Gamma(nu+1) decays faster than geometrically past nu ~ beta:
     # search a range that certainly contains the crossing.
     top = int(2 * beta + 60 + 10 * math.sqrt(beta))
-    ratio = scaled_funk_hecke(np.arange(top + 1), beta, dim) / scaled_funk_hecke(0, beta, dim)
+    ratio = funk_hecke_ratio(np.arange(top + 1), beta, dim)
     below = np.nonzero(ratio < tol)[0]
     if below.size == 0:
         return top
     return int(below[0]) - 1
+
+
+def _prefactor_overflows(beta: float, dim: int) -> bool:
+    """Whether ``(2 pi)^{d/2} beta^{-(d-2)/2}`` leaves the doubles (large ``d``, small ``beta``)."""
+    return (dim / 2.0) * math.log(2.0 * math.pi) - (dim - 2) / 2.0 * math.log(beta) > 700.0
+
+
+def funk_hecke_ratio(degree, beta: float, dim: int = 2) -> np.ndarray:
+    """``kappa_l / kappa_0 = I_{l+nu}(beta) / I_nu(beta)``, ``nu = (d - 2) / 2``, for ``beta > 0``.
+
+    From :func:`scaled_funk_hecke` where its prefactor and ``ive(nu, beta)`` are ordinary doubles; otherwise
+    (large ``d`` with small ``beta``, where that would be ``0 / 0`` or overflow) in logarithms
+    (:func:`meanfield.log_bessel.log_bessel_i`, which agrees with it to 1e-14 where both work).
+    """
+    from .log_bessel import SMALLEST, log_bessel_i
+
+    nu = (dim - 2) / 2.0
+    with np.errstate(under="ignore"):
+        bottom = float(ive(nu, beta))
+    if bottom >= SMALLEST and not _prefactor_overflows(beta, dim):
+        return scaled_funk_hecke(degree, beta, dim) / scaled_funk_hecke(0, beta, dim)
+    orders = np.abs(np.asarray(degree, dtype=float)) + nu
+    return np.exp(log_bessel_i(orders, beta) - log_bessel_i(nu, beta))

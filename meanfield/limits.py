@@ -36,6 +36,9 @@ from .errors import InputError, require
 MAX_SEED = 2 ** 63 - 1
 #: Largest ambient dimension d (tokens on S^{d-1} or in R^d).
 MAX_DIM = 4096
+#: Largest ambient dimension of the zonal solvers: beyond it their Gegenbauer normalisations and sphere areas
+#: leave double precision (d = 300: a math domain error; measured).  Particles and the theory go to MAX_DIM.
+MAX_ZONAL_DIM = 256
 #: Most frames a run may save.
 MAX_FRAMES = 10 ** 6
 #: Longest list of values a sweep may ask for (``--betas``, ``--dims``).

@@ -19,12 +19,13 @@ import math
 
 import numpy as np
 from scipy.integrate import quad_vec
-from scipy.special import digamma, gammainc, gammaln
+from scipy.special import digamma, gammainc, gammaln, ive
 
 from .errors import require
 from .geometry import laplace_eigenvalue, sphere_area
 from .kernel_operator import KernelOperator
-from .kernels import band_limit, scaled_funk_hecke
+from .kernels import _prefactor_overflows, band_limit, scaled_funk_hecke
+from .log_bessel import SMALLEST, bessel_ratios, scaled_mean
 from .model import Model
 from .perturbation import coefficients_per_degree, law_band
 
@@ -33,12 +34,38 @@ def interaction_rate(model: Model, degrees) -> np.ndarray:
     """The noise-free part of ``lambda_l``, divided by ``l (l + d - 2)`` (MATH.md §2.3).
 
     SA:  ``I_{l+(d-2)/2}(beta) / (beta I_{(d-2)/2}(beta))``;
-    USA: ``kappa_l / (beta |S^{d-1}|)``.  At ``beta = 0`` the limit (only ``l = 1`` survives).
+    USA: ``kappa_l / (beta |S^{d-1}|) = Gamma(nu + 1) (2 / beta)^nu I_{l+nu}(beta) / beta``, ``nu = (d-2)/2``.
+    At ``beta = 0`` the limit (only ``l = 1`` survives).  Where the scaled Bessel functions underflow (large
+    ``d``, small ``beta``) the same formulas in logarithms (:func:`meanfield.log_bessel.log_bessel_i`).
     """
-    operator = KernelOperator.of(model, np.asarray(degrees))
+    degrees = np.asarray(degrees)
+    if model.beta > 0 and _underflows(model, degrees):
+        return _interaction_rate_in_logs(model, degrees)
+    operator = KernelOperator.of(model, degrees)
     if model.attention == "sa":
         return operator.over_beta / scaled_funk_hecke(0, model.beta, model.dim)
     return operator.scaled(operator.over_beta) / sphere_area(model.dim)
+
+
+def _underflows(model: Model, degrees: np.ndarray) -> bool:
+    """Whether a scaled Bessel function of the rates, or the Funk–Hecke prefactor, leaves the doubles."""
+    nu = (model.dim - 2) / 2.0
+    orders = np.append(np.abs(degrees).astype(float) + nu, nu)
+    with np.errstate(under="ignore"):
+        small = bool(np.any(ive(orders, model.beta) < SMALLEST))
+    return small or _prefactor_overflows(model.beta, model.dim)
+
+
+def _interaction_rate_in_logs(model: Model, degrees: np.ndarray) -> np.ndarray:
+    """The rates through ``I_{nu+l} / I_nu`` (:func:`meanfield.log_bessel.bessel_ratios`) and, for USA,
+    ``Gamma(nu + 1) (2 / beta)^nu I_nu(beta)`` (:func:`meanfield.log_bessel.scaled_mean`): no Bessel function
+    is formed."""
+    nu, beta = (model.dim - 2) / 2.0, model.beta
+    orders = np.abs(degrees).astype(int)
+    ratios = bessel_ratios(nu, beta, int(orders.max()) + 1)[orders]
+    if model.attention == "sa":
+        return ratios / beta
+    return scaled_mean(nu, beta) * ratios / beta
 
 
 def growth_rates(model: Model, degrees) -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 from meanfield.defaults import SOLVE_DEFAULTS, geometry_default
 from meanfield.errors import require
 from meanfield.init_data import describe_init, initial_state
-from meanfield.limits import check_solve_size
+from meanfield.limits import MAX_ZONAL_DIM, check_solve_size
 from meanfield.limits import check_seed as _check_seed_range
 from meanfield.model import Model
 from meanfield.normalization import Normalization
@@ -207,6 +207,9 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     require(scheme in SCHEMES[geometry],
             f"--scheme must be one of {', '.join(SCHEMES[geometry])} for the {geometry} (got {scheme!r})")
     dim = geometry_default(geometry, "dim") if dim is None else dim
+    require(geometry != "zonal" or not isinstance(dim, (int, np.integer)) or dim <= MAX_ZONAL_DIM,
+            f"--dim must be <= {MAX_ZONAL_DIM} for zonal densities (got {dim}): beyond it the zonal solvers' "
+            f"coefficients leave double precision; `meanfield particles` and `meanfield theory` go to --dim 4096")
     resolution = geometry_default(geometry, "resolution") if resolution is None else resolution
     kept, changes = resolve_model(source, {"attention": attention, "beta": beta, "nu": nu}, SOLVE_DEFAULTS, override)
     model = Model(dim=dim, **kept)

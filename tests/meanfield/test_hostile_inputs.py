@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import xarray as xr
 from meanfield import signals, storage
 from meanfield.cli import exit_status, main
 from meanfield.errors import InputError
+from meanfield.model import Model
 from meanfield.storage import (FALLBACK_VARIABLE, Unwritable, build_run_dataset, check_output_file,
                                remove_stale_temporaries, save_run)
 from solvers.solve import solve
@@ -502,3 +504,55 @@ def test_beta_is_required_without_a_run_file(tmp_path, capsys):
     line = _one_error_line(capsys)
     assert code == 2 and "--beta is required" in line
     assert not (tmp_path / "out").exists()
+
+
+# -- the documented ranges are the real ones (issue 21, item 5: the theory at large d) ------------------------------
+#: log I_nu(x) from mpmath (40 digits), independent of scipy and of meanfield.log_bessel
+LOG_BESSEL_REFERENCE = {(383, 1e-3): -4810.136216468404, (383, 9.0): -1322.876200735044,
+                        (2047, 1.0): -14983.198509920576, (2047, 700.0): -1514.1635648015745,
+                        (99, 1e-30): -7266.433502437326, (229, 100.0): -112.47669180371844}
+
+#: lambda_l from mpmath (40 digits): SA l (l + d - 2) I_{l+nu} / (beta I_nu), USA with Gamma(nu+1) (2/beta)^nu
+GROWTH_REFERENCE = {("sa", 4096, 9.0, 1): 0.9997510349797014, ("sa", 4096, 9.0, 3): 1.4466057857975052e-05,
+                    ("sa", 460, 9.0, 2): 0.03893149563755334, ("sa", 768, 1.0, 1): 0.9986962278568929,
+                    ("sa", 4096, 0.001, 2): 4.880429477793465e-07, ("usa", 256, 0.001, 1): 0.9960937519304143,
+                    ("usa", 4096, 700.0, 1): 3.9779170846075155e+25, ("usa", 1024, 50.0, 4): 0.0015461812420875457}
+
+
+@pytest.mark.parametrize("order, x", sorted(LOG_BESSEL_REFERENCE))
+def test_log_bessel_where_ive_underflows(order, x):
+    from meanfield.log_bessel import log_bessel_i
+
+    reference = LOG_BESSEL_REFERENCE[(order, x)]
+    assert abs(float(log_bessel_i(order, x)) - reference) <= 1e-14 * abs(reference)
+
+
+@pytest.mark.parametrize("case", sorted(GROWTH_REFERENCE))
+def test_growth_rates_up_to_the_largest_dimension(case):
+    from meanfield.theory import growth_rates
+
+    attention, dim, beta, degree = case
+    rate = float(growth_rates(Model(attention, beta, 0.0, dim), [degree])[0])
+    assert rate == pytest.approx(GROWTH_REFERENCE[case], rel=1e-12)       # was NaN or an OverflowError
+
+
+def test_theory_at_the_dimension_limit_prints_numbers(capsys):
+    assert main(["theory", "--dim", "4096", "--beta", "9"]) == 0
+    out = capsys.readouterr().out
+    assert not re.search(r"\bnan\b", out.lower()) and "dominant mode: 1 (rate 0.99975103)" in out
+
+
+def test_zonal_dimensions_beyond_the_solvers_range_are_one_line(tmp_path, capsys):
+    code = main(["solve", "zonal", "--dim", "400", "--beta", "9", "--t-final", "1", "--no-progress",
+                 "--out", str(tmp_path / "out" / "z.nc")])
+    line = _one_error_line(capsys)
+    assert code == 2 and "--dim must be <= 256" in line          # was an OverflowError traceback
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_kernel_operator_refuses_coefficients_beyond_double_precision():
+    from meanfield.kernel_operator import KernelOperator, largest_representable_dim
+
+    assert 256 < largest_representable_dim(9.0) < 4096
+    with pytest.raises(InputError, match="leave double precision"):
+        KernelOperator([0, 1], 9.0, 4096)
