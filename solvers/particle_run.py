@@ -167,6 +167,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     require(step.atol is None, "atol applies to solve() only (particle runs use the stepper's default)")
     model = Model(attention=attention.kind, beta=beta, nu=nu, dim=dim)
     positions_given = positions is not None
+    require(weights is None or positions_given,
+            "weights= needs positions= (the tokens they weigh): tokens sampled from init carry their own weights")
     source = checkpoint.run_file(init) if positions is None else None
     exact = source is not None and _continues(source, n, dim, scheme_choice)
     t_start, t_final, save_every, save_log = run_clock(source if exact else None, saving)

@@ -556,3 +556,10 @@ def test_the_kernel_operator_refuses_coefficients_beyond_double_precision():
     assert 256 < largest_representable_dim(9.0) < 4096
     with pytest.raises(InputError, match="leave double precision"):
         KernelOperator([0, 1], 9.0, 4096)
+
+
+def test_weights_without_positions_are_refused():
+    from meanfield import simulate_particles
+
+    with pytest.raises(InputError, match="weights= needs positions="):
+        simulate_particles(dim=3, n=4, beta=1.0, weights=np.full(4, 0.25), t_final=0.1)
