@@ -183,6 +183,11 @@ def _sorted_coordinate(name: str, values: np.ndarray, label: str):
     """The coordinate in its standard range, sorted, with the order that sorts it; refuses duplicates."""
     require(bool(np.all(np.isfinite(values))), f"{label}: coordinate {name!r} is not finite")
     if name == "theta":
+        slack = 1e-12 * 2 * math.pi
+        require(bool(values.max() - values.min() <= 2 * math.pi + slack and values.max() <= 2 * math.pi + slack
+                     and values.min() >= -2 * math.pi - slack),
+                f"{label}: coordinate 'theta' spans {values.min():.6g} .. {values.max():.6g}; it must be "
+                f"{UNITS[name]} (degrees? multiply by pi / 180)")
         values = np.mod(values, 2 * math.pi)
     elif name == "lon":
         values = np.mod(values, 360.0)

@@ -28,7 +28,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .errors import require
+from .errors import InputError
 from .kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_beta_derivative, scaled_funk_hecke_over_beta
 
 
@@ -79,10 +79,10 @@ class KernelOperator:
     """
 
     def __init__(self, degrees, beta: float, dim: int = 2, attention: str = "sa", normalization=None):
-        require(beta == 0 or representable(beta, dim),
-                f"--dim {dim} at --beta {beta:g}: the kernel's Funk–Hecke coefficients leave double precision "
-                f"(largest dimension here: {largest_representable_dim(beta)}); the linear theory (`meanfield theory`) "
-                f"and particles go further")
+        if beta != 0 and not representable(beta, dim):      # (the message's bisection only when it is needed)
+            raise InputError(f"--dim {dim} at --beta {beta:g}: the kernel's Funk–Hecke coefficients leave double "
+                             f"precision (largest dimension here: {largest_representable_dim(beta)}); the linear "
+                             f"theory (`meanfield theory`) and particles go further")
         self.degrees = np.asarray(degrees)
         self.beta, self.dim, self.attention = beta, dim, attention
         self.scale_free = _scale_free(normalization)

@@ -48,7 +48,7 @@ import xarray as xr
 
 from meanfield.errors import require
 from meanfield.limits import MAX_DIM, MAX_FRAMES, MAX_LIST, check_fits, check_seed, particle_work_bytes
-from meanfield.model import Model
+from meanfield.model import USA_BETA_MAX, Model
 from meanfield.sampling import uniform_sphere
 from meanfield.storage import check_output_folder, netcdf_safe, package_version, write_atomic as write_file
 
@@ -142,6 +142,8 @@ def check_grid(dims, betas) -> tuple[tuple[int, ...], np.ndarray]:
     betas = np.asarray(betas, dtype=float)
     require(betas.ndim == 1 and betas.size > 0 and bool(np.all(np.isfinite(betas))) and betas.min() >= 0
             and np.unique(betas).size == betas.size, "--betas must be distinct finite numbers >= 0")
+    require(betas.max() <= USA_BETA_MAX, f"--betas must be <= {USA_BETA_MAX:g}: the equiangular curve drawn over the "
+                                         f"diagram needs exp(beta) (got {betas.max():g})")
     return dims, betas
 
 

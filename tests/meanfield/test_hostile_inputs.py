@@ -563,3 +563,32 @@ def test_weights_without_positions_are_refused():
 
     with pytest.raises(InputError, match="weights= needs positions="):
         simulate_particles(dim=3, n=4, beta=1.0, weights=np.full(4, 0.25), t_final=0.1)
+
+
+@pytest.mark.parametrize("units", [None, "degrees"])
+def test_a_dataarray_in_degrees_is_refused(units):
+    degrees = np.arange(0.0, 360.0, 360.0 / 64)
+    data = xr.DataArray(1.0 + 0.1 * np.cos(np.radians(degrees)), coords={"theta": degrees}, dims="theta")
+    if units:
+        data["theta"].attrs["units"] = units
+    with pytest.raises(InputError, match="theta"):
+        solve("circle", beta=1.0, scheme="fv", resolution=64, init=data, t_final=0.1)
+
+
+def test_a_sweep_beyond_the_beta_limit_is_refused_before_any_chunk(tmp_path, capsys):
+    store = tmp_path / "store"
+    code = main(["sweep", "phase-diagram", "--store", str(store), "--quick", "--betas", "1,701",
+                 "--scheduler", "synchronous", "--no-progress"])
+    line = _one_error_line(capsys)
+    assert code == 2 and "--betas must be <= 700" in line
+    assert not store.exists() or list(store.iterdir()) == []
+
+
+def test_a_right_hand_side_that_is_not_finite_stops_the_run_instead_of_looping(tmp_path):
+    from meanfield import simulate_particles
+
+    path = tmp_path / "huge.npz"
+    np.savez(path, Q=np.eye(3) * 1e200, K=np.eye(3) * 1e200, V=np.eye(3))      # logits overflow: NaN velocities
+    run = simulate_particles(dim=3, n=8, beta=1.0, qkv=str(path), t_final=1.0, save_every=0.5)
+    assert run.attrs["stop_reason"].startswith("step size is not a positive number")
+    assert run.sizes["time"] >= 1 and np.all(np.isfinite(run["positions"].values))
