@@ -415,6 +415,8 @@ def _report_run(dataset, out):
               show_default=True, help="i.i.d. tokens, or deterministic nodes with quadrature weights (circle densities).")
 @click.option("--resolution", type=int, default=PARTICLE_DEFAULTS["resolution"], show_default=True,
               help="Grid of the circle density the tokens are drawn from (as in `solve circle`).")
+@click.option("--override", is_flag=True,
+              help="Allow --attention, --beta, --nu, --qkv or its --seed to differ from the --init run's (recorded).")
 @click.option("--qkv", default=PARTICLE_DEFAULTS["qkv"], show_default=True,
               help="identity (Q = K = V = I) | repulsive (V = -I) | random (Gaussian, from --seed) | FILE.npz "
                    "(arrays Q, K, V, each d x d, or HEADS x d x d: the heads' outputs are summed).")

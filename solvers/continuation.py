@@ -1,6 +1,7 @@
 """A continuation keeps its model (issue 21; README "Continuing a run").
 
-A run file given as ``init`` records the model it ran: ``attention``, ``beta`` and ``nu``.  Not given,
+A run file given as ``init`` records the model it ran: ``attention``, ``beta`` and ``nu`` (a particle run
+also ``qkv`` and, for random matrices, their ``seed``).  Not given,
 each is taken from the file; given and different, it is refused in one line naming both values, unless
 the caller asks for the change (``override=True``, ``--override`` on the command line), which the new
 run records in its ``override`` attribute.  Without a run file the defaults apply.
@@ -27,10 +28,10 @@ def _as_given(recorded, default):
 
 
 def resolve_model(source, given: dict, defaults: dict, override: bool) -> tuple[dict, str]:
-    """``(values, changes)``: each of :data:`KEPT` as given, else the run file's, else the default; ``changes``
-    lists the overridden ones (``"beta: 9 -> 5"``), empty without any."""
+    """``(values, changes)``: each setting of ``given`` (:data:`KEPT`, or more) as given, else the run file's,
+    else the default; ``changes`` lists the overridden ones (``"beta: 9 -> 5"``), empty without any."""
     values, changes = {}, []
-    for name in KEPT:
+    for name in given:                           # KEPT, and for particles the matrices and their seed
         value = given[name]
         recorded = None if source is None else source.attrs.get(name)
         if value is None:
@@ -39,7 +40,7 @@ def resolve_model(source, given: dict, defaults: dict, override: bool) -> tuple[
         values[name] = value
         if recorded is not None and not _same(value, recorded):
             require(override, f"{name} = {value} differs from {recorded}, the {name} of the --init run: a continuation "
-                              f"keeps its model (leave {name} out to keep it, or pass --override / override=True "
-                              f"to change it)")
+                              f"keeps its model (give the file's value, or leave it out where the file supplies it; "
+                              f"--override / override=True changes it)")
             changes.append(f"{name}: {recorded} -> {value}")
     return values, "; ".join(changes)

@@ -40,6 +40,7 @@ from meanfield.threads import thread_attrs
 
 from . import checkpoint
 from .clusters import ClusterTracker, resolve_collapse_tol
+from .continuation import resolve_model
 from .particles import ParticleScheme
 from .runloop import run_switching
 from .solve import (add_tracker_records, canonical_command, check_seed, finish_dataset, init_label, reproducible,
@@ -134,7 +135,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
              resolution: int = PARTICLE_DEFAULTS["resolution"], positions=None, weights=None,
              step: StepControl | None = None, saving: Saving | None = None,
              normalization: str | Normalization = Normalization.name,
-             collapse_tol: float | None = PARTICLE_DEFAULTS["collapse_tol"], progress: bool = False, **flat):
+             collapse_tol: float | None = PARTICLE_DEFAULTS["collapse_tol"], progress: bool = False,
+             override: bool = False, **flat):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
 
     Tokens come from ``init`` (see :mod:`meanfield.sampling`) unless ``positions`` (and
@@ -173,6 +175,10 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     exact = source is not None and _continues(source, n, dim, scheme_choice)
     t_start, t_final, save_every, save_log = run_clock(source if exact else None, saving)
     Q, K, V, heads, qkv = matrices(attention, dim, seed)
+    kept = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "qkv": qkv}
+    if qkv == "random":                          # the seed draws the matrices
+        kept["seed"] = seed
+    changes = resolve_model(source if exact else None, kept, PARTICLE_DEFAULTS, override)[1]
     if (scheme_choice.carries_radius or heads is not None) and collapse_tol is None:
         collapse_tol = 0.0  # merges are for one head on the sphere without radii (solvers.clusters)
     tol = resolve_collapse_tol(collapse_tol, model.nu)
@@ -230,8 +236,9 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     attrs_scheme = scheme_choice.as_attrs()
     attrs = dict(settings, **attrs_scheme, **thread_attrs(scheme.interaction_path != "harmonic" or dim != 3),
                  geometry="particles", scheme="particles", package_version=package_version(),
-                 command=canonical_command(["particles"], settings),
+                 command=canonical_command(["particles"], settings) + (" --override" if changes else ""),
                  stop_reason=record.stop_reason, t_start=t_start, restart="exact" if exact else "none",
+                 override=changes,
                  command_reproduces_run=int(reproducible(init) and positions_given is False),
                  t_reached=record.t_reached, wall_time=record.wall_time,
                  steps=record.steps, rejected_steps=record.rejected_steps, dt_max=dt_max,

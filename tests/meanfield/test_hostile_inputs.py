@@ -592,3 +592,20 @@ def test_a_right_hand_side_that_is_not_finite_stops_the_run_instead_of_looping(t
     run = simulate_particles(dim=3, n=8, beta=1.0, qkv=str(path), t_final=1.0, save_every=0.5)
     assert run.attrs["stop_reason"].startswith("step size is not a positive number")
     assert run.sizes["time"] >= 1 and np.all(np.isfinite(run["positions"].values))
+
+
+def test_a_particle_continuation_keeps_its_matrices(tmp_path, capsys):
+    first = tmp_path / "p5.nc"
+    common = ["particles", "--dim", "3", "--n", "16", "--beta", "2", "--qkv", "random", "--no-progress"]
+    assert main(common + ["--seed", "5", "--t-final", "1", "--out", str(first)]) == 0
+    capsys.readouterr()
+    code = main(common + ["--seed", "6", "--init", str(first), "--t-final", "2", "--out", str(tmp_path / "x" / "p.nc")])
+    line = _one_error_line(capsys)
+    assert code == 2 and "seed = 6 differs from 5" in line and not (tmp_path / "x").exists()   # Q, K, V swapped before
+    code = main(common + ["--seed", "5", "--nu", "0.1", "--init", str(first), "--t-final", "2",
+                          "--out", str(tmp_path / "x" / "p.nc")])
+    assert code == 2 and "nu = 0.1 differs from 0.0" in _one_error_line(capsys)
+    assert main(common + ["--seed", "6", "--override", "--init", str(first), "--t-final", "2",
+                          "--out", str(tmp_path / "p6.nc")]) == 0
+    with xr.open_dataset(tmp_path / "p6.nc") as run:
+        assert run.attrs["override"] == "seed: 5 -> 6" and run.attrs["restart"] == "exact"
