@@ -8,11 +8,11 @@ So, on the command line (:func:`install`, called by :func:`meanfield.cli.main`):
 * SIGTERM raises :class:`Terminated`, a ``KeyboardInterrupt``: the run loop
   (:func:`solvers.runloop.run`) catches it like Ctrl-C and the run ends with
   ``stop_reason = "interrupted by SIGTERM at t = ..."``;
-* in a command that saves one run (``solve``, ``particles``, ``gaussian``, ``demo``: :func:`save_runs_whole`), from
-  the moment a run loop returns until the command has written its file (:func:`hold`, called by the run
-  loop; :func:`release`, called once the file is written), both signals are only remembered.
-  A signal remembered when the next run loop starts (a run in two legs) stops that one at once
-  (:func:`resume`).  After the write the command exits with the remembered signal's status:
+* in a command that saves one run (``solve``, ``particles``, ``gaussian``, ``demo``: :func:`save_runs_whole`),
+  both signals are only remembered, never raised in the middle of a step, a frame or the write: the run
+  loop looks between steps (:func:`check`) and stops there as on Ctrl-C, with its state, clock and frames
+  in agreement; a signal during the set-up stops the run at its first frame; one during the write waits for
+  it (:func:`release`, once the file is written).  The command then exits with the signal's status:
   :data:`EXIT_SIGINT` (130) or :data:`EXIT_SIGTERM` (143), the shell's ``128 + signal number``.
 
 Library use (no :func:`install`) is untouched: Python's own Ctrl-C, nothing held.
@@ -70,9 +70,20 @@ def install() -> None:
 
 
 def save_runs_whole() -> None:
-    """This command writes the run it computes: hold signals from the end of its run loop to the write."""
+    """This command writes the run it computes: from now on both signals are only remembered, and its run loop
+    stops at the next step boundary (:func:`check`), where the state, the clock and the frames agree."""
     global _holding
     _holding = _installed
+    if _holding and _in_main_thread():
+        signal.signal(signal.SIGINT, _remember)
+        signal.signal(signal.SIGTERM, _remember)
+
+
+def check() -> None:
+    """Called by the run loop between steps: a remembered signal stops the run here (it stays remembered, so
+    a second leg stops at once too and the exit status reports it)."""
+    if _holding and _held:
+        raise Terminated() if signal.SIGTERM in _held else KeyboardInterrupt()
 
 
 def uninstall() -> None:
@@ -93,14 +104,8 @@ def hold() -> None:
 
 
 def resume() -> None:
-    """A run loop starts: signals raise again, and one remembered since the last loop stops this one now."""
-    if not (_installed and _in_main_thread()):
-        return
-    _raising()
-    if _held:
-        terminated = signal.SIGTERM in _held
-        _held.clear()
-        raise Terminated() if terminated else KeyboardInterrupt()
+    """A run loop starts: a signal remembered before it (during the set-up, or in an earlier leg) stops it now."""
+    check()
 
 
 def release() -> int | None:

@@ -115,13 +115,15 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
     for tracker in trackers:
         tracker.start(scheme, stepper, state, t, schedule)
     try:
+        frame = _frame(scheme, state, trackers, scheme_frames)
         record.times.append(t)
-        record.frames.append(_frame(scheme, state, trackers, scheme_frames))
+        record.frames.append(frame)
         signals.resume()              # a signal held since an earlier leg of this command stops this one now
         reason = _check(trackers, scheme, state, t)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             for target in schedule.targets:
                 while reason is None and t < target:
+                    signals.check()   # Ctrl-C / SIGTERM on the command line stop here, between steps
                     new_state, new_t = stepper.step(state, t, target - t)
                     if abs(new_t - target) <= 1e-12 * max(1.0, target):
                         new_t = target
@@ -134,8 +136,9 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
                             state = tracker.post_step(scheme, stepper, state)
                 if reason is not None:
                     break
+                frame = _frame(scheme, state, trackers, scheme_frames)   # built whole before it is recorded
                 record.times.append(t)
-                record.frames.append(_frame(scheme, state, trackers, scheme_frames))
+                record.frames.append(frame)
                 for tracker in trackers:
                     reason = tracker.at_save(scheme, state, t) or reason
                 if reason is not None:

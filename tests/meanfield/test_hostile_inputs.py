@@ -270,6 +270,19 @@ def test_signals_at_random_moments_of_runs_and_writes_save_the_run(tmp_path):
         # long runs are interrupted while stepping; short runs with many frames while their file is written
         process = _launch(folder, "1e5", "1") if moment == "run" else _launch(folder, "1", "0.001")
         trials.append(dict(moment=moment, sig=sig, folder=folder, process=process, at=None, sent=None))
+    try:
+        _send_at_random_moments(trials, draw)
+        _check_trials(trials)
+    finally:
+        for trial in trials:                 # no process or pipe outlives the test, whatever failed
+            process = trial["process"]
+            if process.poll() is None:
+                process.kill()
+            if not process.stderr.closed:
+                process.communicate()
+
+
+def _send_at_random_moments(trials, draw):
     end = time.monotonic() + 120
     while any(trial["sent"] is None for trial in trials) and time.monotonic() < end:
         now = time.monotonic()
@@ -285,6 +298,9 @@ def test_signals_at_random_moments_of_runs_and_writes_save_the_run(tmp_path):
                 process.send_signal(trial["sig"])
                 trial["sent"] = now
         time.sleep(0.0005)
+
+
+def _check_trials(trials):
     for trial in trials:
         moment, sig, folder, process = trial["moment"], trial["sig"], trial["folder"], trial["process"]
         assert trial["sent"] is not None, (moment, sig, process.poll())          # the moment was caught
