@@ -15,6 +15,7 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
 * :func:`solve` — run the PDE, returns an ``xarray.Dataset``; :func:`simulate_particles` — the
   tokens themselves; :func:`load_run`, :func:`save_run`.  ``init=`` takes text specs, arrays,
   DataArrays, callables and run files; a run file of the same scheme continues exactly.
+  :func:`rerun` repeats any run bit for bit from the record of its start in its file.
 * settings — :class:`StepControl`, :class:`Monitor`, :class:`Saving`, :class:`Attention` and
   :class:`Normalization`: the groups of settings :func:`solve` and :func:`simulate_particles` take as objects
   (``step=StepControl(rtol=1e-10)``) or flat keywords; defaults in :mod:`meanfield.defaults`.
@@ -65,6 +66,13 @@ def simulate_particles(**settings):
     return _simulate(**settings)
 
 
+def rerun(run, progress: bool = False):
+    """Run a run file (or run Dataset) again from the record of its start, bit for bit; see
+    :func:`solvers.rerun.rerun` (imported lazily)."""
+    from solvers.rerun import rerun as _rerun
+    return _rerun(run, progress)
+
+
 def plot_run(dataset, path=None, modes=None):
     """The standard figure of a run; see :func:`meanfield.plotting.plot_run` (imported lazily)."""
     from .plotting import plot_run as _plot_run
@@ -73,5 +81,5 @@ def plot_run(dataset, path=None, modes=None):
 
 __all__ = ["effective_growth_rate", "equiangular_solution", "initial_rate", "late_time_decay", "mode_amplitude_factor",
            "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominance_probabilities", "dominant_mode", "formation_time", "typical_amplitude",
-           "growth_rates", "KernelOperator", "solve_gaussian_case", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "sphere_area",
+           "growth_rates", "KernelOperator", "solve_gaussian_case", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "rerun", "sphere_area",
            "Attention", "Monitor", "Normalization", "Saving", "StepControl", "__version__"]

@@ -48,7 +48,8 @@ def exit_status(stop_reason: str) -> int:
     if stop_reason == "completed":
         return EXIT_COMPLETED
     if stop_reason.startswith("interrupted"):
-        return signals.EXIT_SIGTERM if stop_reason.startswith("interrupted by SIGTERM") else EXIT_INTERRUPTED
+        return signals.EXIT_SIGTERM if stop_reason.startswith("interrupted" + signals.Terminated.note) \
+            else EXIT_INTERRUPTED
     return EXIT_STOPPED
 
 
@@ -461,6 +462,37 @@ def particles(out, no_progress, **settings):
 
 
 particles.help = particles.help.replace("{exit_help}", EXIT_HELP)
+
+
+@cli.command()
+@click.argument("run", type=click.Path(dir_okay=False))
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="netCDF output of the new run (.nc).")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def rerun(run, out, no_progress):
+    """Run RUN again from the record of its start in the file, bit for bit (solve and particle runs).
+
+    Whatever the run started from (a spec, an array, a DataArray, a function, a run file since changed or
+    gone), the model, scheme, stepper, save times and Q, K, V come from RUN's attributes and variables, and
+    the new frames, merges and final state are the same numbers.  The `command` attribute of a run that
+    started from data in memory is `meanfield rerun FILE`.
+
+    {exit_help}
+
+    \b
+    Example:
+      meanfield rerun run.nc --out again.nc
+    """
+    from solvers.rerun import rerun as run_again
+
+    out = check_output_file(out, "--out", RUN_SUFFIXES)
+    signals.save_runs_whole()
+    dataset = run_again(run, progress=not no_progress)
+    held = _save(dataset, out)
+    _report_saved(dataset, out)
+    _finish(dataset.attrs["stop_reason"], held)
+
+
+rerun.help = rerun.help.replace("{exit_help}", EXIT_HELP)
 
 
 # --------------------------------------------------------------------------------------------- gaussian

@@ -172,10 +172,15 @@ def _polar(points: np.ndarray) -> np.ndarray:
     return np.abs(np.arctan2(points[:, 1], points[:, 0]))
 
 
+def snap_to_poles(th: np.ndarray, distance: float) -> np.ndarray:
+    """Polar angles of rings, those within ``distance`` of a pole put on it (a ring contracting onto a pole
+    never reaches it, as two merging points never meet; the finite-volume points do the same)."""
+    return np.where(th <= distance, 0.0, np.where(th >= math.pi - distance, math.pi, th))
+
+
 def _snap_to_poles(points: np.ndarray, distance: float) -> np.ndarray:
-    """Rings (as ``(cos th, sin th)``) within ``distance`` of a pole put on it."""
-    th = _polar(points)
-    th = np.where(th < distance, 0.0, np.where(th > math.pi - distance, math.pi, th))
+    """Rings (as ``(cos th, sin th)``) within ``distance`` of a pole put on it (:func:`snap_to_poles`)."""
+    th = snap_to_poles(_polar(points), distance)
     return np.stack((np.cos(th), np.sin(th)), axis=-1)
 
 

@@ -359,7 +359,7 @@ def solve(mean, cov, *, V, Q, K, t_final, attention: str = GAUSSIAN_DEFAULTS["at
              "blowup_factor": BLOWUP_FACTOR, "package_version": package_version(),
              "command": "meanfield.gaussian.solve(mean, cov, V=V, Q=Q, K=K, "
                         + ", ".join(f"{key}={value!r}" for key, value in settings.items() if value is not None) + ")",
-             "command_reproduces_run": 0, "t_reached": float(sol.t[-1]), "steps": record.steps,
+             "t_reached": float(sol.t[-1]), "steps": record.steps,
              "rejected_steps": record.rejected_steps, "wall_time": record.wall_time}
     return _dataset(np.asarray(times), states, dim, attrs)
 

@@ -64,7 +64,7 @@ def solve_case(case: str = GAUSSIAN_DEFAULTS["case"], dim: int = GAUSSIAN_DEFAUL
     data = gaussian_case(case, dim, seed)
     dataset = solve(data["mean"], data["cov"], V=data["V"], Q=data["Q"], K=data["K"], t_final=t_final,
                     attention=attention, save_every=save_every, scaled=scaled, eps=eps)
-    dataset.attrs.update(case=case, seed=seed, command_reproduces_run=1,
+    dataset.attrs.update(case=case, seed=seed,
                          command=case_command(case, dim, seed, t_final, attention, save_every, scaled, eps))
     for name in ("V", "Q", "K"):
         dataset[name] = (("row", "column"), data[name])

@@ -29,7 +29,7 @@ from functools import cached_property
 import numpy as np
 
 from .errors import InputError
-from .kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_beta_derivative, scaled_funk_hecke_over_beta
+from .kernels import band_limit, representable, scaled_funk_hecke, scaled_funk_hecke_beta_derivative, scaled_funk_hecke_over_beta
 
 
 def top_sixth(band: int) -> slice:
@@ -47,17 +47,6 @@ def attention_scale(attention: str, beta: float) -> float:
 def _scale_free(normalization) -> bool:
     name = getattr(normalization, "name", normalization)
     return name == "ngpt"
-
-
-def representable(beta: float, dim: int) -> bool:
-    """Whether ``exp(-beta) kappa_0`` and its prefactor are ordinary doubles (the solvers' coefficients)."""
-    from scipy.special import ive
-
-    from .kernels import _prefactor_overflows
-    from .log_bessel import SMALLEST
-
-    with np.errstate(under="ignore"):
-        return not _prefactor_overflows(beta, dim) and float(ive((dim - 2) / 2.0, beta)) >= SMALLEST
 
 
 def largest_representable_dim(beta: float) -> int:

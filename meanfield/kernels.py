@@ -96,24 +96,27 @@ def band_limit(beta: float, dim: int = 2, tol: float = 1e-15) -> int:
     return int(below[0]) - 1
 
 
-def _prefactor_overflows(beta: float, dim: int) -> bool:
-    """Whether ``(2 pi)^{d/2} beta^{-(d-2)/2}`` leaves the doubles (large ``d``, small ``beta``)."""
-    return (dim / 2.0) * math.log(2.0 * math.pi) - (dim - 2) / 2.0 * math.log(beta) > 700.0
+def representable(beta: float, dim: int) -> bool:
+    """Whether ``exp(-beta) kappa_0`` and its prefactor ``(2 pi)^{d/2} beta^{-(d-2)/2}`` are ordinary doubles
+    (``beta > 0``): false at large ``d`` with small ``beta``, where the coefficients leave double precision."""
+    from .bessel import SMALLEST
+
+    if (dim / 2.0) * math.log(2.0 * math.pi) - (dim - 2) / 2.0 * math.log(beta) > 700.0:
+        return False
+    with np.errstate(under="ignore"):
+        return float(ive((dim - 2) / 2.0, beta)) >= SMALLEST
 
 
 def funk_hecke_ratio(degree, beta: float, dim: int = 2) -> np.ndarray:
     """``kappa_l / kappa_0 = I_{l+nu}(beta) / I_nu(beta)``, ``nu = (d - 2) / 2``, for ``beta > 0``.
 
-    From :func:`scaled_funk_hecke` where its prefactor and ``ive(nu, beta)`` are ordinary doubles; otherwise
-    (large ``d`` with small ``beta``, where that would be ``0 / 0`` or overflow) in logarithms
-    (:func:`meanfield.log_bessel.log_bessel_i`, which agrees with it to 1e-14 where both work).
+    From :func:`scaled_funk_hecke` where the coefficients are :func:`representable`; otherwise (large ``d``
+    with small ``beta``, where that would be ``0 / 0`` or overflow) from the ratios themselves
+    (:func:`meanfield.bessel.bessel_ratios`).
     """
-    from .log_bessel import SMALLEST, log_bessel_i
+    from .bessel import bessel_ratios
 
-    nu = (dim - 2) / 2.0
-    with np.errstate(under="ignore"):
-        bottom = float(ive(nu, beta))
-    if bottom >= SMALLEST and not _prefactor_overflows(beta, dim):
+    if representable(beta, dim):
         return scaled_funk_hecke(degree, beta, dim) / scaled_funk_hecke(0, beta, dim)
-    orders = np.abs(np.asarray(degree, dtype=float)) + nu
-    return np.exp(log_bessel_i(orders, beta) - log_bessel_i(nu, beta))
+    orders = np.abs(np.asarray(degree)).astype(int)
+    return bessel_ratios((dim - 2) / 2.0, beta, int(orders.max()) + 1)[orders]

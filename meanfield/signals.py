@@ -96,18 +96,6 @@ def uninstall() -> None:
     _held.clear()
 
 
-def hold() -> None:
-    """A run loop has returned: remember SIGINT and SIGTERM until :func:`release` (or the next run loop)."""
-    if _holding and _in_main_thread():
-        signal.signal(signal.SIGINT, _remember)
-        signal.signal(signal.SIGTERM, _remember)
-
-
-def resume() -> None:
-    """A run loop starts: a signal remembered before it (during the set-up, or in an earlier leg) stops it now."""
-    check()
-
-
 def release() -> int | None:
     """The file is written: signals raise again; the exit status of a signal remembered meanwhile, or None."""
     if not (_installed and _in_main_thread()):

@@ -150,11 +150,10 @@ def check_name_lengths(path: Path, option: str) -> None:
     """Every component of ``path`` within the file system's name limit (255 bytes on most), the whole path within
     the system's path limit: else one line naming ``option`` (the write would fail after the computation)."""
     absolute = path.absolute()
-    longest = 255
-    for part in absolute.parts[1:]:
-        require(len(part.encode()) <= longest,
+    for part in absolute.parts[1:-1]:                # the folders (the file's own name: below, its file system's)
+        require(len(part.encode()) <= 255,
                 f"{option}: the name {part[:24]!r}... is {len(part.encode())} bytes long; file names may have at most "
-                f"{longest} bytes")
+                f"255 bytes")
     try:
         path_max = int(os.pathconf(_nearest_existing(absolute.parent), "PC_PATH_MAX"))
     except (OSError, ValueError):

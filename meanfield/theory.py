@@ -24,8 +24,8 @@ from scipy.special import digamma, gammainc, gammaln, ive
 from .errors import require
 from .geometry import laplace_eigenvalue, sphere_area
 from .kernel_operator import KernelOperator
-from .kernels import _prefactor_overflows, band_limit, scaled_funk_hecke
-from .log_bessel import SMALLEST, bessel_ratios, scaled_mean
+from .bessel import SMALLEST, bessel_ratios, scaled_mean
+from .kernels import band_limit, representable, scaled_funk_hecke
 from .model import Model
 from .perturbation import coefficients_per_degree, law_band
 
@@ -36,11 +36,11 @@ def interaction_rate(model: Model, degrees) -> np.ndarray:
     SA:  ``I_{l+(d-2)/2}(beta) / (beta I_{(d-2)/2}(beta))``;
     USA: ``kappa_l / (beta |S^{d-1}|) = Gamma(nu + 1) (2 / beta)^nu I_{l+nu}(beta) / beta``, ``nu = (d-2)/2``.
     At ``beta = 0`` the limit (only ``l = 1`` survives).  Where the scaled Bessel functions underflow (large
-    ``d``, small ``beta``) the same formulas in logarithms (:func:`meanfield.log_bessel.log_bessel_i`).
+    ``d``, small ``beta``) the same formulas through the ratios themselves (:mod:`meanfield.bessel`).
     """
     degrees = np.asarray(degrees)
     if model.beta > 0 and _underflows(model, degrees):
-        return _interaction_rate_in_logs(model, degrees)
+        return _interaction_rate_by_ratios(model, degrees)
     operator = KernelOperator.of(model, degrees)
     if model.attention == "sa":
         return operator.over_beta / scaled_funk_hecke(0, model.beta, model.dim)
@@ -48,17 +48,17 @@ def interaction_rate(model: Model, degrees) -> np.ndarray:
 
 
 def _underflows(model: Model, degrees: np.ndarray) -> bool:
-    """Whether a scaled Bessel function of the rates, or the Funk–Hecke prefactor, leaves the doubles."""
-    nu = (model.dim - 2) / 2.0
-    orders = np.append(np.abs(degrees).astype(float) + nu, nu)
+    """Whether the coefficients are not :func:`~meanfield.kernels.representable`, or a scaled Bessel function of
+    the rates has lost digits to underflow."""
+    if not representable(model.beta, model.dim):
+        return True
     with np.errstate(under="ignore"):
-        small = bool(np.any(ive(orders, model.beta) < SMALLEST))
-    return small or _prefactor_overflows(model.beta, model.dim)
+        return bool(np.any(ive(np.abs(degrees) + (model.dim - 2) / 2.0, model.beta) < SMALLEST))
 
 
-def _interaction_rate_in_logs(model: Model, degrees: np.ndarray) -> np.ndarray:
-    """The rates through ``I_{nu+l} / I_nu`` (:func:`meanfield.log_bessel.bessel_ratios`) and, for USA,
-    ``Gamma(nu + 1) (2 / beta)^nu I_nu(beta)`` (:func:`meanfield.log_bessel.scaled_mean`): no Bessel function
+def _interaction_rate_by_ratios(model: Model, degrees: np.ndarray) -> np.ndarray:
+    """The rates through ``I_{nu+l} / I_nu`` (:func:`meanfield.bessel.bessel_ratios`) and, for USA,
+    ``Gamma(nu + 1) (2 / beta)^nu I_nu(beta)`` (:func:`meanfield.bessel.scaled_mean`): no Bessel function
     is formed."""
     nu, beta = (model.dim - 2) / 2.0, model.beta
     orders = np.abs(degrees).astype(int)

@@ -12,6 +12,9 @@ if it had never stopped:
   stepper's next proposal, NaN for fixed steps) and ``restart_rng`` (the noise
   generator's bit-generator state as JSON, particles with noise only).
 
+The same record taken before the first step, with the prefix ``initial_`` (``initial_state``,
+``initial_time``, ...), is the run's start: :mod:`solvers.rerun` repeats the run from it.
+
 Arrays are stored as their raw bytes viewed as float64 or int64 (complex as float pairs),
 with ``stored_dtype`` and ``stored_shape`` attributes, so a restart reads back the same
 bits.  :func:`run_file` loads a run given as ``--init``; :func:`continues_exactly` recognises one
@@ -34,6 +37,7 @@ from meanfield.normalization import CARRY_RADIUS
 from .contract import conform
 
 PREFIX = "restart_"
+INITIAL = "initial_"     # the record of the run's start, from which `meanfield rerun` repeats it (solvers.rerun)
 STATE = "state"
 
 
@@ -69,6 +73,7 @@ def capture(scheme, stepper, state, t: float) -> Checkpoint:
     step and the noise generator."""
     scheme = conform(scheme)
     fields = {path: np.array(_get(scheme, path)) for path in scheme.restart_fields}
+    fields = {path: value for path, value in fields.items() if value.dtype.kind != "O"}  # not set yet: left fresh
     rng = scheme.rng
     return Checkpoint(time=float(t), state=np.array(state), fields=fields, step_size=stepper.next_step,
                       rng_state=None if rng is None else rng.bit_generator.state)
@@ -106,8 +111,8 @@ def restore(checkpoint: Checkpoint, scheme, stepper) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------- storage
-def _variable_name(path: str) -> str:
-    return PREFIX + path.replace(".", "__")
+def _variable_name(path: str, prefix: str = PREFIX) -> str:
+    return prefix + path.replace(".", "__")
 
 
 def _encode(value: np.ndarray):
@@ -132,27 +137,30 @@ def _decode(values: np.ndarray, attrs: dict) -> np.ndarray:
     return values.astype(dtype).reshape(shape)
 
 
-def add_to_dataset(dataset, checkpoint: Checkpoint):
-    """Store ``checkpoint`` in ``dataset`` (module docstring); returns the dataset."""
+def add_to_dataset(dataset, checkpoint: Checkpoint, prefix: str = PREFIX):
+    """Store ``checkpoint`` in ``dataset`` (module docstring) as the restart record, or with ``prefix=INITIAL``
+    as the record of the run's start; returns the dataset."""
+    kind = "restart" if prefix == PREFIX else "initial"
     for path, value in {STATE: checkpoint.state, **checkpoint.fields}.items():
-        name = _variable_name(path)
+        name = _variable_name(path, prefix)
         raw, attrs = _encode(value)
-        dataset[name] = (name + "_value",), raw, dict(attrs, long_name=f"restart record: {path} (raw values)")
-    dataset.attrs["restart_time"] = checkpoint.time
-    dataset.attrs["restart_step_size"] = math.nan if checkpoint.step_size is None else float(checkpoint.step_size)
-    dataset.attrs["restart_fields"] = ",".join(checkpoint.fields)
+        dataset[name] = (name + "_value",), raw, dict(attrs, long_name=f"{kind} record: {path} (raw values)")
+    dataset.attrs[prefix + "time"] = checkpoint.time
+    dataset.attrs[prefix + "step_size"] = math.nan if checkpoint.step_size is None else float(checkpoint.step_size)
+    dataset.attrs[prefix + "fields"] = ",".join(checkpoint.fields)
     if checkpoint.rng_state is not None:
-        dataset.attrs["restart_rng"] = json.dumps(checkpoint.rng_state)
+        dataset.attrs[prefix + "rng"] = json.dumps(checkpoint.rng_state)
     return dataset
 
 
-def _label(dataset) -> str:
+def source_label(dataset) -> str:
+    """How messages name a run given as ``--init``: its file, else ``run``."""
     return f"--init {dataset.encoding.get('source', 'run')}"
 
 
-def _checked_decode(dataset, path: str, label: str) -> np.ndarray:
+def _checked_decode(dataset, path: str, label: str, prefix: str = PREFIX) -> np.ndarray:
     """One stored array back, its ``stored_dtype`` and ``stored_shape`` checked against the raw values."""
-    name = _variable_name(path)
+    name = _variable_name(path, prefix)
     require(name in dataset, f"{label}: restart field {path!r} is named but its variable {name} is missing")
     variable = dataset[name]
     raw = np.asarray(variable.values)
@@ -171,40 +179,43 @@ def _checked_decode(dataset, path: str, label: str) -> np.ndarray:
     return _decode(raw, variable.attrs)
 
 
-def from_dataset(dataset) -> Checkpoint | None:
-    """The checkpoint a Dataset holds, or ``None`` if it has none (an older file).  A record that is there
-    but damaged (sizes, types, a clock or step that is not finite and positive, a field without its variable)
-    is refused in one line (:class:`meanfield.errors.InputError`): nothing is computed from it."""
-    name = _variable_name(STATE)
-    if name not in dataset or "restart_time" not in dataset.attrs:
+def from_dataset(dataset, prefix: str = PREFIX, label: str | None = None) -> Checkpoint | None:
+    """The checkpoint a Dataset holds (its restart record, or with ``prefix=INITIAL`` the record of its start),
+    or ``None`` if it has none (an older file).  A record that is there but damaged (sizes, types, a clock or
+    step that is not finite and positive, a clock that is not its last (first) frame's, a field without its
+    variable) is refused in one line (:class:`meanfield.errors.InputError`): nothing is computed from it."""
+    if _variable_name(STATE, prefix) not in dataset or prefix + "time" not in dataset.attrs:
         return None
-    label = _label(dataset)
-    paths = [p for p in str(dataset.attrs.get("restart_fields", "")).split(",") if p]
-    clock = _number(dataset.attrs["restart_time"])
-    require(math.isfinite(clock) and clock >= 0, f"{label}: restart_time must be finite and >= 0 (got {clock})")
+    label = source_label(dataset) if label is None else label
+    paths = [p for p in str(dataset.attrs.get(prefix + "fields", "")).split(",") if p]
+    clock = _number(dataset.attrs[prefix + "time"])
+    require(math.isfinite(clock) and clock >= 0, f"{label}: {prefix}time must be finite and >= 0 (got {clock})")
     if "time" in dataset.coords and dataset.sizes.get("time", 0):
-        last = float(dataset["time"].values[-1])
-        require(clock == last, f"{label}: restart_time {clock:g} is not the time of the last frame ({last:g})")
-    step = _number(dataset.attrs.get("restart_step_size", math.nan))
+        frame, which = (-1, "last") if prefix == PREFIX else (0, "first")
+        at = float(dataset["time"].values[frame])
+        require(clock == at, f"{label}: {prefix}time {clock:g} is not the time of the {which} frame ({at:g})")
+    step = _number(dataset.attrs.get(prefix + "step_size", math.nan))
     require(math.isnan(step) or (math.isfinite(step) and step > 0),
-            f"{label}: restart_step_size must be > 0 and finite, or NaN for fixed steps (got {step})")
-    rng = dataset.attrs.get("restart_rng")
+            f"{label}: {prefix}step_size must be > 0 and finite, or NaN for fixed steps (got {step})")
+    rng = dataset.attrs.get(prefix + "rng")
     if rng is not None:
         try:
             rng = json.loads(str(rng))
         except ValueError:
             rng = None
-        require(isinstance(rng, dict) and "bit_generator" in rng, f"{label}: restart_rng is not a generator state")
-    return Checkpoint(time=clock, state=_checked_decode(dataset, STATE, label),
-                      fields={p: _checked_decode(dataset, p, label) for p in paths},
+        require(isinstance(rng, dict) and "bit_generator" in rng, f"{label}: {prefix}rng is not a generator state")
+    return Checkpoint(time=clock, state=_checked_decode(dataset, STATE, label, prefix),
+                      fields={p: _checked_decode(dataset, p, label, prefix) for p in paths},
                       step_size=None if math.isnan(step) else step, rng_state=rng)
 
 
 def _number(value) -> float:
+    """An attribute as a float; one that is not a number reads as ``-inf``, which every range check refuses
+    (``NaN`` would pass as "no adaptive step")."""
     try:
         return float(value)
     except (TypeError, ValueError):
-        return math.nan if value is None else -math.inf
+        return -math.inf
 
 
 def restore_checked(source, fresh_scheme, scheme, stepper) -> np.ndarray:
@@ -213,7 +224,7 @@ def restore_checked(source, fresh_scheme, scheme, stepper) -> np.ndarray:
     state, which must fit the scheme and give finite numbers.  A record that fails is one line naming the file;
     the scheme the run uses is touched only by the restore itself (so the run is bit for bit what it was)."""
     checkpoint = from_dataset(source)
-    label = _label(source)
+    label = source_label(source)
     state = np.asarray(checkpoint.state)
     require(state.dtype.kind in "fc" and bool(np.all(np.isfinite(state))), f"{label}: the restart state is not finite")
     probe = conform(fresh_scheme())
@@ -233,8 +244,8 @@ def restore_checked(source, fresh_scheme, scheme, stepper) -> np.ndarray:
 
 
 def without_checkpoint(dataset):
-    """The Dataset without its restart record (for comparisons and plots)."""
-    names = [name for name in dataset.data_vars if name.startswith(PREFIX)]
+    """The Dataset without its restart and initial records (for comparisons and plots)."""
+    names = [name for name in dataset.data_vars if name.startswith((PREFIX, INITIAL))]
     return dataset.drop_vars(names)
 
 

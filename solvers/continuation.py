@@ -9,18 +9,12 @@ run records in its ``override`` attribute.  Without a run file the defaults appl
 
 from __future__ import annotations
 
-import math
-
 from meanfield.errors import require
-
-#: The model settings a run file records and a continuation keeps.
-KEPT = ("attention", "beta", "nu")
-
 
 def _same(given, recorded) -> bool:
     if isinstance(given, str) or isinstance(recorded, str):
         return str(given).lower() == str(recorded).lower()
-    return math.isclose(float(given), float(recorded), rel_tol=0.0, abs_tol=0.0)
+    return float(given) == float(recorded)
 
 
 def _as_given(recorded, default):
@@ -28,10 +22,10 @@ def _as_given(recorded, default):
 
 
 def resolve_model(source, given: dict, defaults: dict, override: bool) -> tuple[dict, str]:
-    """``(values, changes)``: each setting of ``given`` (:data:`KEPT`, or more) as given, else the run file's,
-    else the default; ``changes`` lists the overridden ones (``"beta: 9 -> 5"``), empty without any."""
+    """``(values, changes)``: each setting of ``given`` (``None``: not given) as given, else the run file's, else
+    the default; ``changes`` lists the overridden ones (``"beta: 9 -> 5"``), empty without any."""
     values, changes = {}, []
-    for name in given:                           # KEPT, and for particles the matrices and their seed
+    for name in given:
         value = given[name]
         recorded = None if source is None else source.attrs.get(name)
         if value is None:

@@ -43,8 +43,7 @@ from .clusters import ClusterTracker, resolve_collapse_tol
 from .continuation import resolve_model
 from .particles import ParticleScheme
 from .runloop import run_switching
-from .solve import (add_tracker_records, canonical_command, check_seed, finish_dataset, init_label, reproducible,
-                    run_clock, save_targets)
+from .solve import add_tracker_records, check_seed, finish_dataset, init_label, run_clock, run_command, save_targets
 from .steppers import make_stepper
 from .trackers import ModeAmplitudes
 
@@ -223,6 +222,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         dims["mode_amplitude"] = ("mode",)
         coords["mode"] = ("mode", modes)
     switch = scheme_choice.mix_switch if scheme_choice.name == "mix" else None
+    start = checkpoint.capture(scheme, time_stepper, state, t_start)
     record = run_switching(scheme, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
                            switch, t_start, progress=progress, trackers=trackers)
     settings = {"dim": dim, "n": n, "attention": model.attention, "beta": model.beta, "nu": model.nu,
@@ -236,10 +236,9 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     attrs_scheme = scheme_choice.as_attrs()
     attrs = dict(settings, **attrs_scheme, **thread_attrs(scheme.interaction_path != "harmonic" or dim != 3),
                  geometry="particles", scheme="particles", package_version=package_version(),
-                 command=canonical_command(["particles"], settings) + (" --override" if changes else ""),
+                 command=run_command(["particles"], settings, None if positions_given else init, changes),
                  stop_reason=record.stop_reason, t_start=t_start, restart="exact" if exact else "none",
                  override=changes,
-                 command_reproduces_run=int(reproducible(init) and positions_given is False),
                  t_reached=record.t_reached, wall_time=record.wall_time,
                  steps=record.steps, rejected_steps=record.rejected_steps, dt_max=dt_max,
                  interaction=type(scheme.interaction).__name__, interaction_path=scheme.interaction_path,
@@ -252,4 +251,4 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     for name, matrix in (("Q", scheme.Q), ("K", scheme.K), ("V", scheme.V)):
         if matrix is not None and scheme.heads is None:
             dataset[name] = (("row", "column"), matrix)
-    return finish_dataset(add_tracker_records(dataset, trackers), record, scheme, time_stepper)
+    return finish_dataset(add_tracker_records(dataset, trackers), record, scheme, time_stepper, start)

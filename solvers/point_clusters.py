@@ -57,7 +57,7 @@ import math
 
 import numpy as np
 
-from meanfield.cluster_dynamics import as_unit_vectors
+from meanfield.cluster_dynamics import as_unit_vectors, snap_to_poles
 
 from .clusters import TIGHT_RADIUS
 
@@ -133,12 +133,9 @@ class PointClusters:
         return (y == 0.0) | (y == math.pi)
 
     def _snap_to_poles(self, y: np.ndarray) -> np.ndarray:
-        """Zonal rings within :data:`MERGE_DISTANCE` of a pole put on it: a ring contracting onto a pole
-        approaches it exponentially and never reaches it, as two merging points never meet (module
-        docstring, Merges); the K-ring ODE does the same (:func:`meanfield.cluster_dynamics.cluster_history`)."""
-        if self.periodic:
-            return y
-        return np.where(y <= MERGE_DISTANCE, 0.0, np.where(y >= math.pi - MERGE_DISTANCE, math.pi, y))
+        """Zonal rings within :data:`MERGE_DISTANCE` of a pole put on it, as the K-ring ODE does
+        (:func:`meanfield.cluster_dynamics.snap_to_poles`)."""
+        return y if self.periodic else snap_to_poles(y, MERGE_DISTANCE)
 
     @staticmethod
     def unit_vectors(y: np.ndarray) -> np.ndarray:

@@ -118,7 +118,7 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
         frame = _frame(scheme, state, trackers, scheme_frames)
         record.times.append(t)
         record.frames.append(frame)
-        signals.resume()              # a signal held since an earlier leg of this command stops this one now
+        signals.check()               # a signal remembered during the set-up or an earlier leg stops this one now
         reason = _check(trackers, scheme, state, t)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             for target in schedule.targets:
@@ -148,7 +148,6 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
     except StopRun as exc:  # the stepper cannot go on (step size underflow, an integrator's terminal event)
         reason = str(exc)
     finally:
-        signals.hold()                # until the command has saved the run (meanfield.signals)
         for tracker in trackers:
             tracker.finish(record)
     if reason is not None and t > record.times[-1]:

@@ -91,7 +91,9 @@ def start_time(source) -> float:
     """The clock of a continued run: the file's restart time, or the time of its last frame."""
     if source is None:
         return 0.0
-    return float(source.attrs.get("restart_time", float(source["time"].values[-1])))
+    if "restart_time" in source.attrs:
+        return float(source.attrs["restart_time"])
+    return float(source["time"].values[-1])
 
 
 def inherited_cadence(source, save_every, save_log):
@@ -111,14 +113,23 @@ def init_label(init) -> str:
     return str(init) if isinstance(init, (str, Path)) else describe_init(init)
 
 
-def reproducible(init) -> bool:
-    """Whether the ``command`` attribute re-runs the run: only text specs and files can be typed."""
-    return isinstance(init, (str, Path))
+#: The ``command`` of a run whose start cannot be typed: FILE is the file that holds the run (:mod:`solvers.rerun`).
+RERUN_COMMAND = "meanfield rerun FILE"
 
 
-def finish_dataset(dataset, record, scheme, stepper):
-    """The flag of an off-schedule last frame and the restart record (:mod:`solvers.checkpoint`)."""
+def run_command(subcommand: list[str], settings: dict, init, changes: str) -> str:
+    """The ``command`` attribute: the command line of the run when its start can be typed (a text spec or a run
+    file's path), else :data:`RERUN_COMMAND`, which repeats it from the record of its start in its own file."""
+    if not isinstance(init, (str, Path)):
+        return RERUN_COMMAND
+    return canonical_command(subcommand, settings) + (" --override" if changes else "")
+
+
+def finish_dataset(dataset, record, scheme, stepper, start: checkpoint.Checkpoint):
+    """The flag of an off-schedule last frame, the restart record and the record of the run's ``start``
+    (:func:`solvers.checkpoint.capture` before the first step; :mod:`solvers.rerun`)."""
     dataset.attrs["last_frame_off_schedule"] = int(record.off_schedule)
+    checkpoint.add_to_dataset(dataset, start, checkpoint.INITIAL)
     return checkpoint.add_to_dataset(dataset, checkpoint.capture(scheme, stepper, record.state, record.t_reached))
 
 
@@ -199,9 +210,9 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     unexpected("solve", flat)
     require(step.dt_max is None, "--dt-max applies to `meanfield particles` only")
     source = checkpoint.run_file(init)
-    require(source is None or source.attrs.get("geometry") == geometry,
-            f"--init {getattr(source, 'encoding', {}).get('source', 'run')}: a {getattr(source, 'attrs', {}).get('geometry')} "
-            f"run; `solve {geometry}` continues {geometry} runs only")
+    if source is not None:
+        require(source.attrs.get("geometry") == geometry, f"{checkpoint.source_label(source)}: a "
+                f"{source.attrs.get('geometry')} run; `solve {geometry}` continues {geometry} runs only")
     scheme, resolution, dim = _source_settings(source, geometry, scheme, resolution, dim)
     scheme = DEFAULT_SCHEME[geometry] if scheme is None else scheme
     require(scheme in SCHEMES[geometry],
@@ -236,6 +247,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     else:
         state = initial_state(source if source is not None else init, geometry, discretisation, seed)
     trackers = cluster_trackers(discretisation, model, geometry)
+    start = checkpoint.capture(discretisation, time_stepper, state, t_start)
     record = run_switching(discretisation, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
                            normalization.mix_switch if normalization.name == "mix" else None, t_start,
                            progress=progress, trackers=trackers)
@@ -246,11 +258,10 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
                 "collapse_tol": collapse_tol, **normalization.options()}
     attrs = dict(settings, **thread_attrs(discretisation.uses_blas),
                  geometry=geometry, package_version=package_version(),
-                 command=canonical_command(["solve", geometry], settings) + (" --override" if changes else ""),
+                 command=run_command(["solve", geometry], settings, init, changes),
                  stop_reason=record.stop_reason,
                  t_start=t_start, restart="exact" if exact else ("remap" if source is not None else "none"),
                  override=changes,
-                 command_reproduces_run=int(reproducible(init)),
                  t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,
                  rejected_steps=record.rejected_steps, atol=time_stepper.atol,
                  transform_backend=discretisation.basis.backend,
@@ -263,4 +274,4 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
         dataset.attrs["collapse_tol_used"] = discretisation.collapser.tol
     if scheme == "fv":  # the density of a finite-volume run is cell averages (CF cell_methods)
         dataset["density"].attrs["cell_methods"] = f"{next(iter(discretisation.dims()['density']))}: mean"
-    return finish_dataset(add_tracker_records(dataset, trackers), record, discretisation, time_stepper)
+    return finish_dataset(add_tracker_records(dataset, trackers), record, discretisation, time_stepper, start)

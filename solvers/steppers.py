@@ -128,10 +128,17 @@ class _Stepper:
 
     def _fixed_dt(self, h_max: float) -> float:
         h = min(self._limit(self.cfl), self.dt_max)
-        if not h > 0:                    # a stable rate that is not finite
-            raise StopRun(f"step size is not a positive number (h = {h:.3g}): the right-hand side's stable rate "
-                          f"is not finite")
+        _require_positive_step(h)
         return min(_power_of_two_floor(h), h_max)
+
+
+def _require_positive_step(h: float, t: float | None = None) -> None:
+    """Stop the run (:class:`StopRun`) on a step that is NaN or not positive: a right-hand side or a stable rate
+    that is not finite, which would otherwise shrink a NaN step for ever."""
+    if not h > 0:
+        at = "" if t is None else f" at t = {t:.6g}"
+        raise StopRun(f"step size is not a positive number (h = {h:.3g}){at}: the right-hand side or its stable "
+                      f"rate is not finite")
 
 
 class LawsonRK(_Stepper):
@@ -206,9 +213,7 @@ class LawsonRK(_Stepper):
         h = min(proposal, h_max)
         clipped = h < proposal  # shortened to land on a save time: keep the proposal for later
         while True:
-            if not h > 0:                # NaN (a right-hand side or stable rate that is not finite), or <= 0
-                raise StopRun(f"step size is not a positive number (h = {h:.3g}) at t = {t:.6g}: the right-hand "
-                              f"side or its stable rate is not finite")
+            _require_positive_step(h, t)
             if h <= 1e-14 * max(abs(t), 1.0):
                 raise StepSizeUnderflow(f"step size underflow (h = {h:.3g}) at t = {t:.6g}")
             new, ks = self._attempt(u, t, h, k1)

@@ -470,7 +470,7 @@ def main(argv=None) -> None:
         seconds = by_n[1000000]["harmonic_ms"] / 1e3
         print(f"target n = 1e6 under {TARGET_SECONDS_1E6:g} s per rhs: {seconds:.2f} s "
               f"({'met' if seconds < TARGET_SECONDS_1E6 else 'NOT met'})")
-    print(f"\n7. scaling of the S^2 SA rhs with n; local_exponent = slope of log t against log n from the row above")
+    print("\n7. scaling of the S^2 SA rhs with n; local_exponent = slope of log t against log n from the row above")
     print(format_table(tables["scaling"], SCALING_COLUMNS))
     for path, (upper, every) in tables["fits"].items():
         upper_text = "n/a" if upper is None else f"{upper:.2f}"

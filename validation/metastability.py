@@ -265,10 +265,10 @@ def _table(rows: list[dict], cases: list[tuple], attrs: dict) -> xr.Dataset:
                "plateau_end": np.full(shape, np.nan), "plateau_energy": np.full(shape, np.nan),
                "plateau_point_energy": np.full(shape, np.nan), "plateau_variance": np.full(shape, np.nan)}
     for i, row in enumerate(rows):
-        for j, (p, point_energy, variance) in enumerate(row["plateaus"]):
+        for j, (p, energy_of_points, variance) in enumerate(row["plateaus"]):
             plateau["plateau_count"][i, j], plateau["plateau_start"][i, j] = p.count, p.start
             plateau["plateau_end"][i, j], plateau["plateau_energy"][i, j] = p.end, p.energy
-            plateau["plateau_point_energy"][i, j] = point_energy
+            plateau["plateau_point_energy"][i, j] = energy_of_points
             plateau["plateau_variance"][i, j] = variance
     data.update({name: (("case", "plateau"), values) for name, values in plateau.items()})
     coords = {"case": np.arange(len(rows)), "plateau": np.arange(MAX_PLATEAUS),

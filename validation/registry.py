@@ -554,10 +554,10 @@ def fv_staircase_claims(table) -> list[Check]:
     exact = formation["lagrangian 2M"]
     checks += [close(f"Formation time (mode k* at 1/2): Lagrangian at M = {m} and 2M agree", exact,
                      formation["lagrangian M"], 10 * rtol, relative=True,
-                     source=f"measured convergence: the Lagrangian is spectrally accurate before formation for a "
-                            f"band-limited start; what stays is its time integration, proportional to rtol "
-                            f"(7.5e-9, 2.7e-10 relative at rtol = 1e-8, 1e-10; M = 2048 to 8192): 10 rtol.  A start "
-                            f"drawn anew on each grid moves it by ~1 / lambda_k*, 10 %"),
+                     source="measured convergence: the Lagrangian is spectrally accurate before formation for a "
+                            "band-limited start; what stays is its time integration, proportional to rtol "
+                            "(7.5e-9, 2.7e-10 relative at rtol = 1e-8, 1e-10; M = 2048 to 8192): 10 rtol.  A start "
+                            "drawn anew on each grid moves it by ~1 / lambda_k*, 10 %"),
                below(f"Formation time: finite volume at N = {n} against the Lagrangian (absolute gap)",
                      abs(formation["fv N"] - exact),
                      abs(formation["fv N/2"] - exact) + 2 * 10 * rtol * abs(exact),

@@ -5,7 +5,6 @@ import math
 
 import numpy as np
 import pytest
-import xarray as xr
 from scipy.integrate import quad
 
 import solvers.point_clusters as point_clusters
@@ -13,7 +12,6 @@ from meanfield.cluster_dynamics import as_unit_vectors, cluster_history, cluster
 from meanfield.model import Model
 from solvers.finite_volume import CircleFiniteVolume, ZonalFiniteVolume
 from solvers.solve import solve
-from solvers.checkpoint import without_checkpoint
 
 
 # -- the velocity of grid plus points at the points -------------------------------------------------------

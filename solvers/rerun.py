@@ -1,0 +1,147 @@
+"""Re-run a run from its file alone, bit for bit (``meanfield rerun RUN.nc``, :func:`meanfield.rerun`).
+
+Every PDE and particle run stores, besides its restart record, the record of its start
+(:data:`solvers.checkpoint.INITIAL`: the state the stepper started from, the scheme's fields, the
+stepper's first step proposal and the noise generator, at the clock ``t_start``).  A re-run rebuilds
+the scheme and stepper from the file's attributes (model, scheme, resolution, stepper and its
+tolerances, normalisation, save times, ``t_final``), restores that record, and runs: whatever the run
+started from (a text spec, an array, an ``xarray.DataArray``, a function, another run file that may
+since have changed or gone), the frames, merges and final state are the same bits.  Particle runs also
+take ``Q``, ``K``, ``V`` (and heads) from the file's variables, so a ``--qkv FILE.npz`` need not
+travel with it.
+
+The new Dataset's attributes are the new run's, with ``init``, ``command``, ``restart`` and
+``override`` as the file recorded them and ``rerun_of`` naming the file.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from meanfield.errors import InputError, require
+from meanfield.normalization import Normalization
+from meanfield.schemes import SCHEMES
+from meanfield.storage import load_run
+
+from . import checkpoint
+from .particle_run import simulate
+from .solve import RERUN_COMMAND, solve
+
+#: Attributes copied from the re-run file onto the new run (they describe how the original started).
+KEPT_ATTRS = ("init", "command", "restart", "override")
+
+
+def _setting(attrs: dict, name: str):
+    """An attribute, with netCDF's ``"none"`` read back as ``None`` (:func:`meanfield.storage.netcdf_safe`)."""
+    value = attrs.get(name)
+    if isinstance(value, str) and value == "none":
+        return None
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    return value
+
+
+def _load(run) -> tuple[xr.Dataset, str]:
+    """The run Dataset and how messages name it."""
+    if isinstance(run, xr.Dataset):
+        return run, str(run.encoding.get("source", "run"))
+    require(isinstance(run, (str, Path)), f"rerun needs a run file or Dataset (got {type(run).__name__})")
+    try:
+        dataset = load_run(str(run))
+    except InputError as error:
+        raise InputError(f"rerun {error}") from None
+    dataset.encoding.setdefault("source", str(run))
+    return dataset, str(run)
+
+
+def start_source(dataset: xr.Dataset, label: str) -> xr.Dataset:
+    """A run Dataset that continues exactly from the start of ``dataset``: its attributes, and the record of its
+    start as the restart record (no frames).  A file without that record (written before it existed) is refused in
+    one line; its ``command`` re-runs it when its start can be typed."""
+    start = checkpoint.from_dataset(dataset, checkpoint.INITIAL, label=f"rerun {label}")
+    command = str(dataset.attrs.get("command", ""))
+    how = f"its command re-runs it: {command}" if command.startswith("meanfield ") and command != RERUN_COMMAND \
+        else "it cannot be re-run"
+    require(start is not None, f"rerun {label}: the file holds no record of its start (written by an older "
+                               f"meanfield, or the record was removed); {how}")
+    attrs = {key: value for key, value in dataset.attrs.items()
+             if not key.startswith((checkpoint.PREFIX, checkpoint.INITIAL))}
+    source = checkpoint.add_to_dataset(xr.Dataset(attrs=attrs), start)
+    source.encoding["source"] = label
+    return source
+
+
+def _save_settings(attrs: dict) -> dict:
+    """``t_final`` and the save cadence as the run had them (a log axis, or every ``save_every``)."""
+    save_log = _setting(attrs, "save_log")
+    settings = {"t_final": float(attrs["t_final"])}
+    if save_log is not None:
+        return dict(settings, save_log=int(save_log))
+    return dict(settings, save_every=_setting(attrs, "save_every"))
+
+
+def _normalization(attrs: dict):
+    """The run's normalisation scheme with its parameters, as ``Normalization.as_attrs()`` recorded them (§6)."""
+    return Normalization(str(attrs.get("normalization", "post")),
+                         **{key: float(attrs[key]) for key in ("r0", "alpha", "mix_switch") if key in attrs})
+
+
+def _solve_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> xr.Dataset:
+    attrs = dataset.attrs
+    settings = {name: _setting(attrs, name) for name in ("attention", "beta", "nu", "dim", "scheme", "stepper",
+                                                          "resolution", "seed", "rtol", "atol", "cfl",
+                                                          "resolution_tol", "positivity_tol", "collapse_tol")}
+    backend = _setting(attrs, "transform_backend")
+    return solve(str(attrs["geometry"]), init=source, progress=progress, backend=backend,
+                 **settings, **_save_settings(attrs), normalization=_normalization(attrs))
+
+
+def _matrices(dataset: xr.Dataset) -> dict:
+    """The particle run's attention matrices: its ``qkv`` choice when that is drawn or fixed by name, else the
+    ``Q``, ``K``, ``V`` it stored (one head, or heads along ``head``)."""
+    from meanfield.settings import QKV_CHOICES
+
+    qkv = str(dataset.attrs.get("qkv", "identity"))
+    if qkv in QKV_CHOICES:
+        return {"qkv": qkv}
+    if "head" in dataset.dims:
+        return {"heads": [tuple(np.asarray(dataset[name].values[h]) for name in ("Q", "K", "V"))
+                          for h in range(dataset.sizes["head"])]}
+    return {name: (np.asarray(dataset[name].values) if name in dataset else None) for name in ("Q", "K", "V")}
+
+
+def _simulate_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> xr.Dataset:
+    attrs = dataset.attrs
+    settings = {name: _setting(attrs, name) for name in ("dim", "n", "attention", "beta", "nu", "seed", "sampling",
+                                                          "resolution", "stepper", "rtol", "cfl", "dt_max",
+                                                          "collapse_tol")}
+    settings["interaction"] = str(attrs.get("interaction_path", "auto"))
+    if settings["dt_max"] is not None and not math.isfinite(settings["dt_max"]):
+        settings["dt_max"] = None            # no cap was set (noise-free runs record inf)
+    matrices = _matrices(dataset)
+    if "qkv" not in matrices:
+        source.attrs["qkv"] = "custom"       # the file's matrices stand in for the file they were read from
+    return simulate(init=source, progress=progress, **settings, **matrices, **_save_settings(attrs),
+                    normalization=_normalization(attrs))
+
+
+def rerun(run, progress: bool = False) -> xr.Dataset:
+    """Run ``run`` (a run file's path or a run Dataset) again from the record of its start; returns the new run,
+    bit for bit the same frames and final state (module docstring)."""
+    dataset, label = _load(run)
+    geometry = dataset.attrs.get("geometry")
+    require(geometry in SCHEMES or geometry == "particles",
+            f"rerun {label}: a {geometry} run; `meanfield rerun` repeats solve and particle runs")
+    source = start_source(dataset, label)
+    again = (_simulate_again if geometry == "particles" else _solve_again)(dataset, source, progress)
+    for key in KEPT_ATTRS:
+        if key in dataset.attrs:
+            again.attrs[key] = dataset.attrs[key]
+    if geometry == "particles":
+        again.attrs["qkv"] = dataset.attrs["qkv"]
+    again.attrs["rerun_of"] = label
+    return again
