@@ -10,6 +10,10 @@ since have changed or gone), the frames, merges and final state are the same bit
 take ``Q``, ``K``, ``V`` (and heads) from the file's variables, so a ``--qkv FILE.npz`` need not
 travel with it.
 
+A run whose numbers depend on the thread count (BLAS sums: ``bit_reproducible_across_threads = 0``,
+:mod:`meanfield.threads`) is re-run on the file's ``threads`` when this machine has that many cores; on
+a machine with fewer, its BLAS sums may differ in the last bits (the new ``threads`` attribute says so).
+
 The new Dataset's attributes are the new run's, with ``init``, ``command``, ``restart`` and
 ``override`` as the file recorded them and ``rerun_of`` naming the file.
 """
@@ -26,6 +30,7 @@ from meanfield.errors import InputError, require
 from meanfield.normalization import Normalization
 from meanfield.schemes import SCHEMES
 from meanfield.storage import load_run
+from meanfield.threads import available_cores, thread_count, use_threads
 
 from . import checkpoint
 from .particle_run import simulate
@@ -129,6 +134,15 @@ def _simulate_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> 
                     normalization=_normalization(attrs))
 
 
+def _threads(attrs: dict) -> int:
+    """The file's thread count when its numbers depend on it (BLAS sums, ``bit_reproducible_across_threads = 0``;
+    :mod:`meanfield.threads`) and this machine has that many cores; else the setting in effect."""
+    threads = attrs.get("threads")
+    if attrs.get("bit_reproducible_across_threads", 1) != 0 or not isinstance(threads, (int, np.integer)):
+        return thread_count()
+    return int(threads) if 1 <= threads <= available_cores() else thread_count()
+
+
 def rerun(run, progress: bool = False) -> xr.Dataset:
     """Run ``run`` (a run file's path or a run Dataset) again from the record of its start; returns the new run,
     bit for bit the same frames and final state (module docstring)."""
@@ -137,7 +151,8 @@ def rerun(run, progress: bool = False) -> xr.Dataset:
     require(geometry in SCHEMES or geometry == "particles",
             f"rerun {label}: a {geometry} run; `meanfield rerun` repeats solve and particle runs")
     source = start_source(dataset, label)
-    again = (_simulate_again if geometry == "particles" else _solve_again)(dataset, source, progress)
+    with use_threads(_threads(dataset.attrs)):
+        again = (_simulate_again if geometry == "particles" else _solve_again)(dataset, source, progress)
     for key in KEPT_ATTRS:
         if key in dataset.attrs:
             again.attrs[key] = dataset.attrs[key]

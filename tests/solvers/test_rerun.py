@@ -41,7 +41,7 @@ def saved_and_rerun(dataset: xr.Dataset, path) -> xr.Dataset:
     again = meanfield.rerun(path)
     assert again.attrs["rerun_of"] == str(path)
     assert_same_run(first, again)
-    return first
+    return again
 
 
 @pytest.mark.parametrize("scheme, init, settings", [                          # settings away from the defaults
@@ -122,3 +122,18 @@ def test_the_command_line_reruns_and_refuses_a_damaged_start_record(tmp_path, ca
         assert message.count("\n") == 0 and message.startswith(f"meanfield: error: rerun {bad}"), message
     with pytest.raises(InputError, match="no record of its start"):
         meanfield.rerun(first.drop_vars("initial_state"))
+
+
+def test_a_blas_run_is_rerun_on_the_thread_count_it_recorded(tmp_path):
+    """Particle sums go through BLAS, whose threaded results change with the count (meanfield.threads): the
+    re-run takes the file's ``threads``, not the setting in effect."""
+    from meanfield.threads import available_cores, thread_count, use_threads
+
+    with use_threads(1):
+        run = meanfield.simulate_particles(dim=3, n=600, beta=1.0, init="uniform", seed=2, t_final=0.2,
+                                           save_every=0.1, interaction="direct")
+    assert run.attrs["threads"] == 1 and run.attrs["bit_reproducible_across_threads"] == 0
+    with use_threads(available_cores()):
+        again = saved_and_rerun(run, tmp_path / "blas.nc")
+        assert thread_count() == available_cores()
+    assert again.attrs["threads"] == 1
