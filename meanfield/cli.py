@@ -21,6 +21,7 @@ from . import __version__, signals
 from .defaults import GAUSSIAN_DEFAULTS, GEOMETRY_DEFAULTS, PARTICLE_DEFAULTS, RUN_DEFAULTS, SOLVE_DEFAULTS
 from .errors import InputError, require
 from .limits import (MAX_LIST, MAX_MODES, check_dim, check_frames, check_integer, check_matrix_dim, check_number,
+                     RANGES, check_option, range_table,
                      check_seed)
 from .model import Model
 from .normalization import Normalization
@@ -84,8 +85,9 @@ def _attention_option(f):
 
 def _model_options(f):
     f = click.option("--nu", type=float, default=SOLVE_DEFAULTS["nu"], show_default=True,
-                     help="Noise strength nu >= 0.")(f)
-    f = click.option("--beta", type=float, required=True, help="Inverse temperature beta >= 0.")(f)
+                     help=f"Noise strength nu {RANGES['--nu'].text()}.")(f)
+    f = click.option("--beta", type=float, required=True,
+                     help=f"Inverse temperature beta {RANGES['--beta'].text()} (USA: <= 700).")(f)
     return _attention_option(f)
 
 
@@ -95,9 +97,11 @@ def _kept_model_options(f):
     f = click.option("--override", is_flag=True,
                      help="Allow --attention, --beta or --nu to differ from the --init run's (recorded in the file).")(f)
     f = click.option("--nu", type=float, default=None,
-                     help=f"Noise strength nu >= 0 [default: {SOLVE_DEFAULTS['nu']:g}, or the --init run's].")(f)
+                     help=f"Noise strength nu {RANGES['--nu'].text()} [default: {SOLVE_DEFAULTS['nu']:g}, or the "
+                          f"--init run's].")(f)
     f = click.option("--beta", type=float, default=None,
-                     help="Inverse temperature beta >= 0 (required unless --init is a run file, whose beta it keeps).")(f)
+                     help=f"Inverse temperature beta {RANGES['--beta'].text()} (USA: <= 700; required unless --init is "
+                          f"a run file, whose beta it keeps).")(f)
     return click.option("--attention", type=click.Choice(["sa", "usa"], case_sensitive=False), default=None,
                         help=f"SA (softmax) or USA (unnormalised) attention [default: {SOLVE_DEFAULTS['attention']}, "
                              f"or the --init run's].")(f)
@@ -126,10 +130,17 @@ def cli(threads):
            still written, with the last valid state; stop_reason says why
       130  interrupted (Ctrl-C); a run's file is still written likewise
       143  terminated (SIGTERM, as batch schedulers send); the same
+
+    \b
+    Numeric options take these values in every command (outside them: one line, exit 2):
+    {ranges}
     """
     from .threads import set_threads
 
     set_threads(threads)
+
+
+cli.help = cli.help.replace("{ranges}", "\n    ".join(range_table().splitlines()))
 
 
 # --------------------------------------------------------------------------------------------- theory
@@ -167,9 +178,9 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
 
     check_dim(dim)
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
-    check_integer("--modes", modes, 1, MAX_MODES)
+    check_option("--modes", modes)
     if eps is not None:
-        check_number("--eps", eps, 0.0, 1.0)
+        check_option("--eps", eps)
     require(not zonal or eps is not None, "--zonal needs --eps")
     require(not zonal or dim >= 3, f"--zonal needs --dim >= 3 (got {dim})")
     scheme_options = {"--r0": r0, "--alpha": alpha, "--mix-switch": mix_switch, "--n": tokens, "--t": at_time}
@@ -530,10 +541,10 @@ def gaussian(attention, dim, case, seed, scaled, eps, t_final, save_every, out):
     out = check_output_file(out, "--out", RUN_SUFFIXES)
     check_matrix_dim(dim)
     check_seed(seed)
-    check_number("--sinkhorn-eps", eps, 0.0, math.inf)
-    check_number("--t-final", t_final, 0.0, math.inf)
+    check_option("--sinkhorn-eps", eps)
+    check_option("--t-final", t_final)
     if save_every is not None:
-        check_number("--save-every", save_every, 0.0, math.inf)
+        check_option("--save-every", save_every)
         check_frames(t_final, save_every, None, 8.0 * (dim * dim + dim), 0.0)
     signals.save_runs_whole()
     dataset = solve_case(case, dim, seed, t_final=t_final, attention=attention, save_every=save_every,

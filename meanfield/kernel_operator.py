@@ -88,20 +88,35 @@ class KernelOperator:
         return cls(np.arange(band_limit(beta, dim, tol) + 1 + extra), beta, dim, attention)
 
     # -- multipliers -------------------------------------------------------------------------------------
+    def _per_degree(self, coefficients) -> np.ndarray:
+        """``coefficients(degrees)`` evaluated once per distinct degree: a layout that repeats each degree (the
+        ``(l, m)`` coefficients on S^2: ``(L+1)(L+2)/2`` entries for ``L + 1`` degrees) gathers from a table of
+        ``0 .. max |l|``.  Each coefficient is computed elementwise, so the values are the same bits."""
+        degrees = self.degrees
+        integral = degrees.dtype.kind in "iu" or (degrees.dtype.kind == "f"
+                                                  and bool(np.all(degrees == np.round(degrees))))
+        if not integral or degrees.size == 0:
+            return coefficients(degrees)
+        top = int(np.max(np.abs(degrees)))
+        if degrees.size <= 2 * (top + 1):
+            return coefficients(degrees)
+        table = coefficients(np.arange(top + 1, dtype=degrees.dtype))
+        return table[np.abs(degrees).astype(np.intp)]
+
     @cached_property
     def conv(self) -> np.ndarray:
         """``exp(-beta) kappa_l`` (MATH.md §2.2)."""
-        return scaled_funk_hecke(self.degrees, self.beta, self.dim)
+        return self._per_degree(lambda degrees: scaled_funk_hecke(degrees, self.beta, self.dim))
 
     @cached_property
     def over_beta(self) -> np.ndarray:
         """``exp(-beta) kappa_l / beta`` (0 at degree 0; MATH.md §2)."""
-        return scaled_funk_hecke_over_beta(self.degrees, self.beta, self.dim)
+        return self._per_degree(lambda degrees: scaled_funk_hecke_over_beta(degrees, self.beta, self.dim))
 
     @cached_property
     def radial(self) -> np.ndarray:
         """``exp(-beta) d kappa_l / d beta`` (MATH.md §2.2, §6)."""
-        return scaled_funk_hecke_beta_derivative(self.degrees, self.beta, self.dim)
+        return self._per_degree(lambda degrees: scaled_funk_hecke_beta_derivative(degrees, self.beta, self.dim))
 
     @property
     def velocity_scale(self) -> float:

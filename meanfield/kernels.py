@@ -24,6 +24,13 @@ def _order(degree, dim: int):
     return np.abs(np.asarray(degree, dtype=float)) + (dim - 2) / 2.0
 
 
+def _prefactor(beta: float, dim: int) -> float:
+    """``(2 pi)^{d/2} beta^{-(d-2)/2}`` from its logarithm: either power alone overflows at large ``d`` (``d = 4096``:
+    ``(2 pi)^2048``) where their product is an ordinary number (inf only where :func:`representable` is false)."""
+    with np.errstate(over="ignore"):
+        return float(np.exp(dim / 2.0 * math.log(2.0 * math.pi) - (dim - 2) / 2.0 * math.log(beta)))
+
+
 def scaled_funk_hecke(degree, beta: float, dim: int = 2) -> np.ndarray:
     """``exp(-beta) kappa_l`` for the kernel ``exp(beta t)`` on S^{dim-1} (MATH.md §2.2).
 
@@ -35,7 +42,7 @@ def scaled_funk_hecke(degree, beta: float, dim: int = 2) -> np.ndarray:
     if beta == 0.0:
         from .geometry import sphere_area
         return np.where(degree == 0, sphere_area(dim), 0.0)
-    prefactor = (2.0 * math.pi) ** (dim / 2.0) * beta ** (-(dim - 2) / 2.0)
+    prefactor = _prefactor(beta, dim)
     return prefactor * ive(_order(degree, dim), beta)
 
 
@@ -73,7 +80,7 @@ def scaled_funk_hecke_beta_derivative(degree, beta: float, dim: int = 2) -> np.n
         from .geometry import sphere_area
         return np.where(degree == 1, sphere_area(dim) / dim, 0.0)
     order = _order(degree, dim)
-    prefactor = (2.0 * math.pi) ** (dim / 2.0) * beta ** (-(dim - 2) / 2.0)
+    prefactor = _prefactor(beta, dim)
     return prefactor * (ive(order + 1.0, beta) + degree / beta * ive(order, beta))
 
 
@@ -86,9 +93,13 @@ def band_limit(beta: float, dim: int = 2, tol: float = 1e-15) -> int:
     require(0 < tol < 1, f"tol must be in (0, 1) (got {tol:g})")
     if beta == 0.0:
         return 1
-    # I_nu(beta) ~ (beta/2)^nu / Gamma(nu+1) decays faster than geometrically past nu ~ beta:
-    # search a range that certainly contains the crossing.
-    top = int(2 * beta + 60 + 10 * math.sqrt(beta))
+    # The ratio falls like exp(-l (l + d - 2) / (2 beta)) while l << beta, and faster than geometrically
+    # past l ~ beta: the crossing lies near sqrt(2 beta log(1/tol)).  Start a little beyond that and double
+    # until the ratio at the top is below tol (it decreases in l), so the range certainly holds the crossing
+    # at a cost of O(sqrt(beta)) coefficients, not O(beta).
+    top = int(2 * math.sqrt(2 * beta * math.log(1 / tol))) + 60
+    while funk_hecke_ratio(np.array([top]), beta, dim)[0] >= tol:
+        top *= 2
     ratio = funk_hecke_ratio(np.arange(top + 1), beta, dim)
     below = np.nonzero(ratio < tol)[0]
     if below.size == 0:
@@ -98,25 +109,34 @@ def band_limit(beta: float, dim: int = 2, tol: float = 1e-15) -> int:
 
 def representable(beta: float, dim: int) -> bool:
     """Whether ``exp(-beta) kappa_0`` and its prefactor ``(2 pi)^{d/2} beta^{-(d-2)/2}`` are ordinary doubles
-    (``beta > 0``): false at large ``d`` with small ``beta``, where the coefficients leave double precision."""
+    (``beta > 0``): false at large ``d``, where the coefficients leave double precision (small ``beta``: the
+    prefactor overflows; large ``beta``: it underflows, ``d = 4096, beta = 1e4`` gives ``10^-6553``)."""
     from .bessel import SMALLEST
 
-    if (dim / 2.0) * math.log(2.0 * math.pi) - (dim - 2) / 2.0 * math.log(beta) > 700.0:
+    log_prefactor = (dim / 2.0) * math.log(2.0 * math.pi) - (dim - 2) / 2.0 * math.log(beta)
+    if not math.log(SMALLEST) <= log_prefactor <= 700.0:
         return False
     with np.errstate(under="ignore"):
-        return float(ive((dim - 2) / 2.0, beta)) >= SMALLEST
+        scaled = float(ive((dim - 2) / 2.0, beta))
+    return scaled >= SMALLEST and log_prefactor + math.log(scaled) >= math.log(SMALLEST)
 
 
 def funk_hecke_ratio(degree, beta: float, dim: int = 2) -> np.ndarray:
     """``kappa_l / kappa_0 = I_{l+nu}(beta) / I_nu(beta)``, ``nu = (d - 2) / 2``, for ``beta > 0``.
 
-    From :func:`scaled_funk_hecke` where the coefficients are :func:`representable`; otherwise (large ``d``
-    with small ``beta``, where that would be ``0 / 0`` or overflow) from the ratios themselves
-    (:func:`meanfield.bessel.bessel_ratios`).
+    From :func:`scaled_funk_hecke` where the coefficients are :func:`representable`; where only their prefactor
+    is not (large ``d`` and ``beta``) from ``ive(l + nu, beta) / ive(nu, beta)``; otherwise (large ``d`` with
+    small ``beta``, where ``ive`` itself underflows and that would be ``0 / 0``) from the ratios themselves
+    (:func:`meanfield.bessel.bessel_ratios`, whose cost grows like ``beta``).
     """
-    from .bessel import bessel_ratios
+    from .bessel import SMALLEST, bessel_ratios
 
     if representable(beta, dim):
         return scaled_funk_hecke(degree, beta, dim) / scaled_funk_hecke(0, beta, dim)
+    nu = (dim - 2) / 2.0
     orders = np.abs(np.asarray(degree)).astype(int)
-    return bessel_ratios((dim - 2) / 2.0, beta, int(orders.max()) + 1)[orders]
+    with np.errstate(under="ignore"):
+        base = float(ive(nu, beta))
+        if base >= SMALLEST:      # only the prefactor left double precision (large d and beta): ive's own ratio
+            return ive(orders + nu, beta) / base
+    return bessel_ratios(nu, beta, int(orders.max()) + 1)[orders]

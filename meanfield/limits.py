@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -45,6 +46,12 @@ MAX_FRAMES = 10 ** 6
 MAX_LIST = 10 ** 4
 #: Most modes ``meanfield theory --modes`` prints.
 MAX_MODES = 10 ** 6
+#: Largest inverse temperature: scipy's scaled Bessel functions return NaN from beta = 2^30 ~ 1.07e9 (measured),
+#: and the band of the kernel, ~ sqrt(2 beta log(1/tol)), is then 2e5 modes.  USA attention stops at 700
+#: (:data:`meanfield.model.USA_BETA_MAX`, its time scale exp(beta)).
+MAX_BETA = 1e9
+#: Largest magnitude of an entry of Q, K, V (particles): beta <Qx, Ky> and |V x|^2 stay far inside double precision.
+MAX_MATRIX_ENTRY = 1e100
 #: Physical memory assumed where the operating system does not say.
 FALLBACK_MEMORY = 8 * 2 ** 30
 
@@ -87,11 +94,91 @@ def check_number(option: str, value, low: float = -math.inf, high: float = math.
     return number
 
 
+# ------------------------------------------------------------------------------------------ the range table
+@dataclass(frozen=True)
+class Range:
+    """The values an option takes: from ``low`` to ``high`` (ends closed or open), integers or finite numbers;
+    ``note`` says why a bound is where it is."""
+
+    low: float
+    high: float = math.inf
+    low_closed: bool = True
+    high_closed: bool = True
+    integer: bool = False
+    note: str = ""
+
+    def text(self) -> str:
+        """``"in [0, 1e+09]"``, ``"an integer in [2, 4096]"``, ``"> 0"``: how messages and ``--help`` say it."""
+        if self.integer:
+            return f"an integer >= {int(self.low)}" if math.isinf(self.high) else \
+                f"an integer in [{int(self.low)}, {int(self.high)}]"
+        if math.isinf(self.high):
+            return f"{'>=' if self.low_closed else '>'} {self.low:g}"
+        return f"in {'[' if self.low_closed else '('}{self.low:g}, {self.high:g}{']' if self.high_closed else ')'}"
+
+    def check(self, option: str, value):
+        """``value`` (int or float) in range, else one :class:`InputError` line naming ``option``, the range
+        (:meth:`text`) and its note."""
+        note = f" ({self.note})" if self.note else ""
+        if self.integer:
+            require(is_integer(value) and self.low <= value <= self.high,
+                    f"{option} must be {self.text()}{note} (got {value!r})")
+            return int(value)
+        ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+        number = float(value) if ok else math.nan
+        inside = (self.low <= number if self.low_closed else self.low < number) and \
+            (number <= self.high if self.high_closed else number < self.high)
+        require(ok and math.isfinite(number) and inside, f"{option} must be a finite number {self.text()}{note} "
+                                                         f"(got {value!r})")
+        return number
+
+
+#: Every numeric option's range, enforced by :func:`check_option` and printed by ``meanfield --help``
+#: (:func:`range_table`).  The range is what the code computes correctly (DESIGN.md "Command line").
+RANGES = {
+    "--beta": Range(0.0, MAX_BETA, note="USA: <= 700; the PDE solvers: > 0"),
+    "--nu": Range(0.0),
+    "--dim": Range(2, MAX_DIM, integer=True, note=f"zonal solvers <= {MAX_ZONAL_DIM}"),
+    "--n": Range(1, integer=True, note="and within memory"),
+    "--resolution": Range(1, integer=True, note="and within memory; circle: even"),
+    "--seed": Range(0, MAX_SEED, integer=True),
+    "--t-final": Range(0.0, low_closed=False),
+    "--save-every": Range(0.0, low_closed=False, note=f"at most {MAX_FRAMES:g} frames"),
+    "--save-log": Range(1, 1000, integer=True, note="frames per decade"),
+    "--rtol": Range(0.0, 1.0, low_closed=False, high_closed=False),
+    "--cfl": Range(0.0, 2.0, low_closed=False),
+    "--dt-max": Range(0.0, low_closed=False),
+    "--collapse-tol": Range(0.0, 0.1, high_closed=False, note="rad; 0: no collapse"),
+    "--resolution-tol": Range(0.0, low_closed=False),
+    "--positivity-tol": Range(0.0),
+    "--r0": Range(0.0, low_closed=False),
+    "--alpha": Range(0.0, low_closed=False),
+    "--mix-switch": Range(0.0),
+    "--eps": Range(0.0, 1.0, low_closed=False, high_closed=False),
+    "--modes": Range(1, MAX_MODES, integer=True),
+    "--sinkhorn-eps": Range(0.0, low_closed=False),
+    "--qkv": Range(-MAX_MATRIX_ENTRY, MAX_MATRIX_ENTRY, note="every entry of Q, K, V; a stiff beta |Q| |K| stops "
+                                                              "the run on step-size underflow"),
+}
+
+
+def check_option(option: str, value):
+    """``value`` checked against :data:`RANGES` ``[option]``; returns it as an int or float."""
+    return RANGES[option].check(option, value)
+
+
+def range_table() -> str:
+    """The table of :data:`RANGES`, one option a line (the epilog of ``meanfield --help``)."""
+    width = max(len(option) for option in RANGES)
+    return "\n".join(f"{option:<{width}}  {limits.text()}{f'  ({limits.note})' if limits.note else ''}"
+                     for option, limits in RANGES.items())
+
+
 def check_seed(seed, option: str = "--seed"):
     """A seed: ``None`` (fresh entropy) or an integer in ``[0, 2**63 - 1]`` (stored as int64)."""
     if seed is None:
         return None
-    return check_integer(option, seed, 0, MAX_SEED)
+    return RANGES["--seed"].check(option, seed)
 
 
 def check_dim(dim, option: str = "--dim", low: int = 2) -> int:
@@ -101,10 +188,10 @@ def check_dim(dim, option: str = "--dim", low: int = 2) -> int:
 
 def check_stepper_settings(rtol, cfl, dt_max=None) -> None:
     """The time stepper's settings: ``rtol`` in (0, 1), ``cfl`` in (0, 2], ``dt_max`` > 0 (finite)."""
-    check_number("--rtol", rtol, 0.0, 1.0)
-    check_number("--cfl", cfl, 0.0, 2.0, high_closed=True)
+    check_option("--rtol", rtol)
+    check_option("--cfl", cfl)
     if dt_max is not None:
-        check_number("--dt-max", dt_max, 0.0, math.inf)
+        check_option("--dt-max", dt_max)
 
 
 # ------------------------------------------------------------------------------------------ memory
@@ -200,7 +287,7 @@ def check_solve_size(geometry: str, scheme: str, resolution, dim, t_final: float
                      save_log: int | None = None, t_start: float = 0.0) -> None:
     """A PDE run's ``resolution`` and ``dim`` within range and its memory within :func:`memory_budget`."""
     check_dim(dim)
-    check_integer("--resolution", resolution, 1)
+    check_option("--resolution", resolution)
     check_fits("--resolution", int(resolution), lambda r: solve_work_bytes(geometry, scheme, r),
                f"the {geometry} {scheme} scheme")
     frame = 8.0 * FRAME_VALUES_PER_GRID_VALUE * grid_values(geometry, scheme, int(resolution))
@@ -218,7 +305,7 @@ def check_particle_size(n, dim, t_final: float, save_every: float | None, save_l
                         resolution: int = 0, t_start: float = 0.0) -> None:
     """A particle run's ``n``, ``dim`` and ``resolution`` within range and memory."""
     check_dim(dim)
-    check_integer("--n", n, 1)
+    check_option("--n", n)
     check_integer("--resolution", resolution, 0)
     check_fits("--resolution", int(resolution), lambda r: particle_work_bytes(1, dim, r), "the density sampled from")
     check_fits("--n", int(n), lambda count: particle_work_bytes(count, dim, resolution), f"{dim}-dimensional tokens")

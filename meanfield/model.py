@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .defaults import GEOMETRY_DEFAULTS, RUN_DEFAULTS
 from .errors import require
+from .limits import check_option
 
 ATTENTIONS = ("sa", "usa")
 
@@ -39,14 +40,14 @@ class Model:
                 f"--attention must be one of {', '.join(ATTENTIONS)} (got {self.attention!r})")
         object.__setattr__(self, "attention", self.attention.lower())
         beta, nu = _as_float("beta", self.beta), _as_float("nu", self.nu)
-        require(beta >= 0, f"--beta must be >= 0 (got {beta:g})")
-        require(nu >= 0, f"--nu must be >= 0 (got {nu:g})")
+        check_option("--beta", beta)
+        check_option("--nu", nu)
         if self.attention == "usa":
             require(beta <= USA_BETA_MAX,
                     f"--beta must be <= {USA_BETA_MAX:g} for USA attention, whose time scale exp(beta) "
                     f"overflows double precision (got {beta:g})")
         require(isinstance(self.dim, (int,)) and not isinstance(self.dim, bool) and self.dim >= 2,
-                f"--dim must be an integer >= 2 (got {self.dim!r})")
+                f"--dim must be an integer >= 2 (got {self.dim!r})")     # the upper bound: per path (limits.RANGES)
         object.__setattr__(self, "beta", beta)
         object.__setattr__(self, "nu", nu)
 

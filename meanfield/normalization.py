@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import require
+from .limits import check_option
 
 #: Every scheme, in the order the command line lists them.
 SCHEMES = ("post", "pre", "mix", "peri", "ngpt", "lnscale")
@@ -72,9 +73,9 @@ class Normalization:
         require(isinstance(self.name, str) and self.name.lower() in SCHEMES,
                 f"--normalization must be one of {', '.join(SCHEMES)} (got {self.name!r})")
         object.__setattr__(self, "name", self.name.lower())
-        object.__setattr__(self, "r0", _positive("--r0", self.r0))
-        object.__setattr__(self, "alpha", _positive("--alpha", self.alpha))
-        object.__setattr__(self, "mix_switch", _positive("--mix-switch", self.mix_switch, closed=True))
+        for option in ("--r0", "--alpha", "--mix-switch"):
+            name = option[2:].replace("-", "_")
+            object.__setattr__(self, name, float(check_option(option, getattr(self, name))))
 
     @property
     def carries_radius(self) -> bool:

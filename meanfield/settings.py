@@ -27,7 +27,7 @@ import numpy as np
 
 from .defaults import PARTICLE_DEFAULTS, RUN_DEFAULTS, SOLVE_DEFAULTS
 from .errors import require
-from .limits import check_number, check_stepper_settings
+from .limits import check_number, check_option, check_stepper_settings
 from .model import ATTENTIONS
 from .normalization import Normalization
 
@@ -45,22 +45,18 @@ def check_save_log(save_log, save_every):
     if save_log is None:
         return None
     require(save_every is None, "give --save-every or --save-log, not both")
-    require(isinstance(save_log, (int, np.integer)) and not isinstance(save_log, bool) and 1 <= save_log <= 1000,
-            f"--save-log (frames per decade) must be an integer in [1, 1000] (got {save_log!r})")
-    return int(save_log)
+    return check_option("--save-log", save_log)
 
 
 def check_run_length(t_final, save_every, t_start: float = 0.0):
     """``(t_final, save_every)`` checked; the default cadence is the run's length over
     ``RUN_DEFAULTS["frames"]`` (100)."""
-    require(isinstance(t_final, (int, float)) and math.isfinite(t_final) and t_final > 0,
-            f"--t-final must be a positive number (got {t_final!r})")
+    check_option("--t-final", t_final)
     require(t_final > t_start, f"--t-final is the end time: it must exceed the time {t_start:.8g} the --init run "
                                f"reached (got {t_final!r})")
     if save_every is None:
         save_every = (t_final - t_start) / RUN_DEFAULTS["frames"]
-    require(isinstance(save_every, (int, float)) and math.isfinite(save_every) and 0 < save_every,
-            f"--save-every must be a positive number (got {save_every!r})")
+    check_option("--save-every", save_every)
     return float(t_final), float(min(save_every, t_final))
 
 
@@ -111,8 +107,8 @@ class Monitor:
     positivity_tol: float = _default(SOLVE_DEFAULTS, "positivity_tol")
 
     def __post_init__(self):
-        check_number("--resolution-tol", self.resolution_tol, 0.0, math.inf)
-        check_number("--positivity-tol", self.positivity_tol, 0.0, math.inf, low_closed=True)
+        check_option("--resolution-tol", self.resolution_tol)
+        check_option("--positivity-tol", self.positivity_tol)
 
     def scheme_options(self) -> dict:
         """The tolerances as a density scheme's keyword arguments."""
@@ -181,7 +177,7 @@ class Attention:
         check_attention_choices(self.kernel, self.heads, (self.Q, self.K, self.V), self.interaction)
         if self.heads is not None:
             object.__setattr__(self, "heads", tuple(tuple(_frozen_matrix(m) for m in h) for h in self.heads))
-        check_number("--sinkhorn-eps", self.sinkhorn_eps, 0.0, math.inf)
+        check_option("--sinkhorn-eps", self.sinkhorn_eps)
         require(self.kernel == "sinkhorn" or self.sinkhorn_eps == PARTICLE_DEFAULTS["sinkhorn_eps"],
                 f"sinkhorn_eps applies to kernel='sinkhorn' only (got kernel={self.kernel!r})")
 

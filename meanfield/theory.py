@@ -24,8 +24,8 @@ from scipy.special import digamma, gammainc, gammaln, ive
 from .errors import require
 from .geometry import laplace_eigenvalue, sphere_area
 from .kernel_operator import KernelOperator
-from .bessel import SMALLEST, bessel_ratios, scaled_mean
-from .kernels import band_limit, representable, scaled_funk_hecke
+from .bessel import SMALLEST, scaled_mean
+from .kernels import band_limit, funk_hecke_ratio, representable, scaled_funk_hecke
 from .model import Model
 from .perturbation import coefficients_per_degree, law_band
 
@@ -57,12 +57,11 @@ def _underflows(model: Model, degrees: np.ndarray) -> bool:
 
 
 def _interaction_rate_by_ratios(model: Model, degrees: np.ndarray) -> np.ndarray:
-    """The rates through ``I_{nu+l} / I_nu`` (:func:`meanfield.bessel.bessel_ratios`) and, for USA,
+    """The rates through ``I_{nu+l} / I_nu`` (:func:`meanfield.kernels.funk_hecke_ratio`) and, for USA,
     ``Gamma(nu + 1) (2 / beta)^nu I_nu(beta)`` (:func:`meanfield.bessel.scaled_mean`): no Bessel function
     is formed."""
     nu, beta = (model.dim - 2) / 2.0, model.beta
-    orders = np.abs(degrees).astype(int)
-    ratios = bessel_ratios(nu, beta, int(orders.max()) + 1)[orders]
+    ratios = funk_hecke_ratio(degrees, beta, model.dim)
     if model.attention == "sa":
         return ratios / beta
     return scaled_mean(nu, beta) * ratios / beta

@@ -43,6 +43,7 @@ import numpy as np
 
 from meanfield.cluster_dynamics import MERGE_DISTANCE, PointDynamics, angles_between
 from meanfield.errors import require
+from meanfield.limits import check_option
 
 from .trackers import Tracker
 
@@ -60,9 +61,7 @@ def resolve_collapse_tol(collapse_tol, nu: float) -> float:
     """The collapse distance a run uses: the default without noise, 0 (off) with noise; refuse bad values."""
     if collapse_tol is None:
         return DEFAULT_COLLAPSE_TOL if nu == 0 else 0.0
-    require(isinstance(collapse_tol, (int, float)) and not isinstance(collapse_tol, bool)
-            and math.isfinite(collapse_tol) and 0 <= collapse_tol < 0.1,
-            f"--collapse-tol must be a distance in [0, 0.1) rad, 0 to switch collapse off (got {collapse_tol!r})")
+    check_option("--collapse-tol", collapse_tol)
     require(collapse_tol == 0 or nu == 0,
             f"--collapse-tol needs --nu 0 (got nu = {nu:g}): with noise coincident tokens separate again")
     return float(collapse_tol)

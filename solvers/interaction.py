@@ -528,9 +528,7 @@ class SphereHarmonicInteraction:
                 f"accuracy must be in [1e-16, 1) (got {accuracy!r})")
         self.beta, self.attention, self.weights = beta, attention, weights
         self.accuracy, self.nthreads = float(accuracy), int(nthreads)
-        if band is None:
-            band = band_limit(beta, 3, self.accuracy / (1 + beta)) + 2
-        self.band = band = int(band)
+        self.band = band = self.band_for(beta, self.accuracy) if band is None else int(band)
         self.epsilon = max(self.accuracy / 4, SHT_MIN_EPSILON) if epsilon is None else float(epsilon)
         degree, order = m_major_layout(band)
         self.multiplicity = np.where(order == 0, 1.0, 2.0)
@@ -539,6 +537,12 @@ class SphereHarmonicInteraction:
         self.potential = operator.velocity()                                      # gradient / beta
         self.radial = operator.scaled(operator.radial)
         self.min_density = math.inf
+
+    @staticmethod
+    def band_for(beta: float, accuracy: float = SPHERE_ACCURACY) -> int:
+        """The band ``L = band_limit(beta, 3, accuracy / (1 + beta)) + 2`` of the class docstring (cheap: what
+        a caller weighs before building the transforms' tables)."""
+        return band_limit(beta, 3, float(accuracy) / (1 + beta)) + 2
 
     def _transforms(self, loc: np.ndarray) -> dict:
         return dict(lmax=self.band, loc=loc, epsilon=self.epsilon, nthreads=self.nthreads)

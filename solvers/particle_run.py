@@ -41,7 +41,7 @@ from meanfield.threads import thread_attrs
 from . import checkpoint
 from .clusters import ClusterTracker, resolve_collapse_tol
 from .continuation import resolve_model
-from .particles import ParticleScheme
+from .particles import ParticleScheme, bounded_entries
 from .runloop import run_switching
 from .solve import add_tracker_records, check_seed, finish_dataset, init_label, run_clock, run_command, save_targets
 from .steppers import make_stepper
@@ -73,8 +73,7 @@ def qkv_file(path, dim: int) -> list[tuple]:
         array = array[None] if array.ndim == 2 else array
         require(array.ndim == 3 and array.shape[1:] == (dim, dim) and array.shape[0] >= 1,
                 f"--qkv {path}: {name} must be {dim} x {dim} or HEADS x {dim} x {dim} (got shape {arrays[name].shape})")
-        require(bool(np.all(np.isfinite(array))), f"--qkv {path}: {name} must be finite")
-        matrices.append(array.astype(float))
+        matrices.append(bounded_entries(f"--qkv {path}: {name}", array.astype(float)))
     counts = {m.shape[0] for m in matrices}
     require(len(counts) == 1, f"--qkv {path}: Q, K and V must have the same number of heads "
                               f"(got {', '.join(str(m.shape[0]) for m in matrices)})")

@@ -50,6 +50,7 @@ import numpy as np
 
 from meanfield.defaults import PARTICLE_DEFAULTS
 from meanfield.errors import require
+from meanfield.limits import MAX_MATRIX_ENTRY
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.seeding import stream
@@ -86,7 +87,17 @@ def check_matrix(name: str, matrix, dim: int):
         return None
     matrix = np.asarray(matrix, dtype=float)
     require(matrix.shape == (dim, dim), f"{name} must be a {dim} x {dim} matrix (got shape {matrix.shape})")
+    return bounded_entries(name, matrix)
+
+
+def bounded_entries(name: str, matrix: np.ndarray) -> np.ndarray:
+    """Finite entries of magnitude at most :data:`meanfield.limits.MAX_MATRIX_ENTRY` (range table ``--qkv``):
+    beyond it the logits ``beta <Qx, Ky>`` and the speeds' squares leave double precision (entries of 1e200
+    made the step size NaN)."""
     require(bool(np.all(np.isfinite(matrix))), f"{name} must be finite")
+    largest = float(np.max(np.abs(matrix), initial=0.0))
+    require(largest <= MAX_MATRIX_ENTRY, f"{name}: entries must be at most {MAX_MATRIX_ENTRY:g} in magnitude "
+                                         f"(got {largest:g}); the --qkv range in `meanfield --help`")
     return matrix
 
 
@@ -97,8 +108,7 @@ def check_projection(name: str, matrix, dim: int):
     matrix = np.asarray(matrix, dtype=float)
     require(matrix.ndim == 2 and matrix.shape[0] >= 1 and matrix.shape[1] == dim,
             f"{name} must be a k x {dim} matrix (got shape {matrix.shape})")
-    require(bool(np.all(np.isfinite(matrix))), f"{name} must be finite")
-    return matrix
+    return bounded_entries(name, matrix)
 
 
 def check_head(label: str, Q, K, V, dim: int) -> tuple:
@@ -232,10 +242,11 @@ class ParticleScheme(Scheme):
         if path == "direct" or not applies or (self.dim == 2 and not fast_circle):
             return "direct"
         if self.dim == 3:
+            band = SphereHarmonicInteraction.band_for(self.model.beta, accuracy)
+            if path == "auto" and self.n < harmonic_crossover(band):    # decided before any table is built
+                return "direct"
             self._sphere_harmonic = SphereHarmonicInteraction(self.model.beta, self.model.attention, self.weights,
                                                               accuracy=accuracy)
-            if path == "auto" and self.n < harmonic_crossover(self._sphere_harmonic.band):
-                return "direct"
         return "harmonic"
 
     # -- dynamics ---------------------------------------------------------------------------------

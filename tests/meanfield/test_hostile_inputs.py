@@ -8,6 +8,7 @@ a damaged run file given to ``--init`` is one line, exit 2, nothing computed or 
 
 import errno
 import json
+import math
 import os
 import random
 import re
@@ -554,6 +555,44 @@ def test_growth_rates_up_to_the_largest_dimension(case):
     assert rate == pytest.approx(GROWTH_REFERENCE[case], rel=1e-12)       # was NaN or an OverflowError
 
 
+#: I_{nu+l}(beta) / I_nu(beta), nu = (d - 2) / 2, from mpmath (40 digits), where only the coefficients' prefactor
+#: leaves double precision (large d and beta): ``funk_hecke_ratio`` takes ive's own ratio there
+FUNK_HECKE_RATIO_REFERENCE = {(4096, 1e4, 1): 0.81598806295869719, (4096, 1e4, 5): 0.36140449792635693,
+                              (4096, 1e4, 100): 9.0761846453922251e-10, (4096, 1e9, 100): 0.99979032198540351,
+                              (2000, 3e3, 5): 0.19400477783994697, (2000, 3e3, 100): 1.2766668410875974e-15}
+
+
+@pytest.mark.parametrize("case", sorted(FUNK_HECKE_RATIO_REFERENCE))
+def test_funk_hecke_ratios_where_only_the_prefactor_underflows(case):
+    """Was NaN (0 / 0 of underflowed coefficients: `theory --dim 4096 --beta 1e4`) and, through the continued
+    fraction whose length grows like beta, a hang at beta = 1e9."""
+    from meanfield.kernels import funk_hecke_ratio, representable
+
+    dim, beta, degree = case
+    assert not representable(beta, dim)
+    assert float(funk_hecke_ratio(np.array([degree]), beta, dim)[0]) == pytest.approx(
+        FUNK_HECKE_RATIO_REFERENCE[case], rel=1e-12)
+
+
+@pytest.mark.parametrize("dim", [2, 3, 4096])
+def test_the_band_limit_at_large_beta_is_the_gaussian_width(dim):
+    """kappa_l / kappa_0 ~ exp(-l (l + d - 2) / (2 beta)) for l << beta (MATH.md §2.1): the band at tol is
+    near sqrt(2 beta log(1/tol)) - (d - 2) / 2, found in O(sqrt(beta)) work (it searched O(beta) orders:
+    `theory --beta 1e10` ran for ever and `particles --beta 1e6` spent a minute)."""
+    from meanfield.kernels import band_limit
+
+    beta, tol = 1e9, 1e-12
+    width = math.sqrt(2 * beta * math.log(1 / tol) + ((dim - 2) / 2) ** 2) - (dim - 2) / 2
+    assert abs(band_limit(beta, dim, tol) - width) <= 0.01 * width
+
+
+def test_theory_at_the_largest_beta_prints_numbers(capsys):
+    """At beta = MAX_BETA the dominant mode is sqrt(2 beta) (l (l + d - 2) ~ 2 beta; rate 2 / e)."""
+    assert main(["theory", "--beta", "1e9", "--dim", "4096"]) == 0
+    out = capsys.readouterr().out
+    assert "dominant mode: 42721 (rate 0.73575888)" in out
+
+
 def test_theory_at_the_dimension_limit_prints_numbers(capsys):
     assert main(["theory", "--dim", "4096", "--beta", "9"]) == 0
     out = capsys.readouterr().out
@@ -602,14 +641,41 @@ def test_a_sweep_beyond_the_beta_limit_is_refused_before_any_chunk(tmp_path, cap
     assert not store.exists() or list(store.iterdir()) == []
 
 
-def test_a_right_hand_side_that_is_not_finite_stops_the_run_instead_of_looping(tmp_path):
+def test_matrix_entries_beyond_the_range_are_one_line_and_the_largest_allowed_run(tmp_path, capsys):
+    """Entries of 1e200 made the logits overflow, the velocities NaN and the step loop for ever; the range table
+    allows |entry| <= 1e100, where beta <Qx, Ky> = 1e200 <x, y> is still a finite (hard) softmax whose stiffness
+    the step size follows down until it underflows: the run stops and says so, with finite frames."""
     from meanfield import simulate_particles
 
     path = tmp_path / "huge.npz"
-    np.savez(path, Q=np.eye(3) * 1e200, K=np.eye(3) * 1e200, V=np.eye(3))      # logits overflow: NaN velocities
-    run = simulate_particles(dim=3, n=8, beta=1.0, qkv=str(path), t_final=1.0, save_every=0.5)
-    assert run.attrs["stop_reason"].startswith("step size is not a positive number")
-    assert run.sizes["time"] >= 1 and np.all(np.isfinite(run["positions"].values))
+    np.savez(path, Q=np.eye(3) * 1e200, K=np.eye(3) * 1e200, V=np.eye(3))
+    code = main(["particles", "--dim", "3", "--n", "8", "--beta", "1", "--qkv", str(path), "--t-final", "1",
+                 "--no-progress", "--out", str(tmp_path / "x" / "p.nc")])
+    line = _one_error_line(capsys)
+    assert code == 2 and "Q: entries must be at most 1e+100 in magnitude (got 1e+200)" in line
+    assert not (tmp_path / "x").exists()
+    run = simulate_particles(dim=3, n=8, beta=1.0, Q=np.eye(3) * 1e100, K=np.eye(3) * 1e100, t_final=1.0,
+                             save_every=0.5, interaction="direct")
+    assert run.attrs["stop_reason"].startswith("step size underflow")
+    assert np.all(np.isfinite(run["positions"].values))
+
+
+def test_a_right_hand_side_that_is_not_finite_stops_the_run_instead_of_looping(monkeypatch):
+    """A NaN right-hand side (a bug, or overflow the range table missed) stops the run with its reason and keeps
+    every finite frame; it looped for ever on a NaN step size."""
+    from meanfield import simulate_particles
+    from solvers.particles import ParticleScheme
+
+    original = ParticleScheme.rhs
+
+    def poisoned(self, x, t):
+        change = original(self, x, t)
+        return change * np.nan if t > 0.3 else change        # every stage after t = 0.3
+
+    monkeypatch.setattr(ParticleScheme, "rhs", poisoned)
+    run = simulate_particles(dim=3, n=8, beta=1.0, t_final=1.0, save_every=0.25, interaction="direct")
+    assert run.attrs["stop_reason"].startswith(("step size is not a positive number", "step size underflow"))
+    assert run.sizes["time"] >= 2 and np.all(np.isfinite(run["positions"].values))
 
 
 def test_a_particle_continuation_keeps_its_matrices(tmp_path, capsys):

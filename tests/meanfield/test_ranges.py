@@ -1,0 +1,57 @@
+"""The range table (meanfield.limits.RANGES): one place that checks every numeric option and that `--help` prints
+(issue 21 item 5).  What would fail: a bound checked in one module and printed differently, an open end taken as
+closed, the table missing from the help, a beta accepted where scipy's Bessel functions return NaN."""
+
+import math
+import re
+
+import pytest
+
+from meanfield import InputError, Model
+from meanfield.cli import main
+from meanfield.limits import MAX_BETA, RANGES, check_option, range_table
+
+
+@pytest.mark.parametrize("option", sorted(RANGES))
+def test_each_end_of_each_range_is_taken_as_the_table_says(option):
+    limits = RANGES[option]
+    step = 1 if limits.integer else max(abs(limits.low), 1.0) * 1e-9
+    below = limits.low - step
+    with pytest.raises(InputError, match=f"^{re.escape(option)} must be .*{re.escape(limits.text())}"):
+        check_option(option, int(below) if limits.integer else below)
+    if limits.low_closed:
+        assert check_option(option, int(limits.low) if limits.integer else limits.low) == limits.low
+    else:
+        with pytest.raises(InputError):
+            check_option(option, limits.low)
+    if not math.isinf(limits.high):
+        top = int(limits.high) if limits.integer else limits.high
+        if limits.high_closed:
+            assert check_option(option, top) == top
+        else:
+            with pytest.raises(InputError):
+                check_option(option, top)
+        with pytest.raises(InputError):
+            check_option(option, top + (1 if limits.integer else abs(top) * 1e-9))
+    for bad in ([] if limits.integer else [math.nan, math.inf]) + ["1", None, True]:
+        with pytest.raises(InputError):
+            check_option(option, bad)
+
+
+def test_the_help_prints_the_table(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for line in range_table().splitlines():
+        assert line.strip() in out
+
+
+def test_beta_stops_where_the_scaled_bessel_functions_do(capsys):
+    """scipy's ive returns NaN from 2^30 on: MAX_BETA = 1e9 is below it and every path takes it."""
+    from scipy.special import ive
+
+    assert math.isfinite(ive(0, MAX_BETA)) and math.isnan(ive(0, 2.0 ** 30 * 1.01))
+    assert Model("sa", MAX_BETA).beta == MAX_BETA
+    assert main(["theory", "--beta", "1.1e9"]) == 2
+    assert "--beta must be a finite number in [0, 1e+09]" in capsys.readouterr().err
+    with pytest.raises(InputError, match="--beta must be <= 700 for USA"):
+        Model("usa", 701.0)
