@@ -78,9 +78,9 @@ def _term(term: str, theta: np.ndarray, seed) -> np.ndarray:
         require(eps >= 0, f"--init: perturbed:EPS needs EPS >= 0 (got {eps:g})")
         return perturbed_density(eps, theta.size, seed)
     if name in VON_MISES and arg:
-        kappa_text, _, mu_text = arg.partition("@")
+        kappa_text, at, mu_text = arg.partition("@")
         kappa = _number(kappa_text, f"{name}:KAPPA")
-        mu = _number(mu_text, f"{name}:KAPPA@MU") if mu_text else 0.0
+        mu = _number(mu_text, f"{name}:KAPPA@MU") if at else 0.0        # "vonmises:4@" names no MU: refused
         require(kappa >= 0, f"--init: {name}:KAPPA needs KAPPA >= 0 (got {kappa:g})")
         return von_mises(theta, kappa, mu)
     raise InputError(f"--init: unknown initial condition {term!r}; expected {INIT_HELP}")

@@ -154,8 +154,9 @@ def add_to_dataset(dataset, checkpoint: Checkpoint, prefix: str = PREFIX):
 
 
 def source_label(dataset) -> str:
-    """How messages name a run given as ``--init``: its file, else ``run``."""
-    return f"--init {dataset.encoding.get('source', 'run')}"
+    """How messages name a run given as ``--init``: its file, else ``run`` (or the ``label`` its reader set, e.g.
+    ``rerun FILE``, :mod:`solvers.rerun`)."""
+    return dataset.encoding.get("label") or f"--init {dataset.encoding.get('source', 'run')}"
 
 
 def _checked_decode(dataset, path: str, label: str, prefix: str = PREFIX) -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 
 from meanfield.defaults import PARTICLE_DEFAULTS
 from meanfield.errors import require
-from meanfield.limits import check_particle_size
+from meanfield.limits import check_option, check_particle_size
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.sampling import sample_tokens
@@ -181,7 +181,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         collapse_tol = 0.0  # merges are for one head on the sphere without radii (solvers.clusters)
     tol = resolve_collapse_tol(collapse_tol, model.nu)
     seed = check_seed(seed)
-    require(isinstance(n, int) and n >= 1, f"--n must be a positive integer (got {n!r})")
+    check_option("--n", n)
     check_particle_size(n, dim, t_final, save_every, save_log, resolution, t_start)
     label = init_label(init)
     if exact:  # the tokens come from the restart record below; the weights are restored with them

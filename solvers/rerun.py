@@ -77,6 +77,7 @@ def start_source(dataset: xr.Dataset, label: str) -> xr.Dataset:
              if not key.startswith((checkpoint.PREFIX, checkpoint.INITIAL))}
     source = checkpoint.add_to_dataset(xr.Dataset(attrs=attrs), start)
     source.encoding["source"] = label
+    source.encoding["label"] = f"rerun {label}"      # how its checks name it (solvers.checkpoint.source_label)
     return source
 
 

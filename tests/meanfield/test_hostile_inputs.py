@@ -408,6 +408,89 @@ RUN_FILE_DAMAGE = {
 }
 
 
+def _rename_initial_fields(fields):
+    def damage(run):
+        run.attrs["initial_fields"] = fields
+        run["initial_interaction__beta"] = ("initial_interaction__beta_value", np.array([40.0]),
+                                            {"stored_dtype": "float64", "stored_shape": "[]"})
+    return damage
+
+
+#: The record of a run's start, which `meanfield rerun` repeats it from (solvers/rerun.py), damaged.
+START_RECORD_DAMAGE = {
+    "the start holds a NaN": (_set_values("initial_state", lambda v: v.__setitem__(3, np.nan)), "not finite"),
+    "the start's shape is wrong": (_set_attr("initial_state", "stored_shape", "[7, 7]"), "stored_shape"),
+    "the start's clock is not the first frame's": (_set_attr(None, "initial_time", 4.0), "first frame"),
+    "a negative first step": (_set_attr(None, "initial_step_size", -1.0), "initial_step_size"),
+    "a start field the scheme does not restore": (_rename_initial_fields("interaction.beta"), "interaction.beta"),
+    "no start record": (lambda run: run.attrs.pop("initial_time"), "no record of its start"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(START_RECORD_DAMAGE))
+def test_a_damaged_start_record_is_one_line_and_nothing_is_rerun(fv_run_file, tmp_path, capsys, case):
+    damage, words = START_RECORD_DAMAGE[case]
+    source = _damaged(fv_run_file, tmp_path, damage)
+    out = tmp_path / "out"
+    code = main(["rerun", str(source), "--no-progress", "--out", str(out / "again.nc")])
+    line = _one_error_line(capsys)
+    assert code == 2 and f"rerun {source}" in line and words in line, line
+    assert not out.exists()
+
+
+def test_a_run_from_an_array_records_a_command_that_reruns_it(tmp_path, capsys):
+    """Runs from arrays recorded `--init 'numpy array of shape (1024,)'`, which cannot run, and an undocumented
+    command_reproduces_run = 0; now their command is `meanfield rerun FILE` and it repeats them bit for bit."""
+    theta = 2 * np.pi * np.arange(64) / 64
+    run = solve("circle", scheme="fv", beta=9.0, resolution=64, init=(1 + 0.01 * np.cos(4 * theta)) / (2 * np.pi),
+                t_final=2.0, save_every=1.0)
+    path = tmp_path / "array.nc"
+    save_run(run, path)
+    assert run.attrs["command"] == "meanfield rerun FILE" and "command_reproduces_run" not in run.attrs
+    command = run.attrs["command"].split()[1:]
+    assert main([*command[:-1], str(path), "--no-progress", "--out", str(tmp_path / "again.nc")]) == 0
+    again = xr.load_dataset(tmp_path / "again.nc")
+    np.testing.assert_array_equal(again["density"].values, run["density"].values, strict=True)
+
+
+#: Option values outside the range table (meanfield.limits.RANGES) or malformed, on every command that reads them.
+OPTION_CASES = [
+    (["theory", "--beta", "1e10"], "--beta must be a finite number in [0, 1e+09]"),      # ran for ever
+    (["theory", "--beta", "nan"], "--beta must be finite"),
+    (["theory", "--beta", "inf"], "--beta must be finite"),
+    (["theory", "--beta", "1", "--modes", "1000001"], "--modes must be an integer in [1, 1000000]"),
+    (["theory", "--beta", "1", "--eps", "1"], "--eps must be a finite number in (0, 1)"),
+    (["solve", "circle", "--beta", "2e9", "--t-final", "1"], "--beta must be a finite number in [0, 1e+09]"),
+    (["solve", "circle", "--beta", "800", "--attention", "usa", "--t-final", "1"], "--beta must be <= 700"),
+    (["solve", "circle", "--beta", "9", "--t-final", "1", "--cfl", "0"], "--cfl must be a finite number in (0, 2]"),
+    (["solve", "circle", "--beta", "9", "--t-final", "1", "--rtol", "1"], "--rtol must be a finite number in (0, 1)"),
+    (["solve", "circle", "--beta", "9", "--t-final", "1", "--save-log", "1001"], "--save-log must be an integer"),
+    (["solve", "circle", "--beta", "9", "--t-final", "1", "--seed", str(2 ** 63)], "--seed must be an integer"),
+    (["solve", "circle", "--beta", "9", "--t-final", "1", "--scheme", "lagrangian", "--collapse-tol", "0.1"],
+     "--collapse-tol must be a finite number in [0, 0.1)"),
+    (["solve", "circle", "--beta", "9", "--t-final", "1", "--init", "perturbed:"], "--init"),
+    (["solve", "circle", "--beta", "9", "--t-final", "1", "--init", "vonmises:4@"], "--init"),
+    (["solve", "circle", "--beta", "9", "--t-final", "1", "--init", "no-such-run.nc"], "no such file"),
+    (["particles", "--n", "4", "--beta", "1", "--dim", "4097", "--t-final", "1"], "--dim must be an integer in [2, 4096]"),
+    (["particles", "--n", "0", "--beta", "1", "--t-final", "1"], "--n must be an integer >= 1"),
+    (["particles", "--n", "4", "--beta", "1", "--t-final", "1", "--dt-max", "0"], "--dt-max must be a finite number > 0"),
+    (["particles", "--n", "4", "--beta", "1", "--t-final", "1", "--normalization", "mix", "--mix-switch", "-1"],
+     "--mix-switch must be a finite number >= 0"),
+    (["gaussian", "--attention", "sinkhorn", "--sinkhorn-eps", "0", "--t-final", "1"],
+     "--sinkhorn-eps must be a finite number > 0"),
+]
+
+
+@pytest.mark.parametrize("argv, words", OPTION_CASES, ids=[" ".join(argv) for argv, _ in OPTION_CASES])
+def test_an_option_outside_its_range_is_one_line_and_nothing_is_written(tmp_path, capsys, monkeypatch, argv, words):
+    monkeypatch.chdir(tmp_path)
+    writes = argv[0] in ("solve", "particles", "gaussian")
+    code = main(argv + (["--out", str(tmp_path / "out" / "run.nc")] if writes else []))
+    line = _one_error_line(capsys)
+    assert code == 2 and words in line, line
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("case", sorted(RUN_FILE_DAMAGE))
 def test_a_damaged_run_file_is_one_line_and_nothing_is_computed(fv_run_file, tmp_path, capsys, case):
     damage, words = RUN_FILE_DAMAGE[case]
