@@ -25,7 +25,7 @@ from .limits import (MAX_LIST, MAX_MODES, check_dim, check_frames, check_integer
                      check_seed)
 from .model import Model
 from .normalization import Normalization
-from .settings import Monitor, Saving, StepControl, gather, gather_attention, gather_normalization
+from .settings import Monitor, Saving, StepControl, gather
 
 from .storage import (MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes,
                       save_run)
@@ -95,7 +95,8 @@ def _kept_model_options(f):
     """The model options of a command that continues run files: not given, they are the file's
     (:mod:`solvers.continuation`); given and different, refused unless --override."""
     f = click.option("--override", is_flag=True,
-                     help="Allow --attention, --beta or --nu to differ from the --init run's (recorded in the file).")(f)
+                     help="Allow the model (--attention, --beta, --nu, --normalization and its parameters; particles: "
+                          "--qkv and its --seed) to differ from the --init run's (recorded in the file).")(f)
     f = click.option("--nu", type=float, default=None,
                      help=f"Noise strength nu {RANGES['--nu'].text()} [default: {SOLVE_DEFAULTS['nu']:g}, or the "
                           f"--init run's].")(f)
@@ -274,20 +275,17 @@ def _normalization_options(scheme_help: str, carrier: str):
                               f"[default: {Normalization.r0:g}].")(f)
         f = click.option("--alpha", type=float, default=None,
                          help=f"nGPT step alpha > 0 (--normalization ngpt) [default: {Normalization.alpha:g}].")(f)
-        return click.option("--normalization", default=Normalization.name, show_default=True, help=scheme_help)(f)
+        return click.option("--normalization", default=None,
+                            help=f"{scheme_help} [default: {Normalization.name}, or the --init run's].")(f)
     return decorate
 
 
 def _grouped(settings: dict, **groups) -> dict:
     """The command's options with each group made into its settings object (``step=StepControl``, ...;
-    :mod:`meanfield.settings`: the objects the Python API takes, with the same checks and defaults),
-    ``attention`` an :class:`~meanfield.settings.Attention` where the command has ``--qkv``, and the
-    normalisation a :class:`~meanfield.normalization.Normalization`."""
+    :mod:`meanfield.settings`: the objects the Python API takes, with the same checks and defaults); the model
+    (attention, ``--qkv``, the normalisation and their parameters) stays flat, ``None`` where not given."""
     grouped = {name: gather(cls, name, None, settings) for name, cls in groups.items()}
-    if "qkv" in settings:
-        grouped["attention"] = gather_attention(settings.pop("attention"), settings)
-    grouped["normalization"] = gather_normalization(settings.pop("normalization"), settings)
-    return dict(settings, **grouped)
+    return dict(settings, **grouped)     # the model stays flat: a run file given to --init may supply it
 
 
 @cli.group()
@@ -418,20 +416,20 @@ def _report_run(dataset, out):
 @click.option("--dim", type=int, default=PARTICLE_DEFAULTS["dim"], show_default=True,
               help="Tokens on S^{d-1} in R^d, d in [2, 4096].")
 @click.option("--n", "n", type=int, required=True, help="Number of tokens (>= 1).")
-@_model_options
+@_kept_model_options
 @click.option("--init", "init", default=PARTICLE_DEFAULTS["init"], show_default=True,
               help="uniform | orthogonal | perturbed:EPS | vonmises:KAPPA@MU[+...] | run.nc")
-@click.option("--seed", type=int, default=PARTICLE_DEFAULTS["seed"], show_default=True,
-              help="Seed of sampling, noise, matrices, in [0, 2^63 - 1].")
+@click.option("--seed", type=int, default=None,
+              help=f"Seed of sampling, noise, matrices, in [0, 2^63 - 1] [default: {PARTICLE_DEFAULTS['seed']}, or the "
+                   f"--init run's].")
 @click.option("--sampling", type=click.Choice(["iid", "quadrature"]), default=PARTICLE_DEFAULTS["sampling"],
               show_default=True, help="i.i.d. tokens, or deterministic nodes with quadrature weights (circle densities).")
 @click.option("--resolution", type=int, default=PARTICLE_DEFAULTS["resolution"], show_default=True,
               help="Grid of the circle density the tokens are drawn from (as in `solve circle`).")
-@click.option("--override", is_flag=True,
-              help="Allow --attention, --beta, --nu, --qkv or its --seed to differ from the --init run's (recorded).")
-@click.option("--qkv", default=PARTICLE_DEFAULTS["qkv"], show_default=True,
+@click.option("--qkv", default=None,
               help="identity (Q = K = V = I) | repulsive (V = -I) | random (Gaussian, from --seed) | FILE.npz "
-                   "(arrays Q, K, V, each d x d, or HEADS x d x d: the heads' outputs are summed).")
+                   "(arrays Q, K, V, each d x d, or HEADS x d x d: the heads' outputs are summed) "
+                   f"[default: {PARTICLE_DEFAULTS['qkv']}, or the --init run's].")
 @click.option("--t-final", type=float, required=True, help="End time (a continued run goes on from its file's time).")
 @_save_options
 @click.option("--stepper", default=PARTICLE_DEFAULTS["stepper"], show_default=True,
@@ -464,6 +462,10 @@ def particles(out, no_progress, **settings):
     """
     from solvers.particle_run import simulate
 
+    continues = str(settings["init"]).strip().endswith(".nc")
+    require(settings["beta"] is not None or continues, "--beta is required (a run file given to --init keeps its own)")
+    if settings["seed"] is None and not continues:
+        settings["seed"] = PARTICLE_DEFAULTS["seed"]
     out = check_output_file(out, "--out", RUN_SUFFIXES)
     signals.save_runs_whole()
     dataset = simulate(progress=not no_progress, **_grouped(settings, step=StepControl, saving=Saving))

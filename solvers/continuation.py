@@ -1,7 +1,7 @@
 """A continuation keeps its model (issue 21; README "Continuing a run").
 
-A run file given as ``init`` records the model it ran: ``attention``, ``beta`` and ``nu`` (a particle run
-also ``qkv`` and, for random matrices, their ``seed``).  Not given,
+A run file given as ``init`` records the model it ran: ``attention``, ``beta``, ``nu`` and the normalisation
+scheme with its parameters (a particle run also ``qkv`` and, for random matrices, their ``seed``).  Not given,
 each is taken from the file; given and different, it is refused in one line naming both values, unless
 the caller asks for the change (``override=True``, ``--override`` on the command line), which the new
 run records in its ``override`` attribute.  Without a run file the defaults apply.
@@ -9,7 +9,12 @@ run records in its ``override`` attribute.  Without a run file the defaults appl
 
 from __future__ import annotations
 
+import math
+
 from meanfield.errors import require
+from meanfield.normalization import Normalization
+
+NORMALIZATION_PARAMETERS = ("alpha", "r0", "mix_switch")
 
 def _same(given, recorded) -> bool:
     if isinstance(given, str) or isinstance(recorded, str):
@@ -38,3 +43,49 @@ def resolve_model(source, given: dict, defaults: dict, override: bool) -> tuple[
                               f"--override / override=True changes it)")
             changes.append(f"{name}: {recorded} -> {value}")
     return values, "; ".join(changes)
+
+
+def pop_normalization_parameters(flat: dict) -> dict:
+    """The flat keywords ``alpha``, ``r0``, ``mix_switch`` a caller gave (``None``: not given), out of ``flat``."""
+    given = {key: flat.pop(key) for key in NORMALIZATION_PARAMETERS if key in flat}
+    return {key: value for key, value in given.items() if value is not None}
+
+
+def recorded_normalization(source) -> Normalization | None:
+    """The normalisation scheme a run file records (``Normalization.as_attrs()``), or ``None`` without one."""
+    if source is None or "normalization" not in source.attrs:
+        return None
+    attrs = source.attrs
+    numbers = {key: float(attrs[key]) for key in NORMALIZATION_PARAMETERS
+               if isinstance(attrs.get(key), (int, float)) and math.isfinite(float(attrs[key]))}
+    return Normalization(str(attrs["normalization"]), **numbers)
+
+
+def _describe(scheme: Normalization) -> str:
+    used = {key: value for key, value in scheme.options().items() if key != "normalization" and value is not None}
+    return scheme.name + "".join(f", {key} = {value:g}" for key, value in used.items())
+
+
+def resolve_normalization(source, normalization, parameters: dict, override: bool) -> tuple[Normalization, str]:
+    """``(scheme, change)``: the normalisation given (a name or :class:`Normalization`, with ``parameters``; the
+    name ``None`` with parameters: the file's name), else the run file's, else Post-LN.  A given scheme whose name
+    or used parameters differ from the file's is refused unless ``override`` (``change`` says what changed)."""
+    from meanfield.settings import gather_normalization
+
+    recorded = recorded_normalization(source)
+    if normalization is None and not parameters:
+        return (Normalization() if recorded is None else recorded), ""
+    if normalization is None:
+        normalization = "post" if recorded is None else recorded.name
+    given = gather_normalization(normalization, dict(parameters))
+    if recorded is None or given.options() == recorded.options():
+        return given, ""
+    require(override, f"normalization {_describe(given)} differs from {_describe(recorded)}, the --init run's: a "
+                      f"continuation keeps its model (leave --normalization and its parameters out, or give the "
+                      f"file's; --override / override=True changes it)")
+    return given, f"normalization: {_describe(recorded)} -> {_describe(given)}"
+
+
+def joined(*changes: str) -> str:
+    """The ``override`` attribute of several changes (empty ones left out)."""
+    return "; ".join(change for change in changes if change)

@@ -32,15 +32,15 @@ from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.sampling import sample_tokens
 from meanfield.seeding import stream
-from meanfield.settings import (QKV_CHOICES, Attention, Saving, StepControl, check_qkv, gather, gather_attention,
-                                gather_normalization, is_qkv_file, unexpected)
+from meanfield.settings import (ATTENTION_FIELDS, QKV_CHOICES, Attention, Saving, StepControl, check_qkv, gather,
+                                gather_attention, is_qkv_file, unexpected)
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
 
 from . import checkpoint
 from .clusters import ClusterTracker, resolve_collapse_tol
-from .continuation import resolve_model
+from .continuation import joined, pop_normalization_parameters, resolve_model, resolve_normalization
 from .particles import ParticleScheme, bounded_entries
 from .runloop import run_switching
 from .solve import add_tracker_records, check_seed, finish_dataset, init_label, run_clock, run_command, save_targets
@@ -107,13 +107,43 @@ def qkv_matrices(kind, dim: int, seed):
     return tuple(rng.standard_normal((dim, dim)) / math.sqrt(dim) for _ in range(3))
 
 
+def _same_tokens(source, n: int, dim: int) -> bool:
+    """Whether ``source`` is a particle run of ``n`` tokens in dimension ``dim`` (a run these tokens continue)."""
+    attrs = source.attrs
+    return attrs.get("geometry") == "particles" and int(attrs.get("n", -1)) == n and int(attrs.get("dim", -1)) == dim
+
+
 def _continues(source, n: int, dim: int, normalization: Normalization) -> bool:
     """Whether ``source`` is a particle run of ``n`` tokens in dimension ``dim`` with a restart record
     whose state has the same shape (a radius column exactly when ``normalization`` carries one)."""
-    attrs = source.attrs
-    return (attrs.get("geometry") == "particles" and int(attrs.get("n", -1)) == n
-            and int(attrs.get("dim", -1)) == dim and checkpoint.same_state_layout(source, normalization)
+    return (_same_tokens(source, n, dim) and checkpoint.same_state_layout(source, normalization)
             and checkpoint.from_dataset(source) is not None)
+
+
+#: The fields of :class:`meanfield.settings.Attention` that choose Q, K, V.
+MATRIX_FIELDS = {"qkv", "Q", "K", "V", "heads"}
+
+
+def pop_attention_fields(attention, flat: dict) -> dict:
+    """The flat keywords of :class:`meanfield.settings.Attention` a caller gave (``None``: not given), out of
+    ``flat``; none may come with an ``Attention`` object (:func:`meanfield.settings.gather_attention`)."""
+    given = {name: flat.pop(name) for name in ATTENTION_FIELDS if name in flat}
+    given = {name: value for name, value in given.items() if value is not None}
+    if isinstance(attention, Attention):
+        gather_attention(attention, dict(given))         # refuses both at once
+    return given
+
+
+def recorded_matrices(dataset) -> dict:
+    """A particle run's attention matrices as ``simulate`` takes them: its ``qkv`` choice when that is drawn or
+    fixed by name, else the ``Q``, ``K``, ``V`` it stored (one head, or heads along ``head``)."""
+    qkv = str(dataset.attrs.get("qkv", "identity"))
+    if qkv in QKV_CHOICES:
+        return {"qkv": qkv}
+    if "head" in dataset.dims:
+        return {"heads": [tuple(np.asarray(dataset[name].values[h]) for name in ("Q", "K", "V"))
+                          for h in range(dataset.sizes["head"])]}
+    return {name: np.asarray(dataset[name].values) for name in ("Q", "K", "V") if name in dataset}
 
 
 def matrices(attention: Attention, dim: int, seed):
@@ -127,12 +157,12 @@ def matrices(attention: Attention, dim: int, seed):
 
 
 def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS["n"],
-             attention: str | Attention = PARTICLE_DEFAULTS["attention"], beta: float = PARTICLE_DEFAULTS["beta"],
-             nu: float = PARTICLE_DEFAULTS["nu"], init=PARTICLE_DEFAULTS["init"],
+             attention: str | Attention | None = None, beta: float | None = None, nu: float | None = None,
+             init=PARTICLE_DEFAULTS["init"],
              seed: int | None = PARTICLE_DEFAULTS["seed"], sampling: str = PARTICLE_DEFAULTS["sampling"],
              resolution: int = PARTICLE_DEFAULTS["resolution"], positions=None, weights=None,
              step: StepControl | None = None, saving: Saving | None = None,
-             normalization: str | Normalization = Normalization.name,
+             normalization: str | Normalization | None = None,
              collapse_tol: float | None = PARTICLE_DEFAULTS["collapse_tol"], progress: bool = False,
              override: bool = False, **flat):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
@@ -141,7 +171,10 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     ``weights``) are given.  A particle run file (path or Dataset) of the same ``n`` and
     ``dim`` continues exactly from its restart record: positions after merges, weights,
     the noise generator, the step size and the clock (``t_final`` is the end time;
-    :mod:`solvers.checkpoint`).  Settings objects (:mod:`meanfield.settings`), or their fields as flat
+    :mod:`solvers.checkpoint`).  It keeps its model: ``attention``, ``beta``, ``nu``, the normalisation and
+    its parameters, and Q, K, V (``qkv`` and, for random matrices, ``seed``) not given are the file's; given
+    and different they are refused unless ``override=True`` (:mod:`solvers.continuation`).  Without a file,
+    ``attention``, ``beta`` and ``nu`` default to :data:`meanfield.defaults.PARTICLE_DEFAULTS`.  Settings objects (:mod:`meanfield.settings`), or their fields as flat
     keywords (not both): ``attention`` (an :class:`~meanfield.settings.Attention`, or ``"sa"``/``"usa"``
     with ``qkv``, ``Q``, ``K``, ``V``, ``heads``, ``kernel``, ``sinkhorn_eps``, ``interaction``), ``step``
     (:class:`~meanfield.settings.StepControl`: ``stepper``, ``rtol``, ``cfl``, ``dt_max``), ``saving``
@@ -160,23 +193,37 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     (``interaction``).  ``kernel`` is ``dot`` on the sphere (``l2`` and ``sinkhorn`` are refused there).
     Defaults: :mod:`meanfield.defaults`, shared with the command line.
     """
-    attention = gather_attention(attention, flat)
+    attention_fields = pop_attention_fields(attention, flat)
     step, saving = gather(StepControl, "step", step, flat), gather(Saving, "saving", saving, flat)
-    scheme_choice = gather_normalization(normalization, flat)
+    normalization_parameters = pop_normalization_parameters(flat)
     unexpected("simulate", flat)
     require(step.atol is None, "atol applies to solve() only (particle runs use the stepper's default)")
-    model = Model(attention=attention.kind, beta=beta, nu=nu, dim=dim)
     positions_given = positions is not None
     require(weights is None or positions_given,
             "weights= needs positions= (the tokens they weigh): tokens sampled from init carry their own weights")
     source = checkpoint.run_file(init) if positions is None else None
+    same_tokens = source if source is not None and _same_tokens(source, n, dim) else None
+    scheme_choice, normalization_change = resolve_normalization(same_tokens, normalization, normalization_parameters,
+                                                                override)
     exact = source is not None and _continues(source, n, dim, scheme_choice)
-    t_start, t_final, save_every, save_log = run_clock(source if exact else None, saving)
+    continued = source if exact else None
+    kind = attention.kind if isinstance(attention, Attention) else attention
+    given = {"attention": kind, "beta": beta, "nu": nu}
+    model = Model(dim=dim, **resolve_model(continued, given, PARTICLE_DEFAULTS, override)[0])
+    from_file = (continued is not None and not isinstance(attention, Attention)
+                 and not attention_fields.keys() & MATRIX_FIELDS)
+    if from_file:                     # Q, K, V not given: the file's (its qkv, or the matrices it holds)
+        attention_fields.update(recorded_matrices(continued))
+        seed = int(continued.attrs["seed"]) if seed is None and "seed" in continued.attrs else seed
+    attention = gather_attention(attention if isinstance(attention, Attention) else model.attention, attention_fields)
+    t_start, t_final, save_every, save_log = run_clock(continued, saving)
     Q, K, V, heads, qkv = matrices(attention, dim, seed)
+    if from_file:
+        qkv = str(continued.attrs.get("qkv", qkv))     # what they were read from (a .npz that may be gone)
     kept = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "qkv": qkv}
     if qkv == "random":                          # the seed draws the matrices
         kept["seed"] = seed
-    changes = resolve_model(source if exact else None, kept, PARTICLE_DEFAULTS, override)[1]
+    changes = joined(resolve_model(continued, kept, PARTICLE_DEFAULTS, override)[1], normalization_change)
     if (scheme_choice.carries_radius or heads is not None) and collapse_tol is None:
         collapse_tol = 0.0  # merges are for one head on the sphere without radii (solvers.clusters)
     tol = resolve_collapse_tol(collapse_tol, model.nu)
@@ -204,7 +251,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     stepper = PARTICLE_DEFAULTS["stepper"] if step.stepper is None else step.stepper
     dt_max = step.dt_max
     if dt_max is None:
-        dt_max = PARTICLE_DEFAULTS["noise_dt_max"] if nu > 0 else math.inf
+        dt_max = PARTICLE_DEFAULTS["noise_dt_max"] if model.nu > 0 else math.inf
     time_stepper = make_stepper(stepper, scheme, **dict(step.stepper_options(), dt_max=dt_max))
     if exact:
         state = checkpoint.restore_checked(source, particle_scheme, scheme, time_stepper)

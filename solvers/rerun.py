@@ -33,7 +33,7 @@ from meanfield.storage import load_run
 from meanfield.threads import available_cores, thread_count, use_threads
 
 from . import checkpoint
-from .particle_run import simulate
+from .particle_run import recorded_matrices, simulate
 from .solve import RERUN_COMMAND, solve
 
 #: Attributes copied from the re-run file onto the new run (they describe how the original started).
@@ -106,20 +106,6 @@ def _solve_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> xr.
                  **settings, **_save_settings(attrs), normalization=_normalization(attrs))
 
 
-def _matrices(dataset: xr.Dataset) -> dict:
-    """The particle run's attention matrices: its ``qkv`` choice when that is drawn or fixed by name, else the
-    ``Q``, ``K``, ``V`` it stored (one head, or heads along ``head``)."""
-    from meanfield.settings import QKV_CHOICES
-
-    qkv = str(dataset.attrs.get("qkv", "identity"))
-    if qkv in QKV_CHOICES:
-        return {"qkv": qkv}
-    if "head" in dataset.dims:
-        return {"heads": [tuple(np.asarray(dataset[name].values[h]) for name in ("Q", "K", "V"))
-                          for h in range(dataset.sizes["head"])]}
-    return {name: (np.asarray(dataset[name].values) if name in dataset else None) for name in ("Q", "K", "V")}
-
-
 def _simulate_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> xr.Dataset:
     attrs = dataset.attrs
     settings = {name: _setting(attrs, name) for name in ("dim", "n", "attention", "beta", "nu", "seed", "sampling",
@@ -128,7 +114,7 @@ def _simulate_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> 
     settings["interaction"] = str(attrs.get("interaction_path", "auto"))
     if settings["dt_max"] is not None and not math.isfinite(settings["dt_max"]):
         settings["dt_max"] = None            # no cap was set (noise-free runs record inf)
-    matrices = _matrices(dataset)
+    matrices = recorded_matrices(dataset)
     if "qkv" not in matrices:
         source.attrs["qkv"] = "custom"       # the file's matrices stand in for the file they were read from
     return simulate(init=source, progress=progress, **settings, **matrices, **_save_settings(attrs),

@@ -23,15 +23,14 @@ from meanfield.limits import check_seed as _check_seed_range
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
-from meanfield.settings import (Monitor, Saving, StepControl, check_run_length, check_save_log, gather,
-                                gather_normalization, unexpected)
+from meanfield.settings import Monitor, Saving, StepControl, check_run_length, check_save_log, gather, unexpected
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
 
 from . import checkpoint
 from .clusters import ClusterTracker
-from .continuation import resolve_model
+from .continuation import joined, pop_normalization_parameters, resolve_model, resolve_normalization
 from .contract import conform
 from .normalized_velocity import density_normalization
 from .runloop import log_save_times, run_switching
@@ -174,7 +173,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
           nu: float | None = None, override: bool = False, dim: int | None = None,
           resolution: int | None = None, init=SOLVE_DEFAULTS["init"], seed: int | None = SOLVE_DEFAULTS["seed"],
           scheme: str | None = None, step: StepControl | None = None, monitor: Monitor | None = None,
-          saving: Saving | None = None, normalization: str | Normalization = Normalization.name,
+          saving: Saving | None = None, normalization: str | Normalization | None = None,
           collapse_tol: float | None = SOLVE_DEFAULTS["collapse_tol"], progress: bool = False,
           backend: str | None = None, **flat):
     """Solve the mean-field PDE (MATH.md §2) and return the run as an ``xarray.Dataset``.
@@ -206,7 +205,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     """
     require(geometry in SCHEMES, f"geometry must be one of {', '.join(SCHEMES)} (got {geometry!r})")
     step, monitor = gather(StepControl, "step", step, flat), gather(Monitor, "monitor", monitor, flat)
-    saving, normalization = gather(Saving, "saving", saving, flat), gather_normalization(normalization, flat)
+    saving, normalization_parameters = gather(Saving, "saving", saving, flat), pop_normalization_parameters(flat)
     unexpected("solve", flat)
     require(step.dt_max is None, "--dt-max applies to `meanfield particles` only")
     source = checkpoint.run_file(init)
@@ -223,6 +222,9 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
             f"coefficients leave double precision; `meanfield particles` and `meanfield theory` go to --dim 4096")
     resolution = geometry_default(geometry, "resolution") if resolution is None else resolution
     kept, changes = resolve_model(source, {"attention": attention, "beta": beta, "nu": nu}, SOLVE_DEFAULTS, override)
+    normalization, normalization_change = resolve_normalization(source, normalization, normalization_parameters,
+                                                                override)
+    changes = joined(changes, normalization_change)
     model = Model(dim=dim, **kept)
     t_start, t_final, save_every, save_log = run_clock(source, saving)
     seed = check_seed(seed)

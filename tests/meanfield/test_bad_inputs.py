@@ -126,7 +126,7 @@ CLI_CASES = [
     (_cli("solve", "zonal", "--beta", 4, "--t-final", 1, "--resolution", 10 ** 7), "allowed: --resolution <="),
     (_cli("solve", "zonal", "--beta", 4, "--t-final", 1, "--scheme", "spectral"), "--scheme must be one of"),
     # particles
-    (_cli("particles", "--n", -5, "--beta", 1, "--t-final", 1), "--n must be a positive integer"),
+    (_cli("particles", "--n", -5, "--beta", 1, "--t-final", 1), "--n must be an integer >= 1"),
     (_cli("particles", "--n", 8, "--beta", 1, "--t-final", 1, "--alpha", 0.5), "--alpha applies to --normalization ngpt"),
     (_cli("particles", "--n", 8, "--beta", 1, "--t-final", 1, "--normalization", "ngpt", "--r0", 2),
      "--r0 applies to --normalization pre, mix or peri"),

@@ -776,3 +776,41 @@ def test_a_particle_continuation_keeps_its_matrices(tmp_path, capsys):
                           "--out", str(tmp_path / "p6.nc")]) == 0
     with xr.open_dataset(tmp_path / "p6.nc") as run:
         assert run.attrs["override"] == "seed: 5 -> 6" and run.attrs["restart"] == "exact"
+
+
+def test_a_continuation_keeps_its_normalisation_and_its_parameters(tmp_path, capsys):
+    """Continuing a Peri-LN Lagrangian run without --normalization continued as Post-LN (a remap: the model
+    changed without a word); now the scheme and r0 come from the file and a different one is refused."""
+    first = tmp_path / "peri.nc"
+    common = ["solve", "circle", "--scheme", "lagrangian", "--resolution", "32", "--no-progress"]
+    assert main(common + ["--beta", "3", "--normalization", "peri", "--r0", "1.5", "--t-final", "1",
+                          "--out", str(first)]) == 0
+    assert main(common + ["--init", str(first), "--t-final", "2", "--out", str(tmp_path / "next.nc")]) == 0
+    with xr.open_dataset(tmp_path / "next.nc") as run:
+        assert (run.attrs["normalization"], run.attrs["r0"], run.attrs["restart"]) == ("peri", 1.5, "exact")
+    capsys.readouterr()
+    for change in (["--normalization", "post"], ["--r0", "2"]):
+        code = main(common + change + ["--init", str(first), "--t-final", "2", "--out", str(tmp_path / "x" / "r.nc")])
+        line = _one_error_line(capsys)
+        assert code == 2 and "differs from peri, r0 = 1.5, the --init run's" in line and not (tmp_path / "x").exists()
+
+
+def test_a_particle_continuation_needs_no_option_its_file_records(tmp_path):
+    """--beta was required and --attention, --nu, --qkv, --seed and --normalization took their defaults, so a
+    continuation had to repeat them all; now the file supplies them, Q, K, V from a .npz file included (the .npz
+    may be gone), and the continued run equals one uninterrupted run bit for bit."""
+    matrices = tmp_path / "qkv.npz"
+    rng = np.random.default_rng(3)
+    np.savez(matrices, Q=0.5 * rng.standard_normal((3, 3)), K=0.5 * rng.standard_normal((3, 3)), V=np.eye(3))
+    common = ["particles", "--dim", "3", "--n", "12", "--no-progress", "--save-every", "0.5"]
+    model = ["--attention", "usa", "--beta", "2", "--nu", "0", "--qkv", str(matrices), "--seed", "4",
+             "--normalization", "ngpt", "--alpha", "0.5"]
+    assert main(common + model + ["--t-final", "1", "--out", str(tmp_path / "a.nc")]) == 0
+    assert main(common + model + ["--t-final", "2", "--out", str(tmp_path / "whole.nc")]) == 0
+    matrices.unlink()
+    assert main(common + ["--init", str(tmp_path / "a.nc"), "--t-final", "2", "--out", str(tmp_path / "b.nc")]) == 0
+    with xr.open_dataset(tmp_path / "b.nc") as continued, xr.open_dataset(tmp_path / "whole.nc") as whole:
+        assert continued.attrs["restart"] == "exact" and continued.attrs["override"] == ""
+        for key in ("attention", "beta", "nu", "normalization", "alpha"):
+            assert continued.attrs[key] == whole.attrs[key], key
+        np.testing.assert_array_equal(continued["positions"].values[-1], whole["positions"].values[-1])

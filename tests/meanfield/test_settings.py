@@ -173,7 +173,7 @@ def test_the_command_line_options_default_to_the_objects_defaults(command):
                     expected = PARTICLE_DEFAULTS["stepper"]
                 assert options[field.name] == expected, field.name
                 checked += 1
-    assert checked == (5 if command == "particles" else 4)  # rtol, cfl (+ stepper, qkv, interaction | 2 tols)
+    assert checked == 4  # rtol, cfl (+ stepper, interaction | 2 tols); qkv: None, the --init run's or identity
 
 
 def test_a_normalization_object_records_what_its_name_would():

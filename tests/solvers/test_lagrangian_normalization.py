@@ -206,8 +206,11 @@ def test_radius_runs_record_the_radius_and_restart_exactly_across_the_mix_switch
     post = solve("circle", scheme="lagrangian", t_final=1.0, beta=3.0, resolution=32, save_every=0.5)
     path = tmp_path / "post.nc"
     meanfield.save_run(post, str(path))
-    remapped = solve("circle", scheme="lagrangian", t_final=2.0, init=str(path), normalization="pre")
+    with pytest.raises(meanfield.InputError, match="normalization pre, r0 = 1 differs from post"):
+        solve("circle", scheme="lagrangian", t_final=2.0, init=str(path), normalization="pre")   # keeps its model
+    remapped = solve("circle", scheme="lagrangian", t_final=2.0, init=str(path), normalization="pre", override=True)
     assert remapped.attrs["restart"] == "remap" and np.all(remapped["radius"].values[0] == 1.0)
+    assert remapped.attrs["override"] == "normalization: post -> pre, r0 = 1"
 
 
 def test_sphere_pre_ln_run_and_command_line(tmp_path, capsys):

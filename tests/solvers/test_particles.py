@@ -149,7 +149,7 @@ def test_restart_from_a_particle_file(tmp_path):
 @pytest.mark.parametrize("kwargs, words", [
     ({"init": "orthogonal", "n": 5, "dim": 3}, "--n <= --dim"),
     ({"init": "vonmises:1", "dim": 3}, "needs --dim 2"),
-    ({"n": 0}, "--n must be a positive integer"),
+    ({"n": 0}, "--n must be an integer >= 1"),
     ({"qkv": "diagonal"}, "--qkv"),
     ({"sampling": "sobol"}, "--sampling"),
     ({"init": "uniform", "dim": 3, "sampling": "quadrature"}, "--sampling quadrature"),
