@@ -814,3 +814,12 @@ def test_a_particle_continuation_needs_no_option_its_file_records(tmp_path):
         for key in ("attention", "beta", "nu", "normalization", "alpha"):
             assert continued.attrs[key] == whole.attrs[key], key
         np.testing.assert_array_equal(continued["positions"].values[-1], whole["positions"].values[-1])
+
+
+def test_a_large_beta_on_the_sphere_decides_the_particle_path_before_building_its_tables():
+    """`particles --beta 1e6` spent over a minute building S^2 harmonic tables (band 7e3: 2.7e7 coefficients)
+    for a path `auto` then did not take; the band is now weighed first and nothing is built."""
+    from solvers.particles import ParticleScheme
+
+    scheme = ParticleScheme(Model("sa", 1e6, 0.0, 3), 50)
+    assert scheme.interaction_path == "direct" and not hasattr(scheme, "_sphere_harmonic")
