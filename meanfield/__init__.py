@@ -48,7 +48,7 @@ from .model import Model
 from .normalization import Normalization
 from .settings import Attention, Monitor, Saving, StepControl
 from .storage import load_run, save_run
-from .theory import (critical_noise, dominance_probabilities, dominant_mode, formation_time, growth_rates,
+from .theory import (critical_noise, dominance_probabilities, dominant_mode, formation_time, growth_rates, law_leader,
                      typical_amplitude)
 from .normalization_theory import (effective_growth_rate, equiangular_solution, initial_rate, late_time_decay,
                                     mode_amplitude_factor)
@@ -80,6 +80,6 @@ def plot_run(dataset, path=None, modes=None):
 
 
 __all__ = ["effective_growth_rate", "equiangular_solution", "initial_rate", "late_time_decay", "mode_amplitude_factor",
-           "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominance_probabilities", "dominant_mode", "formation_time", "typical_amplitude",
+           "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominance_probabilities", "dominant_mode", "formation_time", "law_leader", "typical_amplitude",
            "growth_rates", "KernelOperator", "solve_gaussian_case", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "rerun", "sphere_area",
            "Attention", "Monitor", "Normalization", "Saving", "StepControl", "__version__"]

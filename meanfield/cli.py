@@ -175,7 +175,7 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
       meanfield theory --dim 3 --attention usa --beta 4 --nu 0.01 --modes 8 --json
       meanfield theory --dim 8 --beta 3 --normalization pre --r0 1.5 --n 6 --t 5
     """
-    from .theory import critical_noise, dominant_mode, formation_time, growth_rates
+    from .theory import critical_noise, dominant_mode, formation_time, growth_rates, law_leader
 
     check_dim(dim)
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
@@ -219,7 +219,10 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
     click.echo(f"critical noise: nu_c = {critical_noise(model):.8g} (uniform state stable iff nu > nu_c)")
     if eps is not None:
         time = formation_time(model, eps, zonal=zonal)
-        click.echo(f"formation time from perturbed:{eps:g}{' (zonal)' if zonal else ''}: {time:.6g}")
+        leader = law_leader(model, zonal)
+        outside = "" if leader == k_star else (f" (mode {leader}, the fastest of the modes perturbed: excites; "
+                                               f"mode {k_star} is not in the start)")
+        click.echo(f"formation time from perturbed:{eps:g}{' (zonal)' if zonal else ''}: {time:.6g}{outside}")
         ranked = ", ".join(f"{degree} ({probability:.3g})" for degree, probability in
                            zip(*_dominance(model, eps, zonal).values())) if math.isfinite(time) else \
             "none (the uniform state is linearly stable)"

@@ -143,6 +143,13 @@ def _law(model: Model, zonal: bool) -> tuple[np.ndarray, np.ndarray]:
     return degrees, np.array([coefficients_per_degree(int(l), model.dim, zonal) for l in degrees])
 
 
+def law_leader(model: Model, zonal: bool = False) -> int:
+    """The fastest-growing degree that ``perturbed:EPS`` excites (degrees ``1..L0``, MATH.md §2.4): ``l*`` when it
+    lies in the band, else the degree of the band closest to it in rate."""
+    degrees, _ = _law(model, zonal)
+    return int(degrees[np.argmax(growth_rates(model, degrees))])
+
+
 def typical_amplitude(model: Model, eps: float, degree: int | None = None, *, zonal: bool = False) -> float:
     """``exp(E log A_l)`` for the initial amplitude ``A_l`` of degree ``l`` (default ``l*``) of ``perturbed:EPS``.
 
@@ -161,19 +168,23 @@ def typical_amplitude(model: Model, eps: float, degree: int | None = None, *, zo
 
 def formation_time(model: Model, eps: float | None = None, *, amplitude: float | None = None,
                    zonal: bool = False) -> float:
-    """Predicted cluster formation time ``log(1/A) / lambda_{l*}`` (MATH.md §2.3-2.4), ``0`` once ``A >= 1``.
+    """Predicted cluster formation time ``log(1/A) / lambda_l`` (MATH.md §2.3-2.4), ``0`` once ``A >= 1``.
 
-    ``A`` is the initial amplitude of the dominant degree ``l*`` (MATH.md §2.4: the RMS of its part of
+    ``A`` is the initial amplitude of the dominant degree ``l = l*`` (MATH.md §2.4: the RMS of its part of
     ``rho / rho_0 - 1``; on the circle ``sqrt(2) |rho_hat_k| / rho_hat_0``): give it as ``amplitude``, or give
     the ``eps`` of a ``perturbed:EPS`` start and ``A`` is the law's :func:`typical_amplitude` (so the time is
-    the mean over the law's draws; ``zonal`` for the zonal law).  i.i.d. tokens have ``eps = n^{-1/2}``
-    (Bruno et al.).  Infinite when the uniform state is linearly stable (``nu >= nu_c``).
+    the mean over the law's draws; ``zonal`` for the zonal law).  That law excites the degrees ``1..L0`` only,
+    so with ``eps`` ``l`` is the fastest of them (:func:`law_leader`: ``l*`` while ``l* <= L0``, i.e. up to
+    ``beta`` about 128 on the circle; beyond, ``l*`` is not in the start at all).  i.i.d. tokens have every
+    degree, with ``eps = n^{-1/2}`` (Bruno et al.): give their ``amplitude``.  Infinite when the uniform state is
+    linearly stable (``nu >= nu_c``).
     """
     require((eps is None) != (amplitude is None), "give exactly one of eps (a perturbed:EPS start) and amplitude")
+    degree = dominant_mode(model) if amplitude is not None else law_leader(model, zonal)
     if amplitude is None:
-        amplitude = typical_amplitude(model, eps, zonal=zonal)
+        amplitude = typical_amplitude(model, eps, degree, zonal=zonal)
     require(math.isfinite(amplitude) and amplitude > 0, f"amplitude must be a finite number > 0 (got {amplitude:g})")
-    rate = growth_rates(model, [dominant_mode(model)])[0]
+    rate = growth_rates(model, [degree])[0]
     return max(0.0, math.log(1.0 / amplitude) / rate) if rate > 0 else math.inf
 
 

@@ -55,3 +55,19 @@ def test_beta_stops_where_the_scaled_bessel_functions_do(capsys):
     assert "--beta must be a finite number in [0, 1e+09]" in capsys.readouterr().err
     with pytest.raises(InputError, match="--beta must be <= 700 for USA"):
         Model("usa", 701.0)
+
+
+def test_the_formation_time_of_a_perturbed_start_uses_the_fastest_mode_it_excites(capsys):
+    """perturbed:EPS excites modes 1..16 on the circle (MATH.md §2.4).  At beta = 1e4, k* = 141 is not in the
+    start; the formation time used its rate (5.55 vs the 362 of mode 16, whose linear growth from 1.06e-4 needs
+    log(1/A_16) / lambda_16)."""
+    import numpy as np
+
+    from meanfield import formation_time, growth_rates, law_leader, typical_amplitude
+
+    model = Model("sa", 1e4)
+    assert law_leader(model) == 16 and law_leader(Model("sa", 9.0)) == 4
+    expected = math.log(1 / typical_amplitude(model, 1e-4, 16)) / growth_rates(model, np.array([16]))[0]
+    assert formation_time(model, 1e-4) == pytest.approx(expected, rel=1e-14) and 300 < expected < 400
+    assert main(["theory", "--beta", "1e4", "--eps", "1e-4"]) == 0
+    assert "362.12 (mode 16, the fastest" in capsys.readouterr().out
