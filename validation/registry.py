@@ -779,4 +779,7 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
     benchmark("bench-cluster-schemes", "bench_cluster_schemes",
               "Benchmark: finite-volume rhs vs its FFTs and the spectral rhs; Lagrangian O(N M) vs direct O(N^2).",
               "Fewer sizes and shorter timings."),
+    benchmark("bench-signals", "signal_trials",
+              "SIGINT and SIGTERM at random moments of runs and of their writes (subprocesses): every run saved, "
+              "exit 130 / 143, no temporary file left.", "8 trials instead of 40."),
 )}

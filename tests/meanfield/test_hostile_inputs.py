@@ -10,7 +10,6 @@ import errno
 import json
 import math
 import os
-import random
 import re
 import signal
 import subprocess
@@ -240,83 +239,12 @@ def test_qkv_files_that_are_not_numeric_archives_get_our_own_line(tmp_path, caps
 
 
 # -- signals sent to the command line at random moments (subprocesses) -------------------------------------------
-def _launch(folder: Path, t_final: str, save_every: str):
-    return subprocess.Popen([sys.executable, "-m", "meanfield.cli", *SMALL_RUN, "--t-final", t_final,
-                             "--save-every", save_every, "--out", str(folder / "run.nc")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=Path(__file__).parents[2])
-
-
-def _writing(folder: Path) -> bool:
-    return any(entry.name.endswith(".tmp.nc") for entry in folder.iterdir())
-
-
-def _cpu_seconds(process) -> float:
-    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")        # utime + stime
-
-
-#: CPU seconds after which a command has certainly finished its imports and is stepping (the imports take
-#: about 2 s here; the long run it starts takes minutes)
-STARTUP_CPU = 3.0
-
-
 def test_signals_at_random_moments_of_runs_and_writes_save_the_run(tmp_path):
-    draw = random.Random(21)
-    trials = []
-    for index, (moment, sig) in enumerate([("run", signal.SIGINT), ("run", signal.SIGTERM),
-                                           ("write", signal.SIGINT), ("write", signal.SIGTERM)]):
-        folder = tmp_path / f"trial{index}"
-        folder.mkdir()
-        # long runs are interrupted while stepping; short runs with many frames while their file is written
-        process = _launch(folder, "1e5", "1") if moment == "run" else _launch(folder, "1", "0.001")
-        trials.append(dict(moment=moment, sig=sig, folder=folder, process=process, at=None, sent=None))
-    try:
-        _send_at_random_moments(trials, draw)
-        _check_trials(trials)
-    finally:
-        for trial in trials:                 # no process or pipe outlives the test, whatever failed
-            process = trial["process"]
-            if process.poll() is None:
-                process.kill()
-            if not process.stderr.closed:
-                process.communicate()
+    """Eight trials, two of each kind (validation/signal_trials.py; `meanfield validate bench-signals` runs 40)."""
+    from validation.signal_trials import format_rows, run_trials
 
-
-def _send_at_random_moments(trials, draw):
-    end = time.monotonic() + 120
-    while any(trial["sent"] is None for trial in trials) and time.monotonic() < end:
-        now = time.monotonic()
-        for trial in trials:
-            process = trial["process"]
-            if trial["sent"] is not None or process.poll() is not None:
-                continue
-            if trial["at"] is None:
-                ready = _writing(trial["folder"]) if trial["moment"] == "write" else _cpu_seconds(process) >= STARTUP_CPU
-                if ready:
-                    trial["at"] = now + (draw.uniform(0.0, 0.004) if trial["moment"] == "write" else draw.uniform(0, 0.5))
-            elif now >= trial["at"]:
-                process.send_signal(trial["sig"])
-                trial["sent"] = now
-        time.sleep(0.0005)
-
-
-def _check_trials(trials):
-    for trial in trials:
-        moment, sig, folder, process = trial["moment"], trial["sig"], trial["folder"], trial["process"]
-        assert trial["sent"] is not None, (moment, sig, process.poll())          # the moment was caught
-        _, err = process.communicate(timeout=30)
-        assert time.monotonic() - trial["sent"] < 15               # ends within seconds
-        # the signal may land once the command has finished: the process then ends by the signal itself
-        assert process.returncode in (128 + sig, -sig), (moment, sig, process.returncode, err)
-        assert sorted(entry.name for entry in folder.iterdir()) == ["run.nc"], err   # saved, no temporary
-        with xr.open_dataset(folder / "run.nc") as run:
-            reason = run.attrs["stop_reason"]
-            frames = run.sizes["time"]
-        if moment == "run":
-            assert reason.startswith("interrupted" + (" by SIGTERM" if sig == signal.SIGTERM else "") + " at t = ")
-            assert frames >= 2
-        else:
-            assert reason == "completed" and frames == 1001
+    rows = run_trials(8, tmp_path)
+    assert not any(row["problem"] for row in rows), format_rows(rows)
 
 
 # -- distributed safety (issue 21, item 6) -------------------------------------------------------------------------
