@@ -54,23 +54,23 @@ from .normalization_theory import (effective_growth_rate, equiangular_solution, 
                                     mode_amplitude_factor)
 
 
-def solve(geometry: str = "circle", **settings):
-    """Solve the mean-field PDE; see :func:`solvers.solve.solve` (imported lazily)."""
-    from solvers.solve import solve as _solve
-    return _solve(geometry, **settings)
+#: The entry points that live in ``solvers`` (DESIGN.md "Layout": the model does not import the solvers when it is
+#: imported), each given as itself on first use, so ``help()`` and editors see its real signature and docstring.
+_SOLVER_ENTRY_POINTS = {"solve": ("solvers.solve", "solve"), "simulate_particles": ("solvers.particle_run", "simulate"),
+                        "rerun": ("solvers.rerun", "rerun")}
 
 
-def simulate_particles(**settings):
-    """Simulate the interacting tokens (MATH.md §1); see :func:`solvers.particle_run.simulate` (imported lazily)."""
-    from solvers.particle_run import simulate as _simulate
-    return _simulate(**settings)
+def __getattr__(name: str):
+    """``meanfield.solve``, ``meanfield.simulate_particles``, ``meanfield.rerun``: the solvers' functions themselves
+    (:func:`solvers.solve.solve`, :func:`solvers.particle_run.simulate`, :func:`solvers.rerun.rerun`)."""
+    if name in _SOLVER_ENTRY_POINTS:
+        import importlib
 
-
-def rerun(run, progress: bool = False):
-    """Run a run file (or run Dataset) again from the record of its start, bit for bit; see
-    :func:`solvers.rerun.rerun` (imported lazily)."""
-    from solvers.rerun import rerun as _rerun
-    return _rerun(run, progress)
+        module, attribute = _SOLVER_ENTRY_POINTS[name]
+        function = getattr(importlib.import_module(module), attribute)
+        globals()[name] = function
+        return function
+    raise AttributeError(f"module 'meanfield' has no attribute {name!r}")
 
 
 def plot_run(dataset, path=None, modes=None):

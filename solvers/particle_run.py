@@ -33,17 +33,18 @@ from meanfield.normalization import Normalization
 from meanfield.sampling import sample_tokens
 from meanfield.seeding import stream
 from meanfield.settings import (ATTENTION_FIELDS, QKV_CHOICES, Attention, Saving, StepControl, check_qkv, gather,
-                                gather_attention, is_qkv_file, unexpected)
+                                gather_attention, is_qkv_file)
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
 
 from . import checkpoint
 from .clusters import ClusterTracker, resolve_collapse_tol
-from .continuation import joined, pop_normalization_parameters, resolve_model, resolve_normalization
+from .continuation import joined, resolve_model, resolve_normalization
 from .particles import ParticleScheme, bounded_entries
 from .runloop import run_switching
-from .solve import add_tracker_records, check_seed, finish_dataset, init_label, run_clock, run_command, save_targets
+from .solve import (add_tracker_records, check_seed, finish_dataset, given, init_label, run_clock, run_command,
+                    save_targets, user_trackers)
 from .steppers import make_stepper
 from .trackers import ModeAmplitudes
 
@@ -158,13 +159,16 @@ def matrices(attention: Attention, dim: int, seed):
 
 def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS["n"],
              attention: str | Attention | None = None, beta: float | None = None, nu: float | None = None,
-             init=PARTICLE_DEFAULTS["init"],
-             seed: int | None = PARTICLE_DEFAULTS["seed"], sampling: str = PARTICLE_DEFAULTS["sampling"],
-             resolution: int = PARTICLE_DEFAULTS["resolution"], positions=None, weights=None,
-             step: StepControl | None = None, saving: Saving | None = None,
-             normalization: str | Normalization | None = None,
-             collapse_tol: float | None = PARTICLE_DEFAULTS["collapse_tol"], progress: bool = False,
-             override: bool = False, **flat):
+             init=PARTICLE_DEFAULTS["init"], seed: int | None = PARTICLE_DEFAULTS["seed"],
+             sampling: str = PARTICLE_DEFAULTS["sampling"], resolution: int = PARTICLE_DEFAULTS["resolution"],
+             positions=None, weights=None, t_final: float | None = None, save_every: float | None = None,
+             save_log: int | None = None, qkv=None, Q=None, K=None, V=None, heads=None, kernel: str | None = None,
+             sinkhorn_eps: float | None = None, interaction: str | None = None, stepper: str | None = None,
+             rtol: float | None = None, cfl: float | None = None, dt_max: float | None = None,
+             normalization: str | Normalization | None = None, alpha: float | None = None, r0: float | None = None,
+             mix_switch: float | None = None, collapse_tol: float | None = PARTICLE_DEFAULTS["collapse_tol"],
+             override: bool = False, trackers=(), progress: bool = False, step: StepControl | None = None,
+             saving: Saving | None = None):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
 
     Tokens come from ``init`` (see :mod:`meanfield.sampling`) unless ``positions`` (and
@@ -191,12 +195,18 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     (:mod:`solvers.particles`; ``harmonic`` is refused where it does not apply; ``auto`` continues a run
     file on the file's path); the attrs record the path taken (``interaction_path``) and its class
     (``interaction``).  ``kernel`` is ``dot`` on the sphere (``l2`` and ``sinkhorn`` are refused there).
-    Defaults: :mod:`meanfield.defaults`, shared with the command line.
+    Defaults: :mod:`meanfield.defaults`, shared with the command line; ``beta`` (unless ``init`` is a
+    particle run file of these tokens) and ``t_final`` are required, as on the command line.  ``trackers``:
+    :class:`solvers.trackers.Tracker` instances, as in :func:`solvers.solve.solve`.
     """
-    attention_fields = pop_attention_fields(attention, flat)
+    require(t_final is not None or saving is not None, "t_final is required: the end time of the run (--t-final)")
+    attention_fields = pop_attention_fields(attention, given(qkv=qkv, Q=Q, K=K, V=V, heads=heads, kernel=kernel,
+                                                             sinkhorn_eps=sinkhorn_eps, interaction=interaction))
+    flat = given(t_final=t_final, save_every=save_every, save_log=save_log, stepper=stepper, rtol=rtol, cfl=cfl,
+                 dt_max=dt_max)
     step, saving = gather(StepControl, "step", step, flat), gather(Saving, "saving", saving, flat)
-    normalization_parameters = pop_normalization_parameters(flat)
-    unexpected("simulate", flat)
+    normalization_parameters = given(alpha=alpha, r0=r0, mix_switch=mix_switch)
+    extra = user_trackers(trackers)
     require(step.atol is None, "atol applies to solve() only (particle runs use the stepper's default)")
     positions_given = positions is not None
     require(weights is None or positions_given,
@@ -207,9 +217,11 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
                                                                 override)
     exact = source is not None and _continues(source, n, dim, scheme_choice)
     continued = source if exact else None
+    require(beta is not None or continued is not None,
+            "beta is required unless init is a particle run file of these tokens, whose beta a continuation keeps")
     kind = attention.kind if isinstance(attention, Attention) else attention
-    given = {"attention": kind, "beta": beta, "nu": nu}
-    model = Model(dim=dim, **resolve_model(continued, given, PARTICLE_DEFAULTS, override)[0])
+    model_given = {"attention": kind, "beta": beta, "nu": nu}
+    model = Model(dim=dim, **resolve_model(continued, model_given, PARTICLE_DEFAULTS, override)[0])
     from_file = (continued is not None and not isinstance(attention, Attention)
                  and not attention_fields.keys() & MATRIX_FIELDS)
     if from_file:                     # Q, K, V not given: the file's (its qkv, or the matrices it holds)
@@ -267,6 +279,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         trackers.append(ModeAmplitudes(modes))
         dims["mode_amplitude"] = ("mode",)
         coords["mode"] = ("mode", modes)
+    trackers += extra
     switch = scheme_choice.mix_switch if scheme_choice.name == "mix" else None
     start = checkpoint.capture(scheme, time_stepper, state, t_start)
     record = run_switching(scheme, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),

@@ -23,14 +23,14 @@ from meanfield.limits import check_seed as _check_seed_range
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
-from meanfield.settings import Monitor, Saving, StepControl, check_run_length, check_save_log, gather, unexpected
+from meanfield.settings import Monitor, Saving, StepControl, check_run_length, check_save_log, gather
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
 
 from . import checkpoint
 from .clusters import ClusterTracker
-from .continuation import joined, pop_normalization_parameters, resolve_model, resolve_normalization
+from .continuation import joined, resolve_model, resolve_normalization
 from .contract import conform
 from .normalized_velocity import density_normalization
 from .runloop import log_save_times, run_switching
@@ -169,13 +169,33 @@ def run_clock(source, saving: Saving):
     return t_start, t_final, (None if save_log is not None else save_every), save_log
 
 
+def given(**settings) -> dict:
+    """The keyword settings a caller gave (``None``: not given), for :func:`meanfield.settings.gather`."""
+    return {name: value for name, value in settings.items() if value is not None}
+
+
+def user_trackers(trackers) -> list:
+    """``trackers=``: :class:`solvers.trackers.Tracker` instances, run after the package's own (one-line refusal
+    of anything else)."""
+    from .trackers import Tracker
+
+    trackers = list(trackers or ())
+    for tracker in trackers:
+        require(isinstance(tracker, Tracker), f"trackers must be solvers.trackers.Tracker instances "
+                                              f"(got {type(tracker).__name__})")
+    return trackers
+
+
 def solve(geometry: str = "circle", *, attention: str | None = None, beta: float | None = None,
-          nu: float | None = None, override: bool = False, dim: int | None = None,
-          resolution: int | None = None, init=SOLVE_DEFAULTS["init"], seed: int | None = SOLVE_DEFAULTS["seed"],
-          scheme: str | None = None, step: StepControl | None = None, monitor: Monitor | None = None,
-          saving: Saving | None = None, normalization: str | Normalization | None = None,
-          collapse_tol: float | None = SOLVE_DEFAULTS["collapse_tol"], progress: bool = False,
-          backend: str | None = None, **flat):
+          nu: float | None = None, dim: int | None = None, resolution: int | None = None,
+          scheme: str | None = None, init=SOLVE_DEFAULTS["init"], seed: int | None = SOLVE_DEFAULTS["seed"],
+          t_final: float | None = None, save_every: float | None = None, save_log: int | None = None,
+          stepper: str | None = None, rtol: float | None = None, atol: float | None = None,
+          cfl: float | None = None, resolution_tol: float | None = None, positivity_tol: float | None = None,
+          normalization: str | Normalization | None = None, alpha: float | None = None, r0: float | None = None,
+          mix_switch: float | None = None, collapse_tol: float | None = SOLVE_DEFAULTS["collapse_tol"],
+          override: bool = False, trackers=(), progress: bool = False, backend: str | None = None,
+          step: StepControl | None = None, monitor: Monitor | None = None, saving: Saving | None = None):
     """Solve the mean-field PDE (MATH.md §2) and return the run as an ``xarray.Dataset``.
 
     ``stop_reason`` says ``"completed"`` or why the run stopped early (lost positivity,
@@ -188,7 +208,10 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     the file's.  Any other run is remapped (conservatively for finite volume) and its clock
     continues.  ``attention``, ``beta`` and ``nu`` not given are the run file's; given and different
     from the file's they are refused unless ``override=True`` (recorded in the ``override`` attribute;
-    :mod:`solvers.continuation`).  Defaults: :mod:`meanfield.defaults`, shared with the command line.
+    :mod:`solvers.continuation`).  Defaults: :mod:`meanfield.defaults`, shared with the command line;
+    ``beta`` (unless ``init`` is a run file) and ``t_final`` are required, as on the command line.
+    ``trackers``: :class:`solvers.trackers.Tracker` instances observing the run after the package's own; what
+    their ``frame`` returns is saved per frame, their ``variables`` and ``attrs`` join the Dataset.
     Settings objects (:mod:`meanfield.settings`), or their fields as flat keywords (not both):
     ``step`` (:class:`~meanfield.settings.StepControl`: ``stepper`` (default: the scheme's), ``rtol``,
     ``atol``, ``cfl``), ``monitor`` (:class:`~meanfield.settings.Monitor`: ``resolution_tol``,
@@ -204,11 +227,17 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     radius per node starting at ``r0`` (:mod:`solvers.lagrangian`; :func:`check_normalization`).
     """
     require(geometry in SCHEMES, f"geometry must be one of {', '.join(SCHEMES)} (got {geometry!r})")
+    require(t_final is not None or saving is not None, "t_final is required: the end time of the run (--t-final)")
+    flat = given(t_final=t_final, save_every=save_every, save_log=save_log, stepper=stepper, rtol=rtol, atol=atol,
+                 cfl=cfl, resolution_tol=resolution_tol, positivity_tol=positivity_tol)
     step, monitor = gather(StepControl, "step", step, flat), gather(Monitor, "monitor", monitor, flat)
-    saving, normalization_parameters = gather(Saving, "saving", saving, flat), pop_normalization_parameters(flat)
-    unexpected("solve", flat)
+    saving = gather(Saving, "saving", saving, flat)
+    normalization_parameters = given(alpha=alpha, r0=r0, mix_switch=mix_switch)
     require(step.dt_max is None, "--dt-max applies to `meanfield particles` only")
+    extra = user_trackers(trackers)
     source = checkpoint.run_file(init)
+    require(beta is not None or source is not None,
+            "beta is required unless init is a run file, whose beta a continuation keeps (--beta)")
     if source is not None:
         require(source.attrs.get("geometry") == geometry, f"{checkpoint.source_label(source)}: a "
                 f"{source.attrs.get('geometry')} run; `solve {geometry}` continues {geometry} runs only")
@@ -248,7 +277,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
                                            discretisation, time_stepper)
     else:
         state = initial_state(source if source is not None else init, geometry, discretisation, seed)
-    trackers = cluster_trackers(discretisation, model, geometry)
+    trackers = cluster_trackers(discretisation, model, geometry) + extra
     start = checkpoint.capture(discretisation, time_stepper, state, t_start)
     record = run_switching(discretisation, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
                            normalization.mix_switch if normalization.name == "mix" else None, t_start,

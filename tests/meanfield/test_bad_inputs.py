@@ -285,12 +285,12 @@ def _gaussian(**changes):
 
 
 def _solve(geometry="circle", **settings):
-    return lambda: meanfield.solve(geometry, **({"t_final": 1.0} | settings))
+    return lambda: meanfield.solve(geometry, **({"t_final": 1.0, "beta": 1.0} | settings))
 
 
 def _simulate(**settings):
     from solvers.particle_run import simulate
-    return lambda: simulate(**({"t_final": 1.0} | settings))
+    return lambda: simulate(**({"t_final": 1.0, "beta": 1.0} | settings))
 
 
 API_CASES = [

@@ -9,7 +9,7 @@ from meanfield import InputError
 from meanfield.gaussian import solve as solve_moments
 from meanfield.movie import MAX_FRAMES, frame_indices, write_movie
 from meanfield.plotting import plot_run
-from solvers import solve
+from solvers.solve import solve
 from solvers.particle_run import simulate
 
 RUNS = {

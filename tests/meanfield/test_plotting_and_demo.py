@@ -7,7 +7,7 @@ import xarray as xr
 from meanfield import InputError, Model, growth_rates
 from meanfield.cli import main
 from meanfield.plotting import plot_run, theory_curves
-from solvers import solve
+from solvers.solve import solve
 
 
 def test_theory_curves_are_the_linear_prediction():

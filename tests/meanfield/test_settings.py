@@ -70,16 +70,23 @@ def test_particle_objects_run_what_the_flat_keywords_run():
 
 
 @pytest.mark.parametrize("call, words", [
-    (lambda: meanfield.solve("circle", rtol=1e-6, step=StepControl()), "rtol given twice: as a keyword and in step="),
-    (lambda: meanfield.solve("circle", t_final=1.0, save_log=3, saving=Saving()), "t_final, save_log given twice"),
-    (lambda: meanfield.solve("circle", positivity_tol=0.0, monitor=Monitor()), "positivity_tol given twice"),
-    (lambda: meanfield.solve("circle", alpha=0.5, normalization=Normalization("ngpt")),
+    (lambda: meanfield.solve("circle", beta=1, t_final=1, rtol=1e-6, step=StepControl()),
+     "rtol given twice: as a keyword and in step="),
+    (lambda: meanfield.solve("circle", beta=1, t_final=1.0, save_log=3, saving=Saving()), "t_final, save_log given twice"),
+    (lambda: meanfield.solve("circle", beta=1, t_final=1, positivity_tol=0.0, monitor=Monitor()),
+     "positivity_tol given twice"),
+    (lambda: meanfield.solve("circle", beta=1, t_final=1, alpha=0.5, normalization=Normalization("ngpt")),
      "alpha given twice: as a keyword and in normalization=Normalization(...)"),
-    (lambda: meanfield.simulate_particles(qkv="random", attention=Attention()), "qkv given twice"),
-    (lambda: meanfield.simulate_particles(dt_max=0.1, step=StepControl()), "dt_max given twice"),
-    (lambda: meanfield.solve("circle", step={"rtol": 1e-6}), "step= must be a meanfield.StepControl (got dict)"),
-    (lambda: meanfield.solve("circle", dt_max=0.1), "--dt-max applies to `meanfield particles` only"),
-    (lambda: meanfield.simulate_particles(atol=1e-12), "atol applies to solve() only"),
+    (lambda: meanfield.simulate_particles(beta=1, t_final=1, qkv="random", attention=Attention()), "qkv given twice"),
+    (lambda: meanfield.simulate_particles(beta=1, t_final=1, dt_max=0.1, step=StepControl()), "dt_max given twice"),
+    (lambda: meanfield.solve("circle", beta=1, t_final=1, step={"rtol": 1e-6}),
+     "step= must be a meanfield.StepControl (got dict)"),
+    (lambda: meanfield.solve("circle", beta=1, t_final=1, step=StepControl(dt_max=0.1)),
+     "--dt-max applies to `meanfield particles` only"),
+    (lambda: meanfield.simulate_particles(beta=1, t_final=1, step=StepControl(atol=1e-12)), "atol applies to solve() only"),
+    (lambda: meanfield.solve("circle", beta=1), "t_final is required"),
+    (lambda: meanfield.solve("circle", t_final=1), "beta is required unless init is a run file"),
+    (lambda: meanfield.simulate_particles(t_final=1), "beta is required unless init is a particle run file"),
 ])
 def test_a_setting_given_twice_or_where_it_does_not_apply_is_refused_in_one_line(call, words):
     with pytest.raises(InputError) as error:

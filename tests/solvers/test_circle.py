@@ -9,7 +9,8 @@ from meanfield import Model, critical_noise, fourier_series, growth_rates
 from meanfield.diagnostics import detect_clusters
 from meanfield.metastable import refined_formation_time
 from meanfield.initial import circle_density
-from solvers import CircleSpectral, make_stepper, run, solve
+from solvers import CircleSpectral, make_stepper, run
+from solvers.solve import solve
 from validation.growth_rates import fitted_rates
 
 

@@ -197,7 +197,8 @@ def test_crossed_nodes_and_lost_normalisation_are_reported():
 ])
 def test_bad_input_is_refused(geometry, kwargs, words):
     with pytest.raises(InputError) as info:
-        solve(geometry, scheme="lagrangian", **dict(dict(t_final=0.1, resolution=16 if geometry == "circle" else 8),
+        solve(geometry, scheme="lagrangian", **dict(dict(t_final=0.1, beta=4.0,
+                                                         resolution=16 if geometry == "circle" else 8),
                                                      **kwargs))
     message = str(info.value)
     assert "\n" not in message and all(word in message for word in words), message

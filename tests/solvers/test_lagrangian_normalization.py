@@ -233,5 +233,5 @@ def test_sphere_pre_ln_run_and_command_line(tmp_path, capsys):
 ])
 def test_solve_refuses_bad_normalization_settings_in_one_line(kwargs, phrase):
     with pytest.raises(InputError) as info:
-        solve("circle", scheme="lagrangian", resolution=16, t_final=0.1, **kwargs)
+        solve("circle", scheme="lagrangian", resolution=16, beta=1.0, t_final=0.1, **kwargs)
     assert phrase in str(info.value) and "\n" not in str(info.value)

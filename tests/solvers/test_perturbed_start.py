@@ -11,7 +11,7 @@ from meanfield.geometry import sphere_area
 from meanfield.init_data import initial_state
 from meanfield.model import Model
 from meanfield.sampling import _circle_law
-from solvers import solve
+from solvers.solve import solve
 from solvers.solve import scheme_class
 from validation.cluster_formation import crossing_time
 

@@ -1,0 +1,58 @@
+"""The entry points as a researcher meets them (issue 22 item 1): real signatures, module paths that import,
+user trackers, and the API requiring what the command line requires."""
+
+import importlib
+import inspect
+
+import numpy as np
+import pytest
+
+import meanfield
+from meanfield import InputError
+from solvers.trackers import Tracker
+
+
+@pytest.mark.parametrize("name, module, function, parameters", [
+    ("solve", "solvers.solve", "solve", ["geometry", "beta", "t_final", "save_log", "rtol", "atol", "resolution_tol",
+                                          "normalization", "alpha", "trackers", "override"]),
+    ("simulate_particles", "solvers.particle_run", "simulate", ["n", "beta", "t_final", "qkv", "Q", "heads",
+                                                                 "dt_max", "interaction", "r0", "trackers"]),
+    ("rerun", "solvers.rerun", "rerun", ["run", "progress"]),
+])
+def test_entry_points_are_the_functions_with_every_parameter(name, module, function, parameters):
+    """help(meanfield.solve) showed solve(geometry='circle', **settings), and solvers.solve.solve raised
+    AttributeError (the function shadowed its module in solvers/__init__.py)."""
+    entry = getattr(meanfield, name)
+    assert entry is getattr(importlib.import_module(module), function)
+    signature = inspect.signature(entry)
+    assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+    assert all(p in signature.parameters for p in parameters)
+
+
+class PeakDensity(Tracker):
+    """A user's tracker: the largest cell average of each saved frame."""
+
+    def frame(self, scheme, state, record):
+        return {"peak": float(np.max(scheme.density(state)))}
+
+
+def test_user_trackers_record_with_the_run():
+    run = meanfield.solve("circle", scheme="fv", beta=9.0, resolution=64, init="perturbed:1e-2", seed=1,
+                          t_final=20.0, save_every=10.0, trackers=[PeakDensity()])
+    assert run["peak"].dims == ("time",) and run.sizes["time"] == 3
+    np.testing.assert_array_equal(run["peak"].values, run["density"].max("theta").values)
+    tokens = meanfield.simulate_particles(dim=3, n=16, beta=1.0, t_final=0.5, save_every=0.25,
+                                          trackers=[Tracker()])
+    assert tokens.attrs["stop_reason"] == "completed"
+    with pytest.raises(InputError, match="trackers must be solvers.trackers.Tracker instances"):
+        meanfield.solve("circle", beta=1.0, t_final=1.0, trackers=[object()])
+
+
+def test_the_api_requires_what_the_command_line_requires():
+    """solve() ran silently at beta = 1 to t = 10 where the CLI requires --beta and --t-final."""
+    with pytest.raises(InputError, match="t_final is required"):
+        meanfield.solve("circle", beta=9.0)
+    with pytest.raises(InputError, match="beta is required"):
+        meanfield.solve("circle", t_final=1.0)
+    with pytest.raises(InputError, match="beta is required"):
+        meanfield.simulate_particles(n=8, t_final=1.0)
