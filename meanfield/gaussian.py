@@ -317,13 +317,31 @@ def solve(mean, cov, *, V, Q, K, t_final, attention: str = GAUSSIAN_DEFAULTS["at
           eps: float = GAUSSIAN_DEFAULTS["sinkhorn_eps"]) -> xr.Dataset:
     """Integrate the moment ODEs of MATH.md §3 from ``N(mean, cov)`` up to ``t_final``.
 
-    ``V`` (d x d), ``Q``, ``K`` (k x d, k may differ between heads): one matrix each, or lists of
-    per-head matrices (multi-head: fields summed).  ``attention``: ``"softmax"``, ``"l2"`` or
-    ``"sinkhorn"`` (entropic parameter ``eps``: log-kernel ``<Qx, Ky> / eps``).
-    ``scaled``: divide the logits by ``sqrt(k)``.  ``save_every``: output spacing (default: every
-    accepted step).  Returns a Dataset with ``mean(time, i)``, ``covariance(time, i, j)`` and attrs
-    ``stop_reason`` (``completed``, ``blowup``, ``threshold`` or ``failed: ...``) and ``blowup_time``
-    (estimated blow-up time, or ``"none"``).
+    Parameters
+    ----------
+    mean : array, shape (d,)
+        The initial mean.
+    cov : array, shape (d, d)
+        The initial covariance (symmetric positive semi-definite).
+    V, Q, K : array or list of arrays
+        ``V`` (d x d), ``Q``, ``K`` (k x d, k may differ between heads): one matrix each, or lists of per-head
+        matrices (multi-head: fields summed).
+    t_final : float
+        The end time, > 0.
+    attention : {"softmax", "l2", "sinkhorn"}
+        The kernel; ``sinkhorn`` with entropic parameter ``eps`` (log-kernel ``<Qx, Ky> / eps``).
+    save_every : float or None
+        Output spacing (``None``: every accepted step).
+    scaled : bool
+        Divide the logits by ``sqrt(k)``, as in transformers.
+    eps : float
+        The entropic parameter of ``sinkhorn``, > 0.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``mean(time, i)``, ``covariance(time, i, j)`` and attrs ``stop_reason`` (``completed``, ``blowup``,
+        ``threshold`` or ``failed: ...``) and ``blowup_time`` (estimated blow-up time, or ``"none"``).
     """
     alpha, sigma, heads, attention = _validated(mean, cov, V, Q, K, attention, scaled)
     t_final = _positive("t_final", t_final)

@@ -171,33 +171,82 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
              saving: Saving | None = None):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
 
-    Tokens come from ``init`` (see :mod:`meanfield.sampling`) unless ``positions`` (and
-    ``weights``) are given.  A particle run file (path or Dataset) of the same ``n`` and
-    ``dim`` continues exactly from its restart record: positions after merges, weights,
-    the noise generator, the step size and the clock (``t_final`` is the end time;
-    :mod:`solvers.checkpoint`).  It keeps its model: ``attention``, ``beta``, ``nu``, the normalisation and
-    its parameters, and Q, K, V (``qkv`` and, for random matrices, ``seed``) not given are the file's; given
-    and different they are refused unless ``override=True`` (:mod:`solvers.continuation`).  Without a file,
-    ``attention``, ``beta`` and ``nu`` default to :data:`meanfield.defaults.PARTICLE_DEFAULTS`.  Settings objects (:mod:`meanfield.settings`), or their fields as flat
-    keywords (not both): ``attention`` (an :class:`~meanfield.settings.Attention`, or ``"sa"``/``"usa"``
-    with ``qkv``, ``Q``, ``K``, ``V``, ``heads``, ``kernel``, ``sinkhorn_eps``, ``interaction``), ``step``
-    (:class:`~meanfield.settings.StepControl`: ``stepper``, ``rtol``, ``cfl``, ``dt_max``), ``saving``
-    (:class:`~meanfield.settings.Saving`: ``t_final``, ``save_every``, ``save_log``, frames per decade on
-    a log time axis), ``normalization`` (a :class:`~meanfield.normalization.Normalization`, or its name with
-    ``r0``, ``alpha``, ``mix_switch``).  ``Q, K, V`` arrays or ``heads`` override ``qkv``, which may be a
-    ``.npz`` file of ``Q``, ``K``, ``V``.  With ``nu > 0`` the step is capped by ``dt_max`` (default
-    ``noise_dt_max``, 1e-2), the splitting step of the noise.  Without noise coincident tokens merge
-    (``collapse_tol``, default :data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`, 0: never; MATH.md §5)
-    and the run records ``cluster_count``, ``cluster_energy`` and the merges (:mod:`solvers.clusters`).
-    ``normalization`` (``post``, ``pre``, ``mix``, ``peri``, ``ngpt``, ``lnscale``): the scheme of
-    MATH.md §6 (module docstring; pre, mix and peri switch collapse off by default and refuse noise).
-    ``interaction``: ``auto`` (default), ``harmonic`` or ``direct``, the interaction path
-    (:mod:`solvers.particles`; ``harmonic`` is refused where it does not apply; ``auto`` continues a run
-    file on the file's path); the attrs record the path taken (``interaction_path``) and its class
-    (``interaction``).  ``kernel`` is ``dot`` on the sphere (``l2`` and ``sinkhorn`` are refused there).
-    Defaults: :mod:`meanfield.defaults`, shared with the command line; ``beta`` (unless ``init`` is a
-    particle run file of these tokens) and ``t_final`` are required, as on the command line.  ``trackers``:
-    :class:`solvers.trackers.Tracker` instances, as in :func:`solvers.solve.solve`.
+    Parameters
+    ----------
+    dim, n : int
+        Tokens on S^{dim-1} in R^dim (``dim`` in [2, 4096]) and how many.
+    attention : {"sa", "usa"} or Attention, optional
+        The model's attention, or an :class:`~meanfield.settings.Attention` holding it with the matrices (then
+        none of ``qkv``, ``Q``, ``K``, ``V``, ``heads``, ``kernel``, ``sinkhorn_eps``, ``interaction``).
+        Default: the run file's, else ``"sa"``.
+    beta : float
+        Inverse temperature (the range of ``meanfield --help``).  Required unless ``init`` is a particle run file of
+        these tokens, whose beta a continuation keeps.
+    nu : float, optional
+        Noise strength ``>= 0`` (default: the run file's, else 0).
+    init : str, xarray.Dataset or path
+        Where the tokens are drawn from (:mod:`meanfield.sampling`: ``uniform``, ``orthogonal``,
+        ``perturbed:EPS``, ``vonmises:...``, a PDE run's density), or a particle run of the same ``n`` and
+        ``dim`` to continue exactly from its restart record (positions after merges, weights, the noise
+        generator, the step size and the clock).
+    seed : int or None
+        Seed of the sampling, the noise and random matrices; ``None`` draws one (a continuation: the file's).
+    sampling : {"iid", "quadrature"}
+        i.i.d. tokens, or deterministic nodes with quadrature weights (circle densities).
+    resolution : int
+        Grid of the circle density the tokens are drawn from.
+    positions, weights : array, optional
+        The tokens themselves, shape ``(n, dim)``, and their weights (only with ``positions``).
+    t_final : float
+        The end time.  Required (or ``saving=``).
+    save_every, save_log : float, int, optional
+        A frame every ``save_every`` (default ``t_final / 100``), or ``save_log`` frames per decade of time.
+    qkv : str or path, optional
+        ``identity`` | ``repulsive`` (``V = -I``) | ``random`` (Gaussian / sqrt(d), from ``seed``) | a ``.npz`` of
+        ``Q``, ``K``, ``V`` (one or several heads).  Default: the run file's, else ``identity``.
+    Q, K, V : array, optional
+        Matrices instead of ``qkv`` (``None``: the identity); entries at most 1e100 in magnitude.
+    heads : list of (Q, K, V), optional
+        Several heads whose outputs are summed, instead of ``Q``, ``K``, ``V``.
+    kernel : {"dot", "l2", "sinkhorn"}, optional
+        ``dot`` on the sphere (``l2`` and ``sinkhorn`` need tokens in R^d).
+    sinkhorn_eps : float, optional
+        The entropic parameter of ``sinkhorn``, > 0.
+    interaction : {"auto", "harmonic", "direct"}, optional
+        The interaction path (:mod:`solvers.particles`; ``auto`` continues a run file on its path); the attrs
+        record the path taken (``interaction_path``).
+    stepper, rtol, cfl : optional
+        The time stepper (default ``dopri5``) and its tolerances.
+    dt_max : float, optional
+        Largest step; with ``nu > 0`` the noise's splitting step (default 1e-2).
+    normalization : str or Normalization, optional
+        ``post`` (default, or the run file's), ``pre``, ``mix``, ``peri``, ``ngpt``, ``lnscale`` (MATH.md §6), with
+        ``alpha``, ``r0``, ``mix_switch``; pre, mix and peri carry a radius per token (``radius(time, particle)``).
+    alpha, r0, mix_switch : float, optional
+        nGPT's step, the initial radius, Mix-LN's switch time (as in :func:`solvers.solve.solve`).
+    collapse_tol : float, optional
+        Without noise, merge tokens closer than this (rad; 0: never; default 256 machine epsilons; MATH.md §5).
+    override : bool
+        Allow the model to differ from the run file's (recorded in ``override``; :mod:`solvers.continuation`).
+    trackers : sequence of solvers.trackers.Tracker
+        Observers run after the package's own (as in :func:`solvers.solve.solve`).
+    progress : bool
+        Show a progress bar.
+    step, saving : StepControl, Saving, optional
+        The same settings as objects (:mod:`meanfield.settings`), instead of their keywords (not both).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``positions(time, particle, component)``, ``theta`` on the circle, ``weights``, ``energy``, on the circle
+        ``mode_amplitude``, without noise ``cluster_count``, ``cluster_energy`` and the merges
+        (:mod:`solvers.clusters`), ``Q``, ``K``, ``V`` when not the identity, the restart record and the record of
+        the start (:func:`meanfield.rerun`); ``stop_reason`` and the attributes that re-run it.
+
+    Raises
+    ------
+    meanfield.InputError
+        One line naming the parameter and what it may be, before anything is computed.
     """
     require(t_final is not None or saving is not None, "t_final is required: the end time of the run (--t-final)")
     attention_fields = pop_attention_fields(attention, given(qkv=qkv, Q=Q, K=K, V=V, heads=heads, kernel=kernel,

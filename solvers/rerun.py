@@ -131,8 +131,26 @@ def _threads(attrs: dict) -> int:
 
 
 def rerun(run, progress: bool = False) -> xr.Dataset:
-    """Run ``run`` (a run file's path or a run Dataset) again from the record of its start; returns the new run,
-    bit for bit the same frames and final state (module docstring)."""
+    """Run a solve or particle run again from the record of its start (module docstring).
+
+    Parameters
+    ----------
+    run : str, pathlib.Path or xarray.Dataset
+        A run file's path, or a run Dataset.
+    progress : bool
+        Show a progress bar.
+
+    Returns
+    -------
+    xarray.Dataset
+        The new run: bit for bit the same frames, merges and final state; ``init``, ``command``, ``restart`` and
+        ``override`` as the file recorded them, ``rerun_of`` naming it.
+
+    Raises
+    ------
+    meanfield.InputError
+        One line, for a file that is not a solve or particle run or whose record of its start is missing or damaged.
+    """
     dataset, label = _load(run)
     geometry = dataset.attrs.get("geometry")
     require(geometry in SCHEMES or geometry == "particles",

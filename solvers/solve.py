@@ -198,33 +198,78 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
           step: StepControl | None = None, monitor: Monitor | None = None, saving: Saving | None = None):
     """Solve the mean-field PDE (MATH.md §2) and return the run as an ``xarray.Dataset``.
 
-    ``stop_reason`` says ``"completed"`` or why the run stopped early (lost positivity,
-    resolution or finiteness; interrupted); every frame saved before that is kept, and the
-    last valid state is saved as a final frame (``last_frame_off_schedule = 1``).
-    ``init``: a text spec, grid values, an ``xarray.DataArray``, a callable, a run Dataset or
-    a ``.nc`` path (:mod:`meanfield.init_data`).  A run of the same geometry, scheme and
-    resolution continues exactly from its restart record, clock included (``t_final`` is the
-    end time; :mod:`solvers.checkpoint`); ``scheme``, ``resolution`` and ``dim`` default to
-    the file's.  Any other run is remapped (conservatively for finite volume) and its clock
-    continues.  ``attention``, ``beta`` and ``nu`` not given are the run file's; given and different
-    from the file's they are refused unless ``override=True`` (recorded in the ``override`` attribute;
-    :mod:`solvers.continuation`).  Defaults: :mod:`meanfield.defaults`, shared with the command line;
-    ``beta`` (unless ``init`` is a run file) and ``t_final`` are required, as on the command line.
-    ``trackers``: :class:`solvers.trackers.Tracker` instances observing the run after the package's own; what
-    their ``frame`` returns is saved per frame, their ``variables`` and ``attrs`` join the Dataset.
-    Settings objects (:mod:`meanfield.settings`), or their fields as flat keywords (not both):
-    ``step`` (:class:`~meanfield.settings.StepControl`: ``stepper`` (default: the scheme's), ``rtol``,
-    ``atol``, ``cfl``), ``monitor`` (:class:`~meanfield.settings.Monitor`: ``resolution_tol``,
-    ``positivity_tol``), ``saving`` (:class:`~meanfield.settings.Saving`: ``t_final``, ``save_every``,
-    ``save_log``, frames per decade on a log time axis instead of every ``save_every``).
-    ``collapse_tol`` (Lagrangian only): merge nodes closer than this (default
-    :data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`, 0: never; MATH.md §5); Lagrangian runs also
-    record ``cluster_count``, ``cluster_energy`` and the merges (:mod:`solvers.clusters`).
-    ``normalization``: a :class:`~meanfield.normalization.Normalization`, or its name with the flat
-    keywords ``alpha``, ``r0``, ``mix_switch``: ``post`` (the default), ``ngpt`` (step ``alpha``, default 1)
-    or ``lnscale`` (MATH.md §6, :mod:`solvers.normalized_velocity`) for the spectral, galerkin and fv schemes;
-    the Lagrangian schemes take all six, ``pre``, ``mix`` (switch time ``mix_switch``) and ``peri`` with a
-    radius per node starting at ``r0`` (:mod:`solvers.lagrangian`; :func:`check_normalization`).
+    Parameters
+    ----------
+    geometry : {"circle", "sphere", "zonal"}
+        The circle (Fourier), S^2 (spherical harmonics) or zonal densities on S^{dim-1} (Gegenbauer).
+    attention : {"sa", "usa"}, optional
+        Softmax or unnormalised attention (MATH.md §1).  Default: the run file's, else ``"sa"``.
+    beta : float
+        Inverse temperature, in the range of ``meanfield --help`` (USA: at most 700).  Required unless ``init`` is a
+        run file, whose beta a continuation keeps.
+    nu : float, optional
+        Noise strength ``>= 0`` (default: the run file's, else 0).
+    dim : int, optional
+        Ambient dimension (zonal only; at most 256).  Default: the run file's, else the geometry's.
+    resolution : int, optional
+        Circle grid points ``N``, sphere degree ``L``, zonal degree or cells.  Default: the run file's, else the
+        geometry's (:mod:`meanfield.defaults`).
+    scheme : str, optional
+        ``spectral`` | ``fv`` | ``lagrangian`` (circle), ``spectral`` | ``lagrangian`` (sphere), ``galerkin`` |
+        ``fv`` (zonal) (:data:`meanfield.schemes.SCHEMES`).  Default: the run file's, else the first.
+    init : str, array, xarray.DataArray, callable, xarray.Dataset or path
+        A text spec (``perturbed:EPS``, ``vonmises:KAPPA@MU``, ...), grid values, a DataArray with its
+        coordinates, a function, or a run (:mod:`meanfield.init_data`).  A run of the same geometry, scheme and
+        resolution continues exactly from its restart record, clock included; any other run is remapped
+        (conservatively for finite volume).
+    seed : int or None
+        Seed of ``perturbed:`` starts, in ``[0, 2^63 - 1]``; ``None`` draws one and records it.
+    t_final : float
+        The end time (a continued run goes on from its file's time).  Required (or ``saving=``).
+    save_every, save_log : float, int, optional
+        A frame every ``save_every`` (default ``t_final / 100``), or ``save_log`` frames per decade of time.
+    stepper : str, optional
+        ``dopri5``, ``rk4``, ``etdrk4``, ``ssprk3`` (:data:`solvers.steppers.STEPPERS`); default: the scheme's.
+    rtol, atol, cfl : float, optional
+        The adaptive stepper's tolerances; the fixed steppers' fraction of the stable step.
+    resolution_tol, positivity_tol : float, optional
+        The validity monitor: stop when the spectral tail or the negative part exceeds these (DESIGN.md
+        "Stopping").
+    normalization : str or Normalization, optional
+        ``post`` (default, or the run file's), ``ngpt``, ``lnscale``; the Lagrangian schemes also ``pre``, ``mix``,
+        ``peri`` (MATH.md §6).
+    alpha, r0, mix_switch : float, optional
+        nGPT's step (> 0), the initial radius of pre, mix and peri (> 0), Mix-LN's switch time (>= 0); each refused
+        with a scheme that does not use it.  Default: the run file's, else 1, 1, 1.
+    collapse_tol : float, optional
+        Lagrangian only: merge nodes closer than this (rad; 0: never; default 256 machine epsilons; MATH.md §5).
+    override : bool
+        Allow ``attention``, ``beta``, ``nu`` or the normalisation to differ from the run file's (recorded in the
+        ``override`` attribute; :mod:`solvers.continuation`).
+    trackers : sequence of solvers.trackers.Tracker
+        Observers run after the package's own: what their ``frame`` returns is saved per frame, their
+        ``variables()`` and ``attrs()`` join the Dataset.
+    progress : bool
+        Show a progress bar.
+    backend : str, optional
+        Transform backend (circle ``pyfftw`` | ``scipy``; sphere ``ducc0``).
+    step, monitor, saving : StepControl, Monitor, Saving, optional
+        The same settings as objects (:mod:`meanfield.settings`), instead of their keywords (not both).
+
+    Returns
+    -------
+    xarray.Dataset
+        The run (DESIGN.md "Data contract"): ``density(time, ...)``, ``mass``, ``energy``, ``mode_amplitude``,
+        cluster records for Lagrangian and finite-volume runs, the restart record and the record of the start
+        (:func:`meanfield.rerun`), and the attributes that re-run it (``command``).  ``stop_reason`` says
+        ``"completed"`` or why the run stopped early (lost positivity, resolution or finiteness; interrupted);
+        every frame saved before that is kept and the last valid state is a final frame
+        (``last_frame_off_schedule = 1``).
+
+    Raises
+    ------
+    meanfield.InputError
+        One line naming the parameter and what it may be, before anything is computed.
     """
     require(geometry in SCHEMES, f"geometry must be one of {', '.join(SCHEMES)} (got {geometry!r})")
     require(t_final is not None or saving is not None, "t_final is required: the end time of the run (--t-final)")

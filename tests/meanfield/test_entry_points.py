@@ -56,3 +56,19 @@ def test_the_api_requires_what_the_command_line_requires():
         meanfield.solve("circle", t_final=1.0)
     with pytest.raises(InputError, match="beta is required"):
         meanfield.simulate_particles(n=8, t_final=1.0)
+
+
+@pytest.mark.parametrize("entry", ["solve", "simulate_particles", "rerun", "gaussian.solve"])
+def test_every_parameter_is_documented_in_a_numpydoc_section(entry):
+    import re
+
+    function = meanfield
+    for part in entry.split("."):
+        function = getattr(function, part)
+    doc = inspect.getdoc(function)
+    assert "Parameters\n----------" in doc and "Returns\n-------" in doc
+    section = doc.split("Parameters\n----------")[1].split("Returns\n-------")[0]
+    documented = {name for line in section.splitlines() if line and not line[0].isspace()
+                  for name in re.split(r",\s*", line.split(" : ")[0])}
+    missing = set(inspect.signature(function).parameters) - documented
+    assert not missing, missing
