@@ -72,3 +72,15 @@ def test_every_parameter_is_documented_in_a_numpydoc_section(entry):
                   for name in re.split(r",\s*", line.split(" : ")[0])}
     missing = set(inspect.signature(function).parameters) - documented
     assert not missing, missing
+
+
+@pytest.mark.parametrize("package", ["meanfield", "solvers", "validation"])
+def test_no_module_is_shadowed_by_a_name_of_its_package(package):
+    """`solvers.solve` was the function solve, so the module path the docstrings cite did not import."""
+    import pkgutil
+    import types
+
+    module = importlib.import_module(package)
+    for info in pkgutil.iter_modules(module.__path__):
+        value = getattr(module, info.name, None)
+        assert value is None or isinstance(value, types.ModuleType), f"{package}.{info.name} is {type(value)}"
