@@ -43,6 +43,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from meanfield import fourier_series
+from meanfield.analysis import W1_GRID_POINTS, wasserstein1_circle
 from meanfield.errors import require
 from meanfield.initial import circle_density
 from meanfield.plotting import legend_below
@@ -65,12 +66,6 @@ QUICK = {"times": (0.0, 1.0, 2.0), "log2_n": tuple(range(7, 12)), "seeds": 16}
 #: Bound on ``c`` in ``n W1 = C(t) (1 + c / n^2)`` for quadrature nodes: ``c = 0.0256`` measured at t = 0 for
 #: ``INIT`` (n = 128 ... 8192: second order, constant to 0.1 %), taken twice.
 QUADRATURE_CONSTANT = 0.05
-#: Default points of the uniform sub-grid on which the W1 integrand is resolved.
-W1_GRID_POINTS = 2 ** 15
-#: Fourier coefficients below this fraction of ``rho_hat_0`` are dropped (|error in F| < 1e-13).
-COEFF_TRIM = 1e-15
-#: Intervals on which ``F_mu - F_nu`` varies less than this count as constant for the median.
-FLAT_WIDTH = 1e-12
 
 
 # ------------------------------------------------------------------------------------------ shared helpers
@@ -93,162 +88,6 @@ def fit_with_spread(x, mean_values, per_seed_values) -> tuple[float, float, floa
     per_seed = per_seed[np.isfinite(per_seed)]
     spread = float(per_seed.std(ddof=1)) if per_seed.size > 1 else math.nan
     return slope, intercept, spread
-
-
-# ------------------------------------------------------------------------------------- W1 on the circle
-def trig_coefficients(density) -> np.ndarray:
-    """``rho_hat_k`` (k = 0..K) of the trigonometric series through grid values, normalised to mass 1.
-
-    The Nyquist mode is dropped (as :class:`meanfield.sampling.TrigonometricDensity` does) and
-    the tail below ``COEFF_TRIM * rho_hat_0`` is trimmed.
-    """
-    density = np.asarray(density, dtype=float)
-    require(density.ndim == 1 and density.size >= 2, "density must be a 1-D array of grid values")
-    coeffs = fourier_series.coefficients(density)
-    if density.size % 2 == 0:
-        coeffs[-1] = 0.0
-    require(coeffs[0].real > 0, "density must have positive mass")
-    coeffs = coeffs / (2 * math.pi * coeffs[0].real)
-    kept = np.nonzero(np.abs(coeffs) > COEFF_TRIM * coeffs[0].real)[0]
-    return coeffs[:kept[-1] + 1]
-
-
-def _cdf_parts(coeffs: np.ndarray):
-    """``b_k = rho_hat_k / (i k)`` and the constant ``-2 Re sum b_k`` so that ``F(0) = 0``."""
-    k = np.arange(1, coeffs.size)
-    b = coeffs[1:] / (1j * k)
-    return b, -2.0 * float(np.sum(b).real)
-
-
-def cdf_and_density_at(coeffs: np.ndarray, theta: np.ndarray, block: int = 2048):
-    """Exact ``F(theta) = int_0^theta rho`` and ``rho(theta)`` of the series at scattered angles."""
-    theta = np.asarray(theta, dtype=float)
-    b, offset = _cdf_parts(coeffs)
-    k = np.arange(1, coeffs.size)
-    table = np.stack((b, coeffs[1:]), axis=1)
-    sums = np.zeros((theta.size, 2), dtype=complex)
-    for start in range(0, theta.size, block):
-        phases = np.exp(1j * np.outer(theta[start:start + block], k))
-        sums[start:start + block] = phases @ table
-    rho0 = coeffs[0].real
-    return rho0 * theta + 2 * sums[:, 0].real + offset, rho0 + 2 * sums[:, 1].real
-
-
-def cdf_and_density_on_grid(coeffs: np.ndarray, points: int):
-    """``F`` and ``rho`` on ``2 pi m / points`` by inverse FFT (``points > 2 K``)."""
-    require(points // 2 > coeffs.size - 1, "the sub-grid must resolve every Fourier mode")
-    b, offset = _cdf_parts(coeffs)
-    padded = np.zeros(points // 2 + 1, dtype=complex)
-    padded[1:coeffs.size] = b
-    grid = 2 * math.pi * np.arange(points) / points
-    cdf = coeffs[0].real * grid + fourier_series.synthesis(padded, points) + offset
-    padded[1:coeffs.size] = coeffs[1:]
-    density = coeffs[0].real + fourier_series.synthesis(padded, points)
-    return cdf, density
-
-
-def _breakpoints(theta, weights, coeffs, grid_points):
-    """Merged, sorted breakpoints with ``F_mu`` (right-continuous), ``F_nu`` and ``rho`` there.
-
-    The last breakpoint is ``2 pi`` (``F_nu = 1``); between consecutive breakpoints ``F_mu`` is
-    constant and ``F_nu`` smooth.
-    """
-    points = max(grid_points, 1 << int(math.ceil(math.log2(4 * coeffs.size))))
-    grid_cdf, grid_rho = cdf_and_density_on_grid(coeffs, points)
-    atom_cdf, atom_rho = cdf_and_density_at(coeffs, theta)
-    x = np.concatenate((2 * math.pi * np.arange(points) / points, theta, [2 * math.pi]))
-    f_nu = np.concatenate((grid_cdf, atom_cdf, [1.0]))
-    rho = np.concatenate((grid_rho, atom_rho, [grid_rho[0]]))
-    mass = np.concatenate((np.zeros(points), weights, [0.0]))
-    order = np.argsort(x, kind="stable")
-    return x[order], np.cumsum(mass[order]), f_nu[order], rho[order]
-
-
-def _weighted_median(g_left, g_right, lengths) -> float:
-    """The ``c`` with ``|{G < c}| = |{G > c}|`` for ``G`` linear on each interval (exact, by sorting).
-
-    ``m(c) = |{G < c}|`` is piecewise linear in ``c``: each interval adds a ramp of height
-    ``length`` between its end values (a jump when they differ by less than ``FLAT_WIDTH``).
-    """
-    lo, hi = np.minimum(g_left, g_right), np.maximum(g_left, g_right)
-    ramp = hi - lo > FLAT_WIDTH
-    rate = lengths[ramp] / (hi[ramp] - lo[ramp])
-    zeros = np.zeros(int(np.count_nonzero(~ramp)))
-    pos = np.concatenate((lo[ramp], hi[ramp], lo[~ramp]))
-    order = np.argsort(pos, kind="stable")
-    pos = pos[order]
-    if pos.size < 2:
-        return float(pos[0])
-    slope = np.cumsum(np.concatenate((rate, -rate, zeros))[order])
-    jump = np.concatenate((np.zeros(2 * rate.size), lengths[~ramp]))[order]
-    rise = slope[:-1] * np.diff(pos)
-    after = np.cumsum(jump) + np.concatenate(([0.0], np.cumsum(rise)))     # m just after each knot
-    before_next = after[:-1] + rise                                         # m just before the next knot
-    knots = np.repeat(pos, 2)[1:-1]
-    levels = np.maximum.accumulate(np.column_stack((after[:-1], before_next)).ravel())
-    return float(np.interp(0.5 * float(np.sum(lengths)), levels, knots))
-
-
-def _hermite(s, ga, gb, da, db):
-    """The cubic Hermite interpolant on ``[0, 1]`` (``da, db`` already times the interval length)."""
-    return (((2 * s - 3) * s * s + 1) * ga + ((s - 2) * s + 1) * s * da + (3 - 2 * s) * s * s * gb
-            + (s - 1) * s * s * db)
-
-
-def _hermite_integral(s, ga, gb, da, db):
-    """``int_0^s`` of :func:`_hermite` (per unit interval length)."""
-    s2, s3, s4 = s * s, s ** 3, s ** 4
-    return ((s4 / 2 - s3 + s) * ga + (s4 / 4 - 2 * s3 / 3 + s2 / 2) * da + (s3 - s4 / 2) * gb
-            + (s4 / 4 - s3 / 3) * db)
-
-
-def _cubic_root(ga, gb, da, db, iterations: int = 60):
-    """The root in ``(0, 1)`` of the Hermite cubic where ``ga`` and ``gb`` differ in sign (bisection)."""
-    left, right = np.zeros_like(ga), np.ones_like(ga)
-    sign_left = np.sign(ga)
-    for _ in range(iterations):
-        mid = 0.5 * (left + right)
-        same = np.sign(_hermite(mid, ga, gb, da, db)) == sign_left
-        left, right = np.where(same, mid, left), np.where(same, right, mid)
-    return 0.5 * (left + right)
-
-
-def _integral_of_abs(ga, gb, da, db, lengths) -> float:
-    """``sum_i int |g|`` over the intervals, ``g`` the Hermite cubic of each interval."""
-    whole = _hermite_integral(1.0, ga, gb, da, db)
-    total = np.abs(whole)
-    cross = ga * gb < 0
-    if np.any(cross):
-        a, b, p, q = ga[cross], gb[cross], da[cross], db[cross]
-        root = _cubic_root(a, b, p, q)
-        total[cross] = np.sign(a) * (2 * _hermite_integral(root, a, b, p, q) - whole[cross])
-    return float(np.sum(total * lengths))
-
-
-def wasserstein1_circle(theta, weights, density, grid_points: int = W1_GRID_POINTS) -> float:
-    """W1 between the weighted atoms ``(theta, weights)`` and the grid density ``density`` (MATH.md §4).
-
-    ``theta``: angles (taken mod ``2 pi``); ``weights``: non-negative, normalised here to sum 1;
-    ``density``: values on ``2 pi j / N``, read as the trigonometric series through them
-    (normalised to mass 1).  ``W1 = min_c int_0^{2 pi} |F_mu - F_nu - c|``: ``F_nu`` is the
-    exact CDF of the series, ``F_mu`` the step CDF; on each interval between consecutive
-    breakpoints (atoms and a uniform sub-grid of ``grid_points``) ``F_mu`` is constant and
-    ``F_nu`` is replaced by its cubic Hermite interpolant from the exact ``F_nu, rho`` at
-    the ends (error ``h^4 max|rho'''| / 384``, ``h = 2 pi / grid_points``), whose ``|.|``
-    is integrated exactly (roots by bisection).  ``c`` is the length-weighted median of
-    ``F_mu - F_nu`` with ``F_nu`` linear per interval; its error enters ``W1`` at second order.
-    """
-    theta = np.mod(np.asarray(theta, dtype=float).ravel(), 2 * math.pi)
-    theta[theta >= 2 * math.pi] = 0.0
-    weights = np.asarray(weights, dtype=float).ravel()
-    require(weights.shape == theta.shape, "theta and weights must have the same length")
-    require(bool(np.all(weights >= 0)) and weights.sum() > 0, "weights must be non-negative with a positive sum")
-    coeffs = trig_coefficients(density)
-    x, f_mu, f_nu, rho = _breakpoints(theta, weights / weights.sum(), coeffs, grid_points)
-    lengths = np.diff(x)
-    g_left, g_right = f_mu[:-1] - f_nu[:-1], f_mu[:-1] - f_nu[1:]
-    c = _weighted_median(g_left, g_right, lengths)
-    return _integral_of_abs(g_left - c, g_right - c, -rho[:-1] * lengths, -rho[1:] * lengths, lengths)
 
 
 # ------------------------------------------------------------------------------------------------ study

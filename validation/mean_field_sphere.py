@@ -26,7 +26,7 @@ most ``1 / (pi L^2)`` to the square for any two probability measures (``sum_m |m
 that divided by ``4 n`` (see below), negligible.  Degree 0 is left out (both measures have mass 1).
 
 Coefficients: ``mu_lm = sum_j w_j conj(Y_lm(x_j))`` by ducc0's adjoint non-uniform synthesis
-(:func:`empirical_coefficients`, as :meth:`solvers.lagrangian.SphereLagrangian.coefficients`);
+(:func:`meanfield.analysis.sphere_point_coefficients`, as :meth:`solvers.lagrangian.SphereLagrangian.coefficients`);
 ``rho_lm`` by analysing each saved PDE density frame with
 :func:`solvers.sphere.make_sphere_basis` (exact: the frames are synthesised from degree-``lmax``
 states on a dealiased Gauss–Legendre grid).  Both in the package's m-major orthonormal layout
@@ -72,17 +72,17 @@ from matplotlib.figure import Figure
 from meanfield.defaults import geometry_default
 from meanfield.errors import require
 from meanfield.storage import netcdf_safe, package_version
-from solvers.lagrangian import SHT_EPSILON, SphereLagrangian
+from meanfield.analysis import SOBOLEV_S, iid_mean_square, lmax_of, negative_sobolev_norm, sphere_point_coefficients
+from solvers.lagrangian import SHT_EPSILON
 from solvers.particle_run import simulate
 from solvers.solve import solve
-from solvers.sphere import m_major_layout, make_sphere_basis, point_mass_coefficients
+from solvers.sphere import make_sphere_basis
 from .mean_field import _colours, _frames, fit_with_spread
 from .harness import progress_bar, save_figure, study_main, write_dataset
 
 INIT = "vmf:1@45,0+vmf:1@-30,150"
 BETA = 4.0
 #: Sobolev exponent of the weak norm (``s > 1`` for point masses; module docstring).
-SOBOLEV_S = 2.0
 #: Latitudes of the equal-angle cells the tokens are sampled on (``2 x`` as many longitudes).
 SAMPLE_RESOLUTION = 512
 PDE_RTOL = 1e-10
@@ -90,52 +90,6 @@ PARTICLE_RTOL = 1e-8
 SAVE_EVERY = 0.5
 FULL = {"times": (0.0, 1.5, 3.0), "log2_n": tuple(range(7, 18)), "seeds": 8}
 QUICK = {"times": (0.0, 1.0, 2.0), "log2_n": tuple(range(7, 12)), "seeds": 32}
-
-
-# ------------------------------------------------------------------------------- the weak norm on S^2
-def lmax_of(coefficients: np.ndarray) -> int:
-    """``lmax`` of an m-major coefficient array of length ``(lmax + 1)(lmax + 2) / 2``."""
-    lmax = int(round((math.sqrt(8 * len(coefficients) + 1) - 3) / 2))
-    require((lmax + 1) * (lmax + 2) // 2 == len(coefficients), "coefficients must fill an m-major layout")
-    return lmax
-
-
-def sobolev_weights(lmax: int, s: float = SOBOLEV_S) -> np.ndarray:
-    """Per stored coefficient: ``(1 + l(l+1))^-s`` times 2 for ``m > 0`` (the ``-m`` twin), 0 at ``l = 0``."""
-    degree, order = m_major_layout(lmax)
-    return np.where(degree == 0, 0.0, np.where(order == 0, 1.0, 2.0) * (1.0 + degree * (degree + 1.0)) ** -s)
-
-
-def negative_sobolev_norm(mu_lm: np.ndarray, rho_lm: np.ndarray, s: float = SOBOLEV_S) -> float:
-    """``||mu - rho||_{H^-s}`` over degrees ``1 .. lmax`` of two real fields' m-major coefficients
-    (module docstring)."""
-    mu_lm, rho_lm = np.asarray(mu_lm), np.asarray(rho_lm)
-    require(mu_lm.shape == rho_lm.shape, "both coefficient arrays must have the same lmax")
-    return math.sqrt(float(np.sum(sobolev_weights(lmax_of(mu_lm), s) * np.abs(mu_lm - rho_lm) ** 2)))
-
-
-def point_mass_norm(lmax: int, s: float = SOBOLEV_S) -> float:
-    """``||delta_x - 1/(4 pi)||_{H^-s}`` (any ``x``) by the addition theorem: ``sum_m |Y_lm(x)|^2 = (2l+1)/(4 pi)``."""
-    degree = np.arange(1, lmax + 1, dtype=float)
-    return math.sqrt(float(np.sum((1.0 + degree * (degree + 1.0)) ** -s * (2 * degree + 1) / (4 * math.pi))))
-
-
-def iid_mean_square(rho_lm: np.ndarray, s: float = SOBOLEV_S) -> float:
-    """``n E ||mu_n - rho||^2_{H^-s}`` for ``n`` i.i.d. tokens of law ``rho`` (module docstring)."""
-    lmax = lmax_of(rho_lm)
-    degree, order = m_major_layout(lmax)
-    power = np.bincount(degree, weights=np.where(order == 0, 1.0, 2.0) * np.abs(rho_lm) ** 2, minlength=lmax + 1)
-    l = np.arange(1, lmax + 1, dtype=float)
-    return float(np.sum((1.0 + l * (l + 1.0)) ** -s * ((2 * l + 1) / (4 * math.pi) - power[1:])))
-
-
-def empirical_coefficients(x: np.ndarray, weights: np.ndarray, lmax: int) -> np.ndarray:
-    """``mu_lm = sum_j w_j conj(Y_lm(x_j))``, ``l <= lmax``, of unit vectors ``x`` (n, 3): the adjoint
-    non-uniform synthesis of :meth:`solvers.lagrangian.SphereLagrangian.coefficients` (same locations, accuracy)."""
-    x = np.ascontiguousarray(x, dtype=float)
-    weights = np.ascontiguousarray(weights, dtype=float)
-    require(x.ndim == 2 and x.shape[1] == 3 and weights.shape == (x.shape[0],), "x must be (n, 3), weights (n,)")
-    return point_mass_coefficients(weights, SphereLagrangian.locations(x), lmax, SHT_EPSILON)[0]
 
 
 def sampling_law(rho_lm: np.ndarray, resolution: int = SAMPLE_RESOLUTION) -> xr.DataArray:
@@ -190,7 +144,7 @@ def particle_errors(rho_lm: np.ndarray, law, beta: float, attention: str, times,
     require(run.attrs["stop_reason"] == "completed", f"particle run stopped early: {run.attrs['stop_reason']}")
     positions, weights = _frames(run, "positions", times), run["weights"].values
     lmax = lmax_of(rho_lm[0])
-    errors = [negative_sobolev_norm(empirical_coefficients(positions[i], weights, lmax), rho_lm[i])
+    errors = [negative_sobolev_norm(sphere_point_coefficients(positions[i], weights, lmax), rho_lm[i])
               for i in range(len(times))]
     return np.array(errors), float(run.attrs["wall_time"]), str(run.attrs["interaction"])
 

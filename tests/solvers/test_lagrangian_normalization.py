@@ -17,7 +17,8 @@ from solvers.particle_run import simulate
 from solvers.runloop import run
 from solvers.solve import solve
 from solvers.steppers import make_stepper
-from validation.mean_field import INIT, fit_line, wasserstein1_circle
+from meanfield.analysis import wasserstein1_circle
+from validation.mean_field import INIT, fit_line
 
 
 def frames_of(scheme, init: str, t_final: float, save_every: float, rtol: float = 1e-10) -> dict:

@@ -1,0 +1,67 @@
+"""meanfield.analysis: each distance against a closed form or a brute-force sum (issue 22 item 2)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from meanfield import analysis, fourier_series
+from meanfield.diagnostics import empirical_coefficients
+from meanfield.initial import circle_density
+
+
+def test_circle_h_minus_s_of_a_point_mass_is_the_series_of_its_modes():
+    """delta_a - 1/(2 pi) has rho_hat_k = e^{-ika} / (2 pi) for every k != 0: the norm^2 is
+    sum_{k >= 1} (1 + k^2)^-s / pi; at s = 1 summed to infinity, (pi coth pi - 1) / (2 pi)."""
+    modes = 4000
+    mu = empirical_coefficients(np.array([0.7]), np.array([1.0]), np.arange(modes + 1))
+    uniform = np.zeros(modes + 1, dtype=complex)
+    uniform[0] = 1 / (2 * math.pi)
+    k = np.arange(1, modes + 1)
+    for s in (1.0, 2.0):
+        assert analysis.circle_negative_sobolev_norm(mu, uniform, s) ** 2 == pytest.approx(
+            float(np.sum((1.0 + k * k) ** -s)) / math.pi, rel=1e-13)
+    tail = 1 / (math.pi * modes)                                   # sum_{k > K} 1 / (1 + k^2) < 1 / K
+    limit = (math.pi / math.tanh(math.pi) - 1) / (2 * math.pi)
+    assert 0 < limit - analysis.circle_negative_sobolev_norm(mu, uniform, 1.0) ** 2 < tail
+
+
+def test_circle_h_minus_s_against_a_brute_force_double_sum():
+    """||mu - rho||^2 = sum_ij w_i w_j G(theta_i - theta_j) - 2 sum_i w_i (G * rho)(theta_i) + <rho, G * rho> with
+    G(x) = (1 / pi) sum_{k >= 1} (1 + k^2)^-s cos(k x), here for a density rho of a few modes, directly."""
+    rng = np.random.default_rng(4)
+    theta, weights = rng.uniform(0, 2 * math.pi, 30), rng.uniform(0.5, 1.5, 30)
+    weights /= weights.sum()
+    modes = np.arange(0, 65)
+    rho = circle_density("vonmises:2@1", 256)
+    rho_hat = fourier_series.coefficients(rho)[:modes.size]
+    mu_hat = empirical_coefficients(theta, weights, modes)
+    s, k = 2.0, modes[1:]
+    kernel = lambda x: np.sum((1.0 + k * k) ** -s * np.cos(np.multiply.outer(x, k)), axis=-1) / math.pi
+    pairs = float(weights @ kernel(np.subtract.outer(theta, theta)) @ weights)
+    smoothed = 2 * np.real(np.exp(1j * np.outer(theta, k)) @ ((1.0 + k * k) ** -s * rho_hat[1:]))  # (G * rho)(theta)
+    cross = float(weights @ smoothed)
+    self_term = 2 * math.pi * 2 * float(np.sum((1.0 + k * k) ** -s * np.abs(rho_hat[1:]) ** 2))
+    assert analysis.circle_negative_sobolev_norm(mu_hat, rho_hat, s) ** 2 == pytest.approx(
+        pairs - 2 * cross + self_term, rel=1e-11)
+
+
+def test_zonal_h_minus_s_of_the_pole_on_s2_is_the_sphere_point_mass_norm():
+    """On S^2 a point mass at the pole is zonal: its normalised Gegenbauer coefficients are P_l(1) =
+    sqrt((2l + 1) / (4 pi)), and the zonal norm must equal the S^2 addition-theorem closed form."""
+    lmax = 60
+    l = np.arange(lmax + 1)
+    pole = np.sqrt((2 * l + 1) / (4 * math.pi))
+    uniform = np.zeros(lmax + 1)
+    uniform[0] = pole[0]
+    assert analysis.zonal_negative_sobolev_norm(pole, uniform, 3) == pytest.approx(analysis.point_mass_norm(lmax),
+                                                                                   rel=1e-14)
+    with pytest.raises(Exception, match="dim must be an integer >= 3"):
+        analysis.zonal_negative_sobolev_norm(pole, uniform, 2)
+
+
+def test_circle_w1_is_public_and_exact_for_a_point_mass():
+    """W1(delta_a, uniform) = pi / 2 for every a (MATH.md §4)."""
+    uniform = np.full(64, 1 / (2 * math.pi))
+    for a in (0.0, 1.0, 4.0):
+        assert analysis.wasserstein1_circle([a], [1.0], uniform) == pytest.approx(math.pi / 2, abs=1e-12)
