@@ -268,3 +268,19 @@ def zonal_negative_sobolev_norm(mu_l: np.ndarray, rho_l: np.ndarray, dim: int, s
     l = np.arange(mu_l.size, dtype=float)
     weights = np.where(l == 0, 0.0, (1.0 + l * (l + dim - 2)) ** -s)
     return math.sqrt(float(np.sum(weights * (mu_l - rho_l) ** 2)))
+
+
+def sphere_frame_coefficients(run, index: int = -1, lmax: int | None = None) -> np.ndarray:
+    """The m-major orthonormal coefficients ``rho_lm``, ``l <= lmax`` (default: the run's), of frame ``index`` of a
+    spectral S^2 run file, from its grid and ``quadrature_weight`` alone: exact for the band-limited frames the
+    Gauss–Legendre grid holds (to ducc0's ``SHT_EPSILON``)."""
+    require(run.attrs.get("geometry") == "sphere" and "quadrature_weight" in run,
+            "sphere_frame_coefficients needs a spectral S^2 run file with quadrature_weight (older files lack it)")
+    lmax = int(run.attrs["resolution"]) if lmax is None else int(lmax)
+    lat, lon = np.radians(run["lat"].values), np.radians(run["lon"].values)
+    density = np.asarray(run["density"].values[index], dtype=float)
+    weight = np.broadcast_to(np.asarray(run["quadrature_weight"].values, dtype=float)[:, None], density.shape)
+    lat_grid, lon_grid = np.meshgrid(lat, lon, indexing="ij")
+    points = np.stack((np.cos(lat_grid) * np.cos(lon_grid), np.cos(lat_grid) * np.sin(lon_grid), np.sin(lat_grid)),
+                      axis=-1).reshape(-1, 3)
+    return sphere_point_coefficients(points, (density * weight).ravel(), lmax)

@@ -344,3 +344,10 @@ class SphereSpectral(DensityScheme):
 
     def dims(self) -> dict:
         return {"density": ("lat", "lon"), "mode_amplitude": ("mode",)}
+
+    def static_variables(self) -> dict:
+        """``quadrature_weight(lat)``: the Gauss–Legendre weight of each grid point of a latitude row (times the
+        longitude spacing), so that ``sum(density * quadrature_weight)`` over the grid is the mass and a run file
+        alone gives the exact coefficients of its frames (:func:`meanfield.analysis.sphere_frame_coefficients`)."""
+        return {"quadrature_weight": ("lat", self.basis.weights[:, 0].copy(),
+                                      {"long_name": "quadrature weight of each grid point of the row (sr)"})}

@@ -65,3 +65,20 @@ def test_circle_w1_is_public_and_exact_for_a_point_mass():
     uniform = np.full(64, 1 / (2 * math.pi))
     for a in (0.0, 1.0, 4.0):
         assert analysis.wasserstein1_circle([a], [1.0], uniform) == pytest.approx(math.pi / 2, abs=1e-12)
+
+
+def test_a_sphere_run_file_alone_gives_its_coefficients():
+    """S^2 files stored neither coefficients nor weights (a user rebuilt the Gauss–Legendre weights); the file's
+    quadrature_weight gives the frame's coefficients exactly: the start of perturbed:EPS is band-limited to
+    degree 12 (MATH.md §2.4), so every coefficient above it vanishes and rho_00 sqrt(4 pi) is the mass."""
+    import meanfield
+
+    run = meanfield.solve("sphere", beta=3.0, resolution=24, init="perturbed:0.02", seed=2, t_final=0.2,
+                          save_every=0.2)
+    rho = analysis.sphere_frame_coefficients(run, 0)
+    degree = np.concatenate([np.arange(m, 25) for m in range(25)])
+    order = np.concatenate([np.full(25 - m, m) for m in range(25)])
+    assert np.max(np.abs(rho[degree > 12])) < 1e-13
+    assert rho[0].real * math.sqrt(4 * math.pi) == pytest.approx(float(run["mass"].values[0]), rel=1e-13)
+    amplitude = np.sqrt(np.bincount(degree, weights=np.where(order == 0, 1.0, 2.0) * np.abs(rho) ** 2))
+    np.testing.assert_allclose(amplitude[1:13], run["mode_amplitude"].values[0][1:13], rtol=1e-10)
