@@ -306,6 +306,10 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     require(collapse_tol is None or lagrangian,
             f"--collapse-tol applies to --scheme lagrangian only (got --scheme {scheme})")
     check_solve_size(geometry, scheme, resolution, model.dim, t_final, save_every, save_log, t_start)
+    if source is not None and not normalization_change and scheme != "lagrangian" and not normalization.on_the_sphere:
+        require(False, f"{checkpoint.source_label(source)} ran --normalization {normalization.name}, which a --scheme "
+                       f"{scheme} run cannot carry on (no radius per node): continue it with --scheme lagrangian, or "
+                       f"give --normalization post --override")
     normalization = check_normalization(normalization, scheme)
     discretisation = build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization, collapse_tol)
     stepper = discretisation.default_stepper if step.stepper is None else step.stepper

@@ -721,6 +721,10 @@ def test_a_continuation_keeps_its_normalisation_and_its_parameters(tmp_path, cap
         code = main(common + change + ["--init", str(first), "--t-final", "2", "--out", str(tmp_path / "x" / "r.nc")])
         line = _one_error_line(capsys)
         assert code == 2 and "differs from peri, r0 = 1.5, the --init run's" in line and not (tmp_path / "x").exists()
+    code = main(["solve", "circle", "--scheme", "fv", "--init", str(first), "--t-final", "2", "--no-progress",
+                 "--out", str(tmp_path / "x" / "fv.nc")])
+    line = _one_error_line(capsys)           # the scheme came from the file: the message says so and what to do
+    assert code == 2 and "ran --normalization peri" in line and "--normalization post --override" in line
 
 
 def test_a_particle_continuation_needs_no_option_its_file_records(tmp_path):
