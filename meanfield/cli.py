@@ -407,11 +407,12 @@ def _report_run(dataset, out):
 
     attrs = dataset.attrs
     _report_saved(dataset, out)
-    if attrs["geometry"] == "circle":
+    if attrs["geometry"] == "circle" and "cluster_count" not in dataset:   # (tracked runs said their count above)
         clusters = detect_clusters(dataset["density"].values[-1])
         click.echo(f"clusters in the last frame: {clusters.count} (dominant mode predicted: {attrs['dominant_mode']})")
     else:
-        click.echo(f"dominant degree predicted by the linear theory: {attrs['dominant_mode']}")
+        word = "mode" if attrs["geometry"] == "circle" else "degree"
+        click.echo(f"dominant {word} predicted by the linear theory: {attrs['dominant_mode']}")
 
 
 # --------------------------------------------------------------------------------------------- particles
