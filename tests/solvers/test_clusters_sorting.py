@@ -1,0 +1,28 @@
+"""The sorted-coordinate test of solvers.clusters.link_groups (issue 22 item 5): never says "apart" wrongly."""
+
+import numpy as np
+import pytest
+from scipy.spatial import cKDTree
+
+from solvers.clusters import apart_by_sorting, link_groups
+
+
+@pytest.mark.parametrize("n, chord", [(500, 1e-13), (500, 0.05), (20000, 1e-6), (20000, 1e-3), (20000, 0.2)])
+def test_apart_by_sorting_agrees_with_the_tree_whenever_it_answers_apart(n, chord):
+    rng = np.random.default_rng(n)
+    points = rng.standard_normal((n, 3))
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    nearest = cKDTree(points).query(points, k=2)[0][:, 1].min()
+    assert (not apart_by_sorting(points, chord)) or nearest >= chord
+    if nearest >= chord and chord < 1e-5:        # few candidates: it must also answer
+        assert apart_by_sorting(points, chord)
+
+
+def test_a_planted_pair_is_found_whatever_lies_between_in_the_first_coordinate():
+    rng = np.random.default_rng(1)
+    points = rng.standard_normal((50000, 3))
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    points[9] = points[4321] + np.array([0.0, 3e-7, -2e-7])   # the same first coordinate, close in the others
+    assert not apart_by_sorting(points, 1e-6)
+    labels, count = link_groups(points, 1e-6)
+    assert count == points.shape[0] - 1 and labels[9] == labels[4321]
