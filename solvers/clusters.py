@@ -78,22 +78,35 @@ def link_groups(points: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
         return np.arange(points.shape[0]), points.shape[0]
     if apart_by_sorting(points, chord):              # the common case, in O(n log n) without a tree
         return np.arange(points.shape[0]), points.shape[0]
-    nearest, _ = cKDTree(points).query(points, k=2)
-    if nearest[:, 1].min() >= chord:                   # the common case: every node is its own group
+    close = pairs_within(points, chord)
+    if close is None:
+        nearest, _ = cKDTree(points).query(points, k=2)
+        apart = bool(nearest[:, 1].min() >= chord)
+    else:
+        apart = close.shape[0] == 0
+    if apart:                                        # every node is its own group
         return np.arange(points.shape[0]), points.shape[0]
     points, positions = np.unique(points, axis=0, return_inverse=True)   # identical positions first
     positions = positions.ravel()
     n = points.shape[0]
     if n < 2:
         return np.zeros(positions.size, dtype=int), 1
-    neighbours = min(LINK_NEIGHBOURS + 1, n)
-    distance, index = cKDTree(points).query(points, k=neighbours, distance_upper_bound=chord)
-    rows = np.repeat(np.arange(n), neighbours).reshape(n, neighbours)
-    linked = np.isfinite(distance)
-    count, labels = _components(rows[linked], index[linked], n)
+    known = None
+    if close is not None and n == positions.size:     # no identical positions: the close pairs, renumbered
+        known = np.sort(positions[close], axis=1)
+    links = sparse_links(points, chord, known)        # every pair within chord, when few (no tree)
+    if links is None:
+        neighbours = min(LINK_NEIGHBOURS + 1, n)
+        distance, index = cKDTree(points).query(points, k=neighbours, distance_upper_bound=chord)
+        rows = np.repeat(np.arange(n), neighbours).reshape(n, neighbours)
+        linked = np.isfinite(distance)
+        links = rows[linked], index[linked]
+    count, labels = _components(*links, n)
     while count > 1:     # groups whose centres are within the radius are one group (dense sub-clusters)
         centres, _ = merge_points(points, np.ones(n), labels, count)
-        pairs = cKDTree(centres).query_pairs(chord, output_type="ndarray")
+        pairs = pairs_within(centres, chord)
+        if pairs is None:
+            pairs = cKDTree(centres).query_pairs(chord, output_type="ndarray")
         if pairs.shape[0] == 0:
             break
         joined, outer = _components(pairs[:, 0], pairs[:, 1], count)
@@ -103,8 +116,68 @@ def link_groups(points: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
     return labels[positions], count
 
 
-#: Candidate pairs per point beyond which :func:`apart_by_sorting` gives up (the tree is then cheaper).
+#: Candidate pairs per point beyond which :func:`apart_by_sorting` and :func:`pairs_within` give up (the tree is
+#: then cheaper).
 SORT_CANDIDATES = 8
+#: Smallest chord :func:`pairs_within` bins by (cell indices of the unit sphere must fit an int64 key).
+SMALLEST_CELL = 1e-5
+
+
+def _cross(starts_a, counts_a, starts_b, counts_b):
+    """Every pair (one member of cell a, one of cell b) of the sorted points, for each listed cell pair."""
+    sizes = counts_a * counts_b
+    pair = np.repeat(np.arange(sizes.size), sizes)
+    within = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    return starts_a[pair] + within // counts_b[pair], starts_b[pair] + within % counts_b[pair]
+
+
+def pairs_within(points: np.ndarray, chord: float, candidates: int = SORT_CANDIDATES) -> np.ndarray | None:
+    """Every pair ``i < j`` of ``points`` (in R^3) closer than ``chord``, as a ``(m, 2)`` array, found by binning
+    into cubes of side ``chord`` (a close pair lies in the same or adjacent cubes); ``None`` when the chord is
+    below :data:`SMALLEST_CELL`, the points are not 3-D, or there are more than ``candidates`` candidate pairs per
+    point (clustered states: the tree is then cheaper)."""
+    n = points.shape[0]
+    if chord < SMALLEST_CELL or points.ndim != 2 or points.shape[1] != 3:
+        return None
+    base = int(2.0 / chord) + 4
+    cells = np.floor(points / chord).astype(np.int64) + base // 2
+    keys = (cells[:, 0] * base + cells[:, 1]) * base + cells[:, 2]
+    order = np.argsort(keys, kind="stable")
+    unique, starts, counts = np.unique(keys[order], return_index=True, return_counts=True)
+    left, right = [], []
+    offsets = [(dx, dy, dz) for dx in (-1, 0, 1) for dy in (-1, 0, 1) for dz in (-1, 0, 1) if (dx, dy, dz) > (0, 0, 0)]
+    total = int(np.sum(counts * (counts - 1) // 2))
+    a, b = _cross(starts, counts, starts, counts)            # within a cell: i < j only
+    keep = a < b
+    left.append(a[keep]), right.append(b[keep])
+    for dx, dy, dz in offsets:
+        target = unique + (dx * base + dy) * base + dz
+        where = np.minimum(np.searchsorted(unique, target), unique.size - 1)
+        found = np.nonzero(unique[where] == target)[0]
+        total += int(np.sum(counts[found] * counts[where[found]]))
+        if total > candidates * n:
+            return None
+        a, b = _cross(starts[found], counts[found], starts[where[found]], counts[where[found]])
+        left.append(a), right.append(b)
+    i, j = order[np.concatenate(left)], order[np.concatenate(right)]
+    close = np.sum((points[i] - points[j]) ** 2, axis=-1) < chord * chord
+    pairs = np.stack((np.minimum(i, j), np.maximum(i, j)), axis=-1)[close]
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+def sparse_links(points: np.ndarray, chord: float, pairs=None):
+    """``(rows, columns)`` of the links :func:`link_groups` makes (each distinct point to its nearest
+    ``LINK_NEIGHBOURS`` within ``chord``, itself included) when every point has at most that many neighbours within
+    ``chord``, so the links are all the close pairs (:func:`pairs_within`, or ``pairs`` already found); else
+    ``None`` (ask the tree)."""
+    pairs = pairs_within(points, chord) if pairs is None else pairs
+    if pairs is None:
+        return None
+    degree = np.bincount(pairs.ravel(), minlength=points.shape[0])
+    if degree.size and degree.max() > LINK_NEIGHBOURS:
+        return None
+    diagonal = np.arange(points.shape[0])
+    return np.concatenate((diagonal, pairs[:, 0])), np.concatenate((diagonal, pairs[:, 1]))
 
 
 def apart_by_sorting(points: np.ndarray, chord: float) -> bool:

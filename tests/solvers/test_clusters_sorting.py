@@ -26,3 +26,19 @@ def test_a_planted_pair_is_found_whatever_lies_between_in_the_first_coordinate()
     assert not apart_by_sorting(points, 1e-6)
     labels, count = link_groups(points, 1e-6)
     assert count == points.shape[0] - 1 and labels[9] == labels[4321]
+
+
+def test_pairs_within_finds_every_close_pair_of_a_brute_force_search():
+    from solvers.clusters import pairs_within
+
+    rng = np.random.default_rng(5)
+    centres = rng.standard_normal((40, 3))
+    points = centres[rng.integers(0, 40, 1500)] + 0.01 * rng.standard_normal((1500, 3))
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    chord = 0.004
+    found = pairs_within(points, chord, candidates=10 ** 6)
+    gaps = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    i, j = np.nonzero(np.triu(gaps < chord, 1))
+    np.testing.assert_array_equal(found, np.stack((i, j), axis=-1))
+    assert pairs_within(points, chord, candidates=1) is None        # too many candidates: the tree's turn
+    assert pairs_within(points, 1e-7) is None                        # cells too small for an int64 key
