@@ -42,3 +42,33 @@ def test_pairs_within_finds_every_close_pair_of_a_brute_force_search():
     np.testing.assert_array_equal(found, np.stack((i, j), axis=-1))
     assert pairs_within(points, chord, candidates=1) is None        # too many candidates: the tree's turn
     assert pairs_within(points, 1e-7) is None                        # cells too small for an int64 key
+
+
+@pytest.mark.parametrize("kind", ["uniform", "small clusters", "dense clusters", "duplicates"])
+def test_the_binned_links_give_the_trees_groups_label_for_label(monkeypatch, kind):
+    """The two ways link_groups finds its links (cubes of the chord when close pairs are few, the k-d tree
+    otherwise) must give the same labels, so no run's cluster records change with the path."""
+    import solvers.clusters as clusters
+
+    rng = np.random.default_rng(len(kind))
+
+    def unit(x):
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    n = 2400
+    if kind == "uniform":
+        points = unit(rng.standard_normal((n, 3)))
+    elif kind == "small clusters":
+        points = unit(np.repeat(unit(rng.standard_normal((n // 3, 3))), 3, axis=0) + 3e-4 * rng.standard_normal((n, 3)))
+    elif kind == "dense clusters":
+        points = unit(unit(rng.standard_normal((5, 3)))[rng.integers(0, 5, n)] + 2e-3 * rng.standard_normal((n, 3)))
+    else:
+        points = unit(rng.standard_normal((n, 3)))
+        points[:200] = points[200:400]
+    for radius in (1e-3, 1e-2):
+        binned = link_groups(points, radius)
+        with monkeypatch.context() as patch:
+            patch.setattr(clusters, "pairs_within", lambda *args, **kwargs: None)
+            patch.setattr(clusters, "apart_by_sorting", lambda *args: False)
+            tree = clusters.link_groups(points, radius)
+        assert binned[1] == tree[1] and np.array_equal(binned[0], tree[0]), (kind, radius)
