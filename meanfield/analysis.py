@@ -11,6 +11,8 @@ The analysis a user needs to check the mean-field limit, public (it was in the v
   ``rho_hat_k`` (``e^{ik theta} / sqrt(2 pi)`` is orthonormal, so ``|.|^2`` carries ``2 pi``; ``k`` and ``-k``
   both count), on S^2 :func:`negative_sobolev_norm` from m-major ``rho_lm`` (``m > 0`` counts twice), zonal
   on S^{d-1} :func:`zonal_negative_sobolev_norm` from the normalised Gegenbauer coefficients ``g_l``;
+* **coefficients of run files**: :func:`sphere_frame_coefficients` (spectral S^2) and :func:`zonal_frame_coefficients`
+  (zonal Galerkin), exact, from the file's ``quadrature_weight``;
 * **coefficients of tokens**: circle :func:`meanfield.diagnostics.empirical_coefficients`, S^2
   :func:`sphere_point_coefficients` (ducc0's adjoint non-uniform synthesis), and the point-mass norm
   :func:`point_mass_norm` and i.i.d. expectation :func:`iid_mean_square` that make the S^2 error's theory.
@@ -284,3 +286,16 @@ def sphere_frame_coefficients(run, index: int = -1, lmax: int | None = None) -> 
     points = np.stack((np.cos(lat_grid) * np.cos(lon_grid), np.cos(lat_grid) * np.sin(lon_grid), np.sin(lat_grid)),
                       axis=-1).reshape(-1, 3)
     return sphere_point_coefficients(points, (density * weight).ravel(), lmax)
+
+
+def zonal_frame_coefficients(run, index: int = -1) -> np.ndarray:
+    """The coefficients ``g_l``, ``l = 0 .. lmax``, on the ``L^2``-normalised Gegenbauer polynomials (MATH.md §2.2)
+    of frame ``index`` of a zonal Galerkin run file, from its polar nodes and ``quadrature_weight`` alone: exact for
+    the frames its Gauss–Gegenbauer rule holds (degree ``<= lmax``, the run's resolution)."""
+    from solvers.zonal import normalised_gegenbauer
+
+    require(run.attrs.get("geometry") == "zonal" and "quadrature_weight" in run,
+            "zonal_frame_coefficients needs a zonal Galerkin run file with quadrature_weight (older files lack it)")
+    nodes = np.cos(np.asarray(run["polar"].values, dtype=float))
+    values = np.asarray(run["density"].values[index], dtype=float) * np.asarray(run["quadrature_weight"].values)
+    return normalised_gegenbauer(nodes, int(run.attrs["resolution"]), int(run.attrs["dim"])).T @ values

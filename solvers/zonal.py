@@ -222,3 +222,10 @@ class ZonalGalerkin(DensityScheme):
 
     def dims(self) -> dict:
         return {"density": ("polar",), "mode_amplitude": ("mode",)}
+
+    def static_variables(self) -> dict:
+        """``quadrature_weight(polar)``: the Gauss–Gegenbauer weight of each polar node times ``|S^{d-2}|``, so that
+        ``sum(density * quadrature_weight)`` is the mass and a run file alone gives the exact coefficients of its
+        frames (:func:`meanfield.analysis.zonal_frame_coefficients`)."""
+        return {"quadrature_weight": ("polar", self.basis.quad.copy(),
+                                      {"long_name": "quadrature weight of each polar node (|S^{d-2}| x Gauss weight)"})}

@@ -82,3 +82,17 @@ def test_a_sphere_run_file_alone_gives_its_coefficients():
     assert rho[0].real * math.sqrt(4 * math.pi) == pytest.approx(float(run["mass"].values[0]), rel=1e-13)
     amplitude = np.sqrt(np.bincount(degree, weights=np.where(order == 0, 1.0, 2.0) * np.abs(rho) ** 2))
     np.testing.assert_allclose(amplitude[1:13], run["mode_amplitude"].values[0][1:13], rtol=1e-10)
+
+
+def test_a_zonal_run_file_alone_gives_its_coefficients():
+    """Zonal Galerkin files store quadrature_weight: the perturbed:EPS start's coefficients vanish above degree 12
+    (MATH.md §2.4), g_0 sqrt(|S^{d-1}|) is the mass, and |g_l| is the run's mode amplitude."""
+    import meanfield
+    from meanfield.geometry import sphere_area
+
+    run = meanfield.solve("zonal", dim=5, beta=4.0, resolution=32, init="perturbed:0.01", seed=3, t_final=0.2,
+                          save_every=0.2)
+    g = analysis.zonal_frame_coefficients(run, 0)
+    assert np.max(np.abs(g[13:])) < 1e-14 * abs(g[0])
+    assert g[0] * math.sqrt(sphere_area(5)) == pytest.approx(float(run["mass"].values[0]), rel=1e-13)
+    np.testing.assert_allclose(np.abs(g[1:13]), run["mode_amplitude"].values[0][1:13], rtol=1e-10, atol=1e-16)
