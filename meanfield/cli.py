@@ -357,8 +357,6 @@ def _solve_command(geometry: str, spec: dict):
     def command(out, no_progress, **settings):
         from solvers.solve import solve as run_solver
 
-        require(settings["beta"] is not None or str(settings["init"]).strip().endswith(".nc"),
-                "--beta is required (a run file given to --init keeps its own)")
         out = check_output_file(out, "--out", RUN_SUFFIXES)
         signals.save_runs_whole()
         dataset = run_solver(geometry, progress=not no_progress,
@@ -466,9 +464,7 @@ def particles(out, no_progress, **settings):
     """
     from solvers.particle_run import simulate
 
-    continues = str(settings["init"]).strip().endswith(".nc")
-    require(settings["beta"] is not None or continues, "--beta is required (a run file given to --init keeps its own)")
-    if settings["seed"] is None and not continues:
+    if settings["seed"] is None and not str(settings["init"]).strip().endswith(".nc"):   # a run file: its seed
         settings["seed"] = PARTICLE_DEFAULTS["seed"]
     out = check_output_file(out, "--out", RUN_SUFFIXES)
     signals.save_runs_whole()

@@ -24,11 +24,16 @@ def _order(degree, dim: int):
     return np.abs(np.asarray(degree, dtype=float)) + (dim - 2) / 2.0
 
 
+def _log_prefactor(beta: float, dim: int) -> float:
+    """``log((2 pi)^{d/2} beta^{-(d-2)/2})``, the Funk–Hecke prefactor of MATH.md §2.2."""
+    return dim / 2.0 * math.log(2.0 * math.pi) - (dim - 2) / 2.0 * math.log(beta)
+
+
 def _prefactor(beta: float, dim: int) -> float:
     """``(2 pi)^{d/2} beta^{-(d-2)/2}`` from its logarithm: either power alone overflows at large ``d`` (``d = 4096``:
     ``(2 pi)^2048``) where their product is an ordinary number (inf only where :func:`representable` is false)."""
     with np.errstate(over="ignore"):
-        return float(np.exp(dim / 2.0 * math.log(2.0 * math.pi) - (dim - 2) / 2.0 * math.log(beta)))
+        return float(np.exp(_log_prefactor(beta, dim)))
 
 
 def scaled_funk_hecke(degree, beta: float, dim: int = 2) -> np.ndarray:
@@ -113,7 +118,7 @@ def representable(beta: float, dim: int) -> bool:
     prefactor overflows; large ``beta``: it underflows, ``d = 4096, beta = 1e4`` gives ``10^-6553``)."""
     from .bessel import SMALLEST
 
-    log_prefactor = (dim / 2.0) * math.log(2.0 * math.pi) - (dim - 2) / 2.0 * math.log(beta)
+    log_prefactor = _log_prefactor(beta, dim)
     if not math.log(SMALLEST) <= log_prefactor <= 700.0:
         return False
     with np.errstate(under="ignore"):

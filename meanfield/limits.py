@@ -86,12 +86,18 @@ def check_number(option: str, value, low: float = -math.inf, high: float = math.
                  low_closed: bool = False, high_closed: bool = False) -> float:
     """``value`` as a finite float in the interval (``low``, ``high``) with the given closed ends."""
     interval = f"{'[' if low_closed else '('}{low:g}, {high:g}{']' if high_closed else ')'}"
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-    number = float(value) if ok else math.nan
-    ok = ok and math.isfinite(number) and (low <= number if low_closed else low < number) \
-        and (number <= high if high_closed else number < high)
-    require(ok, f"{option} must be a finite number in {interval} (got {value!r})")
+    number = _finite_within(value, low, high, low_closed, high_closed)
+    require(number is not None, f"{option} must be a finite number in {interval} (got {value!r})")
     return number
+
+
+def _finite_within(value, low: float, high: float, low_closed: bool, high_closed: bool) -> float | None:
+    """``value`` as a float when it is a finite real number (not a bool) between the ends, else ``None``."""
+    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, (bool, np.bool_)):
+        return None
+    number = float(value)
+    inside = (low <= number if low_closed else low < number) and (number <= high if high_closed else number < high)
+    return number if math.isfinite(number) and inside else None
 
 
 # ------------------------------------------------------------------------------------------ the range table
@@ -124,12 +130,8 @@ class Range:
             require(is_integer(value) and self.low <= value <= self.high,
                     f"{option} must be {self.text()}{note} (got {value!r})")
             return int(value)
-        ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-        number = float(value) if ok else math.nan
-        inside = (self.low <= number if self.low_closed else self.low < number) and \
-            (number <= self.high if self.high_closed else number < self.high)
-        require(ok and math.isfinite(number) and inside, f"{option} must be a finite number {self.text()}{note} "
-                                                         f"(got {value!r})")
+        number = _finite_within(value, self.low, self.high, self.low_closed, self.high_closed)
+        require(number is not None, f"{option} must be a finite number {self.text()}{note} (got {value!r})")
         return number
 
 

@@ -206,10 +206,6 @@ def gather(cls, name: str, given, flat: dict):
     return given
 
 
-#: The fields of :class:`Attention` given as flat keywords (all but ``kind``, the ``attention`` argument itself).
-ATTENTION_FIELDS = ("qkv", "Q", "K", "V", "heads", "kernel", "sinkhorn_eps", "interaction")
-
-
 def gather_attention(attention, flat: dict) -> Attention:
     """A particle run's :class:`Attention`: ``attention`` an :class:`Attention`, or ``"sa"``/``"usa"`` with
     the flat keywords of the other fields (``qkv``, ``Q``, ``K``, ``V``, ``heads``, ``kernel``,

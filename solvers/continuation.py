@@ -45,12 +45,6 @@ def resolve_model(source, given: dict, defaults: dict, override: bool) -> tuple[
     return values, "; ".join(changes)
 
 
-def pop_normalization_parameters(flat: dict) -> dict:
-    """The flat keywords ``alpha``, ``r0``, ``mix_switch`` a caller gave (``None``: not given), out of ``flat``."""
-    given = {key: flat.pop(key) for key in NORMALIZATION_PARAMETERS if key in flat}
-    return {key: value for key, value in given.items() if value is not None}
-
-
 def recorded_normalization(source) -> Normalization | None:
     """The normalisation scheme a run file records (``Normalization.as_attrs()``), or ``None`` without one."""
     if source is None or "normalization" not in source.attrs:

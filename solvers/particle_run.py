@@ -32,7 +32,7 @@ from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.sampling import sample_tokens
 from meanfield.seeding import stream
-from meanfield.settings import (ATTENTION_FIELDS, QKV_CHOICES, Attention, Saving, StepControl, check_qkv, gather,
+from meanfield.settings import (QKV_CHOICES, Attention, Saving, StepControl, check_qkv, gather,
                                 gather_attention, is_qkv_file)
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
@@ -123,16 +123,6 @@ def _continues(source, n: int, dim: int, normalization: Normalization) -> bool:
 
 #: The fields of :class:`meanfield.settings.Attention` that choose Q, K, V.
 MATRIX_FIELDS = {"qkv", "Q", "K", "V", "heads"}
-
-
-def pop_attention_fields(attention, flat: dict) -> dict:
-    """The flat keywords of :class:`meanfield.settings.Attention` a caller gave (``None``: not given), out of
-    ``flat``; none may come with an ``Attention`` object (:func:`meanfield.settings.gather_attention`)."""
-    given = {name: flat.pop(name) for name in ATTENTION_FIELDS if name in flat}
-    given = {name: value for name, value in given.items() if value is not None}
-    if isinstance(attention, Attention):
-        gather_attention(attention, dict(given))         # refuses both at once
-    return given
 
 
 def recorded_matrices(dataset) -> dict:
@@ -249,8 +239,10 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         One line naming the parameter and what it may be, before anything is computed.
     """
     require(t_final is not None or saving is not None, "t_final is required: the end time of the run (--t-final)")
-    attention_fields = pop_attention_fields(attention, given(qkv=qkv, Q=Q, K=K, V=V, heads=heads, kernel=kernel,
-                                                             sinkhorn_eps=sinkhorn_eps, interaction=interaction))
+    attention_fields = given(qkv=qkv, Q=Q, K=K, V=V, heads=heads, kernel=kernel, sinkhorn_eps=sinkhorn_eps,
+                             interaction=interaction)
+    if isinstance(attention, Attention):
+        gather_attention(attention, dict(attention_fields))     # an Attention object and its fields: refused
     flat = given(t_final=t_final, save_every=save_every, save_log=save_log, stepper=stepper, rtol=rtol, cfl=cfl,
                  dt_max=dt_max)
     step, saving = gather(StepControl, "step", step, flat), gather(Saving, "saving", saving, flat)
@@ -267,7 +259,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     exact = source is not None and _continues(source, n, dim, scheme_choice)
     continued = source if exact else None
     require(beta is not None or continued is not None,
-            "beta is required unless init is a particle run file of these tokens, whose beta a continuation keeps")
+            "--beta is required unless init is a particle run file of these tokens, whose beta a continuation keeps")
     kind = attention.kind if isinstance(attention, Attention) else attention
     model_given = {"attention": kind, "beta": beta, "nu": nu}
     model = Model(dim=dim, **resolve_model(continued, model_given, PARTICLE_DEFAULTS, override)[0])

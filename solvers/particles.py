@@ -50,7 +50,7 @@ import numpy as np
 
 from meanfield.defaults import PARTICLE_DEFAULTS
 from meanfield.errors import require
-from meanfield.limits import MAX_MATRIX_ENTRY
+from meanfield.limits import RANGES
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.seeding import stream
@@ -91,13 +91,13 @@ def check_matrix(name: str, matrix, dim: int):
 
 
 def bounded_entries(name: str, matrix: np.ndarray) -> np.ndarray:
-    """Finite entries of magnitude at most :data:`meanfield.limits.MAX_MATRIX_ENTRY` (range table ``--qkv``):
-    beyond it the logits ``beta <Qx, Ky>`` and the speeds' squares leave double precision (entries of 1e200
-    made the step size NaN)."""
+    """Finite entries within the range table's ``--qkv`` row (:data:`meanfield.limits.RANGES`, magnitude at most
+    1e100): beyond it the logits ``beta <Qx, Ky>`` and the speeds' squares leave double precision (entries of
+    1e200 made the step size NaN)."""
     require(bool(np.all(np.isfinite(matrix))), f"{name} must be finite")
-    largest = float(np.max(np.abs(matrix), initial=0.0))
-    require(largest <= MAX_MATRIX_ENTRY, f"{name}: entries must be at most {MAX_MATRIX_ENTRY:g} in magnitude "
-                                         f"(got {largest:g}); the --qkv range in `meanfield --help`")
+    largest, bound = float(np.max(np.abs(matrix), initial=0.0)), RANGES["--qkv"].high
+    require(largest <= bound, f"{name}: entries must be at most {bound:g} in magnitude (got {largest:g}); the --qkv "
+                              f"range in `meanfield --help`")
     return matrix
 
 

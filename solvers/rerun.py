@@ -27,7 +27,6 @@ import numpy as np
 import xarray as xr
 
 from meanfield.errors import InputError, require
-from meanfield.normalization import Normalization
 from meanfield.schemes import SCHEMES
 from meanfield.storage import load_run
 from meanfield.threads import available_cores, thread_count, use_threads
@@ -90,12 +89,6 @@ def _save_settings(attrs: dict) -> dict:
     return dict(settings, save_every=_setting(attrs, "save_every"))
 
 
-def _normalization(attrs: dict):
-    """The run's normalisation scheme with its parameters, as ``Normalization.as_attrs()`` recorded them (§6)."""
-    return Normalization(str(attrs.get("normalization", "post")),
-                         **{key: float(attrs[key]) for key in ("r0", "alpha", "mix_switch") if key in attrs})
-
-
 def _solve_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> xr.Dataset:
     attrs = dataset.attrs
     settings = {name: _setting(attrs, name) for name in ("attention", "beta", "nu", "dim", "scheme", "stepper",
@@ -103,7 +96,7 @@ def _solve_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> xr.
                                                           "resolution_tol", "positivity_tol", "collapse_tol")}
     backend = _setting(attrs, "transform_backend")
     return solve(str(attrs["geometry"]), init=source, progress=progress, backend=backend,
-                 **settings, **_save_settings(attrs), normalization=_normalization(attrs))
+                 **settings, **_save_settings(attrs))       # the normalisation: the file's (solvers.continuation)
 
 
 def _simulate_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> xr.Dataset:
@@ -117,8 +110,7 @@ def _simulate_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> 
     matrices = recorded_matrices(dataset)
     if "qkv" not in matrices:
         source.attrs["qkv"] = "custom"       # the file's matrices stand in for the file they were read from
-    return simulate(init=source, progress=progress, **settings, **matrices, **_save_settings(attrs),
-                    normalization=_normalization(attrs))
+    return simulate(init=source, progress=progress, **settings, **matrices, **_save_settings(attrs))
 
 
 def _threads(attrs: dict) -> int:

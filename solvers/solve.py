@@ -282,7 +282,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     extra = user_trackers(trackers)
     source = checkpoint.run_file(init)
     require(beta is not None or source is not None,
-            "beta is required unless init is a run file, whose beta a continuation keeps (--beta)")
+            "--beta is required unless init is a run file, whose beta a continuation keeps")
     if source is not None:
         require(source.attrs.get("geometry") == geometry, f"{checkpoint.source_label(source)}: a "
                 f"{source.attrs.get('geometry')} run; `solve {geometry}` continues {geometry} runs only")
