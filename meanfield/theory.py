@@ -145,13 +145,14 @@ def _law(model: Model, zonal: bool) -> tuple[np.ndarray, np.ndarray]:
 
 def law_leader(model: Model, zonal: bool = False) -> int:
     """The fastest-growing degree that ``perturbed:EPS`` excites (degrees ``1..L0``, MATH.md §2.4): ``l*`` when it
-    lies in the band, else the degree of the band closest to it in rate."""
+    lies in the band, else the band's own fastest degree (at large beta its top, ``L0``)."""
     degrees, _ = _law(model, zonal)
     return int(degrees[np.argmax(growth_rates(model, degrees))])
 
 
 def typical_amplitude(model: Model, eps: float, degree: int | None = None, *, zonal: bool = False) -> float:
-    """``exp(E log A_l)`` for the initial amplitude ``A_l`` of degree ``l`` (default ``l*``) of ``perturbed:EPS``.
+    """``exp(E log A_l)`` for the initial amplitude ``A_l`` of degree ``l`` of ``perturbed:EPS`` (default: the law's
+    fastest degree, :func:`law_leader`, which is ``l*`` while ``l*`` lies in the law's band).
 
     MATH.md §2.4: ``A_l`` (the RMS of the degree-``l`` part of ``rho / rho_0 - 1``) is ``EPS`` times a chi
     variable with ``m_l`` degrees of freedom (``m_l = 2`` on the circle, ``2 l + 1`` on S^2, 1 zonal), so
@@ -159,8 +160,9 @@ def typical_amplitude(model: Model, eps: float, degree: int | None = None, *, zo
     the law's mean formation time (the time is linear in ``log A``).  i.i.d. tokens: ``EPS = n^{-1/2}``.
     """
     require(math.isfinite(eps) and 0 < eps < 1, f"eps must be in (0, 1) (got {eps:g})")
-    degree = dominant_mode(model) if degree is None else int(degree)
-    require(degree >= 1, f"degree must be >= 1 (got {degree})")
+    degree = law_leader(model, zonal) if degree is None else int(degree)
+    band = law_band(model.dim, zonal)
+    require(1 <= degree <= band, f"degree must be in [1, {band}], the degrees perturbed:EPS excites (got {degree})")
     _require_zonal_dim(model, zonal)
     count = coefficients_per_degree(degree, model.dim, zonal)
     return eps * math.sqrt(2.0) * math.exp(0.5 * digamma(0.5 * count))
@@ -182,7 +184,7 @@ def formation_time(model: Model, eps: float | None = None, *, amplitude: float |
     require((eps is None) != (amplitude is None), "give exactly one of eps (a perturbed:EPS start) and amplitude")
     degree = dominant_mode(model) if amplitude is not None else law_leader(model, zonal)
     if amplitude is None:
-        amplitude = typical_amplitude(model, eps, degree, zonal=zonal)
+        amplitude = typical_amplitude(model, eps, zonal=zonal)
     require(math.isfinite(amplitude) and amplitude > 0, f"amplitude must be a finite number > 0 (got {amplitude:g})")
     rate = growth_rates(model, [degree])[0]
     return max(0.0, math.log(1.0 / amplitude) / rate) if rate > 0 else math.inf

@@ -71,3 +71,18 @@ def test_the_formation_time_of_a_perturbed_start_uses_the_fastest_mode_it_excite
     assert formation_time(model, 1e-4) == pytest.approx(expected, rel=1e-14) and 300 < expected < 400
     assert main(["theory", "--beta", "1e4", "--eps", "1e-4"]) == 0
     assert "362.12 (mode 16, the fastest" in capsys.readouterr().out
+
+
+def test_the_typical_amplitude_is_that_of_a_degree_the_start_holds():
+    """typical_amplitude defaulted to l*, which perturbed:EPS does not excite beyond its band (L0 = 12 on S^2):
+    at beta = 1e4 on S^2, l* = 141 would count 283 normals where the leading degree 12 of the start has 25
+    (MATH.md §2.4: exp(E log A_l) = EPS sqrt 2 exp(psi(m_l / 2) / 2))."""
+    from scipy.special import digamma
+
+    from meanfield import typical_amplitude
+
+    model = Model("sa", 1e4, 0.0, 3)
+    assert typical_amplitude(model, 1e-3) == pytest.approx(1e-3 * math.sqrt(2) * math.exp(0.5 * digamma(12.5)),
+                                                           rel=1e-15)
+    with pytest.raises(InputError, match=r"degree must be in \[1, 12\], the degrees perturbed:EPS excites"):
+        typical_amplitude(model, 1e-3, 141)
