@@ -60,13 +60,13 @@ from .normalization_theory import (effective_growth_rate, equiangular_solution, 
 
 #: The entry points that live in ``solvers`` (DESIGN.md "Layout": the model does not import the solvers when it is
 #: imported), each given as itself on first use, so ``help()`` and editors see its real signature and docstring.
-_SOLVER_ENTRY_POINTS = {"solve": ("solvers.solve", "solve"), "simulate_particles": ("solvers.particle_run", "simulate"),
-                        "rerun": ("solvers.rerun", "rerun")}
+_SOLVER_ENTRY_POINTS = {"solve": ("meanfield.solvers.solve", "solve"), "simulate_particles": ("meanfield.solvers.particle_run", "simulate"),
+                        "rerun": ("meanfield.solvers.rerun", "rerun")}
 
 
 def __getattr__(name: str):
     """``meanfield.solve``, ``meanfield.simulate_particles``, ``meanfield.rerun``: the solvers' functions themselves
-    (:func:`solvers.solve.solve`, :func:`solvers.particle_run.simulate`, :func:`solvers.rerun.rerun`)."""
+    (:func:`meanfield.solvers.solve.solve`, :func:`meanfield.solvers.particle_run.simulate`, :func:`meanfield.solvers.rerun.rerun`)."""
     if name in _SOLVER_ENTRY_POINTS:
         import importlib
 

@@ -205,7 +205,7 @@ def lmax_of(coefficients: np.ndarray) -> int:
 
 def sobolev_weights(lmax: int, s: float = SOBOLEV_S) -> np.ndarray:
     """Per stored coefficient: ``(1 + l(l+1))^-s`` times 2 for ``m > 0`` (the ``-m`` twin), 0 at ``l = 0``."""
-    from solvers.sphere import m_major_layout  # the solvers own the layout (DESIGN.md "Layout")
+    from meanfield.solvers.sphere import m_major_layout  # the solvers own the layout (DESIGN.md "Layout")
 
     degree, order = m_major_layout(lmax)
     return np.where(degree == 0, 0.0, np.where(order == 0, 1.0, 2.0) * (1.0 + degree * (degree + 1.0)) ** -s)
@@ -229,7 +229,7 @@ def iid_mean_square(rho_lm: np.ndarray, s: float = SOBOLEV_S) -> float:
     """``n E ||mu_n - rho||^2_{H^-s}`` for ``n`` i.i.d. tokens of law ``rho`` on S^2:
     ``sum_{l >= 1} (1 + l(l+1))^{-s} ((2l + 1) / (4 pi) - sum_m |rho_lm|^2)`` (the variance of ``Y_lm(x)`` under
     ``rho``, summed by the addition theorem)."""
-    from solvers.sphere import m_major_layout
+    from meanfield.solvers.sphere import m_major_layout
 
     lmax = lmax_of(rho_lm)
     degree, order = m_major_layout(lmax)
@@ -240,9 +240,9 @@ def iid_mean_square(rho_lm: np.ndarray, s: float = SOBOLEV_S) -> float:
 
 def sphere_point_coefficients(x: np.ndarray, weights: np.ndarray, lmax: int) -> np.ndarray:
     """``mu_lm = sum_j w_j conj(Y_lm(x_j))``, ``l <= lmax``, of unit vectors ``x`` (n, 3): the adjoint
-    non-uniform synthesis of :meth:`solvers.lagrangian.SphereLagrangian.coefficients` (same locations, accuracy)."""
-    from solvers.lagrangian import SHT_EPSILON, SphereLagrangian
-    from solvers.sphere import point_mass_coefficients
+    non-uniform synthesis of :meth:`meanfield.solvers.lagrangian.SphereLagrangian.coefficients` (same locations, accuracy)."""
+    from meanfield.solvers.lagrangian import SHT_EPSILON, SphereLagrangian
+    from meanfield.solvers.sphere import point_mass_coefficients
 
     x = np.ascontiguousarray(x, dtype=float)
     weights = np.ascontiguousarray(weights, dtype=float)
@@ -292,7 +292,7 @@ def zonal_frame_coefficients(run, index: int = -1) -> np.ndarray:
     """The coefficients ``g_l``, ``l = 0 .. lmax``, on the ``L^2``-normalised Gegenbauer polynomials (MATH.md §2.2)
     of frame ``index`` of a zonal Galerkin run file, from its polar nodes and ``quadrature_weight`` alone: exact for
     the frames its Gauss–Gegenbauer rule holds (degree ``<= lmax``, the run's resolution)."""
-    from solvers.zonal import normalised_gegenbauer
+    from meanfield.solvers.zonal import normalised_gegenbauer
 
     require(run.attrs.get("geometry") == "zonal" and "quadrature_weight" in run,
             "zonal_frame_coefficients needs a zonal Galerkin run file with quadrature_weight (older files lack it)")

@@ -93,7 +93,7 @@ def _model_options(f):
 
 def _kept_model_options(f):
     """The model options of a command that continues run files: not given, they are the file's
-    (:mod:`solvers.continuation`); given and different, refused unless --override."""
+    (:mod:`meanfield.solvers.continuation`); given and different, refused unless --override."""
     f = click.option("--override", is_flag=True,
                      help="Allow the model (--attention, --beta, --nu, --normalization and its parameters; particles: "
                           "--qkv and its --seed) to differ from the --init run's (recorded in the file).")(f)
@@ -355,7 +355,7 @@ def _solve_command(geometry: str, spec: dict):
                   help="netCDF output (.nc).")
     @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
     def command(out, no_progress, **settings):
-        from solvers.solve import solve as run_solver
+        from meanfield.solvers.solve import solve as run_solver
 
         out = check_output_file(out, "--out", RUN_SUFFIXES)
         signals.save_runs_whole()
@@ -381,7 +381,7 @@ for _geometry, _spec in GEOMETRIES.items():
 
 
 def _report_merges(dataset):
-    """The cluster count at the end and every merge, for runs that track clusters (solvers.clusters)."""
+    """The cluster count at the end and every merge, for runs that track clusters (meanfield.solvers.clusters)."""
     if "merge_time" not in dataset:
         return
     click.echo(f"clusters at the end: {int(dataset['cluster_count'].values[-1])}; "
@@ -462,7 +462,7 @@ def particles(out, no_progress, **settings):
       meanfield particles --dim 2 --n 4096 --attention sa --beta 9 --init perturbed:1e-4 \\
           --seed 1 --t-final 20 --save-every 0.1 --out particles.nc
     """
-    from solvers.particle_run import simulate
+    from meanfield.solvers.particle_run import simulate
 
     if settings["seed"] is None and not str(settings["init"]).strip().endswith(".nc"):   # a run file: its seed
         settings["seed"] = PARTICLE_DEFAULTS["seed"]
@@ -495,7 +495,7 @@ def rerun(run, out, no_progress):
     Example:
       meanfield rerun run.nc --out again.nc
     """
-    from solvers.rerun import rerun as run_again
+    from meanfield.solvers.rerun import rerun as run_again
 
     out = check_output_file(out, "--out", RUN_SUFFIXES)
     signals.save_runs_whole()
@@ -625,13 +625,13 @@ def validate():
 
 
 def _validate_command(study):
-    """``meanfield validate NAME`` for one entry of :data:`validation.registry.STUDIES`: check the output,
-    run (:func:`validation.harness.run`), print the table and what was written."""
+    """``meanfield validate NAME`` for one entry of :data:`meanfield.validation.registry.STUDIES`: check the output,
+    run (:func:`meanfield.validation.harness.run`), print the table and what was written."""
     example = study.command(True, study.default_out)
 
     @click.option("--quick", is_flag=True, help=study.quick_help)
     def command(quick, out=None):
-        from validation import harness
+        from meanfield.validation import harness
 
         harness.check_output(study, out)
         outcome = harness.run(study, quick, out, claims=False)   # the claims are the report's
@@ -656,7 +656,7 @@ def _validate_command(study):
 
 
 def _register_validate_commands():
-    from validation.registry import STUDIES
+    from meanfield.validation.registry import STUDIES
 
     for study in STUDIES.values():
         _validate_command(study)
@@ -679,7 +679,7 @@ def report(quick, out):
     Example:
       meanfield validate report --quick --out validation-report
     """
-    from validation.report import exit_code, run_report
+    from meanfield.validation.report import exit_code, run_report
 
     check_output_folder(out, "--out")
     outcomes = run_report(out, quick=quick, echo=lambda line: click.echo(line, err=True))
@@ -741,7 +741,7 @@ def phase_diagram(ctx, store, dims, betas, quick, no_progress, **settings):
       meanfield sweep phase-diagram --scheduler tcp://scheduler:8786        # an existing Dask cluster
     """
     from click.core import ParameterSource
-    from validation.phase_diagram import QUICK, check_scheduler, format_summary, plot_phase_diagram, run_sweep
+    from meanfield.validation.phase_diagram import QUICK, check_scheduler, format_summary, plot_phase_diagram, run_sweep
 
     check_output_folder(store, "--store")
     check_scheduler(settings["scheduler"])

@@ -8,7 +8,7 @@ noise; their centres follow the weighted particle system
 
 on ``S^{d-1}`` (any ``d``; on the circle pass angles).  :func:`cluster_history` integrates it and
 locates every *merge*: the first time two centres come within ``merge_distance`` (1e-3 rad, the
-same definition the run bookkeeping of :mod:`solvers.clusters` uses).  Two merged points are
+same definition the run bookkeeping of :mod:`meanfield.solvers.clusters` uses).  Two merged points are
 replaced by one point carrying the summed mass at their weighted mean direction (their internal
 motion conserves that mean to leading order), and the integration goes on with ``K - 1`` points,
 until one point is left or ``t_final``.  Integration: SciPy's DOP853 with an event per pair
@@ -231,7 +231,7 @@ class ClusterHistory:
     def approach_times(self, distance: float = MERGE_DISTANCE, min_mass: float = 0.0) -> list:
         """The times at which two points of mass ``>= min_mass`` come within ``distance`` (from above), found
         by bisection on each segment's dense output: the run trackers' definition of a merge
-        (:class:`solvers.clusters.ClusterTracker`) applied to a history integrated with a smaller
+        (:class:`meanfield.solvers.clusters.ClusterTracker`) applied to a history integrated with a smaller
         ``merge_distance`` (the points it joins are the trackers' tight groups).  Several rings contracting onto
         one pole together come within ``distance`` of each other pairwise before any joins; this counts each
         such approach, as a run does."""

@@ -33,7 +33,7 @@ def run_demo(out_dir="meanfield-demo", resolution: int = 1024, progress: bool = 
 
     ``resolution`` is checked (an integer >= 8 that fits in memory) before anything is printed.
     """
-    from solvers.solve import solve
+    from meanfield.solvers.solve import solve
     from .plotting import plot_run
 
     check_integer("--resolution", resolution, 8)

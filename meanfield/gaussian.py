@@ -63,8 +63,8 @@ Integration
 ``Sigma = L L^T`` with ``dL/dt = M L`` solves ``dSigma/dt = M Sigma + Sigma M^T``,
 so the covariance is symmetric positive semi-definite by construction, with no
 clipping.  ``(alpha, L)`` is integrated by scipy's DOP853 inside the package's one run loop
-(:func:`solvers.runloop.run` with :class:`solvers.steppers.ScipyStepper`, step for step what
-``scipy.integrate.solve_ivp`` does; every step is saved by :class:`solvers.trackers.StepRecorder`),
+(:func:`meanfield.solvers.runloop.run` with :class:`meanfield.solvers.steppers.ScipyStepper`, step for step what
+``scipy.integrate.solve_ivp`` does; every step is saved by :class:`meanfield.solvers.trackers.StepRecorder`),
 and the Dataset is built by :func:`meanfield.storage.build_run_dataset` with the run attributes of
 every run (``command``, ``package_version``, ``stop_reason``, ``wall_time``, ...).
 A terminal event fires when ``||Sigma||_2`` exceeds ``BLOWUP_FACTOR * ||Sigma_0||_2``.
@@ -348,9 +348,9 @@ def solve(mean, cov, *, V, Q, K, t_final, attention: str = GAUSSIAN_DEFAULTS["at
     eps = _positive("eps", eps)
     if save_every is not None:
         save_every = _positive("save_every", save_every)
-    from solvers.runloop import run  # solvers is imported inside the call (DESIGN.md "Layout")
-    from solvers.steppers import ScipyStepper
-    from solvers.trackers import StepRecorder
+    from meanfield.solvers.runloop import run  # solvers is imported inside the call (DESIGN.md "Layout")
+    from meanfield.solvers.steppers import ScipyStepper
+    from meanfield.solvers.trackers import StepRecorder
 
     dim = alpha.size
     y0 = np.concatenate([alpha, _initial_factor(sigma).ravel()])
@@ -392,7 +392,7 @@ class _Solution:
 
 
 class GaussianMoments:
-    """The moment ODEs as a scheme of the run loop (the contract of ``solvers.contract``): the state is
+    """The moment ODEs as a scheme of the run loop (the contract of ``meanfield.solvers.contract``): the state is
     ``(alpha, L)`` flattened; no validity check of its own (the integrator reports failures)."""
 
     name = geometry = "gaussian"

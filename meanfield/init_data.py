@@ -25,7 +25,7 @@
   hold cell averages; other runs point values.
 
 A remap.  Data not on the scheme's own grid are brought onto it (the exact restart of a run of
-the same geometry, scheme and resolution is not done here, :mod:`solvers.solve` does it):
+the same geometry, scheme and resolution is not done here, :mod:`meanfield.solvers.solve` does it):
 
 * spectral, Galerkin and Lagrangian targets take point values: circle by spectral resampling
   from an equispaced source (:func:`meanfield.initial.periodic_resample`, any offset; as for run
@@ -83,7 +83,7 @@ UNITS = {"theta": "radians in [0, 2 pi)", "lat": "degrees north in [-90, 90]", "
          "polar": "radians from the pole in [0, pi]"}
 KINDS = "a text spec, a numpy array, an xarray DataArray or Dataset, a function, or a .nc run file"
 
-#: Gauss–Legendre points per piece of the conservative remap (as solvers.finite_volume.zonal_cell_volumes).
+#: Gauss–Legendre points per piece of the conservative remap (as meanfield.solvers.finite_volume.zonal_cell_volumes).
 QUADRATURE_POINTS = 20
 
 
@@ -344,8 +344,8 @@ def target_cells(geometry: str, scheme):
 
 # -- onto the scheme's grid -------------------------------------------------------------------------------------
 def _gauss_legendre_basis(lat: np.ndarray, lon: np.ndarray):
-    """The :class:`solvers.sphere.SphereBasis` whose grid is ``lat x lon`` (sorted), or ``None``."""
-    from solvers.sphere import SphereBasis
+    """The :class:`meanfield.solvers.sphere.SphereBasis` whose grid is ``lat x lon`` (sorted), or ``None``."""
+    from meanfield.solvers.sphere import SphereBasis
     for lmax in range(max(1, (2 * lat.size) // 3 - 2), (2 * lat.size) // 3 + 1):
         basis = SphereBasis(lmax)
         if (basis.shape == (lat.size, lon.size) and np.allclose(lat[::-1], basis.lat, rtol=0, atol=1e-9)
@@ -406,7 +406,7 @@ def _checked_average_state(averages: np.ndarray, volumes: np.ndarray, scheme, la
 
 def initial_state(init, geometry: str, scheme, seed=None):
     """The initial state of ``scheme`` (a discretisation of ``geometry``) from ``init`` (module docstring)."""
-    from solvers.contract import conform  # solvers is imported inside the call (DESIGN.md "Layout")
+    from meanfield.solvers.contract import conform  # solvers is imported inside the call (DESIGN.md "Layout")
 
     require(geometry in COORDINATES, f"geometry must be one of {', '.join(COORDINATES)} (got {geometry!r})")
     scheme = conform(scheme)

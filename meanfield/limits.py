@@ -270,7 +270,7 @@ def check_frames(t_final: float, save_every: float | None, save_log: int | None,
 # ------------------------------------------------------------------------------------------ PDE runs
 def grid_values(geometry: str, scheme: str, resolution: int) -> int:
     """Values of one density frame (an upper estimate): circle ``N``; sphere the dealiased
-    Gauss–Legendre grid ``(3(L+1)/2) x (3L+2)`` (solvers.sphere); zonal the polar grid."""
+    Gauss–Legendre grid ``(3(L+1)/2) x (3L+2)`` (meanfield.solvers.sphere); zonal the polar grid."""
     if geometry == "sphere":
         return (3 * (resolution + 1) // 2 + 1) * (3 * resolution + 4)
     if geometry == "zonal" and scheme != "fv":

@@ -73,7 +73,7 @@ def check_qkv(kind) -> None:
 
 @dataclass(frozen=True)
 class StepControl:
-    """The time stepper (:mod:`solvers.steppers`): ``stepper`` (``None``: the scheme's), ``rtol`` in (0, 1)
+    """The time stepper (:mod:`meanfield.solvers.steppers`): ``stepper`` (``None``: the scheme's), ``rtol`` in (0, 1)
     (dopri5), ``atol`` > 0 (``None``: 1e-14 times the state's scale), ``cfl`` in (0, 2] (fixed-step
     steppers), ``dt_max`` > 0 (particles: the noise's splitting step; ``None``:
     ``PARTICLE_DEFAULTS["noise_dt_max"]`` with noise)."""
@@ -92,14 +92,14 @@ class StepControl:
             check_number("atol", self.atol, 0.0, math.inf)
 
     def stepper_options(self) -> dict:
-        """What :func:`solvers.steppers.make_stepper` takes besides the name (``dt_max`` only when given)."""
+        """What :func:`meanfield.solvers.steppers.make_stepper` takes besides the name (``dt_max`` only when given)."""
         options = {"cfl": self.cfl, "rtol": self.rtol, "atol": self.atol}
         return options if self.dt_max is None else dict(options, dt_max=self.dt_max)
 
 
 @dataclass(frozen=True)
 class Monitor:
-    """The validity monitor of a density run (:mod:`solvers.density_scheme`, MATH.md §4): stop when the
+    """The validity monitor of a density run (:mod:`meanfield.solvers.density_scheme`, MATH.md §4): stop when the
     spectral tail exceeds ``max(resolution_tol, 10 x its initial value)`` times the mean (``resolution_tol``
     > 0), or the density dips below ``-positivity_tol`` times its mean (``positivity_tol`` >= 0)."""
 
@@ -141,7 +141,7 @@ def _frozen_matrix(matrix):
 
 @dataclass(frozen=True, eq=False)
 class Attention:
-    """A particle run's attention (MATH.md §1, :class:`solvers.particles.ParticleScheme`).
+    """A particle run's attention (MATH.md §1, :class:`meanfield.solvers.particles.ParticleScheme`).
 
     ``kind``  ``"sa"`` (softmax) or ``"usa"`` (unnormalised), the model's attention.
     ``qkv``   ``identity`` | ``repulsive`` (``V = -I``) | ``random`` (Gaussian from the run's seed) | a
@@ -150,7 +150,7 @@ class Attention:
               triples whose outputs are summed, instead of both.
     ``kernel``  ``dot`` (``exp(beta <Qx, Ky>)``; the only kernel on the sphere), ``l2`` or ``sinkhorn``
               (tokens in R^d); ``sinkhorn_eps`` > 0 the entropic parameter of ``sinkhorn``.
-    ``interaction``  ``auto`` | ``harmonic`` | ``direct``, the interaction path (:mod:`solvers.particles`).
+    ``interaction``  ``auto`` | ``harmonic`` | ``direct``, the interaction path (:mod:`meanfield.solvers.particles`).
 
     Matrices are kept as read-only copies; objects compare by identity (they may hold arrays).
     """
@@ -166,7 +166,7 @@ class Attention:
     interaction: str = _default(PARTICLE_DEFAULTS, "interaction")
 
     def __post_init__(self):
-        from solvers.particles import check_attention_choices  # the solvers own the lists (DESIGN.md "Layout")
+        from meanfield.solvers.particles import check_attention_choices  # the solvers own the lists (DESIGN.md "Layout")
 
         require(isinstance(self.kind, str) and self.kind.lower() in ATTENTIONS,
                 f"--attention must be one of {', '.join(ATTENTIONS)} (got {self.kind!r})")

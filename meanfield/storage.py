@@ -46,7 +46,7 @@ VARIABLE_ATTRS = {
                                       "0: unresolved, density holds non-negative mass-exact cell averages"},
     "flow_map_tail": {"long_name": "top-sixth spectral tail of the Lagrangian node displacement"},
     "cluster_count": {"long_name": "number of clusters: groups of nodes linked within merge_distance with mass "
-                                   ">= min_cluster_mass (solvers.clusters)"},
+                                   ">= min_cluster_mass (meanfield.solvers.clusters)"},
     "cluster_energy": {"long_name": "exp(-beta) E of the clusters collapsed to points (MATH.md section 5): "
                                     "the energy of a plateau"},
 }

@@ -4,7 +4,7 @@ from .circle import CircleSpectral
 from .contract import Scheme, SchemeProtocol
 from .fourier import FourierBasis
 from .runloop import run
-from .solve import SCHEMES          # (the function solve stays in solvers.solve: the name is its module's)
+from .solve import SCHEMES          # (the function solve stays in meanfield.solvers.solve: the name is its module's)
 from .steppers import STEPPERS, make_stepper
 
 from .sphere import SphereBasis, SphereSpectral

@@ -13,7 +13,7 @@ if it had never stopped:
   generator's bit-generator state as JSON, particles with noise only).
 
 The same record taken before the first step, with the prefix ``initial_`` (``initial_state``,
-``initial_time``, ...), is the run's start: :mod:`solvers.rerun` repeats the run from it.
+``initial_time``, ...), is the run's start: :mod:`meanfield.solvers.rerun` repeats the run from it.
 
 Arrays are stored as their raw bytes viewed as float64 or int64 (complex as float pairs),
 with ``stored_dtype`` and ``stored_shape`` attributes, so a restart reads back the same
@@ -37,7 +37,7 @@ from meanfield.normalization import CARRY_RADIUS
 from .contract import conform
 
 PREFIX = "restart_"
-INITIAL = "initial_"     # the record of the run's start, from which `meanfield rerun` repeats it (solvers.rerun)
+INITIAL = "initial_"     # the record of the run's start, from which `meanfield rerun` repeats it (meanfield.solvers.rerun)
 STATE = "state"
 
 
@@ -155,7 +155,7 @@ def add_to_dataset(dataset, checkpoint: Checkpoint, prefix: str = PREFIX):
 
 def source_label(dataset) -> str:
     """How messages name a run given as ``--init``: its file, else ``run`` (or the ``label`` its reader set, e.g.
-    ``rerun FILE``, :mod:`solvers.rerun`)."""
+    ``rerun FILE``, :mod:`meanfield.solvers.rerun`)."""
     return dataset.encoding.get("label") or f"--init {dataset.encoding.get('source', 'run')}"
 
 

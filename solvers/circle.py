@@ -16,12 +16,12 @@ with ``c_k = exp(-beta) 2 pi I_k(beta)`` (scaled Funk–Hecke, MATH.md §2.1): t
 ``exp(beta)`` cancels in SA's ratio, and for SA ``X = grad log(K*rho) / beta``
 becomes ``(i k c_k / beta) rho_hat`` over ``c_k rho_hat``.  Three syntheses and one
 analysis per evaluation (USA: two syntheses).  The pointwise work runs in place in the
-basis's transform buffers: in one compiled call where :mod:`solvers.circle_kernel` is built
+basis's transform buffers: in one compiled call where :mod:`meanfield.solvers.circle_kernel` is built
 and covers the case (same bits), else one numpy call per operation and ``max|X|`` in one BLAS
 pass, where at small ``N`` the per-call overhead, not arithmetic, is the cost beyond the
 transforms (``meanfield validate bench-circle`` measures both).  The velocity field is smooth (the kernel is entire);
 only ``rho`` can lose resolution, which :meth:`CircleSpectral.validity` watches.
-Normalisations (MATH.md §6, :mod:`solvers.normalized_velocity`): ``c_k' = exp(-beta) d kappa_k/dbeta``
+Normalisations (MATH.md §6, :mod:`meanfield.solvers.normalized_velocity`): ``c_k' = exp(-beta) d kappa_k/dbeta``
 gives the radial attention; nGPT synthesises ``R`` where SA synthesises ``c_k rho_hat``, LN-scaling
 needs no synthesis of its own.
 """
@@ -48,8 +48,8 @@ class CircleSpectral(DensityScheme):
 
     ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (a name or a
     :class:`meanfield.normalization.Normalization`; MATH.md §6).  ``planning``: the FFTW
-    planning of :class:`solvers.fourier.FourierBasis` (``"measure"`` only for benchmarks).
-    ``kernel``: the pointwise work compiled (``"auto"``: where :mod:`solvers.circle_kernel` covers
+    planning of :class:`meanfield.solvers.fourier.FourierBasis` (``"measure"`` only for benchmarks).
+    ``kernel``: the pointwise work compiled (``"auto"``: where :mod:`meanfield.solvers.circle_kernel` covers
     it; ``"compiled"``; ``"numpy"``): the same bits either way, recorded as ``pointwise_kernel``.
     """
 
@@ -107,7 +107,7 @@ class CircleSpectral(DensityScheme):
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """The transport term ``-d/dtheta(rho X[rho])`` in coefficient space (MATH.md §2, §6)."""
         kernel = self._kernel
-        if kernel is not None:  # the same operations in one compiled call (solvers.circle_kernel)
+        if kernel is not None:  # the same operations in one compiled call (meanfield.solvers.circle_kernel)
             out = kernel.rhs(state, 1.0 if self._speed_scale is None else self._speed_scale(t))
             self.max_speed = kernel.max_speed
             return out

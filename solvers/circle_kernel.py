@@ -1,9 +1,9 @@
 """The circle right-hand side's pointwise work fused into one compiled call (MATH.md §2.1).
 
-:class:`solvers.circle.CircleSpectral` spends, at small grids, more time in the numpy calls
+:class:`meanfield.solvers.circle.CircleSpectral` spends, at small grids, more time in the numpy calls
 around its four transforms (three products, a division, ``max|X|``, the flux, the divergence,
 and Python's per-call cost) than in the transforms (``meanfield validate bench-circle``).  The
-optional C extension ``solvers._circle_kernel`` (``solvers/_circle_kernel.c``, built by
+optional C extension ``meanfield.solvers._circle_kernel`` (``solvers/_circle_kernel.c``, built by
 ``pip install`` when a C compiler is present) does that work in one call that also runs the
 basis's FFTW plans.  Each of its operations is numpy's, in numpy's order, on the same
 multiplier arrays (each real or purely imaginary, which makes the complex products exact in
@@ -22,13 +22,13 @@ from __future__ import annotations
 import numpy as np
 
 try:  # built by `pip install` when a C compiler is present (setup.py)
-    from solvers._circle_kernel import CircleKernel
+    from meanfield.solvers._circle_kernel import CircleKernel
 except ImportError:  # pragma: no cover - depends on the install
     CircleKernel = None
 
 #: Whether the compiled kernel loaded in this install.
 AVAILABLE = CircleKernel is not None
-#: ``kernel`` choices of :class:`solvers.circle.CircleSpectral`.
+#: ``kernel`` choices of :class:`meanfield.solvers.circle.CircleSpectral`.
 CHOICES = ("auto", "compiled", "numpy")
 
 
@@ -42,7 +42,7 @@ def one_part_zero(multiplier: np.ndarray) -> np.ndarray:
 
 
 def fused_kernel(scheme, choice: str = "auto"):
-    """A :class:`CircleKernel` for ``scheme`` (a :class:`solvers.circle.CircleSpectral`), or ``None``.
+    """A :class:`CircleKernel` for ``scheme`` (a :class:`meanfield.solvers.circle.CircleSpectral`), or ``None``.
 
     ``choice``: ``"auto"`` (compiled where covered, see the module docstring), ``"compiled"``
     (refused in one line where it cannot be used) or ``"numpy"``.

@@ -279,7 +279,7 @@ class ClusterTracker(Tracker):
     """Cluster count, point-cluster energy and merges of a run (module docstring).
 
     Works with any scheme that has ``points(state)`` (the nodes as unit vectors, shape ``(K, d)``)
-    and ``weights`` (their masses).  A tracker of the run loop (:mod:`solvers.trackers`): ``frame`` adds
+    and ``weights`` (their masses).  A tracker of the run loop (:mod:`meanfield.solvers.trackers`): ``frame`` adds
     ``cluster_count`` and ``cluster_energy``, ``after_step`` finds the merges, ``variables()`` returns the
     Dataset's ``merge`` variables and ``attrs()`` the settings.
     """

@@ -1,5 +1,5 @@
 """The scheme contract (DESIGN.md "Structure of the code"): what the run loop, the steppers,
-:func:`solvers.solve.solve`, the checkpoints and the initial data may ask of a scheme.
+:func:`meanfield.solvers.solve.solve`, the checkpoints and the initial data may ask of a scheme.
 
 Every density scheme, Lagrangian scheme and particle scheme provides the *required* parts of
 :class:`SchemeProtocol`: ``name``, ``linear`` (the diagonal linear part ``L`` of
@@ -19,8 +19,8 @@ overrides what it needs:
 ``takes_cell_averages``     the state is cell averages (finite volume): initial data are averaged
                             conservatively and enter through ``state_from_cell_averages`` (``False``)
 ``rng``                     the noise generator an exact restart carries (``None``)
-``restart_fields``          mutable fields an exact restart carries (``()``; :mod:`solvers.checkpoint`)
-``after_switch``            Mix-LN's switch has passed (``False``; :func:`solvers.runloop.run_switching`)
+``restart_fields``          mutable fields an exact restart carries (``()``; :mod:`meanfield.solvers.checkpoint`)
+``after_switch``            Mix-LN's switch has passed (``False``; :func:`meanfield.solvers.runloop.run_switching`)
 ``adaptive_dt(cfl)``        the adaptive steppers' step cap (``stable_dt``)
 ``after_step(state, h)``    the post-step map (renormalise, noise; the state itself)
 ``collapse(state)``         merge coincident nodes, MATH.md §5 (the state itself: nothing merged)

@@ -3,7 +3,7 @@
 A scheme subclassing :class:`DensityScheme` provides ``basis.integrate``, ``density(state)``
 (grid values), ``mean_density(state)``, ``energy(state)``, ``mode_amplitudes(state)``,
 ``spectral_tail(state)`` and the tolerances ``positivity_tol`` and ``resolution_tol``; the rest of
-the scheme contract (:mod:`solvers.contract`) comes with its defaults from :class:`solvers.contract.Scheme`.
+the scheme contract (:mod:`meanfield.solvers.contract`) comes with its defaults from :class:`meanfield.solvers.contract.Scheme`.
 A scheme whose state is not a spectral expansion (finite volume) overrides :meth:`DensityScheme.mass`
 and :meth:`DensityScheme.further_validity` (its own check in place of the resolution monitor) and may
 add a hint to the positivity message (``positivity_hint``).
@@ -22,7 +22,7 @@ class DensityScheme(Scheme):
     """Shared checks and records of the circle, sphere and zonal schemes."""
 
     _tail_floor = 0.0
-    #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`)
+    #: mutable fields an exact restart carries (:mod:`meanfield.solvers.checkpoint`)
     restart_fields = ("_tail_floor",)
     #: appended to the positivity message (e.g. which stepper keeps positivity)
     positivity_hint = ""

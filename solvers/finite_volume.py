@@ -38,7 +38,7 @@ smooth even when ``rho`` is not; DESIGN.md).
   ``V = U'/(beta U)`` (SA) or ``exp(beta) U'/beta`` (USA), whose polar component is
   ``u = -sin th V(cos th)`` (``e`` is the pole ``th = 0``).  Degrees ``l <= M(beta, d)``.
 
-Normalisations (MATH.md §6, :mod:`solvers.normalized_velocity`) change only the face velocity, never
+Normalisations (MATH.md §6, :mod:`meanfield.solvers.normalized_velocity`) change only the face velocity, never
 the diffusive flux: LN-scaling divides it by ``sqrt(t + 1)``; nGPT (the same field for SA and USA)
 takes the scaled tangential field ``G`` (the USA formula without ``exp(beta)``) and the radial
 attention ``R`` (the same synthesis with ``c_l' = exp(-beta) d kappa_l/dbeta`` in place of
@@ -69,7 +69,7 @@ the default ``cfl = 0.5`` leaves a factor 2 for it).  Other steppers are allowed
 if it is lost); the scheme has no stiff linear part (``linear = None``), so the integrating-factor
 steppers reduce to their plain forms.
 
-Clusters (MATH.md §5, :mod:`solvers.point_clusters`).  A cluster that has shrunk to a cell or two
+Clusters (MATH.md §5, :mod:`meanfield.solvers.point_clusters`).  A cluster that has shrunk to a cell or two
 cannot move on the grid: the face velocities on its two sides point inward and exceed its drift, so the
 upwind flux pins it.  Without noise such a cluster is handed over to a weighted point (a ring or a pole
 point for zonal densities) that moves with the velocity of grid plus points, while the grid carries the
@@ -79,7 +79,7 @@ is empty the right-hand side is the K-point ODE alone and the step follows it, s
 whole staircase.  With noise (``nu > 0``) a cluster keeps a width ``~ sqrt(nu)`` and there is no hand-over:
 the grid must resolve that width.  Frames record ``density`` as the cell averages of grid plus points
 (each point's mass in its cell), ``point_position`` and ``point_mass`` (NaN in unused slots), and the run's
-cluster bookkeeping counts and merges the points (:class:`solvers.clusters.ClusterTracker`).
+cluster bookkeeping counts and merges the points (:class:`meanfield.solvers.clusters.ClusterTracker`).
 :meth:`validity` checks finiteness, positivity of the grid and the total mass; ``resolution_tol`` is
 accepted for the common interface and not used.
 """
@@ -224,7 +224,7 @@ class FiniteVolume1D:
 
 class _FiniteVolumeScheme(DensityScheme):
     """What the circle and zonal finite-volume schemes share; the validity checks and the frame are
-    :class:`solvers.density_scheme.DensityScheme`'s, with the mass from the cell volumes and the mass drift in
+    :class:`meanfield.solvers.density_scheme.DensityScheme`'s, with the mass from the cell volumes and the mass drift in
     place of the spectral resolution monitor."""
 
     name = "fv"
@@ -234,7 +234,7 @@ class _FiniteVolumeScheme(DensityScheme):
     positivity_hint = " (use --stepper ssprk3 and --cfl <= 1)"
     #: the run stops when the mass drifts by more than this (relative); round-off is ~1e-14
     mass_tol = 1e-10
-    #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`)
+    #: mutable fields an exact restart carries (:mod:`meanfield.solvers.checkpoint`)
     restart_fields = ("initial_mass", "clusters.owned", "weights")
     #: the points' masses (the cluster bookkeeping's weights), updated after every step
     weights = np.zeros(0)
@@ -251,7 +251,7 @@ class _FiniteVolumeScheme(DensityScheme):
         self.initial_mass = None
 
     def _start_clusters(self, faces, centroids) -> None:
-        """The point clusters' bookkeeping (:mod:`solvers.point_clusters`): on without noise."""
+        """The point clusters' bookkeeping (:mod:`meanfield.solvers.point_clusters`): on without noise."""
         self.clusters = PointClusters(faces, centroids, self.fv.volumes, self.fv.periodic, self.model.dim,
                                       max(8, self.resolution // 8), enabled=self.model.nu == 0, beta=self.model.beta)
 
@@ -264,7 +264,7 @@ class _FiniteVolumeScheme(DensityScheme):
     # -- dynamics ---------------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``d rho_i/dt``: minus the flux divergence (module docstring); with points also their
-        ``dy/dt`` and ``dm/dt`` (:meth:`solvers.point_clusters.PointClusters.inflow`)."""
+        ``dy/dt`` and ``dm/dt`` (:meth:`meanfield.solvers.point_clusters.PointClusters.inflow`)."""
         if state.size == self.resolution:
             return self.fv.divergence(state, self.face_speed(state, t))
         rho, y, m = self.split(state)
@@ -281,7 +281,7 @@ class _FiniteVolumeScheme(DensityScheme):
 
     def collapse(self, state: np.ndarray) -> np.ndarray:
         """After every step: hand-overs, owned cells, merges and the sweep of an almost empty grid
-        (:meth:`solvers.point_clusters.PointClusters.update`); ``state`` itself when nothing changed."""
+        (:meth:`meanfield.solvers.point_clusters.PointClusters.update`); ``state`` itself when nothing changed."""
         if not self.clusters.enabled:
             return state
         rho, y, m = self.split(state)
@@ -574,7 +574,7 @@ def zonal_cell_volumes(faces: np.ndarray, dim: int, points: int = 20):
 class ZonalFiniteVolume(_FiniteVolumeScheme):
     """Finite volumes for zonal densities on S^{d-1}: ``N`` equal cells in the polar angle (module docstring).
 
-    ``basis`` is a :class:`solvers.zonal.ZonalBasis` of degree ``max(2, (N-1)//3)``: it carries the
+    ``basis`` is a :class:`meanfield.solvers.zonal.ZonalBasis` of degree ``max(2, (N-1)//3)``: it carries the
     initial data (values at its Gauss–Jacobi nodes) and the degrees reported in ``mode_amplitude``.
     ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (MATH.md §6).
     """

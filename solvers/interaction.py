@@ -560,7 +560,7 @@ class SphereHarmonicInteraction:
         ``v_theta, v_phi`` (the tangent output ``P A``; SA divided by ``K * mu``), ``radial`` (``<x, A>``, with
         ``radial``), ``density`` (``exp(-beta) K * mu``; always for SA, for USA with ``density``), and
         ``loc``, ``trig`` (:func:`sphere_locations`).  What a weighted-node scheme on S^2 needs besides the
-        Cartesian velocity (e.g. :class:`solvers.lagrangian.SphereLagrangian`: ``K * mu`` for its step bound)."""
+        Cartesian velocity (e.g. :class:`meanfield.solvers.lagrangian.SphereLagrangian`: ``K * mu`` for its step bound)."""
         loc, trig = sphere_locations(x)
         kw = self._transforms(loc)
         mu = self._coefficients(loc)

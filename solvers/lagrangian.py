@@ -4,9 +4,9 @@ The continuity equation ``d rho/dt + div(rho X[rho]) = 0`` (MATH.md §2, ``nu = 
 by its characteristics.  The initial density is sampled at the nodes of a quadrature rule,
 each node carrying its quadrature mass as a weight:
 
-* circle: nodes ``alpha_j = 2 pi j / N`` (the grid of :class:`solvers.fourier.FourierBasis`),
+* circle: nodes ``alpha_j = 2 pi j / N`` (the grid of :class:`meanfield.solvers.fourier.FourierBasis`),
   weights ``w_j = rho_0(alpha_j) 2 pi / N`` (trapezoid rule, spectrally exact for periodic data);
-* S^2: the Gauss–Legendre grid of :class:`solvers.sphere.SphereBasis` (``lmax = resolution``),
+* S^2: the Gauss–Legendre grid of :class:`meanfield.solvers.sphere.SphereBasis` (``lmax = resolution``),
   weights ``w_j = rho_0(x_j) x quadrature weight``.
 
 The nodes then move with the velocity of the weighted empirical measure
@@ -21,7 +21,7 @@ so mass is exact; no positivity limiter is needed; the energy is that of ``mu``.
 Velocity.  The kernel is band-limited (MATH.md §2.1–2.2: ``I_k(beta)`` dies once ``k > beta``;
 ``M = band_limit(beta, d, 1e-16) + 2`` modes), so ``X[mu]`` is a sum over ``M`` modes:
 
-* circle: :class:`solvers.interaction.CircleFourierInteraction` (``O(N M)``, MATH.md §2.1):
+* circle: :class:`meanfield.solvers.interaction.CircleFourierInteraction` (``O(N M)``, MATH.md §2.1):
   ``T_k = sum_j w_j exp(i k theta_j)``, then per node the ``M``-term Bessel sums.  The
   field's derivative ``X'(theta)`` comes from the same sums (one more factor ``k``) and sets
   the step (:meth:`CircleLagrangian.stable_dt`): a step ``h`` with ``h max|X'| < 1`` keeps
@@ -47,7 +47,7 @@ Density on the grid.  Each saved frame reports one of two densities and says whi
    (radians / unit length) — the quadrature above is then spectrally accurate;
    (b) the projected density's spectral tail (top sixth of the kept modes, relative to
    mode 0) is below ``max(resolution_tol, 10 x its initial value)``, as in the spectral
-   schemes (:class:`solvers.density_scheme.DensityScheme`) — this also catches the node
+   schemes (:class:`meanfield.solvers.density_scheme.DensityScheme`) — this also catches the node
    quadrature failing first at the highest kept modes (``k |Phi'|`` beyond the label band),
    which is what trips first in the beta = 9 run of the tests; and
    (c) the projection is non-negative up to ``positivity_tol x mean``.
@@ -103,8 +103,8 @@ circle the order check stays: with radii, characteristics could in principle pas
 direction (the ``(theta, r)`` flow folding over ``theta``); the run then stops and says so (never seen:
 Pre-, Peri- and Mix-LN at beta = 4 and 9, N = 256, to t = 200 keep the order).
 
-Collapse (MATH.md §5; :mod:`solvers.clusters`).  Nodes closer than ``collapse_tol`` (default
-:data:`solvers.clusters.DEFAULT_COLLAPSE_TOL`; 0 switches it off) become one node with the summed
+Collapse (MATH.md §5; :mod:`meanfield.solvers.clusters`).  Nodes closer than ``collapse_tol`` (default
+:data:`meanfield.solvers.clusters.DEFAULT_COLLAPSE_TOL`; 0 switches it off) become one node with the summed
 weight at their weighted mean position: exact, since coinciding nodes move together for ever.
 The state then holds the remaining nodes only; ``weights`` are theirs, ``node_weights`` the
 original ones, and every frame reports one position per original node (merged nodes at their
@@ -114,7 +114,7 @@ step bound is :meth:`stable_dt`, exactly as without collapse; after it, adaptive
 circle the secant version of the ordering condition, ``h |v_{j+1} - v_j| <= cfl gap_j`` over
 neighbouring distinct nodes (it equals ``h |X'| <= cfl`` inside a contracting cluster and
 vanishes between far-apart point clusters); on S^2 the particles' ``cfl / (L max|v|)`` and the
-closing rate of nearest neighbours (:func:`solvers.clusters.closing_rate`).
+closing rate of nearest neighbours (:func:`meanfield.solvers.clusters.closing_rate`).
 """
 
 from __future__ import annotations
@@ -185,9 +185,9 @@ class _Lagrangian(Scheme):
     #: the normalisation scheme (MATH.md §6); Post-LN unless given
     normalization = Normalization()
     #: Mix-LN: set by the run's caller once the clock has reached ``mix_switch`` (as for particles,
-    #: :func:`solvers.runloop.run_switching`: a step lands on ``tau`` and the stepper restarts)
+    #: :func:`meanfield.solvers.runloop.run_switching`: a step lands on ``tau`` and the stepper restarts)
     after_switch = False
-    #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`)
+    #: mutable fields an exact restart carries (:mod:`meanfield.solvers.checkpoint`)
     restart_fields = ("node_weights", "weights", "collapser.owner", "collapser.merged", "_density_floor")
 
     def static_variables(self) -> dict:
@@ -296,7 +296,7 @@ class CircleLagrangian(_Lagrangian):
         self.weights = self.interaction.weights = weights
 
     def after_restore(self) -> None:
-        """The interaction sums over the restored (merged) weights (:mod:`solvers.checkpoint`)."""
+        """The interaction sums over the restored (merged) weights (:mod:`meanfield.solvers.checkpoint`)."""
         self._set_weights(self.weights)
 
     def points(self, state: np.ndarray) -> np.ndarray:
@@ -473,7 +473,7 @@ class CircleLagrangian(_Lagrangian):
 class SphereLagrangian(_Lagrangian):
     """Weighted Gauss–Legendre nodes on S^2; see the module docstring.
 
-    ``resolution`` is the ``lmax`` of the :class:`solvers.sphere.SphereBasis` whose grid holds the
+    ``resolution`` is the ``lmax`` of the :class:`meanfield.solvers.sphere.SphereBasis` whose grid holds the
     nodes and the reported density.  State: node positions, shape ``(nlat * nlon, 3)``, row-major
     over the grid (``particle = ring * nlon + column``); under a normalisation that carries a radius
     (Pre, Mix, Peri-LN; MATH.md §6) a fourth column holds the nodes' radii ``r_j(t)`` (``r_j(0) = r0``).
@@ -525,7 +525,7 @@ class SphereLagrangian(_Lagrangian):
     @staticmethod
     def locations(x: np.ndarray) -> np.ndarray:
         """``(colatitude, longitude)`` of unit vectors ``x`` (shape ``(n, 2)``, ducc0's ``loc``;
-        :func:`solvers.interaction.sphere_locations`)."""
+        :func:`meanfield.solvers.interaction.sphere_locations`)."""
         return sphere_locations(x)[0]
 
     def coefficients(self, x: np.ndarray, lmax: int, loc: np.ndarray | None = None) -> np.ndarray:
@@ -603,7 +603,7 @@ class SphereLagrangian(_Lagrangian):
     def adaptive_dt(self, cfl: float) -> float:
         """:meth:`stable_dt` until nodes have merged; then ``cfl / max(L max|v|, closing rate)``: no node moves
         further than ``cfl / L`` in a step, the bound of the particle engine, and pairs about to coincide
-        are resolved (:func:`solvers.clusters.closing_rate`; module docstring)."""
+        are resolved (:func:`meanfield.solvers.clusters.closing_rate`; module docstring)."""
         if not self.collapser.merged:
             return self.stable_dt(cfl)
         return cfl / max(self.lipschitz * self.max_speed, closing_rate(*self._field), 1e-300)
@@ -616,7 +616,7 @@ class SphereLagrangian(_Lagrangian):
         return state / np.linalg.norm(state, axis=-1, keepdims=True)
 
     def collapse(self, x: np.ndarray) -> np.ndarray:
-        """Merge nodes within ``collapse_tol`` (:class:`solvers.clusters.NodeCollapse`); ``x`` itself if none."""
+        """Merge nodes within ``collapse_tol`` (:class:`meanfield.solvers.clusters.NodeCollapse`); ``x`` itself if none."""
         if not self.collapser.enabled:
             return x
         merged, weights = self.collapser.collapse_points(x, self.weights)

@@ -14,7 +14,7 @@ schemes that carry a radius (pre, mix, peri) add ``radius(time, particle)``.  Mi
 step straddles it.
 
 ``interaction`` (``auto`` | ``harmonic`` | ``direct``) picks the interaction path of
-:class:`solvers.particles.ParticleScheme`; attrs ``interaction`` (the class) and ``interaction_path``
+:class:`meanfield.solvers.particles.ParticleScheme`; attrs ``interaction`` (the class) and ``interaction_path``
 record the path taken, and a forced path joins the reproducing ``command``.
 """
 
@@ -203,7 +203,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     sinkhorn_eps : float, optional
         The entropic parameter of ``sinkhorn``, > 0.
     interaction : {"auto", "harmonic", "direct"}, optional
-        The interaction path (:mod:`solvers.particles`; ``auto`` continues a run file on its path); the attrs
+        The interaction path (:mod:`meanfield.solvers.particles`; ``auto`` continues a run file on its path); the attrs
         record the path taken (``interaction_path``).
     stepper, rtol, cfl : optional
         The time stepper (default ``dopri5``) and its tolerances.
@@ -213,13 +213,13 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         ``post`` (default, or the run file's), ``pre``, ``mix``, ``peri``, ``ngpt``, ``lnscale`` (MATH.md §6), with
         ``alpha``, ``r0``, ``mix_switch``; pre, mix and peri carry a radius per token (``radius(time, particle)``).
     alpha, r0, mix_switch : float, optional
-        nGPT's step, the initial radius, Mix-LN's switch time (as in :func:`solvers.solve.solve`).
+        nGPT's step, the initial radius, Mix-LN's switch time (as in :func:`meanfield.solvers.solve.solve`).
     collapse_tol : float, optional
         Without noise, merge tokens closer than this (rad; 0: never; default 256 machine epsilons; MATH.md §5).
     override : bool
-        Allow the model to differ from the run file's (recorded in ``override``; :mod:`solvers.continuation`).
-    trackers : sequence of solvers.trackers.Tracker
-        Observers run after the package's own (as in :func:`solvers.solve.solve`).
+        Allow the model to differ from the run file's (recorded in ``override``; :mod:`meanfield.solvers.continuation`).
+    trackers : sequence of meanfield.solvers.trackers.Tracker
+        Observers run after the package's own (as in :func:`meanfield.solvers.solve.solve`).
     progress : bool
         Show a progress bar.
     step, saving : StepControl, Saving, optional
@@ -230,7 +230,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     xarray.Dataset
         ``positions(time, particle, component)``, ``theta`` on the circle, ``weights``, ``energy``, on the circle
         ``mode_amplitude``, without noise ``cluster_count``, ``cluster_energy`` and the merges
-        (:mod:`solvers.clusters`), ``Q``, ``K``, ``V`` when not the identity, the restart record and the record of
+        (:mod:`meanfield.solvers.clusters`), ``Q``, ``K``, ``V`` when not the identity, the restart record and the record of
         the start (:func:`meanfield.rerun`); ``stop_reason`` and the attributes that re-run it.
 
     Raises
@@ -278,7 +278,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         kept["seed"] = seed
     changes = joined(resolve_model(continued, kept, PARTICLE_DEFAULTS, override)[1], normalization_change)
     if (scheme_choice.carries_radius or heads is not None) and collapse_tol is None:
-        collapse_tol = 0.0  # merges are for one head on the sphere without radii (solvers.clusters)
+        collapse_tol = 0.0  # merges are for one head on the sphere without radii (meanfield.solvers.clusters)
     tol = resolve_collapse_tol(collapse_tol, model.nu)
     seed = check_seed(seed)
     check_option("--n", n)

@@ -1,8 +1,8 @@
 """Weighted particle systems of self-attention on S^{d-1} or in R^d (MATH.md §1).
 
 :class:`ParticleScheme` is a scheme for the shared steppers and run loop
-(``solvers.steppers``, ``solvers.runloop``): ``rhs`` is the attention velocity
-(``solvers.interaction``), projected on the tangent space on the sphere, and
+(``meanfield.solvers.steppers``, ``meanfield.solvers.runloop``): ``rhs`` is the attention velocity
+(``meanfield.solvers.interaction``), projected on the tangent space on the sphere, and
 ``after_step`` renormalises tokens to the sphere after every accepted step and,
 with noise ``nu > 0``, moves each token by a geodesic random walk step
 
@@ -15,7 +15,7 @@ samples, quadrature weights for deterministic nodes); a leading batch axis runs
 ``B`` independent systems at once (shape ``(B, n, d)``).
 
 Collapse (``collapse_tol > 0``; one system on the sphere, no noise, one dot-product head;
-MATH.md §5, :mod:`solvers.clusters`): tokens closer than ``collapse_tol`` become one token with
+MATH.md §5, :mod:`meanfield.solvers.clusters`): tokens closer than ``collapse_tol`` become one token with
 the summed weight at their weighted mean direction.  Whatever ``Q, K, V``, tokens at one point
 have one velocity, so without noise they never separate again and the merge is exact.  The state
 then holds the remaining tokens (``weights`` are theirs, ``token_weights`` the original ones);
@@ -28,15 +28,15 @@ radius ``r_j`` with ``dr_j/dt`` from the scheme's table.  Those schemes hold the
 ``(B, n, d + 1)``: the direction, then the radius as the last column (``after_step`` renormalises
 the direction only), so exact restarts carry the radius with the state.  Post-LN (the default) is
 the model above, bit for bit.  On the circle with ``Q = K = V = I`` the ``O(n M)`` Fourier path also
-gives ``<theta, A>`` (:meth:`solvers.interaction.CircleFourierInteraction.attention_parts`; on S^2 the
-harmonic path's :meth:`solvers.interaction.SphereHarmonicInteraction.attention_parts`), so every
+gives ``<theta, A>`` (:meth:`meanfield.solvers.interaction.CircleFourierInteraction.attention_parts`; on S^2 the
+harmonic path's :meth:`meanfield.solvers.interaction.SphereHarmonicInteraction.attention_parts`), so every
 scheme keeps the fast path.  Radius-carrying schemes refuse noise and collapse.
 
 Interaction paths (``interaction_path``): ``"direct"`` sums over all pairs
-(:class:`solvers.interaction.DirectInteraction`, ``O(n^2)``, any ``d``, ``Q, K, V``, heads, kernels);
+(:class:`meanfield.solvers.interaction.DirectInteraction`, ``O(n^2)``, any ``d``, ``Q, K, V``, heads, kernels);
 ``"harmonic"`` is the band-limited transform path of ``Q = K = V = I`` dot-product attention on the sphere:
-on S^1 the Fourier sums (:class:`solvers.interaction.CircleFourierInteraction`), on S^2 the spherical-harmonic
-transforms (:class:`solvers.interaction.SphereHarmonicInteraction`, accuracy ``harmonic_accuracy`` relative
+on S^1 the Fourier sums (:class:`meanfield.solvers.interaction.CircleFourierInteraction`), on S^2 the spherical-harmonic
+transforms (:class:`meanfield.solvers.interaction.SphereHarmonicInteraction`, accuracy ``harmonic_accuracy`` relative
 to the direct sum, default 1e-12), refused elsewhere; ``"auto"`` (default) takes it on the circle always
 (as before) and on S^2 from :func:`harmonic_crossover` tokens on, where it is measured to be faster.
 Both paths handle SA and USA, weights, noise, collapse and every normalisation scheme.
@@ -153,7 +153,7 @@ class ParticleScheme(Scheme):
     ``Q, K, V``  ``d x d`` matrices (``None``: identity); in R^d ``Q, K`` may be ``k x d`` (same ``k``).
     ``kernel``   ``"dot"`` (weights ``exp(beta <Qx, Ky>)``), ``"l2"`` (``exp(-beta |Qx - Ky|^2 / 2)``,
                  R^d only) or ``"sinkhorn"`` (the doubly normalised plan of ``exp(beta <Qx, Ky> / eps)``,
-                 Sinkformers; R^d and SA only; ``solvers.interaction``).
+                 Sinkformers; R^d and SA only; ``meanfield.solvers.interaction``).
     ``sinkhorn_eps``  the entropic parameter ``eps > 0`` of ``kernel="sinkhorn"``.
     ``heads``    optional list of ``(Q_h, K_h, V_h)`` (instead of ``Q, K, V``): the heads' outputs are summed
                  (on the sphere: then projected, or normalised by the scheme of MATH.md §6).
@@ -169,7 +169,7 @@ class ParticleScheme(Scheme):
     linear = None
     state_scale = 1.0
     name = "particles"
-    #: mutable fields an exact restart carries (:mod:`solvers.checkpoint`; the noise generator too)
+    #: mutable fields an exact restart carries (:mod:`meanfield.solvers.checkpoint`; the noise generator too)
     restart_fields = ("token_weights", "weights", "collapser.owner", "collapser.merged")
 
     def __init__(self, model: Model, n: int, Q=None, K=None, V=None, weights=None, sphere: bool = True,
@@ -308,7 +308,7 @@ class ParticleScheme(Scheme):
 
     def adaptive_dt(self, cfl: float) -> float:
         """:meth:`stable_dt`, and with collapse also ``cfl / closing_rate``
-        (:func:`solvers.clusters.closing_rate`): pairs about to coincide are resolved until they merge."""
+        (:func:`meanfield.solvers.clusters.closing_rate`): pairs about to coincide are resolved until they merge."""
         bound = self.stable_dt(cfl)
         if not self.collapser.enabled:
             return bound
@@ -332,7 +332,7 @@ class ParticleScheme(Scheme):
         return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
     def after_restore(self) -> None:
-        """The interaction sums over the restored (merged) weights (:mod:`solvers.checkpoint`)."""
+        """The interaction sums over the restored (merged) weights (:mod:`meanfield.solvers.checkpoint`)."""
         self.interaction.weights = self.weights
 
     # -- collapse ---------------------------------------------------------------------------------------

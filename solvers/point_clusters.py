@@ -5,7 +5,7 @@ velocity of the whole state at its position (MATH.md §5).  A finite-volume grid
 once a cluster has shrunk to a cell or two, the face velocities on both sides of it point inward
 (its self-attraction, of order the cell width times the contraction rate) and exceed its drift, so
 the upwind flux never moves it out of its cell and the cluster is pinned.  The finite-volume schemes
-(:mod:`solvers.finite_volume`) therefore hand such a cluster over to a *point*: the grid carries the
+(:mod:`meanfield.solvers.finite_volume`) therefore hand such a cluster over to a *point*: the grid carries the
 rest of the mass and feels the points in its face velocities, the points move with the velocity of
 grid plus points.  This module is the bookkeeping on a 1-D grid (circle: angles, periodic; zonal:
 polar angles in ``[0, pi]``, a point being a ring, or a point at a pole).
@@ -30,7 +30,7 @@ exact in total (the same flux numbers leave the grid and enter the point).  A po
 new cell takes that cell's mass at the cell centroid (a mass-weighted mean, as in a merge).
 
 Merges.  Points closer than :data:`MERGE_DISTANCE` (1e-6 rad, the cluster bookkeeping's tight radius
-:data:`solvers.clusters.TIGHT_RADIUS`) become one point with the summed mass at the weighted mean position.
+:data:`meanfield.solvers.clusters.TIGHT_RADIUS`) become one point with the summed mass at the weighted mean position.
 Their mutual attraction conserves that mean, and the rest of the state sees the pair as one point up to
 ``O(D^2)`` (``1e-12``); the merge itself (the first time they come within 1e-3 rad) has been recorded by
 then.  The nodes' collapse distance (``5.7e-14``) is not used: two points at order-one positions hover about

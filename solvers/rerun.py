@@ -1,7 +1,7 @@
 """Re-run a run from its file alone, bit for bit (``meanfield rerun RUN.nc``, :func:`meanfield.rerun`).
 
 Every PDE and particle run stores, besides its restart record, the record of its start
-(:data:`solvers.checkpoint.INITIAL`: the state the stepper started from, the scheme's fields, the
+(:data:`meanfield.solvers.checkpoint.INITIAL`: the state the stepper started from, the scheme's fields, the
 stepper's first step proposal and the noise generator, at the clock ``t_start``).  A re-run rebuilds
 the scheme and stepper from the file's attributes (model, scheme, resolution, stepper and its
 tolerances, normalisation, save times, ``t_final``), restores that record, and runs: whatever the run
@@ -76,7 +76,7 @@ def start_source(dataset: xr.Dataset, label: str) -> xr.Dataset:
              if not key.startswith((checkpoint.PREFIX, checkpoint.INITIAL))}
     source = checkpoint.add_to_dataset(xr.Dataset(attrs=attrs), start)
     source.encoding["source"] = label
-    source.encoding["label"] = f"rerun {label}"      # how its checks name it (solvers.checkpoint.source_label)
+    source.encoding["label"] = f"rerun {label}"      # how its checks name it (meanfield.solvers.checkpoint.source_label)
     return source
 
 
@@ -96,7 +96,7 @@ def _solve_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> xr.
                                                           "resolution_tol", "positivity_tol", "collapse_tol")}
     backend = _setting(attrs, "transform_backend")
     return solve(str(attrs["geometry"]), init=source, progress=progress, backend=backend,
-                 **settings, **_save_settings(attrs))       # the normalisation: the file's (solvers.continuation)
+                 **settings, **_save_settings(attrs))       # the normalisation: the file's (meanfield.solvers.continuation)
 
 
 def _simulate_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> xr.Dataset:

@@ -2,11 +2,11 @@
 
 The loop saves a frame at every multiple of ``save_every`` and at ``t_final``, or
 on a log time axis (:func:`log_save_times`); everything else is a tracker
-(:mod:`solvers.trackers`).  The validity monitor checks the scheme's validity
+(:mod:`meanfield.solvers.trackers`).  The validity monitor checks the scheme's validity
 (finiteness, positivity, resolution) after every step, and the run stops at the first
 failure with the reason in ``stop_reason`` while keeping every frame saved before it.
 After every accepted step each tracker sees the step (``after_step``; the merge
-bookkeeping of :mod:`solvers.clusters`, the progress bar) and adds to every frame
+bookkeeping of :mod:`meanfield.solvers.clusters`, the progress bar) and adds to every frame
 (``frame``); then a scheme that collapses coincident nodes (``collapse``, MATH.md §5)
 may shrink the state (``post_step``), and the stepper restarts from it.  A tracker may
 also stop the run at a save time (``at_save``: a steady state).  Ctrl-C stops the run the same way
@@ -16,7 +16,7 @@ result.  A run that stops early also saves its last valid state as a final frame
 nothing computed is lost.  Floating-point overflow inside a step is not an exception
 here: the validity check reports it as lost finiteness.
 
-A continued run (:mod:`solvers.checkpoint`) starts its clock at ``t_start``: its save
+A continued run (:mod:`meanfield.solvers.checkpoint`) starts its clock at ``t_start``: its save
 times are those of a run from 0 that lie after ``t_start``, so 0 -> 5 -> 10 saves, and
 computes, what 0 -> 10 does.
 """
@@ -99,10 +99,10 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
 
     ``targets``: the save times (default :func:`save_times` of ``save_every``); a log axis
     (:func:`log_save_times`) shows progress in frames instead of time.  Only targets after
-    ``t_start`` are used.  ``trackers``: :class:`solvers.trackers.Tracker` objects, run between
+    ``t_start`` are used.  ``trackers``: :class:`meanfield.solvers.trackers.Tracker` objects, run between
     the validity monitor and the collapse and progress trackers the loop always has.
     ``scheme_frames=False``: frames hold only what the trackers record (e.g. an
-    :class:`solvers.trackers.Observer` of a few numbers in a large sweep), not the scheme's own record.
+    :class:`meanfield.solvers.trackers.Observer` of a few numbers in a large sweep), not the scheme's own record.
     """
     scheme = conform(scheme)
     record = RunRecord()

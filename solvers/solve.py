@@ -3,7 +3,7 @@
 This is what ``meanfield solve`` and :func:`meanfield.solve` call.  The settings come as the objects of
 :mod:`meanfield.settings` (``step``, ``monitor``, ``saving``, ``normalization``) or as their flat keywords;
 the run works from the objects.  Schemes are looked up in :data:`SCHEMES` by geometry and name, steppers in
-:data:`solvers.steppers.STEPPERS`.
+:data:`meanfield.solvers.steppers.STEPPERS`.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def save_targets(t_final: float, save_log: int | None):
 
 
 def add_tracker_records(dataset, trackers):
-    """The variables and attributes the run's trackers (:mod:`solvers.trackers`) add, e.g. the merges and the
-    bookkeeping settings of :class:`solvers.clusters.ClusterTracker`."""
+    """The variables and attributes the run's trackers (:mod:`meanfield.solvers.trackers`) add, e.g. the merges and the
+    bookkeeping settings of :class:`meanfield.solvers.clusters.ClusterTracker`."""
     for tracker in trackers:
         for name, variable in tracker.variables().items():
             dataset[name] = variable
@@ -112,7 +112,7 @@ def init_label(init) -> str:
     return str(init) if isinstance(init, (str, Path)) else describe_init(init)
 
 
-#: The ``command`` of a run whose start cannot be typed: FILE is the file that holds the run (:mod:`solvers.rerun`).
+#: The ``command`` of a run whose start cannot be typed: FILE is the file that holds the run (:mod:`meanfield.solvers.rerun`).
 RERUN_COMMAND = "meanfield rerun FILE"
 
 
@@ -126,7 +126,7 @@ def run_command(subcommand: list[str], settings: dict, init, changes: str) -> st
 
 def finish_dataset(dataset, record, scheme, stepper, start: checkpoint.Checkpoint):
     """The flag of an off-schedule last frame, the restart record and the record of the run's ``start``
-    (:func:`solvers.checkpoint.capture` before the first step; :mod:`solvers.rerun`)."""
+    (:func:`meanfield.solvers.checkpoint.capture` before the first step; :mod:`meanfield.solvers.rerun`)."""
     dataset.attrs["last_frame_off_schedule"] = int(record.off_schedule)
     checkpoint.add_to_dataset(dataset, start, checkpoint.INITIAL)
     return checkpoint.add_to_dataset(dataset, checkpoint.capture(scheme, stepper, record.state, record.t_reached))
@@ -150,7 +150,7 @@ def build_scheme(geometry: str, scheme: str, model: Model, resolution: int, back
 
 
 def cluster_trackers(discretisation, model: Model, geometry: str) -> list:
-    """The cluster bookkeeping (:class:`solvers.clusters.ClusterTracker`) of the schemes that carry clusters
+    """The cluster bookkeeping (:class:`meanfield.solvers.clusters.ClusterTracker`) of the schemes that carry clusters
     as points: Lagrangian nodes, and finite volumes without noise (zonal: rings on S^{d-1})."""
     if discretisation.name == "lagrangian":
         return [ClusterTracker(model.beta)]
@@ -175,13 +175,13 @@ def given(**settings) -> dict:
 
 
 def user_trackers(trackers) -> list:
-    """``trackers=``: :class:`solvers.trackers.Tracker` instances, run after the package's own (one-line refusal
+    """``trackers=``: :class:`meanfield.solvers.trackers.Tracker` instances, run after the package's own (one-line refusal
     of anything else)."""
     from .trackers import Tracker
 
     trackers = list(trackers or ())
     for tracker in trackers:
-        require(isinstance(tracker, Tracker), f"trackers must be solvers.trackers.Tracker instances "
+        require(isinstance(tracker, Tracker), f"trackers must be meanfield.solvers.trackers.Tracker instances "
                                               f"(got {type(tracker).__name__})")
     return trackers
 
@@ -229,7 +229,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     save_every, save_log : float, int, optional
         A frame every ``save_every`` (default ``t_final / 100``), or ``save_log`` frames per decade of time.
     stepper : str, optional
-        ``dopri5``, ``rk4``, ``etdrk4``, ``ssprk3`` (:data:`solvers.steppers.STEPPERS`); default: the scheme's.
+        ``dopri5``, ``rk4``, ``etdrk4``, ``ssprk3`` (:data:`meanfield.solvers.steppers.STEPPERS`); default: the scheme's.
     rtol, atol, cfl : float, optional
         The adaptive stepper's tolerances; the fixed steppers' fraction of the stable step.
     resolution_tol, positivity_tol : float, optional
@@ -245,8 +245,8 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
         Lagrangian only: merge nodes closer than this (rad; 0: never; default 256 machine epsilons; MATH.md §5).
     override : bool
         Allow ``attention``, ``beta``, ``nu`` or the normalisation to differ from the run file's (recorded in the
-        ``override`` attribute; :mod:`solvers.continuation`).
-    trackers : sequence of solvers.trackers.Tracker
+        ``override`` attribute; :mod:`meanfield.solvers.continuation`).
+    trackers : sequence of meanfield.solvers.trackers.Tracker
         Observers run after the package's own: what their ``frame`` returns is saved per frame, their
         ``variables()`` and ``attrs()`` join the Dataset.
     progress : bool

@@ -30,7 +30,7 @@ with ``c_l = exp(-beta) kappa_l`` (scaled Funk–Hecke, d = 3).  For SA the ``ex
 cancels in the ratio ``grad(K*rho) / (beta K*rho)``.  Two (USA) or three (SA) scalar
 syntheses-equivalents plus one vector synthesis and one vector analysis per evaluation.
 
-Normalisations (MATH.md §6, :mod:`solvers.normalized_velocity`): LN-scaling divides ``(v_th, v_ph)``
+Normalisations (MATH.md §6, :mod:`meanfield.solvers.normalized_velocity`): LN-scaling divides ``(v_th, v_ph)``
 by ``sqrt(t + 1)``; nGPT (the same field for SA and USA) takes ``G = gradient(c_l / beta rho_lm)``
 and ``R = synthesis(c_l' rho_lm)``, ``c_l' = exp(-beta) d kappa_l/dbeta``, and moves by
 ``alpha G / sqrt(|G|^2 + R^2)``.

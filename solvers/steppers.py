@@ -19,7 +19,7 @@ factors are computed once per distinct step.
 
 Adaptive steppers take their cap from the scheme's ``adaptive_dt(cfl)`` (a bound that follows
 the dynamics, e.g. once Lagrangian nodes have collapsed, MATH.md §5; by default ``stable_dt``,
-:mod:`solvers.contract`), the fixed-step ones from ``stable_dt(cfl)``.  Every step ends with
+:mod:`meanfield.solvers.contract`), the fixed-step ones from ``stable_dt(cfl)``.  Every step ends with
 the scheme's post-step map ``after_step`` (by default none).  After every step
 :meth:`_Stepper.dense` evaluates the step's continuous extension (without a linear part):
 Dormand–Prince's own fourth-order interpolant for ``dopri5``, the cubic Hermite interpolant
@@ -90,7 +90,7 @@ class _Stepper:
         self.steps = 0
         self.rejected = 0
         #: the adaptive controller's next step proposal (``None``: fixed steps, or none yet); an exact
-        #: restart carries it (:mod:`solvers.checkpoint`)
+        #: restart carries it (:mod:`meanfield.solvers.checkpoint`)
         self.next_step = None
         #: per-instance caches of the exponential factors (a method ``lru_cache`` would keep schemes alive)
         self._exp_cache: dict = {}
@@ -337,7 +337,7 @@ class ScipyStepper:
     at the first root.  ``status`` afterwards: ``0`` reached ``t_bound``, ``1`` an event, ``-1`` failed
     (``message``); ``interpolant`` is the last step's dense output.  Not in :data:`STEPPERS`: it owns its
     clock (the run loop's save times do not shorten its steps), so a run saves every step
-    (:class:`solvers.trackers.StepRecorder`).
+    (:class:`meanfield.solvers.trackers.StepRecorder`).
     """
 
     name = "scipy"

@@ -1,4 +1,4 @@
-"""Trackers: what the one run loop (:func:`solvers.runloop.run`) does besides stepping (DESIGN.md).
+"""Trackers: what the one run loop (:func:`meanfield.solvers.runloop.run`) does besides stepping (DESIGN.md).
 
 A tracker is an object the loop calls at fixed points of a run (py-pde's trackers are the model):
 
@@ -15,7 +15,7 @@ A tracker is an object the loop calls at fixed points of a run (py-pde's tracker
 :class:`Tracker` gives every call a default that does nothing.  The loop always runs the
 :class:`ValidityMonitor` (the scheme's ``validity``: finiteness, positivity, resolution), the
 :class:`Collapse` of coincident nodes (MATH.md §5) and the :class:`Progress` bar, around the
-trackers the caller passes: :class:`solvers.clusters.ClusterTracker` (cluster count, energy and
+trackers the caller passes: :class:`meanfield.solvers.clusters.ClusterTracker` (cluster count, energy and
 merges), :class:`ModeAmplitudes` (particle mode amplitudes on the circle), :class:`Observer`
 (any ``callable(state) -> dict`` recorded in every frame) and :class:`SteadyState` (stop once a
 quantity stops changing).  Saving itself is the loop's schedule (:class:`SaveSchedule`: every
@@ -75,7 +75,7 @@ class SaveSchedule:
 
 
 class ValidityMonitor(Tracker):
-    """The scheme's validity check (:meth:`solvers.density_scheme.DensityScheme.validity` and the like)."""
+    """The scheme's validity check (:meth:`meanfield.solvers.density_scheme.DensityScheme.validity` and the like)."""
 
     def check(self, scheme, state, t: float) -> str | None:
         return scheme.validity(state, t)
@@ -143,7 +143,7 @@ class ModeAmplitudes(Tracker):
 
 class StepRecorder(Tracker):
     """Saves every accepted step: ``times``, ``states`` and, from a stepper that has them
-    (:class:`solvers.steppers.ScipyStepper`), the steps' dense outputs ``interpolants`` (a step ending
+    (:class:`meanfield.solvers.steppers.ScipyStepper`), the steps' dense outputs ``interpolants`` (a step ending
     where the previous one ended replaces it, as in ``scipy.integrate.solve_ivp``)."""
 
     def start(self, scheme, stepper, state, t: float, schedule) -> None:

@@ -19,7 +19,7 @@ cancels in SA's ratio).  Degree 0 has ``P_0' = 0``: mass is conserved exactly, a
 ``1/sin th`` appears.  Gauss–Jacobi quadrature with ``Q >= ceil(3(L+1)/2)`` nodes
 integrates the degree-``3L`` USA integrand (and the linearised SA one) exactly.
 
-Normalisations (MATH.md §6, :mod:`solvers.normalized_velocity`): LN-scaling divides ``V`` by
+Normalisations (MATH.md §6, :mod:`meanfield.solvers.normalized_velocity`): LN-scaling divides ``V`` by
 ``sqrt(t + 1)``; nGPT (the same field for SA and USA) uses ``V_s = U'/beta`` and the radial
 attention ``R = sum_l c_l' g_l P_l`` (``c_l' = exp(-beta) d kappa_l/dbeta``):
 ``V = alpha V_s / sqrt((1 - t^2) V_s^2 + R^2)`` (``|X| = sin th |V|``).

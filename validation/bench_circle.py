@@ -12,7 +12,7 @@ This is a measurement, not a test: it prints ratios and asserts nothing about sp
    SA and USA: USA does two syntheses and no division, and is compared both with the
    same four-transform baseline (``ratio_usa``, the issue's measure) and with its own
    three transforms (``ratio_usa_own``).  The pointwise work runs in the compiled kernel of
-   :mod:`solvers.circle_kernel` where it is built (the header says which path ``rhs_us`` took);
+   :mod:`meanfield.solvers.circle_kernel` where it is built (the header says which path ``rhs_us`` took);
    ``ratio_sa_numpy`` times the numpy path of the same scheme (same bits) for comparison.
 2. **Spectral vs direct convolution.**  ``K*rho`` the way the scheme computes it
    (coefficients times ``scheme.conv``, then one synthesis) against the direct
@@ -49,7 +49,7 @@ setting of :mod:`meanfield.threads` (``--threads``, default all cores: BLAS thro
 FFTW threaded from 2^16 points), printed in the header; the scaling table also times the SA
 right-hand side at 1 thread and at every core.  A multithreaded matvec on this 2-core machine was
 erratic (the same 1024 x 1024 matvec took 0.17 ms or 8 ms from run to run): use ``--threads 1``
-for steady direct-quadrature columns.  Run with ``python -m validation.bench_circle [--quick] [--threads N]``.
+for steady direct-quadrature columns.  Run with ``python -m meanfield.validation.bench_circle [--quick] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ import numpy as np  # noqa: E402
 
 from meanfield.model import Model  # noqa: E402
 from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
-from solvers import circle_kernel, fourier  # noqa: E402
-from solvers.circle import CircleSpectral  # noqa: E402
+from meanfield.solvers import circle_kernel, fourier  # noqa: E402
+from meanfield.solvers.circle import CircleSpectral  # noqa: E402
 
 SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 QUICK_SIZES = (256, 1024, 4096, 16384, 32768, 65536)
@@ -309,7 +309,7 @@ def _planning_rows(n: int, beta: float, timing: dict) -> dict:
     """SA right-hand side and bare transform pair with FFTW_MEASURE vs FFTW_ESTIMATE plans.
 
     Two schemes that differ only in their basis's plans; the ESTIMATE ones are planned first
-    (each plan sets the process's wisdom aside anyway, see :mod:`solvers.fourier`).  The
+    (each plan sets the process's wisdom aside anyway, see :mod:`meanfield.solvers.fourier`).  The
     planning time is that of a separate basis of the scheme's (three synthesis slots).
     """
     bases, plan_seconds, schemes = {}, {}, {}
@@ -408,7 +408,7 @@ def format_table(rows: list[dict], columns=None) -> str:
 
 
 def main(argv=None) -> None:
-    """Command line: ``python -m validation.bench_circle [--quick] [--beta B]``."""
+    """Command line: ``python -m meanfield.validation.bench_circle [--quick] [--beta B]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"N = {', '.join(map(str, QUICK_SIZES))} and shorter timings")

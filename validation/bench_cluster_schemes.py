@@ -9,12 +9,12 @@ A measurement, not a test: it prints ratios and asserts nothing about speed.
    by the pseudo-spectral right-hand side at the same ``N`` (``ratio_spectral``).
 2. **Lagrangian band-limited sums vs the direct pair sum.**  ``CircleLagrangian.rhs`` evaluates the
    velocity of ``N`` weighted nodes by ``M(beta)``-mode sums (``O(N M)``); the baseline is the
-   ``O(N^2)`` weighted pair sum of :class:`solvers.interaction.DirectInteraction` on the same nodes
+   ``O(N^2)`` weighted pair sum of :class:`meanfield.solvers.interaction.DirectInteraction` on the same nodes
    (skipped above ``DIRECT_MAX``).  ``speedup = direct / band-limited``; ``max_rel_diff`` is their
    largest relative difference.
 
 Threads: the setting of :mod:`meanfield.threads` (``--threads``), printed in the header.
-Run: ``python -m validation.bench_cluster_schemes [--quick] [--beta B]``.
+Run: ``python -m meanfield.validation.bench_cluster_schemes [--quick] [--beta B]``.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ import numpy as np  # noqa: E402
 from meanfield.initial import circle_density  # noqa: E402
 from meanfield.threads import add_threads_argument, apply_threads_argument, header  # noqa: E402
 from meanfield.model import Model  # noqa: E402
-from solvers.circle import CircleSpectral  # noqa: E402
-from solvers.finite_volume import CircleFiniteVolume  # noqa: E402
-from solvers.interaction import DirectInteraction  # noqa: E402
-from solvers.lagrangian import CircleLagrangian  # noqa: E402
+from meanfield.solvers.circle import CircleSpectral  # noqa: E402
+from meanfield.solvers.finite_volume import CircleFiniteVolume  # noqa: E402
+from meanfield.solvers.interaction import DirectInteraction  # noqa: E402
+from meanfield.solvers.lagrangian import CircleLagrangian  # noqa: E402
 
 from .bench_circle import best_times, format_table  # noqa: E402
 

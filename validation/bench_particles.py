@@ -31,7 +31,7 @@ Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weigh
 
 5. **Normalisation schemes** (MATH.md §6): every scheme's SA right-hand side (direct path) against Post-LN's.
 6. **S^2: spherical-harmonic path vs direct** (issue 14 item 1).  ``ParticleScheme(Model("sa", 4, dim=3), n,
-   interaction_path="harmonic")`` (:class:`solvers.interaction.SphereHarmonicInteraction`, accuracy 1e-12,
+   interaction_path="harmonic")`` (:class:`meanfield.solvers.interaction.SphereHarmonicInteraction`, accuracy 1e-12,
    ducc0 on one thread) at ``n = 1e3 .. 1e6`` (quick: to 1e5): time per right-hand side, speedup over the
    direct path and the largest relative difference (as in table 2).  The direct path is timed up to
    :data:`DIRECT_MAX` tokens; beyond, its time is extrapolated as ``n^2`` from the largest measured size
@@ -40,7 +40,7 @@ Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weigh
    ``t ~ n^p`` fitted (least squares in log-log) over the sizes from ``SCALING_FIT_FROM`` tokens on
    (the harmonic path's fixed ``L^2 log L`` cost dominates below), and over all sizes.
 
-Timings use :func:`validation.bench_circle.best_times` (best of several interleaved runs
+Timings use :func:`meanfield.validation.bench_circle.best_times` (best of several interleaved runs
 after one warm-up call, per-call time in ms).  Calls of a second or more are expensive, so
 the number of runs falls with ``n`` (:func:`timing_for`): from ``n = 16000`` the direct
 right-hand sides, the baselines and the loop are timed by one call each, without warm-up
@@ -49,7 +49,7 @@ CPU time; on a loaded machine the wall time (both are printed) is longer and eve
 noisier.  Threads: the setting of :mod:`meanfield.threads` (``--threads``, default all cores,
 applied to BLAS at run time through threadpoolctl), printed in the header; table 1 also times the
 SA right-hand side at 1 thread and at every core.  Run with
-``python -m validation.bench_particles [--quick] [--threads N]``.
+``python -m meanfield.validation.bench_particles [--quick] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ import numpy as np  # noqa: E402
 from meanfield.model import Model  # noqa: E402
 from meanfield.normalization import SCHEMES, Normalization  # noqa: E402
 from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
-from solvers.interaction import DEFAULT_BLOCK_BYTES, SPHERE_ACCURACY  # noqa: E402
-from solvers.particles import ParticleScheme  # noqa: E402
-from validation.bench_circle import _clock, best_times, fitted_exponent, format_table as circle_table  # noqa: E402
+from meanfield.solvers.interaction import DEFAULT_BLOCK_BYTES, SPHERE_ACCURACY  # noqa: E402
+from meanfield.solvers.particles import ParticleScheme  # noqa: E402
+from meanfield.validation.bench_circle import _clock, best_times, fitted_exponent, format_table as circle_table  # noqa: E402
 
 SIZES = (1000, 2000, 4000, 8000, 16000, 20000)
 QUICK_SIZES = (1000, 4000)
@@ -427,7 +427,7 @@ def format_table(rows: list[dict], columns=RHS_COLUMNS) -> str:
 
 
 def main(argv=None) -> None:
-    """Command line: ``python -m validation.bench_particles [--quick]``."""
+    """Command line: ``python -m meanfield.validation.bench_particles [--quick]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="n = 1000, 4000 (S^2 harmonic path: to 1e5) and shorter timings")

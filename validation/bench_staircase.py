@@ -13,7 +13,7 @@ Cases: Lagrangian circle (beta 9, N = 512, ``perturbed:1e-4``: the issue's run) 
 particles on the circle (beta 9, n = 2048).  Threads: the setting of :mod:`meanfield.threads`
 (``--threads``, default all cores), printed in the header; ``wall 1 core`` / ``wall all`` time the run
 with collapse at 1 thread and at every core.
-Run: ``python -m validation.bench_staircase [--quick] [--threads N]``.
+Run: ``python -m meanfield.validation.bench_staircase [--quick] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import argparse
 import time
 
 from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all
-from solvers.particle_run import simulate
-from solvers.solve import solve
+from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.solve import solve
 
 from .bench_circle import format_table
 

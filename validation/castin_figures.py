@@ -34,7 +34,7 @@ agreement with the closed form at ``T`` are stored as well.  Runs that blow up
 random non-PSD matrix) are counted separately; for them we store the ``1e-6`` rank of the
 last covariance (the direction of the blow-up).
 
-Run: ``python -m validation.castin_figures [--quick] [--out-dir DIR]``.
+Run: ``python -m meanfield.validation.castin_figures [--quick] [--out-dir DIR]``.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ theoretical slope ``1 / (2 lambda_{k*})`` (lambda from :func:`meanfield.theory.g
 ``prediction_intercept``: the constant ``c`` of ``t_n`` above, fitted by least squares with
 the slope held at its theoretical value.
 
-Run: ``python -m validation.cluster_formation [--quick] [--out-dir DIR]``.
+Run: ``python -m meanfield.validation.cluster_formation [--quick] [--out-dir DIR]``.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from meanfield.model import Model
 from meanfield.plotting import legend_below
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.theory import dominant_mode, formation_time, growth_rates
-from solvers.particle_run import simulate
+from meanfield.solvers.particle_run import simulate
 
 from .mean_field import fit_with_spread
 from .harness import progress_bar, save_figure, write_dataset

@@ -4,9 +4,9 @@ Lagrangian scheme (MATH.md §5, issue 20): ``meanfield validate fv-staircase``.
 Circle, SA, one ``beta``, ``perturbed:EPS`` (seed 0: the same function at every resolution, MATH.md
 §2.4), four runs to ``t_final`` on a log time axis: finite volume at ``N/2`` and ``N`` cells and
 Lagrangian nodes at ``M`` and ``2M``.  Without noise a collapsed fv cluster is handed over to a weighted
-point that moves with grid plus points (:mod:`solvers.point_clusters`); before that fix the clusters
+point that moves with grid plus points (:mod:`meanfield.solvers.point_clusters`); before that fix the clusters
 stayed pinned to their cells and never merged.  What is measured (the claims are
-:func:`validation.registry.fv_staircase_claims`):
+:func:`meanfield.validation.registry.fv_staircase_claims`):
 
 * ``t_ref`` of an fv run: the first saved frame at which its grid is empty (the points carry the whole
   mass to :data:`EMPTY_GRID`); from then on the run's right-hand side is the K-point ODE alone.  The
@@ -45,8 +45,8 @@ from meanfield.model import Model
 from meanfield.plotting import legend_below
 from meanfield.storage import save_run
 from meanfield.theory import dominant_mode
-from solvers.clusters import MIN_CLUSTER_MASS, frame_clusters, link_groups, merge_points
-from solvers.solve import solve
+from meanfield.solvers.clusters import MIN_CLUSTER_MASS, frame_clusters, link_groups, merge_points
+from meanfield.solvers.solve import solve
 
 from . import staircase
 from .harness import progress_bar, save_figure, study_main, write_dataset
@@ -69,7 +69,7 @@ RUNS = (("fv N/2", "fv", "half"), ("fv N", "fv", "full"), ("lagrangian M", "lagr
 # --------------------------------------------------------------------------------------------- reading runs
 def point_clusters(run: xr.Dataset, index: int) -> tuple[np.ndarray, np.ndarray]:
     """Angles in ``[0, 2 pi)`` and masses of an fv run's point clusters in frame ``index``: its points grouped at
-    the bookkeeping's ``MERGE_DISTANCE``, groups of mass >= ``MIN_CLUSTER_MASS`` (:mod:`solvers.clusters`)."""
+    the bookkeeping's ``MERGE_DISTANCE``, groups of mass >= ``MIN_CLUSTER_MASS`` (:mod:`meanfield.solvers.clusters`)."""
     angles, masses = run["point_position"].values[index], run["point_mass"].values[index]
     used = np.isfinite(angles) & np.isfinite(masses)
     if not used.any():
@@ -82,7 +82,7 @@ def point_clusters(run: xr.Dataset, index: int) -> tuple[np.ndarray, np.ndarray]
 
 
 def lagrangian_clusters(run: xr.Dataset, index: int) -> tuple[np.ndarray, np.ndarray]:
-    """Angles and masses of a Lagrangian run's clusters in frame ``index`` (:func:`solvers.clusters.frame_clusters`)."""
+    """Angles and masses of a Lagrangian run's clusters in frame ``index`` (:func:`meanfield.solvers.clusters.frame_clusters`)."""
     centres, masses = frame_clusters(run, index)
     return np.mod(np.arctan2(centres[:, 1], centres[:, 0]), 2 * math.pi), masses
 
@@ -144,7 +144,7 @@ def _padded(values) -> np.ndarray:
 def analyse(run: xr.Dataset, beta: float, k: int) -> dict:
     """One row of the table (module docstring); K-point values only for fv runs that reach ``t_ref``.  A Lagrangian
     run's ``t_ref`` is the staircase study's: the first frame whose clusters are points
-    (:func:`validation.staircase.reference_frame`)."""
+    (:func:`meanfield.validation.staircase.reference_frame`)."""
     fv = run.attrs.get("scheme") == "fv"
     row = {"merge_time": _padded(run["merge_time"].values), "formation_time": formation_time(run, k),
            "final_count": int(run["cluster_count"].values[-1]), "stop_reason": str(run.attrs["stop_reason"]),
@@ -201,7 +201,7 @@ def run_study(quick: bool = False, out_dir="fv-staircase-study", seed: int = 0,
 def build_table(runs: dict, beta: float, eps: float) -> xr.Dataset:
     """The table of four runs keyed by the labels of :data:`RUNS` (:func:`analyse` each; the settings the claims
     read, among them the point stepper's ``POINT_STEP`` in force, as attributes)."""
-    import solvers.point_clusters as point_clusters_module
+    import meanfield.solvers.point_clusters as point_clusters_module
 
     k = dominant_mode(Model("sa", beta, 0.0, 2))
     rows = [analyse(runs[label], beta, k) for label, _, _ in RUNS]

@@ -5,7 +5,7 @@ For each attention kind (``softmax``; ``l2``; ``multihead`` = two softmax heads;
 dimension ``d`` and a few seeded random ``(V, Q, K)`` (entries ``N(0, 1/d) * MATRIX_SCALE``,
 ``Q, K`` of shape ``(d + 1) x d`` so the rectangular path is exercised), ``n`` tokens are
 sampled i.i.d. from ``N(alpha, Sigma)`` (``alpha``, ``Sigma`` drawn with the matrices),
-evolved to ``T_FINAL`` with the R^d particle engine (:class:`solvers.particles.ParticleScheme`,
+evolved to ``T_FINAL`` with the R^d particle engine (:class:`meanfield.solvers.particles.ParticleScheme`,
 ``sphere=False``, SA normalisation, ``beta = 1``; dopri5 at ``PARTICLE_RTOL[kind]``; the seeds of
 one ``(draw, n)`` run as one batch, one task), and the particles' mean and covariance (of the empirical
 measure, ``ddof = 0``) at ``T_FINAL`` are compared with the moment ODEs
@@ -36,7 +36,7 @@ that changes its numbers); a re-run with the same ``out_dir`` reuses those files
 (``attrs["reused_tasks"]``) and computes only the rest, so a killed study resumes.  Ctrl-C writes
 what has finished (missing runs are NaN, ``attrs["stop_reason"] = "interrupted"``) before stopping.
 
-Run: ``python -m validation.gaussian [--quick] [--out-dir DIR]``.
+Run: ``python -m meanfield.validation.gaussian [--quick] [--out-dir DIR]``.
 """
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ from meanfield.errors import require
 from meanfield.gaussian import solve as solve_moments
 from meanfield.model import Model
 from meanfield.storage import netcdf_safe, package_version
-from solvers.particles import ParticleScheme
-from solvers.runloop import run
-from solvers.steppers import make_stepper
+from meanfield.solvers.particles import ParticleScheme
+from meanfield.solvers.runloop import run
+from meanfield.solvers.steppers import make_stepper
 from meanfield.plotting import legend_below
 from .harness import progress_bar, save_figure, study_main, write_dataset
 from .tasks import SYNCHRONOUS, machine_cores, run_tasks, write_compressed
@@ -306,7 +306,7 @@ def load_task(folder, settings: dict):
 
 def _run_tasks(tasks: list, t_final: float, rtol: dict, workers: int, store) -> None:
     """Run ``tasks``, calling ``store(task, result)`` as each finishes (here, or on a Dask cluster of
-    ``workers`` processes: :func:`validation.tasks.run_tasks`)."""
+    ``workers`` processes: :func:`meanfield.validation.tasks.run_tasks`)."""
     if not tasks:
         return
     with progress_bar(len(tasks), "gaussian runs") as bar:

@@ -26,8 +26,8 @@ import xarray as xr
 from meanfield.diagnostics import fit_growth_rates
 from meanfield.model import Model
 from meanfield.theory import critical_noise, growth_rates, quadratic_feed
-from solvers.solve import solve
-from solvers.steppers import Dopri5
+from meanfield.solvers.solve import solve
+from meanfield.solvers.steppers import Dopri5
 
 MODES = np.arange(1, 7)
 EPS = 1e-12

@@ -2,11 +2,11 @@
 
 - :func:`progress_bar`, :func:`write_dataset`, :func:`save_figure`: the studies' progress over runs
   and their output files, written safely (:func:`meanfield.storage.write_atomic`: a temporary file
-  renamed into place, folders created); :func:`study_main` is ``python -m validation.<study>``.
+  renamed into place, folders created); :func:`study_main` is ``python -m meanfield.validation.<study>``.
 - :func:`check_output` refuses a destination before anything is computed
   (:func:`meanfield.storage.check_output_folder` / ``check_output_file``); :func:`run` times a study
-  of :mod:`validation.registry`, formats its table and evaluates its claims, and :func:`run_caught`
-  turns an exception into a one-line error so that the report (:mod:`validation.report`) goes on.
+  of :mod:`meanfield.validation.registry`, formats its table and evaluates its claims, and :func:`run_caught`
+  turns an exception into a one-line error so that the report (:mod:`meanfield.validation.report`) goes on.
 The command line (``meanfield validate ...``) and the report both run studies through here.
 """
 
@@ -42,7 +42,7 @@ def write_dataset(ds, path) -> Path:
 
 
 def study_main(argv, description: str, out_dir: str, run, table, name: str):
-    """``python -m validation.<study> [--quick] [--out-dir DIR]``: run, print the table, say what was written."""
+    """``python -m meanfield.validation.<study> [--quick] [--out-dir DIR]``: run, print the table, say what was written."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="the small size the test suite uses")
     parser.add_argument("--out-dir", default=out_dir)

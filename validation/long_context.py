@@ -21,7 +21,7 @@
 Output (``out_dir``): ``long_context.nc`` and ``long_context.png`` (limit against gamma for each rho;
 finite-n curves converging to it; Monte Carlo against the formula; uniform tokens).
 
-Run: ``python -m validation.long_context [--quick] [--out-dir DIR]`` or ``meanfield validate long-context``.
+Run: ``python -m meanfield.validation.long_context [--quick] [--out-dir DIR]`` or ``meanfield validate long-context``.
 """
 
 from __future__ import annotations

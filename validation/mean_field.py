@@ -28,7 +28,7 @@ two clusters (at ~0 and ~3) are formed by t = 6 (peak density ~ 28 x uniform); t
 2048-point run loses resolution at t ~ 6.7 (clusters narrow exponentially), so the full
 study stops at t = 6, not t = 8.  A PDE run that stops early raises, it is never used.
 
-Run: ``python -m validation.mean_field [--quick] [--out-dir DIR]``.
+Run: ``python -m meanfield.validation.mean_field [--quick] [--out-dir DIR]``.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ from meanfield.errors import require
 from meanfield.initial import circle_density
 from meanfield.plotting import legend_below
 from meanfield.storage import netcdf_safe, package_version
-from solvers.particle_run import simulate
-from solvers.solve import solve
+from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.solve import solve
 
 from .harness import progress_bar, save_figure, study_main, write_dataset
 

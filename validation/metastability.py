@@ -30,7 +30,7 @@ detected centres, plus ``h^2 / 12`` for finite-volume cell averages (the run's e
 constant on their cells); for particles the tokens about their clusters' means, which with their masses
 also give the point energy (the smoothed density's basins would misplace tokens between two clusters
 about to merge).  A finite-volume run whose clusters have been handed over to points (issue 20,
-:mod:`solvers.point_clusters`) is read the same way from its tokens (:func:`fv_tokens`): the grid's cells at
+:mod:`meanfield.solvers.point_clusters`) is read the same way from its tokens (:func:`fv_tokens`): the grid's cells at
 their centres and the points at their own positions (the recorded density puts a point's mass in its cell,
 which would misplace it by up to ``h / 2`` and change the cross energy by ``beta sin D`` times that); the
 ``h^2 / 12`` is still added, a bound for the grid's share.
@@ -46,7 +46,7 @@ Output (``out_dir``): ``metastability.nc`` (one row per ``(beta, source)`` case;
 padded with NaN / count -1 past the last plateau), the runs ``pde_beta*.nc`` and
 ``particles_beta*.nc``, and ``metastability.png``.
 
-Run: ``python -m validation.metastability [--quick] [--out-dir DIR]`` or
+Run: ``python -m meanfield.validation.metastability [--quick] [--out-dir DIR]`` or
 ``meanfield validate metastability``.
 """
 
@@ -70,8 +70,8 @@ from meanfield.model import Model
 from meanfield.plotting import deviation_heat_map, mean_density, theta_axis
 from meanfield.storage import netcdf_safe, package_version, save_run
 from meanfield.theory import dominant_mode, formation_time, growth_rates
-from solvers.particle_run import simulate
-from solvers.solve import solve
+from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.solve import solve
 
 from .cluster_formation import crossing_time
 from .scheme_comparison import cluster_readout, fv_tokens

@@ -23,7 +23,7 @@ is ``max |rho_PDE - rho_fixed| / mean``.
 Output: ``noise_transition.nc`` (``order(beta, ratio, start)``, ``stationary``, ``fixed_point_gap``,
 ``final_time``) and ``noise_transition.png`` (the bifurcation diagram with ``nu_c`` marked).
 
-Run: ``python -m validation.noise_transition [--quick] [--out-dir DIR]`` or
+Run: ``python -m meanfield.validation.noise_transition [--quick] [--out-dir DIR]`` or
 ``meanfield validate noise-transition``.
 """
 
@@ -46,9 +46,9 @@ from meanfield.plotting import outside_legend
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.theory import critical_noise, dominant_mode, growth_rates
 from meanfield.initial import circle_density
-from solvers.circle import CircleSpectral
-from solvers.runloop import COMPLETED, run
-from solvers.steppers import make_stepper
+from meanfield.solvers.circle import CircleSpectral
+from meanfield.solvers.runloop import COMPLETED, run
+from meanfield.solvers.steppers import make_stepper
 
 from .harness import progress_bar, save_figure, study_main, write_dataset
 

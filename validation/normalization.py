@@ -20,7 +20,7 @@
    fitted against the scheme's attention clock ``G(t) = int dt / s_0`` (:func:`attention_time`), is
    the Post-LN rate ``lambda_l`` of MATH.md §2.3 (relative error printed), to what the fit can be off by
    (``pde_tolerance``, relative): dopri5's step error at the clock's fastest rate ``max dG/dt`` and the
-   quadratic feed of the other modes (:func:`validation.growth_rates.step_error`, ``feed_error``; the feed
+   quadratic feed of the other modes (:func:`meanfield.validation.growth_rates.step_error`, ``feed_error``; the feed
    is derived for Post-LN and carries over to LN-scaling, whose divisor depends on ``t`` only; under nGPT
    ``|A|`` also varies with the perturbation, an O(1) change of the same quadratic coefficients).  From
    ``1e-12``, fitted below ``1e-8``, the feed is far below the step error.
@@ -44,8 +44,8 @@ from meanfield.normalization_theory import (attention_time, equiangular_solution
                                             mode_amplitude_factor)
 from meanfield.plotting import legend_below
 from meanfield.theory import growth_rates
-from solvers.particle_run import simulate
-from solvers.solve import solve
+from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.solve import solve
 
 from .growth_rates import feed_error, initial_amplitudes, step_error
 from .harness import progress_bar, save_figure, study_main, write_dataset

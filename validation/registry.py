@@ -9,8 +9,8 @@ that cannot fail is not a claim).  Every tolerance names its source, one of :dat
 :data:`FALSE_ALARM` (:func:`within_errors`).  Benchmarks have no claims: their printed table is
 their result.
 
-The command line (:mod:`meanfield.cli`) and the report (:mod:`validation.report`) are generated
-from :data:`STUDIES`; :mod:`validation.harness` runs an entry.  Importing this module imports no
+The command line (:mod:`meanfield.cli`) and the report (:mod:`meanfield.validation.report`) are generated
+from :data:`STUDIES`; :mod:`meanfield.validation.harness` runs an entry.  Importing this module imports no
 study: a study's module is loaded when it runs.
 """
 
@@ -175,7 +175,7 @@ class Study:
 
     def load(self):
         """The study's module (imported on first use)."""
-        return importlib.import_module(f"validation.{self.module}")
+        return importlib.import_module(f"meanfield.validation.{self.module}")
 
     def preset(self, quick: bool):
         """The module's quick or full preset (``None`` when it has none by that name)."""
@@ -248,7 +248,7 @@ def benchmark(name: str, module: str, help: str, quick_help: str, presets=("QUIC
 # --------------------------------------------------------------------------------------------- claims
 def _module(name: str):
     """A study module's constants for its claims (already imported when the study ran)."""
-    return importlib.import_module(f"validation.{name}")
+    return importlib.import_module(f"meanfield.validation.{name}")
 
 
 def growth_claims(table) -> list[Check]:

@@ -1,7 +1,7 @@
 """``meanfield validate report``: every registered study, one self-contained HTML page.
 
-:func:`run_report` runs each study of :data:`validation.registry.STUDIES` (quick presets with
-``quick``) into ``DIR/<name>/`` through :func:`validation.harness.run_caught`, so that a study
+:func:`run_report` runs each study of :data:`meanfield.validation.registry.STUDIES` (quick presets with
+``quick``) into ``DIR/<name>/`` through :func:`meanfield.validation.harness.run_caught`, so that a study
 that raises is reported as an error and the others still run, and writes ``DIR/index.html``
 (:func:`render`): a summary table, then per study its claims (the claim, theory value, measured
 value, tolerance, the tolerance's source, pass / fail), its figures (PNG files in ``DIR``, relative
@@ -112,14 +112,14 @@ def _section(outcome, root: Path) -> str:
 
 
 def _preset(study: Study, quick: bool) -> str:
-    """``validation.<module>.QUICK = {...}`` (or FULL), when the study declares presets."""
+    """``meanfield.validation.<module>.QUICK = {...}`` (or FULL), when the study declares presets."""
     try:
         values = study.preset(quick)
     except Exception:  # noqa: BLE001 - the module did not import: the error is shown already
         return ""
     if values is None:
         return ""
-    return f"validation.{study.module}.{study.presets[0 if quick else 1]} = {values!r}"
+    return f"meanfield.validation.{study.module}.{study.presets[0 if quick else 1]} = {values!r}"
 
 
 def _shown_out(study: Study, outcome, root: Path):

@@ -37,7 +37,7 @@ centres and the points its collapsed clusters were handed over to, at their own 
 Differences are maxima over clusters (angles in rad).
 
 Output: ``scheme_comparison.nc`` and ``scheme_comparison.png``.
-Run: ``python -m validation.scheme_comparison [--quick] [--out-dir DIR]`` or
+Run: ``python -m meanfield.validation.scheme_comparison [--quick] [--out-dir DIR]`` or
 ``meanfield validate schemes``.
 """
 
@@ -59,8 +59,8 @@ from meanfield.model import Model
 from meanfield.plotting import legend_below
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.theory import dominant_mode, growth_rates
-from solvers.particle_run import simulate
-from solvers.solve import solve
+from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.solve import solve
 
 from .harness import progress_bar, save_figure, study_main, write_dataset
 

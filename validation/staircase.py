@@ -2,7 +2,7 @@
 
 For every case (circle SA at several beta from a ``perturbed:EPS`` density with Lagrangian nodes,
 the same beta from i.i.d. tokens, and S^2 at one beta with Lagrangian nodes) one run goes to
-``t_final`` on a log time axis with coincident nodes collapsing (:mod:`solvers.clusters`).  Then:
+``t_final`` on a log time axis with coincident nodes collapsing (:mod:`meanfield.solvers.clusters`).  Then:
 
 * ``t_ref``: the first saved frame at which the clusters are points (the run's energy equals the
   point-cluster energy to 1e-8 relative) -- "just after formation";
@@ -38,9 +38,9 @@ from meanfield.model import Model
 from meanfield.plotting import legend_below
 from meanfield.storage import save_run
 from meanfield.theory import dominant_mode
-from solvers.clusters import frame_clusters
-from solvers.particle_run import simulate
-from solvers.solve import solve
+from meanfield.solvers.clusters import frame_clusters
+from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.solve import solve
 
 from .harness import progress_bar, save_figure, study_main, write_dataset
 

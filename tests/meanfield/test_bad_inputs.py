@@ -252,9 +252,9 @@ def tripwires(monkeypatch):
     def computing(*args, **kwargs):
         raise AssertionError("a bad input started computing")
 
-    for module, name in (("solvers.runloop", "run"), ("solvers.solve", "run_switching"),
-                         ("solvers.particle_run", "run_switching"),
-                         ("validation.phase_diagram", "compute_chunks")):
+    for module, name in (("meanfield.solvers.runloop", "run"), ("meanfield.solvers.solve", "run_switching"),
+                         ("meanfield.solvers.particle_run", "run_switching"),
+                         ("meanfield.validation.phase_diagram", "compute_chunks")):
         monkeypatch.setattr(importlib.import_module(module), name, computing)
 
 
@@ -289,7 +289,7 @@ def _solve(geometry="circle", **settings):
 
 
 def _simulate(**settings):
-    from solvers.particle_run import simulate
+    from meanfield.solvers.particle_run import simulate
     return lambda: simulate(**({"t_final": 1.0, "beta": 1.0} | settings))
 
 
@@ -341,7 +341,7 @@ def test_bad_api_input_is_a_one_line_input_error(name, call, tripwires, tmp_path
 
 
 def test_a_refused_sweep_leaves_no_store(tmp_path):
-    from validation.phase_diagram import run_sweep
+    from meanfield.validation.phase_diagram import run_sweep
 
     with pytest.raises(InputError, match="--scheduler"):
         run_sweep(tmp_path / "store", scheduler="nonsense", progress=False)

@@ -1,4 +1,4 @@
-"""The Gaussian moment ODEs run in the package's run loop (solvers.steppers.ScipyStepper): the same steps,
+"""The Gaussian moment ODEs run in the package's run loop (meanfield.solvers.steppers.ScipyStepper): the same steps,
 event roots and dense output as scipy's solve_ivp, and the attrs contract of every run."""
 
 import numpy as np
@@ -48,7 +48,7 @@ def test_every_gaussian_run_has_the_attrs_contract():
 
 
 def test_ctrl_c_keeps_the_steps_computed_so_far(monkeypatch):
-    from solvers.steppers import ScipyStepper
+    from meanfield.solvers.steppers import ScipyStepper
     step, calls = ScipyStepper.step, []
 
     def interrupted(self, u, t, h_max):

@@ -27,7 +27,7 @@ from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.storage import (FALLBACK_VARIABLE, Unwritable, build_run_dataset, check_output_file,
                                remove_stale_temporaries, save_run)
-from solvers.solve import solve
+from meanfield.solvers.solve import solve
 
 SMALL_RUN = ["solve", "circle", "--scheme", "fv", "--beta", "9", "--resolution", "64", "--no-progress"]
 
@@ -241,7 +241,7 @@ def test_qkv_files_that_are_not_numeric_archives_get_our_own_line(tmp_path, caps
 # -- signals sent to the command line at random moments (subprocesses) -------------------------------------------
 def test_signals_at_random_moments_of_runs_and_writes_save_the_run(tmp_path):
     """Eight trials, two of each kind (validation/signal_trials.py; `meanfield validate bench-signals` runs 40)."""
-    from validation.signal_trials import format_rows, run_trials
+    from meanfield.validation.signal_trials import format_rows, run_trials
 
     rows = run_trials(8, tmp_path)
     assert not any(row["problem"] for row in rows), format_rows(rows)
@@ -251,7 +251,7 @@ def test_signals_at_random_moments_of_runs_and_writes_save_the_run(tmp_path):
 def test_the_local_dask_cluster_and_its_dashboard_listen_on_loopback_only():
     from urllib.parse import urlparse
 
-    from validation.tasks import LOOPBACK, dask_client
+    from meanfield.validation.tasks import LOOPBACK, dask_client
 
     with dask_client("processes", 1) as client:
         assert urlparse(client.scheduler.address).hostname == LOOPBACK
@@ -675,7 +675,7 @@ def test_a_right_hand_side_that_is_not_finite_stops_the_run_instead_of_looping(m
     """A NaN right-hand side (a bug, or overflow the range table missed) stops the run with its reason and keeps
     every finite frame; it looped for ever on a NaN step size."""
     from meanfield import simulate_particles
-    from solvers.particles import ParticleScheme
+    from meanfield.solvers.particles import ParticleScheme
 
     original = ParticleScheme.rhs
 
@@ -751,7 +751,7 @@ def test_a_particle_continuation_needs_no_option_its_file_records(tmp_path):
 def test_a_large_beta_on_the_sphere_decides_the_particle_path_before_building_its_tables():
     """`particles --beta 1e6` spent over a minute building S^2 harmonic tables (band 7e3: 2.7e7 coefficients)
     for a path `auto` then did not take; the band is now weighed first and nothing is built."""
-    from solvers.particles import ParticleScheme
+    from meanfield.solvers.particles import ParticleScheme
 
     scheme = ParticleScheme(Model("sa", 1e6, 0.0, 3), 50)
     assert scheme.interaction_path == "direct" and not hasattr(scheme, "_sphere_harmonic")

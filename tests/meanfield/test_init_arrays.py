@@ -12,11 +12,11 @@ from meanfield.initial import von_mises
 from meanfield.initial_sphere import direction
 from meanfield.initial_zonal import von_mises_fisher
 from meanfield.sampling import sample_tokens
-from solvers.circle import CircleSpectral
-from solvers.finite_volume import CircleFiniteVolume, ZonalFiniteVolume
-from solvers.lagrangian import CircleLagrangian, SphereLagrangian
-from solvers.sphere import SphereSpectral
-from solvers.zonal import ZonalGalerkin
+from meanfield.solvers.circle import CircleSpectral
+from meanfield.solvers.finite_volume import CircleFiniteVolume, ZonalFiniteVolume
+from meanfield.solvers.lagrangian import CircleLagrangian, SphereLagrangian
+from meanfield.solvers.sphere import SphereSpectral
+from meanfield.solvers.zonal import ZonalGalerkin
 
 CIRCLE = Model(beta=1.0, dim=2)
 SPHERE = Model(beta=1.0, dim=3)

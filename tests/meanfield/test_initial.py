@@ -8,7 +8,7 @@ import xarray as xr
 
 from meanfield import InputError
 from meanfield.initial import circle_density, dealiased_band
-from solvers.solve import solve
+from meanfield.solvers.solve import solve
 
 
 def test_uniform_and_von_mises_are_normalised():

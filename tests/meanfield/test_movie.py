@@ -9,8 +9,8 @@ from meanfield import InputError
 from meanfield.gaussian import solve as solve_moments
 from meanfield.movie import MAX_FRAMES, frame_indices, write_movie
 from meanfield.plotting import plot_run
-from solvers.solve import solve
-from solvers.particle_run import simulate
+from meanfield.solvers.solve import solve
+from meanfield.solvers.particle_run import simulate
 
 RUNS = {
     "circle": lambda: solve("circle", beta=4.0, resolution=32, init="perturbed:1e-3", t_final=1.0, save_every=0.1),

@@ -5,7 +5,7 @@ import pytest
 
 from meanfield import Model, growth_rates
 from meanfield.plotting import plot_run, theory_curves
-from solvers.solve import solve
+from meanfield.solvers.solve import solve
 
 RUNS = {
     "sphere": lambda: solve("sphere", attention="sa", beta=4.0, resolution=12, init="perturbed:1e-3", seed=0,

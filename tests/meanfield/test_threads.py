@@ -10,8 +10,8 @@ from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.threads import (FFTW_THREADED_MIN, NONUNIFORM_THREADS, available_cores, blas_threads, ducc0_threads,
                                fftw_threads, header, one_vs_all, set_threads, thread_attrs, thread_count, use_threads)
-from solvers.lagrangian import SphereLagrangian
-from solvers.sphere import SphereBasis, SphereSpectral
+from meanfield.solvers.lagrangian import SphereLagrangian
+from meanfield.solvers.sphere import SphereBasis, SphereSpectral
 
 CORES = available_cores()
 needs_two = pytest.mark.skipif(CORES < 2, reason="needs two cores to compare thread counts")
@@ -90,7 +90,7 @@ def test_nonuniform_transforms_stay_on_one_thread():
 
 
 def test_bench_script_takes_threads_and_prints_the_counts_in_effect(capsys, monkeypatch):
-    import validation.bench_sphere as bench
+    import meanfield.validation.bench_sphere as bench
 
     monkeypatch.setattr(bench, "QUICK_LMAXES", (15,))
     with use_threads():
@@ -117,7 +117,7 @@ def test_sphere_lagrangian_run_is_bitwise_at_one_and_two_threads():
 
 def test_runs_record_their_threads_and_whether_the_bits_depend_on_them():
     import meanfield
-    from solvers.particle_run import simulate
+    from meanfield.solvers.particle_run import simulate
 
     sphere = meanfield.solve("sphere", beta=1.0, resolution=7, t_final=0.1, save_every=0.1)
     assert sphere.attrs["bit_reproducible_across_threads"] == 1 and sphere.attrs["threads"] >= 1

@@ -9,9 +9,9 @@ from meanfield import Model, critical_noise, fourier_series, growth_rates
 from meanfield.diagnostics import detect_clusters
 from meanfield.metastable import refined_formation_time
 from meanfield.initial import circle_density
-from solvers import CircleSpectral, make_stepper, run
-from solvers.solve import solve
-from validation.growth_rates import fitted_rates
+from meanfield.solvers import CircleSpectral, make_stepper, run
+from meanfield.solvers.solve import solve
+from meanfield.validation.growth_rates import fitted_rates
 
 
 @pytest.mark.parametrize("attention", ["sa", "usa"])

@@ -10,9 +10,9 @@ import pytest
 
 import meanfield
 from meanfield.model import Model
-from solvers import circle as circle_module
-from solvers import circle_kernel
-from solvers.circle import CircleSpectral
+from meanfield.solvers import circle as circle_module
+from meanfield.solvers import circle_kernel
+from meanfield.solvers.circle import CircleSpectral
 
 pytestmark = pytest.mark.skipif(not circle_kernel.AVAILABLE,
                                 reason="the compiled circle kernel is not built in this install (no C compiler)")

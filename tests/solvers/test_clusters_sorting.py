@@ -1,10 +1,10 @@
-"""The sorted-coordinate test of solvers.clusters.link_groups (issue 22 item 5): never says "apart" wrongly."""
+"""The sorted-coordinate test of meanfield.solvers.clusters.link_groups (issue 22 item 5): never says "apart" wrongly."""
 
 import numpy as np
 import pytest
 from scipy.spatial import cKDTree
 
-from solvers.clusters import apart_by_sorting, link_groups
+from meanfield.solvers.clusters import apart_by_sorting, link_groups
 
 
 @pytest.mark.parametrize("n, chord", [(500, 1e-13), (500, 0.05), (20000, 1e-6), (20000, 1e-3), (20000, 0.2)])
@@ -29,7 +29,7 @@ def test_a_planted_pair_is_found_whatever_lies_between_in_the_first_coordinate()
 
 
 def test_pairs_within_finds_every_close_pair_of_a_brute_force_search():
-    from solvers.clusters import pairs_within
+    from meanfield.solvers.clusters import pairs_within
 
     rng = np.random.default_rng(5)
     centres = rng.standard_normal((40, 3))
@@ -48,7 +48,7 @@ def test_pairs_within_finds_every_close_pair_of_a_brute_force_search():
 def test_the_binned_links_give_the_trees_groups_label_for_label(monkeypatch, kind):
     """The two ways link_groups finds its links (cubes of the chord when close pairs are few, the k-d tree
     otherwise) must give the same labels, so no run's cluster records change with the path."""
-    import solvers.clusters as clusters
+    import meanfield.solvers.clusters as clusters
 
     rng = np.random.default_rng(len(kind))
 

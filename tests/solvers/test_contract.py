@@ -1,4 +1,4 @@
-"""The scheme contract (solvers.contract): every registered scheme and the particle scheme satisfies it."""
+"""The scheme contract (meanfield.solvers.contract): every registered scheme and the particle scheme satisfies it."""
 
 import gc
 import weakref
@@ -9,11 +9,11 @@ import pytest
 from meanfield.init_data import initial_state
 from meanfield.model import Model
 from meanfield.schemes import SCHEMES
-from solvers.contract import (OPTIONAL_PARTS, PDE_PARTS, REQUIRED_PARTS, Scheme, SchemeProtocol, conform,
+from meanfield.solvers.contract import (OPTIONAL_PARTS, PDE_PARTS, REQUIRED_PARTS, Scheme, SchemeProtocol, conform,
                               missing_parts)
-from solvers.particles import ParticleScheme
-from solvers.solve import scheme_class
-from solvers.steppers import make_stepper
+from meanfield.solvers.particles import ParticleScheme
+from meanfield.solvers.solve import scheme_class
+from meanfield.solvers.steppers import make_stepper
 
 RESOLUTION = {"circle": 32, "sphere": 7, "zonal": 16}
 DIM = {"circle": 2, "sphere": 3, "zonal": 4}

@@ -15,10 +15,10 @@ from meanfield.initial import circle_density
 from meanfield.initial_zonal import zonal_density
 from meanfield.model import Model
 from meanfield.theory import critical_noise, dominant_mode, formation_time, growth_rates
-from solvers.finite_volume import (CircleFiniteVolume, ZonalFiniteVolume, cell_integrals,
+from meanfield.solvers.finite_volume import (CircleFiniteVolume, ZonalFiniteVolume, cell_integrals,
                                    zonal_cell_volumes)
-from solvers.solve import solve
-from solvers.zonal import ZonalBasis, normalised_gegenbauer
+from meanfield.solvers.solve import solve
+from meanfield.solvers.zonal import ZonalBasis, normalised_gegenbauer
 
 NS = np.array([64, 128, 256, 512])
 

@@ -11,10 +11,10 @@ from meanfield.diagnostics import detect_clusters
 from meanfield.initial import circle_density
 from meanfield.initial_sphere import sphere_density
 from meanfield.theory import dominant_mode, formation_time
-from solvers.interaction import DirectInteraction
-from solvers.lagrangian import CircleLagrangian, SphereLagrangian
-from solvers.solve import solve
-from solvers.sphere import SphereBasis
+from meanfield.solvers.interaction import DirectInteraction
+from meanfield.solvers.lagrangian import CircleLagrangian, SphereLagrangian
+from meanfield.solvers.solve import solve
+from meanfield.solvers.sphere import SphereBasis
 
 
 def log_slopes(sizes, errors):

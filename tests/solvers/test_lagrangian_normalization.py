@@ -10,15 +10,15 @@ from meanfield import InputError, Model
 from meanfield.cli import main
 from meanfield.initial import circle_density
 from meanfield.normalization import Normalization
-from solvers.interaction import DirectInteraction
+from meanfield.solvers.interaction import DirectInteraction
 from meanfield.initial_sphere import sphere_density
-from solvers.lagrangian import CircleLagrangian, SphereLagrangian
-from solvers.particle_run import simulate
-from solvers.runloop import run
-from solvers.solve import solve
-from solvers.steppers import make_stepper
+from meanfield.solvers.lagrangian import CircleLagrangian, SphereLagrangian
+from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.runloop import run
+from meanfield.solvers.solve import solve
+from meanfield.solvers.steppers import make_stepper
 from meanfield.analysis import wasserstein1_circle
-from validation.mean_field import INIT, fit_line
+from meanfield.validation.mean_field import INIT, fit_line
 
 
 def frames_of(scheme, init: str, t_final: float, save_every: float, rtol: float = 1e-10) -> dict:

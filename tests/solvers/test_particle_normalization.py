@@ -1,4 +1,4 @@
-"""Particles under the normalisation schemes of MATH.md §6 (solvers.particles, solvers.particle_run)."""
+"""Particles under the normalisation schemes of MATH.md §6 (meanfield.solvers.particles, meanfield.solvers.particle_run)."""
 
 import math
 
@@ -9,9 +9,9 @@ from scipy.integrate import solve_ivp
 from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.normalization import SCHEMES, Normalization
-from solvers.interaction import CircleFourierInteraction, DirectInteraction
-from solvers.particle_run import simulate
-from solvers.particles import ParticleScheme
+from meanfield.solvers.interaction import CircleFourierInteraction, DirectInteraction
+from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.particles import ParticleScheme
 
 N, D, BETA, R0, T = 6, 8, 3.0, 1.5, 5.0
 TAU = 1.0

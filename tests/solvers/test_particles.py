@@ -9,11 +9,11 @@ from scipy.integrate import solve_ivp
 from meanfield import InputError, Model
 from meanfield.sampling import TrigonometricDensity, sample_tokens, uniform_sphere
 from meanfield.initial import circle_density
-from solvers.particle_run import simulate
-from solvers.particles import ParticleScheme
-from solvers.runloop import run
-from solvers.trackers import Observer
-from solvers.steppers import make_stepper
+from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.particles import ParticleScheme
+from meanfield.solvers.runloop import run
+from meanfield.solvers.trackers import Observer
+from meanfield.solvers.steppers import make_stepper
 
 
 def equiangular_rhs(attention, beta, n):

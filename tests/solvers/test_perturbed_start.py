@@ -11,9 +11,9 @@ from meanfield.geometry import sphere_area
 from meanfield.init_data import initial_state
 from meanfield.model import Model
 from meanfield.sampling import _circle_law
-from solvers.solve import solve
-from solvers.solve import scheme_class
-from validation.cluster_formation import crossing_time
+from meanfield.solvers.solve import solve
+from meanfield.solvers.solve import scheme_class
+from meanfield.validation.cluster_formation import crossing_time
 
 SPEC, SEED = "perturbed:1e-4", 0
 CIRCLE_SIZES = (256, 1024, 4096)

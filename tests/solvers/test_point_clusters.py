@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from scipy.integrate import quad
 
-import solvers.point_clusters as point_clusters
+import meanfield.solvers.point_clusters as point_clusters
 from meanfield.cluster_dynamics import as_unit_vectors, cluster_history, cluster_velocity, ring_velocity
 from meanfield.model import Model
-from solvers.finite_volume import CircleFiniteVolume, ZonalFiniteVolume
-from solvers.solve import solve
+from meanfield.solvers.finite_volume import CircleFiniteVolume, ZonalFiniteVolume
+from meanfield.solvers.solve import solve
 
 
 # -- the velocity of grid plus points at the points -------------------------------------------------------
@@ -176,7 +176,7 @@ def test_zonal_fv_follows_its_rings_to_one_pole_point(zonal_staircase_run):
 
 
 def test_zonal_fv_merges_follow_the_k_ring_ode_from_their_own_rings(zonal_staircase_run):
-    from solvers.clusters import MIN_CLUSTER_MASS, TIGHT_RADIUS
+    from meanfield.solvers.clusters import MIN_CLUSTER_MASS, TIGHT_RADIUS
 
     ds = zonal_staircase_run
     grid = ds["mass"].values - np.nansum(ds["point_mass"].values, axis=1)

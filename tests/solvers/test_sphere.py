@@ -9,9 +9,9 @@ from meanfield.errors import InputError
 from meanfield.initial_sphere import direction, sphere_density, von_mises_fisher
 from meanfield.model import Model
 from meanfield.theory import critical_noise, growth_rates
-from solvers.runloop import run
-from solvers.sphere import SphereBasis, SphereSpectral
-from solvers.steppers import make_stepper
+from meanfield.solvers.runloop import run
+from meanfield.solvers.sphere import SphereBasis, SphereSpectral
+from meanfield.solvers.steppers import make_stepper
 
 DEGREES = np.arange(1, 7)
 

@@ -1,4 +1,4 @@
-"""S^2 tokens through spherical harmonics (issue 14 item 1): solvers.interaction.SphereHarmonicInteraction
+"""S^2 tokens through spherical harmonics (issue 14 item 1): meanfield.solvers.interaction.SphereHarmonicInteraction
 against the direct sums, the auto choice of ParticleScheme and its refusals."""
 
 import numpy as np
@@ -8,9 +8,9 @@ from meanfield.cli import main
 from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.normalization import Normalization
-from solvers.interaction import CircleFourierInteraction, DirectInteraction, SphereHarmonicInteraction
-from solvers.particle_run import simulate
-from solvers.particles import ParticleScheme, harmonic_crossover
+from meanfield.solvers.interaction import CircleFourierInteraction, DirectInteraction, SphereHarmonicInteraction
+from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.particles import ParticleScheme, harmonic_crossover
 
 
 def tokens(rng, n, batch=1, tilt=1.0):
@@ -136,7 +136,7 @@ def test_cli_refuses_in_one_line(tmp_path, capsys):
 
 
 def test_benchmark_tables_measure_and_extrapolate(monkeypatch):
-    import validation.bench_particles as bench
+    import meanfield.validation.bench_particles as bench
 
     monkeypatch.setattr(bench, "DIRECT_MAX", 700)
     times = bench.SphereTimes(quick=True)
@@ -164,7 +164,7 @@ def test_continued_harmonic_run_is_exact_and_keeps_its_path():
 def test_fields_with_the_lagrangian_band_are_the_lagrangian_sums(attention, rng):
     """One implementation of the transforms can serve both: with SphereLagrangian's band and epsilon the
     harmonic fields are its right-hand side to rounding."""
-    from solvers.lagrangian import SHT_EPSILON, SphereLagrangian
+    from meanfield.solvers.lagrangian import SHT_EPSILON, SphereLagrangian
 
     scheme = SphereLagrangian(Model(attention=attention, beta=3.0, dim=3), 12)
     state = scheme.state_from_density(1 + 0.3 * rng.random(scheme.basis.shape))

@@ -12,9 +12,9 @@ from meanfield.initial_zonal import von_mises_fisher, zonal_density
 from meanfield.model import Model
 from meanfield.storage import build_run_dataset, save_run
 from meanfield.theory import critical_noise, growth_rates
-from solvers.runloop import run
-from solvers.steppers import make_stepper
-from solvers.zonal import ZonalBasis, ZonalGalerkin, normalised_gegenbauer
+from meanfield.solvers.runloop import run
+from meanfield.solvers.steppers import make_stepper
+from meanfield.solvers.zonal import ZonalBasis, ZonalGalerkin, normalised_gegenbauer
 
 MODES = np.arange(1, 7)
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from validation.bench_circle import fitted_exponent, format_table, scaling_fits
+from meanfield.validation.bench_circle import fitted_exponent, format_table, scaling_fits
 
 
 def test_fitted_exponent_recovers_a_power_law():

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from validation import registry
-from validation.registry import SOURCE_KINDS, Check, close, standard_errors
+from meanfield.validation import registry
+from meanfield.validation.registry import SOURCE_KINDS, Check, close, standard_errors
 
 
 def one(checks: list[Check], words: str) -> Check:
@@ -154,7 +154,7 @@ def _staircase(slope, stderr, dof, merge_error=9e-8):
 
 
 def test_merge_times_without_the_exponential_law_fail():
-    from validation.staircase import slope_against_merge_estimate
+    from meanfield.validation.staircase import slope_against_merge_estimate
 
     scatter = iter([1.5, 1.4, 1.1, 1.2, 1.7, 1.1])
     follows = slope_against_merge_estimate(_staircase_rows(lambda law: next(scatter) * law))

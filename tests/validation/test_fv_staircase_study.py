@@ -17,10 +17,10 @@ import math
 import numpy as np
 import pytest
 
-import solvers.point_clusters as point_clusters
-from solvers.solve import solve
-from validation import fv_staircase
-from validation.registry import STUDIES, fv_staircase_claims
+import meanfield.solvers.point_clusters as point_clusters
+from meanfield.solvers.solve import solve
+from meanfield.validation import fv_staircase
+from meanfield.validation.registry import STUDIES, fv_staircase_claims
 
 TINY = dict(beta=6.0, init="perturbed:1e-4", seed=0, t_final=200.0, save_log=fv_staircase.SAVE_LOG)
 

@@ -6,8 +6,8 @@ import pytest
 from meanfield.errors import InputError
 from meanfield.gaussian import velocity_field
 from meanfield.model import Model
-from solvers.particles import ParticleScheme
-from validation.gaussian import FULL, KIND_SETTINGS, format_table, rms_slope, run_study, slopes, study_tasks
+from meanfield.solvers.particles import ParticleScheme
+from meanfield.validation.gaussian import FULL, KIND_SETTINGS, format_table, rms_slope, run_study, slopes, study_tasks
 
 D = 2
 N = 4000

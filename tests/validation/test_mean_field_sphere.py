@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from meanfield.initial_sphere import sphere_density, unit_vectors
-from solvers.sphere import make_sphere_basis
+from meanfield.solvers.sphere import make_sphere_basis
 from meanfield.analysis import iid_mean_square, negative_sobolev_norm, point_mass_norm
 from meanfield.analysis import sphere_point_coefficients as empirical_coefficients
-from validation.mean_field_sphere import INIT, format_table, run_study, series_function
+from meanfield.validation.mean_field_sphere import INIT, format_table, run_study, series_function
 
 LMAX = 63
 

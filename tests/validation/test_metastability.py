@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from validation.metastability import format_table, run_study
-from validation.registry import metastability_claims
+from meanfield.validation.metastability import format_table, run_study
+from meanfield.validation.registry import metastability_claims
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_batched_smoothed_densities_equal_the_per_frame_ones():
     :func:`smoothed_density` / :func:`empirical_coefficients` to rounding (MATH.md §2.1)."""
     from meanfield.diagnostics import empirical_coefficients
     from meanfield.metastable import smoothed_density
-    from validation.metastability import smoothed_densities
+    from meanfield.validation.metastability import smoothed_densities
 
     rng = np.random.default_rng(5)
     theta = rng.uniform(0, 2 * np.pi, (70, 300))

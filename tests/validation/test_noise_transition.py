@@ -7,7 +7,7 @@ import pytest
 
 from meanfield.model import Model
 from meanfield.theory import critical_noise
-from validation.noise_transition import QUICK, fixed_point, fixed_point_residual, format_table, plot_study, run_study
+from meanfield.validation.noise_transition import QUICK, fixed_point, fixed_point_residual, format_table, plot_study, run_study
 
 
 def test_quick_sweep_has_the_transition_at_nu_c(tmp_path, monkeypatch):

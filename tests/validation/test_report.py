@@ -13,8 +13,8 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from meanfield.cli import main
-from validation import registry, report
-from validation.registry import STUDIES, Study, above, below, close, equal, fraction
+from meanfield.validation import registry, report
+from meanfield.validation.registry import STUDIES, Study, above, below, close, equal, fraction
 
 
 def _tiny_run(module, quick, out):

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from solvers.solve import solve
-from validation.staircase import analyse, fitted_slopes, plot_study, slope_against_estimate
+from meanfield.solvers.solve import solve
+from meanfield.validation.staircase import analyse, fitted_slopes, plot_study, slope_against_estimate
 
 
 def test_analysis_matches_the_k_point_ode_and_draws_the_figure(tmp_path):

@@ -1,0 +1,45 @@
+"""The distribution claims one import name, ``meanfield`` (issue 22 item 4).
+
+The repository keeps its top-level ``solvers/`` and ``validation/`` folders; they install as
+``meanfield.solvers`` and ``meanfield.validation`` (``pyproject.toml``: ``package-dir``), so installing
+meanfield can no longer overwrite another distribution's ``solvers`` or ``validation``.
+"""
+
+import importlib.util
+import pathlib
+import subprocess
+import sys
+import tarfile
+import zipfile
+
+import pytest
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_the_short_names_are_not_importable_from_an_installed_meanfield(tmp_path):
+    """Outside the checkout only ``meanfield`` imports; its subpackages are the repository's folders."""
+    code = ("import importlib.util, meanfield.solvers.solve, meanfield.validation.harness;"
+            "print(importlib.util.find_spec('solvers'), importlib.util.find_spec('validation'))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["None", "None"]
+    assert pathlib.Path(importlib.util.find_spec("meanfield.solvers").origin).parent == REPOSITORY / "solvers"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("build") is None, reason="the `build` front end is in the test extra")
+def test_the_sdist_and_wheel_install_only_meanfield(tmp_path):
+    """``python -m build``: the sdist carries the kernel's C source, the wheel (built from that sdist) holds
+    only ``meanfield/`` and its metadata, with the compiled kernel at ``meanfield/solvers/``."""
+    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp_path), str(REPOSITORY)],
+                   check=True, capture_output=True, text=True)
+    (sdist,) = tmp_path.glob("meanfield-*.tar.gz")
+    (wheel,) = tmp_path.glob("meanfield-*.whl")
+    with tarfile.open(sdist) as archive:
+        sources = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert {"solvers/_circle_kernel.c", "setup.py", "pyproject.toml", "validation/harness.py"} <= sources
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    top_level = {name.split("/", 1)[0] for name in names}
+    assert top_level == {"meanfield", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
+    assert any(name.startswith("meanfield/solvers/_circle_kernel") and name.endswith(".so") for name in names)
+    assert {"meanfield/solvers/solve.py", "meanfield/validation/harness.py", "meanfield/cli.py"} <= set(names)
