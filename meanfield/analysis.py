@@ -34,7 +34,7 @@ SOBOLEV_S = 2.0
 
 #: Default points of the uniform sub-grid on which the W1 integrand is resolved.
 W1_GRID_POINTS = 2 ** 15
-#: Fourier coefficients below this fraction of ``rho_hat_0`` are dropped (|error in F| < 1e-13).
+#: Fourier coefficients below this fraction of ``rho_hat_0`` are dropped (``|error in F| < 1e-13``).
 COEFF_TRIM = 1e-15
 #: Intervals on which ``F_mu - F_nu`` varies less than this count as constant for the median.
 FLAT_WIDTH = 1e-12

@@ -2,18 +2,23 @@
 
 Specs (MATH.md §2.1 normalisation; every density integrates to 1 unless read from a file):
 
-``uniform``               ``1 / (2 pi)``.
-``perturbed:EPS``         ``(1 + EPS * noise) / (2 pi)``, ``noise = sqrt 2 sum_{k=1..16} (a_k cos k theta +
-                          b_k sin k theta)`` with ``a_k, b_k`` i.i.d. standard normal drawn from ``--seed``
-                          in a fixed order (MATH.md §2.4, :mod:`meanfield.perturbation`): the same
-                          function at every ``N >= 49``; a coarser grid keeps the modes up to its
-                          dealiased band ``(N - 1) // 3``.  Refused (one line) when ``EPS`` is so large
-                          that the density would be negative somewhere.
-``vmf:KAPPA@MU``          ``exp(KAPPA cos(theta - MU)) / (2 pi I_0(KAPPA))`` (``@MU`` optional, 0): the von
-                          Mises(–Fisher) density.  ``vmf`` is the one spelling on every geometry (the circle,
-                          the sphere, zonal); ``vonmises`` is accepted for it everywhere (:data:`VON_MISES`).
-``A+B+...``               the equal-weight mixture of the terms, e.g. ``vmf:4@0+vmf:4@3.14``.
-``run.nc``                the last frame of an earlier circle run, resampled spectrally to N.
+``uniform``
+    ``1 / (2 pi)``.
+``perturbed:EPS``
+    ``(1 + EPS * noise) / (2 pi)``, ``noise = sqrt 2 sum_{k=1..16} (a_k cos k theta +
+    b_k sin k theta)`` with ``a_k, b_k`` i.i.d. standard normal drawn from ``--seed``
+    in a fixed order (MATH.md §2.4, :mod:`meanfield.perturbation`): the same
+    function at every ``N >= 49``; a coarser grid keeps the modes up to its
+    dealiased band ``(N - 1) // 3``.  Refused (one line) when ``EPS`` is so large
+    that the density would be negative somewhere.
+``vmf:KAPPA@MU``
+    ``exp(KAPPA cos(theta - MU)) / (2 pi I_0(KAPPA))`` (``@MU`` optional, 0): the von
+    Mises(–Fisher) density.  ``vmf`` is the one spelling on every geometry (the circle,
+    the sphere, zonal); ``vonmises`` is accepted for it everywhere (:data:`VON_MISES`).
+``A+B+...``
+    the equal-weight mixture of the terms, e.g. ``vmf:4@0+vmf:4@3.14``.
+``run.nc``
+    the last frame of an earlier circle run, resampled spectrally to N.
 
 Numpy arrays, ``xarray`` objects and functions are read by :mod:`meanfield.init_data`, which
 uses :func:`circle_values` to bring values given at other angles onto the grid.

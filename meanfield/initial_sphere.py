@@ -2,18 +2,23 @@
 
 Specs (every density integrates to 1 over S^2 unless read from a file):
 
-``uniform``               ``1 / (4 pi)``.
-``perturbed:EPS``         ``(1 + EPS * noise) / (4 pi)``; ``noise = sqrt(4 pi) sum`` of the real orthonormal
-                          spherical harmonics of degrees ``1..12`` (every order) with i.i.d. standard
-                          normal coefficients drawn from ``--seed`` in a fixed order (MATH.md §2.4,
-                          :mod:`meanfield.perturbation`): the same function at every ``lmax >= 12``, its
-                          truncation below.  Refused when ``EPS`` would make the density negative.
-``vmf:KAPPA@LAT,LON``     the von Mises–Fisher density ``kappa / (4 pi sinh kappa) exp(kappa <x, mu>)``
-                          centred at latitude ``LAT``, longitude ``LON`` (degrees; ``@LAT,LON``
-                          optional, default the north pole), computed without overflow (``vonmises:`` is
-                          accepted for ``vmf:``).
-``A+B+...``               the equal-weight mixture of the terms (split only at '+' followed by a letter).
-``run.nc``                the last frame of an earlier sphere run, resampled spectrally to ``lmax``.
+``uniform``
+    ``1 / (4 pi)``.
+``perturbed:EPS``
+    ``(1 + EPS * noise) / (4 pi)``; ``noise = sqrt(4 pi) sum`` of the real orthonormal
+    spherical harmonics of degrees ``1..12`` (every order) with i.i.d. standard
+    normal coefficients drawn from ``--seed`` in a fixed order (MATH.md §2.4,
+    :mod:`meanfield.perturbation`): the same function at every ``lmax >= 12``, its
+    truncation below.  Refused when ``EPS`` would make the density negative.
+``vmf:KAPPA@LAT,LON``
+    the von Mises–Fisher density ``kappa / (4 pi sinh kappa) exp(kappa <x, mu>)``
+    centred at latitude ``LAT``, longitude ``LON`` (degrees; ``@LAT,LON``
+    optional, default the north pole), computed without overflow (``vonmises:`` is
+    accepted for ``vmf:``).
+``A+B+...``
+    the equal-weight mixture of the terms (split only at '+' followed by a letter).
+``run.nc``
+    the last frame of an earlier sphere run, resampled spectrally to ``lmax``.
 
 Anything else, a density that is negative somewhere or does not integrate to a positive
 number, and a density the basis cannot resolve (it differs from its degree-``lmax``

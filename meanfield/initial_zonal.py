@@ -6,16 +6,21 @@ or anything with ``nodes``, ``lmax``, ``dim``, ``synthesise``, ``polynomials`` a
 ordered as the basis orders them.  Specs (MATH.md §2.2 normalisation; every density
 integrates to 1 over S^{d-1} unless read from a file):
 
-``uniform``           ``1 / |S^{d-1}|``.
-``perturbed:EPS``     ``(1 + EPS * noise) / |S^{d-1}|``; ``noise = sqrt(|S^{d-1}|) sum_{l=1..12} c_l P_l(x_d)``
-                      (normalised Gegenbauer ``P_l``) with ``c_l`` i.i.d. standard normal drawn from
-                      ``--seed`` in a fixed order (MATH.md §2.4, :mod:`meanfield.perturbation`): the same
-                      function at every ``lmax >= 12``, its truncation below.  Refused when ``EPS``
-                      would make the density negative.
-``vmf:KAPPA``         von Mises–Fisher centred on the pole (``vonmises:KAPPA`` is accepted too):
-                      ``kappa^{d/2-1} exp(KAPPA x_d) / ((2 pi)^{d/2} I_{d/2-1}(KAPPA))``, via ``ive``.
-``A+B+...``           the equal-weight mixture of the terms.
-``run.nc``            the last frame of an earlier zonal run in the same dimension, resampled spectrally.
+``uniform``
+    ``1 / |S^{d-1}|``.
+``perturbed:EPS``
+    ``(1 + EPS * noise) / |S^{d-1}|``; ``noise = sqrt(|S^{d-1}|) sum_{l=1..12} c_l P_l(x_d)``
+    (normalised Gegenbauer ``P_l``) with ``c_l`` i.i.d. standard normal drawn from
+    ``--seed`` in a fixed order (MATH.md §2.4, :mod:`meanfield.perturbation`): the same
+    function at every ``lmax >= 12``, its truncation below.  Refused when ``EPS``
+    would make the density negative.
+``vmf:KAPPA``
+    von Mises–Fisher centred on the pole (``vonmises:KAPPA`` is accepted too):
+    ``kappa^{d/2-1} exp(KAPPA x_d) / ((2 pi)^{d/2} I_{d/2-1}(KAPPA))``, via ``ive``.
+``A+B+...``
+    the equal-weight mixture of the terms.
+``run.nc``
+    the last frame of an earlier zonal run in the same dimension, resampled spectrally.
 
 Anything else, a density that is negative somewhere, massless, or unresolved (content past
 degree lmax larger than 1e-3 of the mean) is refused with one line naming ``--init``.

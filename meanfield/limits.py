@@ -10,14 +10,14 @@ frames, which the run loop keeps in memory until the end.  The per-value byte co
 were measured with ``tracemalloc`` (peak over setup and the first steps, 2026-11, numpy
 allocations; ducc0's own buffers are of the size of one grid) and rounded up about twofold:
 
-================================  ===============================  =========================
-scheme                            measured peak                    used here
-================================  ===============================  =========================
-circle spectral / fv / lagrangian  ~250 / ~390 / ~950 B per point  400 / 600 / 2000 B
-sphere spectral / lagrangian       ~145 / ~1000 B per grid value   400 / 2500 B
-zonal galerkin / fv                ~75-95 / ~20-32 B x L^2         200 / 64 B x L^2 (+ grid)
-particles                          ~150-220 B x n d (+256 B x n)   400 B x n (d + 2)
-================================  ===============================  =========================
+==================================  ================================  ==========================
+scheme                              measured peak                     used here
+==================================  ================================  ==========================
+circle spectral / fv / lagrangian   ~250 / ~390 / ~950 B per point    400 / 600 / 2000 B
+sphere spectral / lagrangian        ~145 / ~1000 B per grid value     400 / 2500 B
+zonal galerkin / fv                 ~75-95 / ~20-32 B x L^2           200 / 64 B x L^2 (+ grid)
+particles                           ~150-220 B x n d (+256 B x n)     400 B x n (d + 2)
+==================================  ================================  ==========================
 
 A run may use at most half of the physical memory (:func:`memory_budget`), so that the
 machine stays usable; a run that fits is not guaranteed to be fast.
@@ -50,7 +50,7 @@ MAX_MODES = 10 ** 6
 #: and the band of the kernel, ~ sqrt(2 beta log(1/tol)), is then 2e5 modes.  USA attention stops at 700
 #: (:data:`meanfield.model.USA_BETA_MAX`, its time scale exp(beta)).
 MAX_BETA = 1e9
-#: Largest magnitude of an entry of Q, K, V (particles): beta <Qx, Ky> and |V x|^2 stay far inside double precision.
+#: Largest magnitude of an entry of Q, K, V (particles): ``beta <Qx, Ky>`` and ``|V x|^2`` stay far inside double precision.
 MAX_MATRIX_ENTRY = 1e100
 #: Physical memory assumed where the operating system does not say.
 FALLBACK_MEMORY = 8 * 2 ** 30

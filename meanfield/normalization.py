@@ -5,16 +5,17 @@ the attention output ``A_j`` (the softmax average of ``V theta_k`` for SA; unnor
 every scheme moves the direction by ``dtheta_j/dt = P_{theta_j} A_j / s_j`` and the radius by
 ``dr_j/dt``:
 
-==========  =============================  ===================================
-scheme      speed divisor ``s_j``          ``dr_j/dt``
-==========  =============================  ===================================
-post        1 (the seeds' model)           0
-pre         ``r_j``                        ``<theta_j, A_j>``
-mix         post for ``t <= tau``, then pre (``tau = mix_switch``)
-peri        ``r_j |A_j|``                  ``<theta_j, A_j> / |A_j|``
-ngpt        ``|A_j| / alpha``              0
-lnscale     ``sqrt(t + 1)``                0
-==========  =============================  ===================================
+==========  ==============================================  ================================
+scheme      speed divisor ``s_j``                           ``dr_j/dt``
+==========  ==============================================  ================================
+post        1 (the seeds' model)                            0
+pre         ``r_j``                                         ``<theta_j, A_j>``
+mix         post for ``t <= tau``, then pre (``tau``:       0, then ``<theta_j, A_j>``
+            ``mix_switch``)
+peri        ``r_j |A_j|``                                   ``<theta_j, A_j> / |A_j|``
+ngpt        ``|A_j| / alpha``                               0
+lnscale     ``sqrt(t + 1)``                                 0
+==========  ==============================================  ================================
 
 Post, nGPT and LN-scaling keep the mean field a density on the sphere (the speed depends on the
 direction and the time only); Pre, Mix and Peri need a radius per token or node.

@@ -27,15 +27,15 @@ pieces, Post-LN on ``[0, tau]`` and Pre-LN after (the right-hand side jumps at `
 **2. The initial rate** (:func:`initial_rate`): at ``rho = 0``, ``q = e^{-beta}``, so
 ``drho/dt(0) = 2 e^{-beta} w / s(0)`` with ``<theta, A> = w``, ``|A| = w sqrt(1 + (n-1) e^{-2 beta})``:
 
-==========  ==================================  ===================================
-scheme      SA                                  USA
-==========  ==================================  ===================================
-post, mix   ``2 / (e^beta + n - 1)``            ``2 / n``
-pre         ``2 / (r0 (e^beta + n - 1))``       ``2 / (n r0)``
-peri        ``2 / (r0 sqrt(e^{2 beta} + n - 1))``  the same (``Z`` cancels in ``P A / |A|``)
-ngpt        ``2 alpha / sqrt(e^{2 beta} + n - 1)``  the same
-lnscale     ``2 / (e^beta + n - 1)``            ``2 / n``
-==========  ==================================  ===================================
+==========  ======================================  ==========================================
+scheme      SA                                      USA
+==========  ======================================  ==========================================
+post, mix   ``2 / (e^beta + n - 1)``                ``2 / n``
+pre         ``2 / (r0 (e^beta + n - 1))``           ``2 / (n r0)``
+peri        ``2 / (r0 sqrt(e^{2 beta} + n - 1))``      the same (``Z`` cancels in ``P A / |A|``)
+ngpt        ``2 alpha / sqrt(e^{2 beta} + n - 1)``     the same
+lnscale     ``2 / (e^beta + n - 1)``                ``2 / n``
+==========  ======================================  ==========================================
 
 (Mix-LN acts as Post-LN at ``t = 0 <= tau``.)
 

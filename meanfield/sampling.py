@@ -3,17 +3,18 @@
 ``sample_tokens(init, n, dim, seed, resolution, sampling)`` returns positions ``(n, d)`` on
 S^{d-1} and weights ``(n,)`` (summing to 1 for the laws below; a particle file keeps its own):
 
-``uniform``                       i.i.d. uniform on S^{d-1} (normalised Gaussians), any d.
-``perturbed:EPS``, ``vmf:..`` (or ``vonmises:..``, circle) i.i.d. samples of the density that
-                                  ``meanfield solve circle --init SPEC --resolution R --seed S`` starts
-                                  from (same ``R`` and ``S``), by exact rejection sampling of its
-                                  trigonometric series; for ``perturbed:EPS`` that is one function
-                                  at every ``R >= 49`` (MATH.md §2.4).
-``orthogonal``                    ``n <= d`` pairwise orthogonal tokens, randomly rotated (MATH.md §1).
-``run.nc`` or a ``Dataset``       a particle run's last positions and weights (also a Lagrangian
-                                  run's nodes and weights when ``--n``, ``--dim`` are theirs), or
-                                  samples of a circle (``--dim 2``) or sphere (``--dim 3``) density
-                                  run's last frame.
+``uniform``
+    i.i.d. uniform on S^{d-1} (normalised Gaussians), any d.
+``perturbed:EPS``, ``vmf:..`` (or ``vonmises:..``, circle)
+    i.i.d. samples of the density that ``meanfield solve circle --init SPEC --resolution R --seed S``
+    starts from (same ``R`` and ``S``), by exact rejection sampling of its trigonometric series; for
+    ``perturbed:EPS`` that is one function at every ``R >= 49`` (MATH.md §2.4).
+``orthogonal``
+    ``n <= d`` pairwise orthogonal tokens, randomly rotated (MATH.md §1).
+``run.nc`` or a ``Dataset``
+    a particle run's last positions and weights (also a Lagrangian run's nodes and weights when
+    ``--n``, ``--dim`` are theirs), or samples of a circle (``--dim 2``) or sphere (``--dim 3``)
+    density run's last frame.
 
 Densities from the Python API (:mod:`meanfield.init_data` reads them, with the same checks and
 one-line refusals as the PDE's ``init=``; the mass need not be 1, samples follow the normalised law):

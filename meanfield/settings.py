@@ -143,14 +143,23 @@ def _frozen_matrix(matrix):
 class Attention:
     """A particle run's attention (MATH.md §1, :class:`meanfield.solvers.particles.ParticleScheme`).
 
-    ``kind``  ``"sa"`` (softmax) or ``"usa"`` (unnormalised), the model's attention.
-    ``qkv``   ``identity`` | ``repulsive`` (``V = -I``) | ``random`` (Gaussian from the run's seed) | a
-              ``FILE.npz`` of ``Q``, ``K``, ``V`` (one or several heads).
-    ``Q, K, V``  matrices instead of ``qkv`` (``None``: the identity); ``heads``: a list of ``(Q, K, V)``
-              triples whose outputs are summed, instead of both.
-    ``kernel``  ``dot`` (``exp(beta <Qx, Ky>)``; the only kernel on the sphere), ``l2`` or ``sinkhorn``
-              (tokens in R^d); ``sinkhorn_eps`` > 0 the entropic parameter of ``sinkhorn``.
-    ``interaction``  ``auto`` | ``harmonic`` | ``direct``, the interaction path (:mod:`meanfield.solvers.particles`).
+    Parameters
+    ----------
+    kind : {"sa", "usa"}
+        Softmax or unnormalised attention, the model's.
+    qkv : str or path
+        ``identity`` | ``repulsive`` (``V = -I``) | ``random`` (Gaussian from the run's seed) | a
+        ``FILE.npz`` of ``Q``, ``K``, ``V`` (one or several heads).
+    Q, K, V : array, optional
+        Matrices instead of ``qkv`` (``None``: the identity).
+    heads : list of (Q, K, V), optional
+        Triples whose outputs are summed, instead of both.
+    kernel : {"dot", "l2", "sinkhorn"}
+        ``dot`` (``exp(beta <Qx, Ky>)``; the only kernel on the sphere), ``l2`` or ``sinkhorn`` (tokens in R^d).
+    sinkhorn_eps : float
+        The entropic parameter of ``sinkhorn``, > 0.
+    interaction : {"auto", "harmonic", "direct"}
+        The interaction path (:mod:`meanfield.solvers.particles`).
 
     Matrices are kept as read-only copies; objects compare by identity (they may hold arrays).
     """

@@ -1,7 +1,7 @@
 """Linear stability of the uniform state: the perturbative theory (MATH.md §2.3).
 
 Around ``rho_0 = 1 / |S^{d-1}|`` each spherical-harmonic degree ``l >= 1`` (each
-Fourier mode on the circle) grows independently at the rate
+Fourier mode on the circle) grows independently at the rate::
 
     USA:  lambda_l = l (l + d - 2) kappa_l / (beta |S^{d-1}|)              - nu l (l + d - 2)
     SA:   lambda_l = l (l + d - 2) I_{l+(d-2)/2}(beta) / (beta I_{(d-2)/2}(beta)) - nu l (l + d - 2)

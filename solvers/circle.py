@@ -2,7 +2,7 @@
 
 State: the coefficients ``rho_hat_k``, ``k = 0 .. N/2`` (MATH.md §2.1 normalisation), with
 every mode above the 2/3-rule cut-off ``kmax = (N-1)//3`` kept at zero.  One
-right-hand side:
+right-hand side::
 
     rho      = synthesis(rho_hat)
     X        = synthesis(i k c_k rho_hat)            / synthesis(c_k rho_hat)   (SA)

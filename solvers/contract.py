@@ -12,23 +12,35 @@ layout).  The PDE schemes add ``geometry``, ``model``, ``basis``, ``resolution``
 The *optional* parts are declared once, with their defaults, on :class:`Scheme`; a scheme
 overrides what it needs:
 
-==========================  =====================================================================
-``default_stepper``         the stepper ``solve()`` uses when none is named (``"dopri5"``)
-``uses_blas``               whether the rhs calls BLAS (the thread attrs; ``True``)
-``pointwise_kernel``        which pointwise kernel the rhs runs (``"numpy"``)
-``takes_cell_averages``     the state is cell averages (finite volume): initial data are averaged
-                            conservatively and enter through ``state_from_cell_averages`` (``False``)
-``rng``                     the noise generator an exact restart carries (``None``)
-``restart_fields``          mutable fields an exact restart carries (``()``; :mod:`meanfield.solvers.checkpoint`)
-``after_switch``            Mix-LN's switch has passed (``False``; :func:`meanfield.solvers.runloop.run_switching`)
-``adaptive_dt(cfl)``        the adaptive steppers' step cap (``stable_dt``)
-``after_step(state, h)``    the post-step map (renormalise, noise; the state itself)
-``collapse(state)``         merge coincident nodes, MATH.md §5 (the state itself: nothing merged)
-``after_restore()``         re-derive caches after a restart put fields back (nothing)
-``static_variables()``      time-independent Dataset variables, e.g. node weights (``{}``)
-``state_from_cell_averages(averages)``  (``state_from_density``)
-``largest_mode()``          a PDE scheme's band (``basis.kmax`` on the circle, ``basis.lmax`` otherwise)
-==========================  =====================================================================
+``default_stepper``
+    the stepper ``solve()`` uses when none is named (``"dopri5"``)
+``uses_blas``
+    whether the rhs calls BLAS (the thread attrs; ``True``)
+``pointwise_kernel``
+    which pointwise kernel the rhs runs (``"numpy"``)
+``takes_cell_averages``
+    the state is cell averages (finite volume): initial data are averaged
+    conservatively and enter through ``state_from_cell_averages`` (``False``)
+``rng``
+    the noise generator an exact restart carries (``None``)
+``restart_fields``
+    mutable fields an exact restart carries (``()``; :mod:`meanfield.solvers.checkpoint`)
+``after_switch``
+    Mix-LN's switch has passed (``False``; :func:`meanfield.solvers.runloop.run_switching`)
+``adaptive_dt(cfl)``
+    the adaptive steppers' step cap (``stable_dt``)
+``after_step(state, h)``
+    the post-step map (renormalise, noise; the state itself)
+``collapse(state)``
+    merge coincident nodes, MATH.md §5 (the state itself: nothing merged)
+``after_restore()``
+    re-derive caches after a restart put fields back (nothing)
+``static_variables()``
+    time-independent Dataset variables, e.g. node weights (``{}``)
+``state_from_cell_averages``
+    (``state_from_density``)
+``largest_mode()``
+    a PDE scheme's band (``basis.kmax`` on the circle, ``basis.lmax`` otherwise)
 
 :func:`conform` is what the callers use instead of probing with ``getattr``: every scheme of the
 package inherits :class:`Scheme` and is returned as it is; an object outside it (a user's own

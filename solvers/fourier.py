@@ -109,7 +109,7 @@ class FourierBasis:
         self.n, self.backend, self.planning, self.slots = n, backend, planning, slots
         self.theta = 2.0 * math.pi * np.arange(n) / n
         self.wavenumbers = np.arange(n // 2 + 1)
-        #: 2/3-rule dealiasing: modes |k| <= kmax survive a quadratic product unaliased.
+        #: 2/3-rule dealiasing: modes ``|k| <= kmax`` survive a quadratic product unaliased.
         self.kmax = fourier_series.dealiased_band(n)
         self.dealias = (self.wavenumbers <= self.kmax).astype(float)
         with _wisdom_set_aside(backend == "pyfftw" and planning == "estimate"):

@@ -14,7 +14,7 @@ rho(y) dsigma(y)`` (USA, the mean-field limit of the package's ``1/n`` scaling) 
 ``d/dbeta (K * rho)``, spectral with the coefficients ``kappa_l'`` of
 :func:`meanfield.kernels.scaled_funk_hecke_beta_derivative`; SA divides ``A`` by ``K * rho > 0``.
 A positive factor per point cancels from ``P A / |A|``, so nGPT moves SA and USA densities by the
-same field, which the schemes compute from scaled quantities (no ``exp(beta)``, no ``K * rho``):
+same field, which the schemes compute from scaled quantities (no ``exp(beta)``, no ``K * rho``)::
 
     X = alpha G / sqrt(|G|^2 + R^2),   G = grad(exp(-beta) K * rho) / beta,   R = exp(-beta) d/dbeta (K * rho).
 

@@ -4,7 +4,7 @@
 (``meanfield.solvers.steppers``, ``meanfield.solvers.runloop``): ``rhs`` is the attention velocity
 (``meanfield.solvers.interaction``), projected on the tangent space on the sphere, and
 ``after_step`` renormalises tokens to the sphere after every accepted step and,
-with noise ``nu > 0``, moves each token by a geodesic random walk step
+with noise ``nu > 0``, moves each token by a geodesic random walk step::
 
     x <- cos|u| x + sin|u| u / |u|,   u = sqrt(2 nu h) P_x xi,   xi ~ N(0, I_d)
 
@@ -149,21 +149,32 @@ def normalised_weights(weights, n: int) -> np.ndarray:
 class ParticleScheme(Scheme):
     """Right-hand side, post-step map and checks for particle runs; see the module docstring.
 
-    ``model``    attention, beta, nu, dim (the tokens' dimension d).
-    ``Q, K, V``  ``d x d`` matrices (``None``: identity); in R^d ``Q, K`` may be ``k x d`` (same ``k``).
-    ``kernel``   ``"dot"`` (weights ``exp(beta <Qx, Ky>)``), ``"l2"`` (``exp(-beta |Qx - Ky|^2 / 2)``,
-                 R^d only) or ``"sinkhorn"`` (the doubly normalised plan of ``exp(beta <Qx, Ky> / eps)``,
-                 Sinkformers; R^d and SA only; ``meanfield.solvers.interaction``).
-    ``sinkhorn_eps``  the entropic parameter ``eps > 0`` of ``kernel="sinkhorn"``.
-    ``heads``    optional list of ``(Q_h, K_h, V_h)`` (instead of ``Q, K, V``): the heads' outputs are summed
-                 (on the sphere: then projected, or normalised by the scheme of MATH.md §6).
-    ``weights``  per-token weights, normalised to sum 1 (``None``: uniform).
-    ``sphere``   tokens on S^{d-1} (projected dynamics) or in R^d (no projection, no noise).
-    ``seed``     seeds the noise.
-    ``collapse_tol``  merge tokens closer than this (0: never; see the module docstring).
-    ``normalization``  a :class:`meanfield.normalization.Normalization` (``None``: Post-LN).
-    ``interaction_path``  ``"auto"``, ``"harmonic"`` or ``"direct"`` (module docstring); ``fast_circle=False``
-                 is ``"direct"`` on the circle.  ``harmonic_accuracy``: the S^2 harmonic path's accuracy.
+    ``model``
+        attention, beta, nu, dim (the tokens' dimension d).
+    ``Q, K, V``
+        ``d x d`` matrices (``None``: identity); in R^d ``Q, K`` may be ``k x d`` (same ``k``).
+    ``kernel``
+        ``"dot"`` (weights ``exp(beta <Qx, Ky>)``), ``"l2"`` (``exp(-beta |Qx - Ky|^2 / 2)``,
+        R^d only) or ``"sinkhorn"`` (the doubly normalised plan of ``exp(beta <Qx, Ky> / eps)``,
+        Sinkformers; R^d and SA only; ``meanfield.solvers.interaction``).
+    ``sinkhorn_eps``
+        the entropic parameter ``eps > 0`` of ``kernel="sinkhorn"``.
+    ``heads``
+        optional list of ``(Q_h, K_h, V_h)`` (instead of ``Q, K, V``): the heads' outputs are summed
+        (on the sphere: then projected, or normalised by the scheme of MATH.md §6).
+    ``weights``
+        per-token weights, normalised to sum 1 (``None``: uniform).
+    ``sphere``
+        tokens on S^{d-1} (projected dynamics) or in R^d (no projection, no noise).
+    ``seed``
+        seeds the noise.
+    ``collapse_tol``
+        merge tokens closer than this (0: never; see the module docstring).
+    ``normalization``
+        a :class:`meanfield.normalization.Normalization` (``None``: Post-LN).
+    ``interaction_path``
+        ``"auto"``, ``"harmonic"`` or ``"direct"`` (module docstring); ``fast_circle=False``
+        is ``"direct"`` on the circle.  ``harmonic_accuracy``: the S^2 harmonic path's accuracy.
     """
 
     linear = None

@@ -18,7 +18,7 @@ construction: ``synthesis_2d`` / ``analysis_2d`` give the same bits at any threa
 The grid has ``nlat >= ceil(3 (lmax + 1) / 2)`` Gauss–Legendre rings and ``nlon >= 3 lmax + 1``
 (an FFT-friendly size) longitudes: the product of two degree-``lmax`` fields is then
 analysed back to degree ``lmax`` without aliasing (the quadrature is exact for
-degree ``3 lmax`` in both ``cos theta`` and ``phi``).  One right-hand side:
+degree ``3 lmax`` in both ``cos theta`` and ``phi``).  One right-hand side::
 
     rho        = synthesis(rho_lm)
     (v_th, v_ph) = gradient(w_l rho_lm)                           w_l = exp(beta) c_l / beta   (USA)

@@ -5,13 +5,17 @@ diagonal linear part ``linear`` (an array ``L`` with ``du/dt = L u + N(u)``;
 the noise term ``-nu l(l+d-2)`` of MATH.md §2.2, treated exactly), and
 ``stable_dt(cfl)`` (a step the field allows).  Steppers:
 
-``rk4``     classical RK4 in Lawson integrating-factor form; step from the field (CFL).
-``etdrk4``  Cox–Matthews exponential time differencing RK4; step from the field (CFL).
-``ssprk3``  Shu–Osher strong-stability-preserving RK3 (SSP coefficient 1): each stage is a
-            convex combination of forward-Euler steps, so a scheme whose Euler step keeps the
-            density non-negative under its CFL bound keeps it with ``ssprk3`` too (finite volume).
-``dopri5``  Dormand–Prince 5(4) in Lawson integrating-factor form with error control
-            (``rtol``, ``atol``), capped by the field's stability limit.
+``rk4``
+    classical RK4 in Lawson integrating-factor form; step from the field (CFL).
+``etdrk4``
+    Cox–Matthews exponential time differencing RK4; step from the field (CFL).
+``ssprk3``
+    Shu–Osher strong-stability-preserving RK3 (SSP coefficient 1): each stage is a
+    convex combination of forward-Euler steps, so a scheme whose Euler step keeps the
+    density non-negative under its CFL bound keeps it with ``ssprk3`` too (finite volume).
+``dopri5``
+    Dormand–Prince 5(4) in Lawson integrating-factor form with error control
+    (``rtol``, ``atol``), capped by the field's stability limit.
 
 With ``L = 0`` all three reduce to their classical explicit forms.  Fixed-step
 methods round the CFL step down to a power of two so that the exponential

@@ -2,15 +2,23 @@
 
 A tracker is an object the loop calls at fixed points of a run (py-pde's trackers are the model):
 
-``start(scheme, stepper, state, t, schedule)``  before the first step;
-``check(scheme, state, t)``                     after every step and at the start: ``None``, or why the
-                                                run must stop (the new state is then rejected);
-``after_step(scheme, stepper, before, t0, after, t1)``  after every accepted step;
-``post_step(scheme, stepper, state)``           may replace the accepted state (nodes merged);
-``frame(scheme, state, record)``                what it adds to a saved frame (``record``: the frame so far);
-``at_save(scheme, state, t)``                   after a frame is saved: ``None``, or why to stop (steady state);
-``finish(record)``                              when the run ends, however it ends;
-``variables()``, ``attrs()``                    what it adds to the run's Dataset.
+``start(scheme, stepper, state, t, schedule)``
+    before the first step;
+``check(scheme, state, t)``
+    after every step and at the start: ``None``, or why the
+    run must stop (the new state is then rejected);
+``after_step(scheme, stepper, before, t0, after, t1)``
+    after every accepted step;
+``post_step(scheme, stepper, state)``
+    may replace the accepted state (nodes merged);
+``frame(scheme, state, record)``
+    what it adds to a saved frame (``record``: the frame so far);
+``at_save(scheme, state, t)``
+    after a frame is saved: ``None``, or why to stop (steady state);
+``finish(record)``
+    when the run ends, however it ends;
+``variables()``, ``attrs()``
+    what it adds to the run's Dataset.
 
 :class:`Tracker` gives every call a default that does nothing.  The loop always runs the
 :class:`ValidityMonitor` (the scheme's ``validity``: finiteness, positivity, resolution), the

@@ -8,7 +8,7 @@ coefficients ``g_l``, ``l = 0 .. L``, of ``g`` in the normalised Gegenbauer poly
 
 Weak form.  For ``u(x) = U(x_d)`` the spherical gradient is ``U'(t) (e - t x)`` and
 ``|e - t x|^2 = 1 - t^2``.  Testing ``d rho/dt + div(rho X) = nu Laplace rho`` against
-``P_l`` and integrating by parts (no boundary on the sphere):
+``P_l`` and integrating by parts (no boundary on the sphere)::
 
     d g_l/dt = int rho X . grad P_l dsigma - nu l(l+d-2) g_l
              = |S^{d-2}| sum_j w_j rho(t_j) V(t_j) (1 - t_j^2) P_l'(t_j) - nu l(l+d-2) g_l

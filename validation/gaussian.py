@@ -69,7 +69,7 @@ KIND_SETTINGS = {"softmax": ("dot", "softmax", 1), "l2": ("l2", "l2", 1), "multi
 SINKHORN_EPS = 1.0
 MATRIX_SCALE = 0.5
 #: Covariance scale: the empirical exponential tilt by exp(<A x, y>) has relative variance
-#: ~ exp(|Sigma^{1/2} A^T x|^2) - 1, so a wide Sigma (or large A) puts the particles of the
+#: ``~ exp(|Sigma^{1/2} A^T x|^2) - 1``, so a wide Sigma (or large A) puts the particles of the
 #: Gaussian's tails in a slow pre-asymptotic regime (no n^-1/2 rate over n <= 2^14).
 COV_SCALE = 0.25
 T_FINAL = 1.0

@@ -7,6 +7,7 @@
   (:func:`meanfield.storage.check_output_folder` / ``check_output_file``); :func:`run` times a study
   of :mod:`meanfield.validation.registry`, formats its table and evaluates its claims, and :func:`run_caught`
   turns an exception into a one-line error so that the report (:mod:`meanfield.validation.report`) goes on.
+
 The command line (``meanfield validate ...``) and the report both run studies through here.
 """
 

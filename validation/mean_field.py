@@ -6,7 +6,7 @@ Mises bumps of concentration 1 at angles 0 and 3) tabulated at ``INIT_RESOLUTION
 Particles are either i.i.d. samples of that law (one run per seed) or the deterministic
 quadrature nodes ``2 pi (j + 1/2) / n`` with weights ``rho_0(theta_j)`` (one run per n;
 see :mod:`meanfield.sampling`).  At each study time the distance between the weighted
-empirical measure and the PDE density is the exact circle Wasserstein distance
+empirical measure and the PDE density is the exact circle Wasserstein distance::
 
     W1(mu, nu) = min_c int_0^{2 pi} |F_mu - F_nu - c| dtheta          (MATH.md §4)
 

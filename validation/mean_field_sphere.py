@@ -13,7 +13,7 @@ latitudes, 4.2e-8 with 1024), far below the ``n^-1/2`` being measured (about 1e-
 merging off (``collapse_tol = 0``) so every frame holds all ``n`` tokens.
 
 Distance (MATH.md §4 asks for a stated weak norm).  W1 has no cheap exact form on S^2; the study
-uses the negative Sobolev norm from orthonormal spherical-harmonic coefficients,
+uses the negative Sobolev norm from orthonormal spherical-harmonic coefficients::
 
     ||mu - rho||_{H^-s}^2 = sum_{l=1}^{L} (1 + l(l+1))^{-s} sum_{m=-l}^{l} |mu_lm - rho_lm|^2,
 
@@ -33,7 +33,7 @@ states on a dealiased Gauss–Legendre grid).  Both in the package's m-major ort
 (``m >= 0`` stored, ``m > 0`` counted twice).
 
 Expected error at t = 0.  For ``n`` i.i.d. tokens of law ``rho`` (weights ``1/n``),
-``E |mu_lm - rho_lm|^2 = (E |Y_lm(X)|^2 - |rho_lm|^2) / n``, so
+``E |mu_lm - rho_lm|^2 = (E |Y_lm(X)|^2 - |rho_lm|^2) / n``, so::
 
     E ||mu - rho||_{H^-s}^2 = (1/n) sum_{l>=1} (1 + l(l+1))^{-s} ((2l+1) / (4 pi) - sum_m |rho_lm|^2)
 

@@ -4,7 +4,7 @@ With noise the uniform state is linearly stable iff ``nu > nu_c = max_k lambda_k
 (:func:`meanfield.theory.critical_noise`).  For each ``beta`` and each ``nu = ratio x nu_c`` the
 PDE (pseudo-spectral: noise keeps the density smooth) runs from two starts, a small perturbation
 of the uniform state (``perturbed:1e-3``) and a cluster (``vonmises:CLUSTER_KAPPA@0``), until the
-order parameter
+order parameter::
 
     r = 2 pi max_{k >= 1} |rho_hat_k|      (0: uniform; 1: a point mass)
 
