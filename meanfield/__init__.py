@@ -11,7 +11,10 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
   clusters, dominates at formation).
 * normalisation theory — :func:`equiangular_solution`, :func:`initial_rate`, :func:`late_time_decay`,
   :func:`mode_amplitude_factor`, :func:`effective_growth_rate` (MATH.md §6).
-* diagnostics — :func:`detect_clusters`, :func:`fit_growth_rates`.
+* clusters — one definition for every geometry, densities and tokens alike (:mod:`meanfield.cluster_detection`):
+  :func:`clusters_in_frame` of any run file, :func:`clusters_of_density`, :func:`clusters_of_atoms`,
+  :func:`detect_clusters` (a circle density).
+* diagnostics — :func:`fit_growth_rates`, :func:`interaction_energy`.
 * :mod:`meanfield.analysis` — distances between tokens and densities (MATH.md §4): the exact circle
   :func:`wasserstein1_circle`, negative Sobolev norms on the circle, S^2 and zonal S^{d-1}, coefficients of tokens.
 * :func:`solve` — run the PDE, returns an ``xarray.Dataset``; :func:`simulate_particles` — the
@@ -41,6 +44,7 @@ from . import gaussian, long_context
 from .cluster_dynamics import cluster_history, plateau_estimate, point_energy
 from . import analysis
 from .analysis import wasserstein1_circle
+from .cluster_detection import Clusters, clusters_in_frame, clusters_of_atoms, clusters_of_density
 from .diagnostics import detect_clusters, fit_growth_rates, interaction_energy
 from .errors import InputError
 from .geometry import sphere_area
@@ -84,6 +88,6 @@ def plot_run(dataset, path=None, modes=None):
 
 
 __all__ = ["effective_growth_rate", "equiangular_solution", "initial_rate", "late_time_decay", "mode_amplitude_factor",
-           "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "analysis", "wasserstein1_circle", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominance_probabilities", "dominant_mode", "formation_time", "law_leader", "typical_amplitude",
+           "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "analysis", "Clusters", "clusters_in_frame", "clusters_of_atoms", "clusters_of_density", "wasserstein1_circle", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominance_probabilities", "dominant_mode", "formation_time", "law_leader", "typical_amplitude",
            "growth_rates", "KernelOperator", "solve_gaussian_case", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "rerun", "sphere_area",
            "Attention", "Monitor", "Normalization", "Saving", "StepControl", "__version__"]

@@ -14,7 +14,8 @@ The analysis a user needs to check the mean-field limit, public (it was in the v
 * **coefficients of run files**: :func:`sphere_frame_coefficients` (spectral S^2) and :func:`zonal_frame_coefficients`
   (zonal Galerkin), exact, from the file's ``quadrature_weight``;
 * **coefficients of tokens**: circle :func:`meanfield.diagnostics.empirical_coefficients`, S^2
-  :func:`sphere_point_coefficients` (ducc0's adjoint non-uniform synthesis), and the point-mass norm
+  :func:`sphere_point_coefficients` (ducc0's adjoint non-uniform synthesis), zonal S^{d-1}
+  :func:`zonal_point_coefficients` (tokens or rings against a zonal density), and the point-mass norm
   :func:`point_mass_norm` and i.i.d. expectation :func:`iid_mean_square` that make the S^2 error's theory.
 
 Tests check each distance against closed forms (point masses, shifted bumps) and brute-force sums.
@@ -286,6 +287,29 @@ def sphere_frame_coefficients(run, index: int = -1, lmax: int | None = None) -> 
     points = np.stack((np.cos(lat_grid) * np.cos(lon_grid), np.cos(lat_grid) * np.sin(lon_grid), np.sin(lat_grid)),
                       axis=-1).reshape(-1, 3)
     return sphere_point_coefficients(points, (density * weight).ravel(), lmax)
+
+
+def zonal_point_coefficients(points, weights, dim: int, lmax: int) -> np.ndarray:
+    """``g_l = sum_i w_i P_l(x_i . e_d)``, ``l = 0 .. lmax``, on the ``L^2``-normalised Gegenbauer polynomials
+    (MATH.md §2.2): the zonal coefficients of weighted tokens on S^{dim-1}, the pole being the last axis.
+
+    ``points``: unit vectors, shape ``(n, dim)``, or their polar angles, shape ``(n,)`` (zonal rings, e.g. a zonal
+    run's nodes).  For tokens that are not zonal these are the coefficients of their average over the rotations
+    that fix the pole, so :func:`zonal_negative_sobolev_norm` of them against a zonal density is the distance
+    between the zonal parts (the rest of the tokens' distance is in the non-zonal harmonics)."""
+    from meanfield.solvers.zonal import normalised_gegenbauer
+
+    points, weights = np.asarray(points, dtype=float), np.asarray(weights, dtype=float)
+    require(isinstance(dim, (int, np.integer)) and dim >= 3, f"dim must be an integer >= 3 (got {dim!r})")
+    require(isinstance(lmax, (int, np.integer)) and lmax >= 0, f"lmax must be an integer >= 0 (got {lmax!r})")
+    if points.ndim == 2:
+        require(points.shape[1] == dim, f"points must be (n, dim) = (n, {dim}) unit vectors or (n,) polar angles")
+        cosine = points[:, -1]
+    else:
+        require(points.ndim == 1, "points must be (n, dim) unit vectors or (n,) polar angles")
+        cosine = np.cos(points)
+    require(weights.shape == cosine.shape, "weights must have one entry per point")
+    return normalised_gegenbauer(np.clip(cosine, -1.0, 1.0), int(lmax), int(dim)).T @ weights
 
 
 def zonal_frame_coefficients(run, index: int = -1) -> np.ndarray:

@@ -380,12 +380,18 @@ for _geometry, _spec in GEOMETRIES.items():
     _solve_command(_geometry, dict(_spec, schemes=_scheme_names(_geometry)))
 
 
-def _report_merges(dataset):
-    """The cluster count at the end and every merge, for runs that track clusters (meanfield.solvers.clusters)."""
+def _report_clusters(dataset):
+    """The clusters of the last frame (meanfield.cluster_detection, the one definition that ``cluster_count`` uses
+    too), and every merge of runs that track them (meanfield.solvers.clusters)."""
+    from .cluster_detection import clusters_in_frame
+
+    if "density" in dataset or "positions" in dataset:
+        clusters = clusters_in_frame(dataset)
+        where = f"atoms at {clusters.cells} cells around a great circle" if "positions" in dataset else "grid cells"
+        click.echo(f"clusters in the last frame: {clusters.count} (> 2 x uniform density, >= 1 % of the mass; {where})")
     if "merge_time" not in dataset:
         return
-    click.echo(f"clusters at the end: {int(dataset['cluster_count'].values[-1])}; "
-               f"{dataset.sizes['merge']} merges (centres within {dataset.attrs['merge_distance']:g} rad)")
+    click.echo(f"{dataset.sizes['merge']} merges (centres within {dataset.attrs['merge_distance']:g} rad)")
     for time, a, b, after in zip(*(dataset[name].values for name in
                                    ("merge_time", "merge_mass_a", "merge_mass_b", "clusters_after_merge"))):
         click.echo(f"  t = {time:.8g}: masses {a:.4f} + {b:.4f} -> {after} cluster{'s' if after != 1 else ''} left")
@@ -397,20 +403,14 @@ def _report_saved(dataset, out):
     click.echo(f"stop_reason: {attrs['stop_reason']}")
     click.echo(f"saved {dataset.sizes['time']} frames up to t = {float(dataset.time[-1]):.6g} "
                f"({attrs['steps']} steps, {attrs['wall_time']:.2f} s) -> {out}")
-    _report_merges(dataset)
+    _report_clusters(dataset)
 
 
 def _report_run(dataset, out):
-    from .diagnostics import detect_clusters
-
     attrs = dataset.attrs
     _report_saved(dataset, out)
-    if attrs["geometry"] == "circle" and "cluster_count" not in dataset:   # (tracked runs said their count above)
-        clusters = detect_clusters(dataset["density"].values[-1])
-        click.echo(f"clusters in the last frame: {clusters.count} (dominant mode predicted: {attrs['dominant_mode']})")
-    else:
-        word = "mode" if attrs["geometry"] == "circle" else "degree"
-        click.echo(f"dominant {word} predicted by the linear theory: {attrs['dominant_mode']}")
+    word = "mode" if attrs["geometry"] == "circle" else "degree"
+    click.echo(f"dominant {word} predicted by the linear theory: {attrs['dominant_mode']}")
 
 
 # --------------------------------------------------------------------------------------------- particles

@@ -60,7 +60,7 @@ def run_demo(out_dir="meanfield-demo", resolution: int = 1024, progress: bool = 
         echo(f"clusters first detected at t = {float(dataset.time[first[0]]):.2f}")
     echo(f"predicted clusters: {k_star}   observed at t = {float(dataset.time[-1]):.2f}: {final.count}")
     if final.count:
-        echo("cluster centres (rad): " + ", ".join(f"{c:.3f}" for c in np.sort(final.centres)))
-        echo("cluster masses:        " + ", ".join(f"{m:.3f}" for m in final.masses[np.argsort(final.centres)]))
+        echo("cluster centres (rad): " + ", ".join(f"{c:.3f}" for c in np.sort(final.angles)))
+        echo("cluster masses:        " + ", ".join(f"{m:.3f}" for m in final.masses[np.argsort(final.angles)]))
     echo(f"wrote {out / 'run.nc'} and {out / 'run.png'}")
     return dataset

@@ -14,21 +14,21 @@ node to the node that now carries it, so frames still report one position per or
 Bookkeeping (:class:`ClusterTracker`, one definition used by the solvers and the theory of
 :mod:`meanfield.cluster_dynamics`):
 
-* a *cluster* is a group of nodes linked at distance < :data:`MERGE_DISTANCE` (1e-3 rad,
-  single linkage through each distinct position's 16 nearest neighbours, then groups whose centres
-  are that close are joined) whose mass is at least
-  ``min_mass`` (default :data:`MIN_CLUSTER_MASS` = 1e-2; stray nodes in the valleys between
-  clusters carry far less); ``cluster_count(time)`` counts them in every frame and
-  ``cluster_energy(time)`` is the point-cluster energy of MATH.md §5 of all groups
-  (``exp(-beta)`` scaled, like ``energy``), the value the energy takes on a plateau; it is NaN
-  while more than :data:`MAX_ENERGY_GROUPS` groups exist (no clusters yet, and an O(K^2) sum);
+* ``cluster_count(time)`` counts the clusters of every frame by the package's one definition
+  (:mod:`meanfield.cluster_detection`: connected cells more than twice as dense as uniform, holding at least
+  ``min_mass`` = :data:`MIN_CLUSTER_MASS` = 1e-2 of the mass; atoms binned at ``cluster_cells`` cells around a
+  great circle, finite volumes on their own cells), and ``cluster_energy(time)`` is the point-cluster energy of
+  MATH.md §5 of the groups of atoms linked within 1e-3 rad (``exp(-beta)`` scaled, like ``energy``), the value the
+  energy takes on a plateau; it is NaN while more than :data:`MAX_ENERGY_ATOMS` atoms or
+  :data:`MAX_ENERGY_GROUPS` groups remain (clusters not yet collapsed; the grouping and an O(K^2) sum not paid);
 * a *merge* is the first time two cluster centres come within 1e-3 rad.  A cluster is followed
   for merges once it is *tight*: its nodes linked within :data:`TIGHT_RADIUS` (1e-6 rad, reached
   a few tens of time units after formation; merges of the loose fragments of a forming cluster
   are not merges of clusters), with mass >= ``min_mass``; its centre is its nodes' weighted mean
   direction.  After every step the pairs of tight clusters whose centres were >= 1e-3 apart at
   its start and are < 1e-3 apart at its end are located inside the step by bisection on the
-  stepper's dense output, and recorded with the two masses and the cluster count after the merge.
+  stepper's dense output, and recorded with the two masses and the cluster count after the merge (the
+  clusters at the end of that step by the one definition, one more for each later merge within the step).
 
 Step bound after collapse (:func:`closing_rate`): two distinct nodes that are about to coincide
 contract at the rate ``|v_i - v_j| / |x_i - x_j|`` (~1 inside a cluster); an explicit step must
@@ -51,6 +51,8 @@ DEFAULT_COLLAPSE_TOL = 256 * float(np.finfo(float).eps)
 MIN_CLUSTER_MASS = 1e-2
 TIGHT_RADIUS = 1e-6
 MAX_ENERGY_GROUPS = 512
+#: ``cluster_energy`` is NaN while more atoms than this remain (before collapse; the grouping is then not paid).
+MAX_ENERGY_ATOMS = 8 * MAX_ENERGY_GROUPS
 #: Up to this many points, :func:`link_groups` checks the all-apart case by direct distances.
 SMALL_GROUP = 64
 #: Neighbours each node links to when grouping (bounds the cost when thousands of nodes coincide).
@@ -240,8 +242,11 @@ def merge_points(points: np.ndarray, weights: np.ndarray, labels: np.ndarray, co
 
 
 def frame_clusters(dataset, index: int, merge_distance: float = MERGE_DISTANCE, min_mass: float = MIN_CLUSTER_MASS):
-    """Centres (unit vectors) and masses of the clusters in frame ``index`` of a run that saved
-    ``positions`` and ``weights`` (Lagrangian nodes, particles), by the definition above."""
+    """The point clusters of frame ``index`` of a run that saved ``positions`` and ``weights`` (Lagrangian nodes,
+    particles): centres (unit vectors) and masses of the groups of atoms linked within ``merge_distance`` that carry
+    at least ``min_mass``, the points the K-point ODE of MATH.md §5 starts from on a plateau (and what a merge joins).
+    Not a cluster count: counts use the package's one definition (:mod:`meanfield.cluster_detection`), which on a
+    plateau finds the same clusters (its masses add the stray atoms of each basin)."""
     points = np.asarray(dataset["positions"].values[index], dtype=float)
     labels, count = link_groups(points, merge_distance)
     centres, masses = merge_points(points, np.asarray(dataset["weights"].values, dtype=float), labels, count)
@@ -285,11 +290,20 @@ class ClusterTracker(Tracker):
     """
 
     def __init__(self, beta: float, merge_distance: float = MERGE_DISTANCE, min_mass: float = MIN_CLUSTER_MASS,
-                 dim: int | None = None):
+                 dim: int | None = None, counter=None, cells: int | None = None):
         self.beta, self.merge_distance, self.min_mass = beta, merge_distance, min_mass
         #: the energy of the groups: points, or zonal rings on S^{dim-1} given as (cos th, sin th) (``dim``)
         self.dynamics = PointDynamics(beta, "sa", dim)
         self.merges: list[tuple[float, float, float, int]] = []
+        #: ``counter(scheme, state, record)``: the clusters of a state (``record``: its frame, or ``None``) by the
+        #: package's one definition (:mod:`meanfield.cluster_detection`); default: the scheme's atoms at ``cells``
+        self.counter = counter if counter is not None else self._atom_clusters
+        self.cells = cells
+
+    def _atom_clusters(self, scheme, state, record):
+        from meanfield.cluster_detection import clusters_of_atoms
+
+        return clusters_of_atoms(scheme.points(state), scheme.weights, cells=self.cells, min_mass=self.min_mass)
 
     def groups(self, points: np.ndarray, weights: np.ndarray):
         """Centres and masses of the groups linked at ``merge_distance``."""
@@ -297,9 +311,14 @@ class ClusterTracker(Tracker):
         return merge_points(points, weights, labels, count)
 
     def frame(self, scheme, state, record: dict) -> dict:
-        centres, masses = self.groups(scheme.points(state), scheme.weights)
-        energy = self.dynamics.energy(centres, masses) if masses.size <= MAX_ENERGY_GROUPS else math.nan
-        return {"cluster_count": int(np.sum(masses >= self.min_mass)), "cluster_energy": energy}
+        """``cluster_count``: the clusters of the frame (:mod:`meanfield.cluster_detection`); ``cluster_energy``: the
+        point energy (MATH.md §5) of the groups linked within ``merge_distance``, once at most
+        :data:`MAX_ENERGY_ATOMS` atoms remain and they make at most :data:`MAX_ENERGY_GROUPS` groups."""
+        energy = math.nan
+        if scheme.weights.size <= MAX_ENERGY_ATOMS:      # more atoms: clusters not collapsed yet; no grouping paid
+            centres, masses = self.groups(scheme.points(state), scheme.weights)
+            energy = self.dynamics.energy(centres, masses) if masses.size <= MAX_ENERGY_GROUPS else math.nan
+        return {"cluster_count": self.counter(scheme, state, record).count, "cluster_energy": energy}
 
     def after_step(self, scheme, stepper, before, t0: float, after, t1: float) -> None:
         weights, start_points = scheme.weights, scheme.points(before)
@@ -320,11 +339,10 @@ class ClusterTracker(Tracker):
         for a, b in zip(a_list, b_list):
             time = self._locate(lambda fraction: centres(scheme.points(stepper.dense(fraction)))[[a, b]], t0, t1)
             found.append((time, float(masses[tight[a]]), float(masses[tight[b]])))
-        _, group_masses = self.groups(start_points, weights)
-        count = int(np.sum(group_masses >= self.min_mass))
-        for time, mass_a, mass_b in sorted(found):
-            count = max(count - 1, 1)
-            self.merges.append((time, mass_a, mass_b, count))
+        after_count = self.counter(scheme, after, None).count     # the clusters at the end of the step
+        for later, (time, mass_a, mass_b) in enumerate(sorted(found)[::-1]):
+            self.merges.append((time, mass_a, mass_b, max(after_count + later, 1)))
+        self.merges.sort()
 
     def _locate(self, pair_at, t0: float, t1: float) -> float:
         """The time in ``[t0, t1]`` when the two centres ``pair_at(fraction)`` come within ``merge_distance``
@@ -344,8 +362,9 @@ class ClusterTracker(Tracker):
         return t0 + high * (t1 - t0)
 
     def attrs(self) -> dict:
-        """The bookkeeping's settings."""
-        return {"merge_distance": self.merge_distance, "min_cluster_mass": self.min_mass}
+        """The bookkeeping's settings (``cluster_cells``: the resolution atoms were counted at, 0 for a grid's own)."""
+        return {"merge_distance": self.merge_distance, "min_cluster_mass": self.min_mass,
+                "cluster_cells": int(self.cells or 0)}
 
     def variables(self) -> dict:
         """``merge_time(merge)``, ``merge_mass_a``, ``merge_mass_b``, ``clusters_after_merge``."""

@@ -250,6 +250,15 @@ class _FiniteVolumeScheme(DensityScheme):
         self.resolution_tol = resolution_tol
         self.initial_mass = None
 
+    def static_variables(self) -> dict:
+        """``cell_volume`` on the density's grid: the exact surface measure of each cell (circle: its arc; zonal:
+        its band of S^{d-1}), so that ``sum(density * cell_volume)`` is the mass of a frame, points included
+        (their mass is in their cell's average), and a run file alone gives each cell's mass."""
+        grid = self.dims()["density"][0]
+        return {"cell_volume": (grid, self.fv.volumes.copy(),
+                                {"long_name": "surface measure of each finite-volume cell (rad on the circle, "
+                                              "area of the band of S^{d-1} for zonal cells)"})}
+
     def _start_clusters(self, faces, centroids) -> None:
         """The point clusters' bookkeeping (:mod:`meanfield.solvers.point_clusters`): on without noise."""
         self.clusters = PointClusters(faces, centroids, self.fv.volumes, self.fv.periodic, self.model.dim,

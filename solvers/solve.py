@@ -152,11 +152,29 @@ def build_scheme(geometry: str, scheme: str, model: Model, resolution: int, back
 def cluster_trackers(discretisation, model: Model, geometry: str) -> list:
     """The cluster bookkeeping (:class:`meanfield.solvers.clusters.ClusterTracker`) of the schemes that carry clusters
     as points: Lagrangian nodes, and finite volumes without noise (zonal: rings on S^{d-1})."""
-    if discretisation.name == "lagrangian":
-        return [ClusterTracker(model.beta)]
+    if discretisation.name == "lagrangian":   # the nodes, counted at the run's own resolution
+        cells = discretisation.resolution if geometry == "circle" else 2 * (discretisation.resolution + 1)
+        return [ClusterTracker(model.beta, cells=cells)]
     if discretisation.name == "fv" and discretisation.clusters.enabled:
-        return [ClusterTracker(model.beta, dim=model.dim if geometry == "zonal" else None)]
+        return [ClusterTracker(model.beta, dim=model.dim if geometry == "zonal" else None,
+                               counter=density_clusters(discretisation, geometry, model.dim))]
     return []
+
+
+def density_clusters(discretisation, geometry: str, dim: int):
+    """``counter(scheme, state, record)``: the clusters of a frame's density on the scheme's own cells
+    (:mod:`meanfield.cluster_detection`), for the finite volumes, whose frames put the points' mass in their cells."""
+    from meanfield.cluster_detection import clusters_of_density
+
+    grid = discretisation.dims()["density"][0]
+    centres = discretisation.coords()[grid][1]
+    where = {"theta": centres} if geometry == "circle" else {"polar": centres, "dim": dim}
+
+    def counter(scheme, state, record):
+        density = (record if record is not None else scheme.frame(state))["density"]
+        return clusters_of_density(density, geometry=geometry, volumes=scheme.fv.volumes, **where)
+
+    return counter
 
 
 def run_clock(source, saving: Saving):

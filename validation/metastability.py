@@ -107,10 +107,10 @@ def _plateau_clusters(clusters, density: np.ndarray, tokens, cell_variance: floa
     clusters and grid values, or from ``tokens = (theta, weights)`` nearest those clusters."""
     if tokens is None:
         theta = 2 * math.pi * np.arange(density.size) / density.size
-        centres, masses, weights = clusters.centres, clusters.masses, density
+        centres, masses, weights = clusters.angles, clusters.masses, density
     else:
         theta, weights = tokens
-        centres, masses = cluster_readout(theta, weights, clusters.centres)
+        centres, masses = cluster_readout(theta, weights, clusters.angles)
     return centres, masses, float(np.max(cluster_variance(theta, weights, centres))) + cell_variance
 
 
@@ -158,7 +158,7 @@ def _formation_readout(times, densities, energies, amplitudes, coefficients, mod
         index = int(np.searchsorted(times, plateau.end))
         clusters = found_clusters[index]
         if clusters.count == 0:
-            row["plateaus"].append((plateau, point_energy(clusters.centres, clusters.masses, beta), math.nan))
+            row["plateaus"].append((plateau, point_energy(clusters.angles, clusters.masses, beta), math.nan))
             continue
         frame_tokens = None if tokens is None else (tokens[0][index], tokens[1] if tokens[1].ndim == 1
                                                     else tokens[1][index])

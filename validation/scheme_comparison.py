@@ -195,13 +195,13 @@ def _cluster_comparison(runs: dict) -> dict:
     reference = detect_clusters(runs["fv"].density.values[-1])
     if "point_mass" in runs["fv"]:                  # clusters handed over to points: read at their own positions
         theta, weights = fv_tokens(runs["fv"])
-        fv = cluster_readout(theta[-1], weights[-1], reference.centres)
+        fv = cluster_readout(theta[-1], weights[-1], reference.angles)
     else:
-        fv = cluster_readout(*_grid_tokens(runs["fv"].density.values[-1]), reference.centres)
+        fv = cluster_readout(*_grid_tokens(runs["fv"].density.values[-1]), reference.angles)
     out = {"clusters": reference.count, "fv_clusters": fv, "min_cluster_mass": float(fv[1].min())}
     for name in ("lagrangian", "particles"):
         if name in runs:
-            readout = cluster_readout(_node_theta(runs[name]), runs[name].weights.values, reference.centres)
+            readout = cluster_readout(_node_theta(runs[name]), runs[name].weights.values, reference.angles)
             out[f"{name}_clusters"] = readout
             out[f"{name}_centre_gap"], out[f"{name}_mass_gap"] = _differences(fv, readout)
     if "particles" in runs:
@@ -209,7 +209,7 @@ def _cluster_comparison(runs: dict) -> dict:
         n = tokens.weights.size
         out["particles_mass_stderr"] = float(np.max(np.sqrt(fv[1] * (1 - fv[1]) / n)))
         out["particles_centre_stderr"] = centre_standard_error(tokens.theta.values[0], _node_theta(tokens),
-                                                               tokens.weights.values, reference.centres)
+                                                               tokens.weights.values, reference.angles)
     return out
 
 

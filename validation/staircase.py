@@ -70,8 +70,9 @@ def _cases(preset: dict, seed: int) -> list[tuple[str, float, callable]]:
 def reference_frame(run) -> int:
     """The first frame at which the clusters are points (see the module docstring); the last if none."""
     gap = np.abs(run["energy"].values - run["cluster_energy"].values) / run["energy"].values
-    points = np.nonzero((gap <= POINT_TOL) & (run["cluster_count"].values > 0) & (run.time.values > 0))[0]
-    return int(points[0]) if points.size else run.sizes["time"] - 1
+    candidates = np.nonzero((gap <= POINT_TOL) & (run["cluster_count"].values > 0) & (run.time.values > 0))[0]
+    points = [i for i in candidates if frame_clusters(run, int(i))[1].size > 0]   # point clusters of >= 1 % exist
+    return int(points[0]) if points else run.sizes["time"] - 1
 
 
 def analyse(run, source: str, beta: float) -> dict:

@@ -96,3 +96,39 @@ def test_a_zonal_run_file_alone_gives_its_coefficients():
     assert np.max(np.abs(g[13:])) < 1e-14 * abs(g[0])
     assert g[0] * math.sqrt(sphere_area(5)) == pytest.approx(float(run["mass"].values[0]), rel=1e-13)
     np.testing.assert_allclose(np.abs(g[1:13]), run["mode_amplitude"].values[0][1:13], rtol=1e-10, atol=1e-16)
+
+
+@pytest.mark.parametrize("dim", [3, 5, 8])
+def test_zonal_coefficients_of_the_pole_are_the_addition_theorem_values(dim):
+    """A token at the pole has g_l = P_l(1) = sqrt(N(d, l) / |S^{d-1}|), N(d, l) = (2l + d - 2) (l + d - 3)! /
+    (l! (d - 2)!) the dimension of the degree-l harmonics (addition theorem); the same from its polar angle 0."""
+    from meanfield.geometry import sphere_area
+
+    lmax = 40
+    pole = np.zeros((1, dim))
+    pole[0, -1] = 1.0
+    l = np.arange(lmax + 1)
+    harmonics = np.array([(2 * k + dim - 2) * math.comb(k + dim - 3, k) / (dim - 2) if k else 1.0 for k in l])
+    exact = np.sqrt(harmonics / sphere_area(dim))
+    assert analysis.zonal_point_coefficients(pole, np.ones(1), dim, lmax) == pytest.approx(exact, rel=1e-12)
+    assert analysis.zonal_point_coefficients(np.zeros(1), np.ones(1), dim, lmax) == pytest.approx(exact, rel=1e-12)
+
+
+def test_zonal_coefficients_of_tokens_average_over_the_rotations_fixing_the_pole():
+    """Tokens on a ring of S^4 at one polar angle, spread in the other directions, have the zonal coefficients of
+    the ring itself; and tokens drawn uniformly have zonal coefficients near zero (degree >= 1) at the i.i.d. size."""
+    rng = np.random.default_rng(11)
+    dim, lmax, polar = 5, 12, 0.9
+    around = rng.standard_normal((200, dim - 1))
+    around /= np.linalg.norm(around, axis=1, keepdims=True)
+    ring = np.hstack((np.sin(polar) * around, np.full((200, 1), np.cos(polar))))
+    weights = np.full(200, 1 / 200)
+    assert analysis.zonal_point_coefficients(ring, weights, dim, lmax) == pytest.approx(
+        analysis.zonal_point_coefficients(np.array([polar]), np.ones(1), dim, lmax), rel=1e-12)
+    uniform = rng.standard_normal((20000, dim))
+    uniform /= np.linalg.norm(uniform, axis=1, keepdims=True)
+    g = analysis.zonal_point_coefficients(uniform, np.full(20000, 1 / 20000), dim, lmax)
+    from meanfield.geometry import sphere_area
+    # E g_l = 0 for l >= 1 and Var g_l = (E P_l^2) / n = 1 / (|S^{d-1}| n): 5 standard deviations
+    assert np.max(np.abs(g[1:])) < 5 / math.sqrt(sphere_area(dim) * 20000)
+    assert g[0] == pytest.approx(1 / math.sqrt(sphere_area(dim)), rel=1e-12)

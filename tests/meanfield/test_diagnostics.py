@@ -16,7 +16,7 @@ def test_three_separated_clusters():
     density = circle_density("vonmises:200@1+vonmises:200@3+vonmises:200@5", n)
     clusters = detect_clusters(density)
     assert clusters.count == 3
-    assert np.allclose(np.sort(clusters.centres), [1, 3, 5], atol=2 * math.pi / n)
+    assert np.allclose(np.sort(clusters.angles), [1, 3, 5], atol=2 * math.pi / n)
     assert np.allclose(clusters.masses, 1 / 3, atol=1e-6)
     assert clusters.masses.sum() == pytest.approx(1.0, abs=1e-12)
 
@@ -25,7 +25,7 @@ def test_cluster_across_theta_zero_counts_once():
     density = circle_density("vonmises:100@0.01+vonmises:100@3", 512)
     clusters = detect_clusters(density)
     assert clusters.count == 2
-    assert min(abs(clusters.centres - 0.01).min(), abs(clusters.centres - 0.01 - 2 * math.pi).min()) < 0.02
+    assert min(abs(clusters.angles - 0.01).min(), abs(clusters.angles - 0.01 - 2 * math.pi).min()) < 0.02
 
 
 def test_uniform_and_weak_perturbations_have_no_cluster():
@@ -38,7 +38,7 @@ def test_uniform_and_weak_perturbations_have_no_cluster():
 def test_single_cluster_holds_all_the_mass():
     clusters = detect_clusters(circle_density("vonmises:30@2", 256))
     assert clusters.count == 1 and clusters.masses[0] == pytest.approx(1.0, abs=1e-12)
-    assert abs(clusters.centres[0] - 2.0) < 2 * math.pi / 256
+    assert abs(clusters.angles[0] - 2.0) < 2 * math.pi / 256
 
 
 def test_fit_growth_rates_recovers_exponentials():
