@@ -635,9 +635,22 @@ def _title(dataset) -> str:
     elif attrs.get("geometry") == "zonal":
         where = "zonal density " + where
     title = (f"{str(attrs['attention']).upper()} {where}:  $\\beta$ = {float(attrs['beta']):g},  "
-             f"$\\nu$ = {float(attrs['nu']):g},  init {attrs.get('init', '?')}{_normalization_label(attrs)}")
+             f"$\\nu$ = {float(attrs['nu']):g},  init {attrs.get('init', '?')}{_normalization_label(attrs)}"
+             f"{_cluster_label(dataset)}")
     reason = str(attrs.get("stop_reason", "completed"))
     return title if reason == "completed" else f"{title}\nstopped early: {_short_reason(reason)}"
+
+
+def _cluster_label(dataset) -> str:
+    """``, K clusters at the end`` by the package's one definition (:mod:`meanfield.cluster_detection`), as the
+    command line and ``cluster_count`` say; nothing for a file that cannot tell (an older S^2 file)."""
+    from .cluster_detection import clusters_in_frame
+
+    try:
+        count = clusters_in_frame(dataset).count
+    except InputError:
+        return ""
+    return f",  {count} cluster{'' if count == 1 else 's'} at the end"
 
 
 def check_image_path(path) -> Path:

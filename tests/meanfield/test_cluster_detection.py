@@ -158,3 +158,21 @@ def test_bad_input_is_one_line():
         clusters_of_density(np.ones(8), level=1.0)
     with pytest.raises(InputError, match="cells must be an integer >= 8"):
         clusters_of_atoms(np.zeros(10), cells=4)
+
+
+def test_the_plot_and_the_command_line_say_the_same_count(tmp_path):
+    """The figure's title and the command line's line give clusters_in_frame's count of the last frame."""
+    from click.testing import CliRunner
+
+    from meanfield.cli import cli
+
+    out = tmp_path / "run.nc"
+    result = CliRunner().invoke(cli, ["solve", "circle", "--scheme", "lagrangian", "--beta", "9", "--resolution", "256",
+                                      "--init", "perturbed:1e-3", "--seed", "0", "--t-final", "60", "--no-progress",
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    run = mf.load_run(out)
+    count = clusters_in_frame(run).count
+    assert count == int(run["cluster_count"].values[-1]) >= 2
+    assert f"clusters in the last frame: {count} " in result.output
+    assert f"{count} clusters at the end" in mf.plot_run(run).texts[0].get_text()
