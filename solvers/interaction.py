@@ -58,6 +58,7 @@ from meanfield.threads import NONUNIFORM_THREADS
 from meanfield.kernel_operator import KernelOperator
 from meanfield.kernels import band_limit, scaled_funk_hecke
 
+from .memo import ArrayMemo
 from .sphere import m_major_layout, point_mass_coefficients
 
 #: Memory budget of one row block (logits take half of it): 4 MiB keeps a block in cache;
@@ -537,6 +538,7 @@ class SphereHarmonicInteraction:
         self.potential = operator.velocity()                                      # gradient / beta
         self.radial = operator.scaled(operator.radial)
         self.min_density = math.inf
+        self._memo = ArrayMemo()
 
     @staticmethod
     def band_for(beta: float, accuracy: float = SPHERE_ACCURACY) -> int:
@@ -549,8 +551,18 @@ class SphereHarmonicInteraction:
 
     def coefficients(self, x: np.ndarray) -> np.ndarray:
         """``mu_lm`` (``l <= band``, m-major) of one system of tokens ``x`` (shape ``(n, 3)``)."""
-        loc, _ = sphere_locations(x)
-        return self._coefficients(loc)
+        return self._located(x)[2]
+
+    def _located(self, x: np.ndarray):
+        """``(loc, trig, mu)`` of tokens ``x``, remembered for the array (:class:`meanfield.solvers.memo.ArrayMemo`):
+        a frame's energy and the next step's first right-hand side look at the same accepted state."""
+        known = self._memo.get(x)
+        if known is not None and known[3] is self.weights:
+            return known[:3]
+        loc, trig = sphere_locations(x)
+        mu = self._coefficients(loc)
+        self._memo.put(x, (loc, trig, mu, self.weights))
+        return loc, trig, mu
 
     def _coefficients(self, loc: np.ndarray) -> np.ndarray:
         return point_mass_coefficients(self.weights, loc, self.band, self.epsilon, self.nthreads)
@@ -561,9 +573,8 @@ class SphereHarmonicInteraction:
         ``radial``), ``density`` (``exp(-beta) K * mu``; always for SA, for USA with ``density``), and
         ``loc``, ``trig`` (:func:`sphere_locations`).  What a weighted-node scheme on S^2 needs besides the
         Cartesian velocity (e.g. :class:`meanfield.solvers.lagrangian.SphereLagrangian`: ``K * mu`` for its step bound)."""
-        loc, trig = sphere_locations(x)
+        loc, trig, mu = self._located(x)
         kw = self._transforms(loc)
-        mu = self._coefficients(loc)
         v_theta, v_phi = ducc0.sht.synthesis_general(alm=mu * self.potential, spin=1, mode="DERIV1", **kw)
         out = {"loc": loc, "trig": trig, "radial": None, "density": None}
         if radial:

@@ -133,7 +133,7 @@ from meanfield.normalization import Normalization
 from meanfield.theory import fastest_growth_rate
 from meanfield.threads import NONUNIFORM_THREADS
 
-from .clusters import NodeCollapse, closing_rate, resolve_collapse_tol
+from .clusters import CLOSING_DISTANCE, NodeCollapse, closing_rate, resolve_collapse_tol
 from .contract import Scheme
 from .fourier import FourierBasis
 from .interaction import SHT_MIN_EPSILON, CircleFourierInteraction, SphereHarmonicInteraction, sphere_locations
@@ -189,6 +189,8 @@ class _Lagrangian(Scheme):
     after_switch = False
     #: mutable fields an exact restart carries (:mod:`meanfield.solvers.checkpoint`)
     restart_fields = ("node_weights", "weights", "collapser.owner", "collapser.merged", "_density_floor")
+    #: S^2: pairs closer than this (rad) bound the step (:func:`meanfield.solvers.clusters.closing_distance`)
+    closing_within = CLOSING_DISTANCE
 
     def static_variables(self) -> dict:
         """Time-independent variables of the Dataset: the nodes' weights (quadrature masses)."""
@@ -606,7 +608,7 @@ class SphereLagrangian(_Lagrangian):
         are resolved (:func:`meanfield.solvers.clusters.closing_rate`; module docstring)."""
         if not self.collapser.merged:
             return self.stable_dt(cfl)
-        return cfl / max(self.lipschitz * self.max_speed, closing_rate(*self._field), 1e-300)
+        return cfl / max(self.lipschitz * self.max_speed, closing_rate(*self._field, self.closing_within), 1e-300)
 
     def after_step(self, state: np.ndarray, h: float) -> np.ndarray:
         """Renormalise the nodes to the unit sphere (radii untouched)."""

@@ -40,7 +40,7 @@ from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
 
 from . import checkpoint
-from .clusters import ClusterTracker, resolve_collapse_tol
+from .clusters import ClusterTracker, closing_distance, resolve_collapse_tol
 from .continuation import joined, resolve_model, resolve_normalization
 from .particles import ParticleScheme, bounded_entries
 from .runloop import run_switching
@@ -307,6 +307,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     if dt_max is None:
         dt_max = PARTICLE_DEFAULTS["noise_dt_max"] if model.nu > 0 else math.inf
     time_stepper = make_stepper(stepper, scheme, **dict(step.stepper_options(), dt_max=dt_max))
+    scheme.closing_within = closing_distance(time_stepper.rtol)
     if exact:
         state = checkpoint.restore_checked(source, particle_scheme, scheme, time_stepper)
     else:  # onto the sphere; tokens already on it to rounding are kept bit for bit

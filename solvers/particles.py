@@ -55,7 +55,7 @@ from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.seeding import stream
 
-from .clusters import NodeCollapse, closing_rate
+from .clusters import CLOSING_DISTANCE, NodeCollapse, closing_rate
 from .contract import Scheme
 from .interaction import (KERNELS, SPHERE_ACCURACY, CircleFourierInteraction, DirectInteraction,
                           SphereHarmonicInteraction)
@@ -317,6 +317,11 @@ class ParticleScheme(Scheme):
                             for q, k, v in heads)
         return cfl / max(lipschitz * self.max_speed, 1e-300)
 
+    #: pairs closer than this (rad) bound the step (:func:`meanfield.solvers.clusters.closing_distance` of the rtol)
+    closing_within = CLOSING_DISTANCE
+    #: the last accepted state the collapse looked at (the step bound reuses its close pairs)
+    _accepted = None
+
     def adaptive_dt(self, cfl: float) -> float:
         """:meth:`stable_dt`, and with collapse also ``cfl / closing_rate``
         (:func:`meanfield.solvers.clusters.closing_rate`): pairs about to coincide are resolved until they merge."""
@@ -324,7 +329,10 @@ class ParticleScheme(Scheme):
         if not self.collapser.enabled:
             return bound
         x, velocity = self._field
-        return min(bound, cfl / max(closing_rate(x[0], velocity[0]), 1e-300))
+        accepted = self._accepted
+        if accepted is not None and accepted.shape == x.shape:   # its close pairs are known (clusters.close_pairs)
+            x = accepted
+        return min(bound, cfl / max(closing_rate(x[0], velocity[0], self.closing_within), 1e-300))
 
     def after_step(self, x: np.ndarray, h: float) -> np.ndarray:
         """Renormalise to the sphere; with noise, a geodesic random-walk step of variance ``2 nu h``."""
@@ -357,11 +365,14 @@ class ParticleScheme(Scheme):
         if not self.collapser.enabled:
             return x
         require(x.shape[0] == 1, "collapse_tol needs a single system (batch size 1)")
-        merged, weights = self.collapser.collapse_points(x[0], self.weights)
-        if merged is x[0]:
+        self._accepted = x
+        points = x[0]
+        merged, weights = self.collapser.collapse_points(points, self.weights)
+        if merged is points:         # nothing merged (x[0] would be a new view, never ``is`` the old one)
             return x
         self.weights = self.interaction.weights = weights
-        return merged[None]
+        self._accepted = merged[None]
+        return self._accepted
 
     # -- checks and records -------------------------------------------------------------------------
     def validity(self, x: np.ndarray, t: float) -> str | None:

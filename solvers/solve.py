@@ -29,7 +29,7 @@ from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
 
 from . import checkpoint
-from .clusters import ClusterTracker
+from .clusters import ClusterTracker, closing_distance
 from .continuation import joined, resolve_model, resolve_normalization
 from .contract import conform
 from .normalized_velocity import density_normalization
@@ -336,6 +336,8 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
             f"--resolution {resolution} keeps modes up to {band}, below the dominant mode "
             f"{k_star} at beta = {model.beta:g}; increase --resolution")
     time_stepper = make_stepper(stepper, discretisation, **step.stepper_options())
+    if discretisation.name == "lagrangian":     # the pairs whose approach bounds the step (meanfield.solvers.clusters)
+        discretisation.closing_within = closing_distance(time_stepper.rtol)
     exact = source is not None and checkpoint.continues_exactly(source, geometry, scheme,
                                                                   discretisation.resolution, dim, normalization)
     if exact:

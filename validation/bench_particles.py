@@ -39,6 +39,11 @@ Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weigh
 7. **Scaling**: the time per right-hand side of both paths against ``n``, with the exponent ``p`` of
    ``t ~ n^p`` fitted (least squares in log-log) over the sizes from ``SCALING_FIT_FROM`` tokens on
    (the harmonic path's fixed ``L^2 log L`` cost dominates below), and over all sizes.
+8. **Whole runs** (issue 22 item 5): particle runs with every right-hand side timed (:func:`whole_run_row`), and
+   the share of the wall time spent outside them: sampling, the stepper's arithmetic, the collapse and merge
+   checks, the cluster count of every frame, the frames themselves.  Quick: S^2 at n = 1e5 with the default 101
+   frames, and a log-clock run to t = 1e6 through its merges (n = 4096, beta = 9); full adds n = 1e6 (11 frames),
+   whose share is set against :data:`TARGET_OUTSIDE_PCT` = 20 %.
 
 Timings use :func:`meanfield.validation.bench_circle.best_times` (best of several interleaved runs
 after one warm-up call, per-call time in ms).  Calls of a second or more are expensive, so
@@ -418,7 +423,54 @@ def run_benchmark(sizes=SIZES, circle_sizes=CIRCLE_SIZES, quick: bool = False) -
     tables["scaling"], tables["fits"] = _scaling_rows(times, QUICK_SCALING_HARMONIC if quick else SCALING_HARMONIC,
                                                       QUICK_SCALING_DIRECT if quick else SCALING_DIRECT)
     tables["harmonic"] = _harmonic_rows(times, QUICK_HARMONIC_SIZES if quick else HARMONIC_SIZES)
+    tables["runs"] = [whole_run_row(label, settings) for label, settings in (RUNS_QUICK if quick else RUNS_FULL)]
     return tables
+
+
+# ------------------------------------------------------------------------------------------- 8. whole runs
+#: Whole runs of table 8: (label, settings of meanfield.simulate_particles); quick runs first.
+RUNS_QUICK = (
+    ("S^2 n=1e5, t=1, 101 frames", dict(dim=3, n=100_000, beta=BETA, t_final=1.0)),
+    ("S^2 n=4096 beta=9, log clock to 1e6", dict(dim=3, n=4096, beta=9.0, t_final=1e6, save_log=10)),
+)
+RUNS_FULL = RUNS_QUICK + (
+    ("S^2 n=1e6, t=1, 11 frames", dict(dim=3, n=1_000_000, beta=BETA, t_final=1.0, save_every=0.1)),
+)
+RUN_COLUMNS = (
+    ("run", "label", "{:>38s}"), ("frames", "frames", "{:>6d}"), ("steps", "steps", "{:>5d}"),
+    ("rhs calls", "rhs_calls", "{:>9d}"), ("wall s", "wall_s", "{:>8.2f}"), ("rhs s", "rhs_s", "{:>8.2f}"),
+    ("outside %", "outside_pct", "{:>9.1f}"),
+)
+#: Issue 22: a particle run at n = 1e6 on S^2 spends at most this share of its wall time outside right-hand sides.
+TARGET_OUTSIDE_PCT = 20.0
+
+
+def whole_run_row(label: str, settings: dict) -> dict:
+    """One particle run (uniform tokens, seeded) with every right-hand side timed: the share of the wall time
+    spent outside them (sampling, steps' arithmetic, collapse and merge checks, cluster counts, frames)."""
+    from meanfield.solvers.particle_run import simulate
+
+    spent = {"seconds": 0.0, "calls": 0}
+    original = ParticleScheme.rhs
+
+    def timed(self, *args, **kwargs):
+        begin = time.perf_counter()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            spent["seconds"] += time.perf_counter() - begin
+            spent["calls"] += 1
+
+    ParticleScheme.rhs = timed
+    try:
+        begin = time.perf_counter()
+        run = simulate(init="uniform", seed=SEED % 2 ** 31, **settings)
+        wall = time.perf_counter() - begin
+    finally:
+        ParticleScheme.rhs = original
+    return {"label": label, "frames": int(run.sizes["time"]), "steps": int(run.attrs["steps"]),
+            "rhs_calls": spent["calls"], "wall_s": wall, "rhs_s": spent["seconds"],
+            "outside_pct": 100.0 * (wall - spent["seconds"]) / wall}
 
 
 def format_table(rows: list[dict], columns=RHS_COLUMNS) -> str:
@@ -476,6 +528,14 @@ def main(argv=None) -> None:
         upper_text = "n/a" if upper is None else f"{upper:.2f}"
         print(f"fitted exponent t ~ n^p, {path}: p = {upper_text} for n >= {SCALING_FIT_FROM}, "
               f"{every:.2f} over all sizes")
+    print("\n8. whole particle runs (SA, uniform start, dopri5): wall time, time in right-hand sides, and the share "
+          "outside them (sampling, stepper arithmetic, collapse and merge checks, cluster counts, frames)")
+    print(format_table(tables["runs"], RUN_COLUMNS))
+    big = [row for row in tables["runs"] if "n=1e6" in row["label"]]
+    if big:
+        share = big[0]["outside_pct"]
+        print(f"target n = 1e6 on S^2 at most {TARGET_OUTSIDE_PCT:g} % outside right-hand sides: {share:.1f} % "
+              f"({'met' if share <= TARGET_OUTSIDE_PCT else 'NOT met'})")
     print(f"total {time.perf_counter() - start:.1f} s wall, {time.process_time() - cpu_start:.1f} s CPU")
 
 

@@ -175,3 +175,17 @@ def test_fields_with_the_lagrangian_band_are_the_lagrangian_sums(attention, rng)
     assert fields["density"] is not None
     assert relative(harmonic.cartesian(fields["trig"], fields["v_theta"], fields["v_phi"]),
                     scheme.rhs(state, 0.0)) < 1e-14
+
+
+def test_whole_run_table_times_every_rhs_and_restores_the_scheme():
+    """Table 8 of bench-particles: every right-hand side of the run is timed (the stepper's calls counted), the
+    share outside them is a fraction of the wall time, and the scheme's rhs is the original afterwards."""
+    import meanfield.validation.bench_particles as bench
+    from meanfield.solvers.particles import ParticleScheme
+
+    original = ParticleScheme.rhs
+    row = bench.whole_run_row("small", dict(dim=3, n=400, beta=4.0, t_final=0.5, save_every=0.25))
+    assert ParticleScheme.rhs is original
+    assert row["frames"] == 3 and row["steps"] >= 2 and row["rhs_calls"] >= 6 * row["steps"]
+    assert 0 < row["rhs_s"] < row["wall_s"] and 0 < row["outside_pct"] < 100
+    assert "outside %" in bench.format_table([row], bench.RUN_COLUMNS)
