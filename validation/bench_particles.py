@@ -437,9 +437,8 @@ RUNS_FULL = RUNS_QUICK + (
     ("S^2 n=1e6, t=1, 11 frames", dict(dim=3, n=1_000_000, beta=BETA, t_final=1.0, save_every=0.1)),
 )
 RUN_COLUMNS = (
-    ("run", "label", "{:>38s}"), ("frames", "frames", "{:>6d}"), ("steps", "steps", "{:>5d}"),
-    ("rhs calls", "rhs_calls", "{:>9d}"), ("wall s", "wall_s", "{:>8.2f}"), ("rhs s", "rhs_s", "{:>8.2f}"),
-    ("outside %", "outside_pct", "{:>9.1f}"),
+    ("run", "label", "s"), ("frames", "frames", "d"), ("steps", "steps", "d"), ("rhs calls", "rhs_calls", "d"),
+    ("wall s", "wall_s", ".2f"), ("rhs s", "rhs_s", ".2f"), ("outside %", "outside_pct", ".1f"),
 )
 #: Issue 22: a particle run at n = 1e6 on S^2 spends at most this share of its wall time outside right-hand sides.
 TARGET_OUTSIDE_PCT = 20.0
