@@ -225,15 +225,13 @@ def close_pairs_by_sorting(points: np.ndarray, chord: float, candidates: int = S
     columns = [np.ascontiguousarray(points[:, k]) for k in range(points.shape[1])]
     order = np.argsort(columns[0])                    # any order of ties will do
     first = columns[0][order]
-    counts = np.searchsorted(first, first + chord, side="left") - np.arange(n) - 1
-    counts = np.maximum(counts, 0)
-    total = int(counts.sum())
+    starts = np.nonzero(np.diff(first) < chord)[0]   # a value with no close successor has no close later one
+    runs = np.searchsorted(first, first[starts] + chord, side="left") - starts - 1
+    total = int(runs.sum())
     if total > candidates * n:
         return None
     if total == 0:
         return np.zeros((0, 2), dtype=np.intp)
-    starts = np.nonzero(counts)[0]
-    runs = counts[starts]
     left = np.repeat(starts, runs)
     right = left + 1 + np.arange(total) - np.repeat(np.cumsum(runs) - runs, runs)
     i, j = order[left], order[right]
