@@ -17,7 +17,7 @@ demo: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/meanfield demo --out-dir meanfield-demo
 
 test: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/python -m pytest -q
+	MPLBACKEND=Agg $(BIN)/python -m pytest -q -n 2
 
 # The documentation site: Sphinx (warnings are errors), the gallery executed, then every internal link checked.
 DOCS_STAMP := $(VENV)/.installed-docs
