@@ -200,10 +200,32 @@ def clusters_of_density(density, *, geometry: str = "circle", theta=None, lat=No
                         min_mass: float = MIN_MASS) -> Clusters:
     """The clusters of a density on its grid (module docstring).
 
-    ``geometry="circle"``: values at ``theta`` (default ``2 pi j / N``), cell volumes ``volumes`` (default
-    ``2 pi / N``).  ``"sphere"``: values ``(lat, lon)`` (degrees) with ``volumes`` per latitude row (the run's
-    ``quadrature_weight``).  ``"zonal"``: values at polar angles ``polar`` on S^{dim-1} with ``volumes`` (the run's
-    ``quadrature_weight`` or ``cell_volume``).
+    Parameters
+    ----------
+    density : array
+        Values on the grid: ``(N,)`` on the circle, ``(lat, lon)`` on S^2, ``(polar,)`` for a zonal density.
+    geometry : {"circle", "sphere", "zonal"}
+        Where the density lives.
+    theta : array, optional
+        Circle: the grid's angles (default ``2 pi j / N``).
+    lat, lon : array
+        S^2: the grid's latitudes and longitudes in degrees.
+    polar : array
+        Zonal: the nodes' polar angles on S^{dim-1}.
+    volumes : array, optional
+        Each cell's volume: circle ``(N,)`` (default ``2 pi / N``); S^2 one per latitude row (the run's
+        ``quadrature_weight``); zonal ``(polar,)`` (``quadrature_weight`` or ``cell_volume``).
+    dim : int, optional
+        Zonal: the ambient dimension.
+    level : float
+        A cell is dense above this many times the mean density (> 1; default 2).
+    min_mass : float
+        Smallest cluster mass, relative to the total (in (0, 1); default 0.01).
+
+    Returns
+    -------
+    Clusters
+        ``count``, ``centres``, basin ``masses``, ``dense_masses``, ``peaks``; ``angles`` on the circle.
     """
     density = np.asarray(density, dtype=float)
     require(geometry in ("circle", "sphere", "zonal"), f"geometry must be circle, sphere or zonal (got {geometry!r})")
@@ -259,9 +281,28 @@ def clusters_of_atoms(points, weights=None, *, dim: int | None = None, zonal: bo
                       level: float = LEVEL, min_mass: float = MIN_MASS) -> Clusters:
     """The clusters of weighted atoms (tokens, nodes) on S^{d-1} (module docstring).
 
-    ``points``: unit vectors ``(n, d)``; on the circle also angles ``(n,)``; with ``zonal=True`` polar angles
-    ``(n,)`` of rings on S^{dim-1} (or unit vectors, whose last axis is the pole).  ``weights``: the atoms' masses
-    (default ``1/n`` each).  ``cells``: the resolution, cells around a great circle (default :func:`atom_resolution`).
+    Parameters
+    ----------
+    points : array
+        Unit vectors ``(n, d)``; on the circle also angles ``(n,)``; with ``zonal=True`` the polar angles ``(n,)``
+        of rings on S^{dim-1} (or unit vectors, whose last axis is the pole).
+    weights : array, optional
+        The atoms' masses (default ``1/n`` each).
+    dim : int, optional
+        The ambient dimension (required with ``zonal``).
+    zonal : bool
+        Count the atoms' zonal rings (polar bands) instead of the atoms themselves.
+    cells : int, optional
+        The resolution: cells around a great circle (>= 8; default :func:`atom_resolution` of ``n``).
+    level : float
+        A cell is dense above this many times the uniform measure's mass in it (> 1; default 2).
+    min_mass : float
+        Smallest cluster mass, relative to the total (in (0, 1); default 0.01).
+
+    Returns
+    -------
+    Clusters
+        ``count``, ``centres``, basin ``masses``, ``dense_masses``, ``peaks``, ``cells``.
     """
     points = np.asarray(points, dtype=float)
     require(points.ndim in (1, 2) and points.shape[0] >= 1, "points must be (n,) angles or (n, d) unit vectors")
@@ -322,8 +363,25 @@ def _linked_clusters(points: np.ndarray, weights: np.ndarray, resolution: int, l
 # ------------------------------------------------------------------------------------------------ run files
 def clusters_in_frame(run, index: int = -1, *, cells: int | None = None, level: float = LEVEL,
                       min_mass: float = MIN_MASS) -> Clusters:
-    """The clusters of frame ``index`` of a run file, whatever produced it: the density on its grid for PDE runs
-    (spectral, finite volumes), the atoms for particle and Lagrangian runs (module docstring)."""
+    """The clusters of frame ``index`` of a run file, whatever produced it (module docstring).
+
+    Parameters
+    ----------
+    run : xarray.Dataset
+        A run of :func:`meanfield.solve` or :func:`meanfield.simulate_particles` (or its file, loaded).
+    index : int
+        The frame (default the last).
+    cells : int, optional
+        Atoms' resolution (default: the run's ``cluster_cells``, else :func:`atom_resolution`).
+    level, min_mass : float
+        As :func:`clusters_of_density`.
+
+    Returns
+    -------
+    Clusters
+        Of the density on its grid for PDE runs (spectral, finite volumes: points included), of the atoms
+        (``positions``, ``weights``) for particle and Lagrangian runs: the count ``cluster_count`` records.
+    """
     geometry = run.attrs.get("geometry")
     if cells is None and int(run.attrs.get("cluster_cells", 0) or 0) > 0:
         cells = int(run.attrs["cluster_cells"])          # the resolution the run's cluster_count was taken at

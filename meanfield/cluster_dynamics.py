@@ -281,12 +281,34 @@ class PointDynamics:
 def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start: float = 0.0,
                     t_final: float = math.inf, merge_distance: float = MERGE_DISTANCE,
                     rtol: float = 1e-10, atol: float = 1e-13, dim: int | None = None) -> ClusterHistory:
-    """Integrate the K-point ODE from ``t_start`` and record every merge (see the module docstring).
+    """Integrate the K-point ODE of MATH.md §5 from ``t_start`` and record every merge (module docstring).
 
-    ``dim`` (zonal rings on ``S^{dim-1}``, ``dim >= 3``): ``centres`` are the rings' polar angles in
-    ``[0, pi]`` and the dynamics is :func:`ring_velocity`'s; the history's ``points`` are then
-    ``(cos th, sin th)``.  Stops when one point is left or at ``t_final``; with ``t_final = inf`` a
-    configuration that does not merge by ``t = 1e15`` is reported as it is then.
+    Parameters
+    ----------
+    centres : array
+        The clusters' positions: angles ``(K,)`` on the circle or unit vectors ``(K, d)``; with ``dim``, the zonal
+        rings' polar angles in ``[0, pi]``.
+    masses : array, shape (K,)
+        Their masses.
+    beta : float
+        Inverse temperature, > 0.
+    attention : {"sa", "usa"}
+        The model's attention.
+    t_start, t_final : float
+        The clock at ``centres`` and the end (``inf``: until one point is left, or reported as it is at
+        ``t = 1e15`` if it does not merge by then).
+    merge_distance : float
+        Two points closer than this (rad) merge (the run files' ``merge_distance``).
+    rtol, atol : float
+        Tolerances of the integration (``scipy.integrate.solve_ivp``, DOP853).
+    dim : int, optional
+        Zonal rings on ``S^{dim-1}`` (``dim >= 3``): the dynamics is :func:`ring_velocity`'s and the history's
+        ``points`` are ``(cos th, sin th)``.
+
+    Returns
+    -------
+    ClusterHistory
+        Every merge's time, the two masses and the count after it; the plateaus; the dense solution.
     """
     from scipy.integrate import solve_ivp
 

@@ -57,8 +57,34 @@ def solve_case(case: str = GAUSSIAN_DEFAULTS["case"], dim: int = GAUSSIAN_DEFAUL
                seed=GAUSSIAN_DEFAULTS["seed"], *, t_final, attention: str = GAUSSIAN_DEFAULTS["attention"],
                save_every=GAUSSIAN_DEFAULTS["save_every"], scaled: bool = GAUSSIAN_DEFAULTS["scaled"],
                eps: float = GAUSSIAN_DEFAULTS["sinkhorn_eps"]):
-    """The moment ODEs (:func:`meanfield.gaussian.solve`) of a named case: the run Dataset with ``V``, ``Q``,
-    ``K`` as variables and ``case``, ``seed`` and the ``command`` that repeats it as attributes."""
+    """The moment ODEs (:func:`meanfield.gaussian.solve`) of a named case, as ``meanfield gaussian`` runs it.
+
+    Parameters
+    ----------
+    case : {"identity", "random"}
+        ``identity``: ``V = Q = K = I``, zero mean, a random covariance of largest eigenvalue 1; ``random``: random
+        matrices, mean and covariance (module docstring).
+    dim : int
+        The dimension ``d`` of the tokens.
+    seed : int
+        Seed of the case's random draws.
+    t_final : float
+        The end time, > 0.
+    attention : {"softmax", "l2", "sinkhorn"}
+        The kernel (as :func:`meanfield.gaussian.solve`).
+    save_every : float or None
+        Output spacing (``None``: every accepted step).
+    scaled : bool
+        Divide the logits by ``sqrt(k)``.
+    eps : float
+        The entropic parameter of ``sinkhorn``, > 0.
+
+    Returns
+    -------
+    xarray.Dataset
+        The run (``mean``, ``covariance``) with ``V``, ``Q``, ``K`` as variables and ``case``, ``seed`` and the
+        ``command`` that repeats it as attributes.
+    """
     from .gaussian import solve
 
     data = gaussian_case(case, dim, seed)

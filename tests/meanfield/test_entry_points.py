@@ -58,7 +58,8 @@ def test_the_api_requires_what_the_command_line_requires():
         meanfield.simulate_particles(n=8, t_final=1.0)
 
 
-@pytest.mark.parametrize("entry", ["solve", "simulate_particles", "rerun", "gaussian.solve"])
+@pytest.mark.parametrize("entry", ["solve", "simulate_particles", "rerun", "gaussian.solve", "solve_gaussian_case",
+                                   "cluster_history", "clusters_in_frame", "clusters_of_density", "clusters_of_atoms"])
 def test_every_parameter_is_documented_in_a_numpydoc_section(entry):
     import re
 
