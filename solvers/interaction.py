@@ -550,19 +550,23 @@ class SphereHarmonicInteraction:
         return dict(lmax=self.band, loc=loc, epsilon=self.epsilon, nthreads=self.nthreads)
 
     def coefficients(self, x: np.ndarray) -> np.ndarray:
-        """``mu_lm`` (``l <= band``, m-major) of one system of tokens ``x`` (shape ``(n, 3)``)."""
-        return self._located(x)[2]
-
-    def _located(self, x: np.ndarray):
-        """``(loc, trig, mu)`` of tokens ``x``, remembered for the array (:class:`meanfield.solvers.memo.ArrayMemo`):
-        a frame's energy and the next step's first right-hand side look at the same accepted state."""
-        known = self._memo.get(x)
-        if known is not None and known[3] is self.weights:
-            return known[:3]
+        """``mu_lm`` (``l <= band``, m-major) of one system of tokens ``x`` (shape ``(n, 3)``), remembered once for
+        the array (:class:`meanfield.solvers.memo.ArrayMemo`): a frame's energy is taken at the accepted state the next
+        step's first right-hand side starts from, which then reuses them (and forgets them)."""
         loc, trig = sphere_locations(x)
         mu = self._coefficients(loc)
         self._memo.put(x, (loc, trig, mu, self.weights))
-        return loc, trig, mu
+        return mu
+
+    def _located(self, x: np.ndarray):
+        """``(loc, trig, mu)`` of tokens ``x``: what :meth:`coefficients` left for this array, used once, or computed
+        (right-hand sides remember nothing, so repeated calls on one array, as in a benchmark, all compute)."""
+        known = self._memo.get(x)
+        self._memo.clear()
+        if known is not None and known[3] is self.weights:
+            return known[:3]
+        loc, trig = sphere_locations(x)
+        return loc, trig, self._coefficients(loc)
 
     def _coefficients(self, loc: np.ndarray) -> np.ndarray:
         return point_mass_coefficients(self.weights, loc, self.band, self.epsilon, self.nthreads)

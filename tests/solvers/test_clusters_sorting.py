@@ -72,3 +72,51 @@ def test_the_binned_links_give_the_trees_groups_label_for_label(monkeypatch, kin
             patch.setattr(clusters, "apart_by_sorting", lambda *args: False)
             tree = clusters.link_groups(points, radius)
         assert binned[1] == tree[1] and np.array_equal(binned[0], tree[0]), (kind, radius)
+
+
+def test_close_pairs_are_remembered_only_for_run_states():
+    """clusters.close_pairs: a caller that does not ask to remember (a user's array, changed in place between
+    calls) always gets the pairs of the array as it is now; a run's state is searched once for its three checks."""
+    from meanfield.solvers import clusters
+
+    rng = np.random.default_rng(3)
+    points = rng.standard_normal((2000, 3))
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    assert clusters.close_pairs(points, 1e-6, remember=True).shape == (0, 2)
+    points[1] = points[0]                                   # changed in place: a user's array, not a run state
+    assert np.sort(clusters.close_pairs(points, 1e-6), axis=1).tolist() == [[0, 1]]
+    labels, count = clusters.link_groups(points, 1e-6)
+    assert count == 1999 and labels[0] == labels[1]
+    state = points.copy()
+    calls = []
+    original = clusters.close_pairs_by_sorting
+    try:
+        clusters.close_pairs_by_sorting = lambda *a, **k: calls.append(a[1]) or original(*a, **k)
+        first = clusters.close_pairs(state, 5.7e-14, remember=True)
+        again = clusters.close_pairs(state, clusters.SHARED_CHORD, remember=True)   # the merge check's chord
+    finally:
+        clusters.close_pairs_by_sorting = original
+    assert len(calls) == 1 and np.sort(first, axis=1).tolist() == np.sort(again, axis=1).tolist() == [[0, 1]]
+
+
+def test_frame_coefficients_serve_the_next_rhs_once_and_rhs_remembers_nothing(monkeypatch):
+    """SphereHarmonicInteraction: the coefficients a frame's energy computed are reused by the next velocity at the
+    same state (bit for bit the same velocity), once; velocities alone always compute (a benchmark's repeated calls)."""
+    from meanfield.solvers import interaction
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 3000, 3))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    engine = interaction.SphereHarmonicInteraction(4.0, "sa", np.full(3000, 1 / 3000))
+    fresh = engine.velocity(x)
+    located = []
+    original = interaction.sphere_locations
+    monkeypatch.setattr(interaction, "sphere_locations", lambda *a: located.append(1) or original(*a))
+    engine.velocity(x)
+    engine.velocity(x)
+    assert len(located) == 2                                  # right-hand sides remember nothing
+    engine.scaled_energy(x)
+    reused = engine.velocity(x)
+    assert len(located) == 3 and np.array_equal(reused, fresh)   # the energy's coefficients served the velocity
+    engine.velocity(x)
+    assert len(located) == 4                                  # ... once
