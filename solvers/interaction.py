@@ -550,23 +550,15 @@ class SphereHarmonicInteraction:
         return dict(lmax=self.band, loc=loc, epsilon=self.epsilon, nthreads=self.nthreads)
 
     def coefficients(self, x: np.ndarray) -> np.ndarray:
-        """``mu_lm`` (``l <= band``, m-major) of one system of tokens ``x`` (shape ``(n, 3)``), remembered once for
-        the array (:class:`meanfield.solvers.memo.ArrayMemo`): a frame's energy is taken at the accepted state the next
-        step's first right-hand side starts from, which then reuses them (and forgets them)."""
-        loc, trig = sphere_locations(x)
-        mu = self._coefficients(loc)
-        self._memo.put(x, (loc, trig, mu, self.weights))
-        return mu
-
-    def _located(self, x: np.ndarray):
-        """``(loc, trig, mu)`` of tokens ``x``: what :meth:`coefficients` left for this array, used once, or computed
-        (right-hand sides remember nothing, so repeated calls on one array, as in a benchmark, all compute)."""
+        """``mu_lm`` (``l <= band``, m-major) of one system of tokens ``x`` (shape ``(n, 3)``): those the last
+        right-hand side left for this very array when there are (:class:`meanfield.solvers.memo.ArrayMemo`; the step
+        ends with one at the accepted state, whose frame energy then costs no transform), used once."""
         known = self._memo.get(x)
         self._memo.clear()
-        if known is not None and known[3] is self.weights:
-            return known[:3]
-        loc, trig = sphere_locations(x)
-        return loc, trig, self._coefficients(loc)
+        if known is not None and known[1] is self.weights:
+            return known[0]
+        loc, _ = sphere_locations(x)
+        return self._coefficients(loc)
 
     def _coefficients(self, loc: np.ndarray) -> np.ndarray:
         return point_mass_coefficients(self.weights, loc, self.band, self.epsilon, self.nthreads)
@@ -577,7 +569,9 @@ class SphereHarmonicInteraction:
         ``radial``), ``density`` (``exp(-beta) K * mu``; always for SA, for USA with ``density``), and
         ``loc``, ``trig`` (:func:`sphere_locations`).  What a weighted-node scheme on S^2 needs besides the
         Cartesian velocity (e.g. :class:`meanfield.solvers.lagrangian.SphereLagrangian`: ``K * mu`` for its step bound)."""
-        loc, trig, mu = self._located(x)
+        loc, trig = sphere_locations(x)          # always computed: a right-hand side reads no memo
+        mu = self._coefficients(loc)
+        self._memo.put(x, (mu, self.weights))   # for the frame's energy at this state (coefficients)
         kw = self._transforms(loc)
         v_theta, v_phi = ducc0.sht.synthesis_general(alm=mu * self.potential, spin=1, mode="DERIV1", **kw)
         out = {"loc": loc, "trig": trig, "radial": None, "density": None}
