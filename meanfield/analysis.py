@@ -316,10 +316,8 @@ def zonal_frame_coefficients(run, index: int = -1) -> np.ndarray:
     """The coefficients ``g_l``, ``l = 0 .. lmax``, on the ``L^2``-normalised Gegenbauer polynomials (MATH.md §2.2)
     of frame ``index`` of a zonal Galerkin run file, from its polar nodes and ``quadrature_weight`` alone: exact for
     the frames its Gauss–Gegenbauer rule holds (degree ``<= lmax``, the run's resolution)."""
-    from meanfield.solvers.zonal import normalised_gegenbauer
-
     require(run.attrs.get("geometry") == "zonal" and "quadrature_weight" in run,
             "zonal_frame_coefficients needs a zonal Galerkin run file with quadrature_weight (older files lack it)")
-    nodes = np.cos(np.asarray(run["polar"].values, dtype=float))
-    values = np.asarray(run["density"].values[index], dtype=float) * np.asarray(run["quadrature_weight"].values)
-    return normalised_gegenbauer(nodes, int(run.attrs["resolution"]), int(run.attrs["dim"])).T @ values
+    masses = np.asarray(run["density"].values[index], dtype=float) * np.asarray(run["quadrature_weight"].values)
+    return zonal_point_coefficients(np.asarray(run["polar"].values, dtype=float), masses, int(run.attrs["dim"]),
+                                    int(run.attrs["resolution"]))

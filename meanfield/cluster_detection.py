@@ -148,7 +148,7 @@ def _clusters(masses: np.ndarray, grid: _Grid, cells: int, level: float, min_mas
     """The definition (module docstring) on cells with ``masses`` (same shape as ``grid.volumes``)."""
     masses = _checked(masses, level, min_mass)
     total = float(masses.sum())
-    dense = masses > level * total / float(grid.volumes.sum()) * grid.volumes if total > 0 else masses < 0
+    dense = masses > level * total / float(grid.volumes.sum()) * grid.volumes   # (no mass: no cluster, _summary)
     labels, count = _labels(dense, grid)
     clusters = _summary(masses.reshape(-1), grid, labels.reshape(-1), count, cells, min_mass)
     if grid.rings and clusters.count:    # a cap on a pole is centred on it (its mean in R^d is the pole)

@@ -50,6 +50,7 @@ import math
 
 import numpy as np
 
+from meanfield.cluster_detection import MIN_MASS
 from meanfield.cluster_dynamics import MERGE_DISTANCE, PointDynamics, angles_between
 from meanfield.errors import require
 from meanfield.limits import check_option
@@ -58,7 +59,8 @@ from .memo import ArrayMemo
 from .trackers import Tracker
 
 DEFAULT_COLLAPSE_TOL = 256 * float(np.finfo(float).eps)
-MIN_CLUSTER_MASS = 1e-2
+#: The smallest cluster mass (relative to the total): the one definition's (:mod:`meanfield.cluster_detection`).
+MIN_CLUSTER_MASS = MIN_MASS
 TIGHT_RADIUS = 1e-6
 MAX_ENERGY_GROUPS = 512
 #: ``cluster_energy`` is NaN while more atoms than this remain (before collapse; the grouping is then not paid).
@@ -282,15 +284,16 @@ def closing_distance(rtol: float) -> float:
     return float(min(1e-3, max(TIGHT_RADIUS, 100 * rtol)))
 
 
-def closing_rate(points: np.ndarray, velocities: np.ndarray, within: float = CLOSING_DISTANCE) -> float:
+def closing_rate(points: np.ndarray, velocities: np.ndarray, within: float = CLOSING_DISTANCE,
+                 remember: bool = False) -> float:
     """``max |v_i - v_j| / |x_i - x_j|`` over the pairs of nodes closer than ``within`` (rad): the rate at which the
     pairs about to coincide contract (0 when none is that close, or for fewer than two nodes).  Found by sorting
-    (:func:`close_pairs`, remembered: ``points`` is a run's state); when that cannot decide, by a tree over every
-    node's nearest neighbour."""
+    (:func:`close_pairs`; ``remember`` when ``points`` is a run's accepted state, whose pairs the checks share);
+    when that cannot decide, by a tree over every node's nearest neighbour."""
     if points.shape[0] < 2:
         return 0.0
     chord = 2 * math.sin(within / 2)
-    pairs = close_pairs(points, chord, remember=True) if points.ndim == 2 else None
+    pairs = close_pairs(points, chord, remember) if points.ndim == 2 else None
     if pairs is None:
         from scipy.spatial import cKDTree
 
@@ -415,9 +418,8 @@ class ClusterTracker(Tracker):
             time = self._locate(lambda fraction: centres(scheme.points(stepper.dense(fraction)))[[a, b]], t0, t1)
             found.append((time, float(masses[tight[a]]), float(masses[tight[b]])))
         after_count = self.counter(scheme, after, None).count     # the clusters at the end of the step
-        for later, (time, mass_a, mass_b) in enumerate(sorted(found)[::-1]):
-            self.merges.append((time, mass_a, mass_b, max(after_count + later, 1)))
-        self.merges.sort()
+        for index, (time, mass_a, mass_b) in enumerate(sorted(found)):  # one more left for each later merge
+            self.merges.append((time, mass_a, mass_b, max(after_count + len(found) - 1 - index, 1)))
 
     def _locate(self, pair_at, t0: float, t1: float) -> float:
         """The time in ``[t0, t1]`` when the two centres ``pair_at(fraction)`` come within ``merge_distance``

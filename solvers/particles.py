@@ -330,9 +330,10 @@ class ParticleScheme(Scheme):
             return bound
         x, velocity = self._field
         accepted = self._accepted
-        if accepted is not None and accepted.shape == x.shape:   # its close pairs are known (clusters.close_pairs)
+        shared = accepted is not None and accepted.shape == x.shape   # its close pairs are known (clusters.close_pairs)
+        if shared:
             x = accepted
-        return min(bound, cfl / max(closing_rate(x[0], velocity[0], self.closing_within), 1e-300))
+        return min(bound, cfl / max(closing_rate(x[0], velocity[0], self.closing_within, remember=shared), 1e-300))
 
     def after_step(self, x: np.ndarray, h: float) -> np.ndarray:
         """Renormalise to the sphere; with noise, a geodesic random-walk step of variance ``2 nu h``."""

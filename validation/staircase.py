@@ -71,8 +71,8 @@ def reference_frame(run) -> int:
     """The first frame at which the clusters are points (see the module docstring); the last if none."""
     gap = np.abs(run["energy"].values - run["cluster_energy"].values) / run["energy"].values
     candidates = np.nonzero((gap <= POINT_TOL) & (run["cluster_count"].values > 0) & (run.time.values > 0))[0]
-    points = [i for i in candidates if frame_clusters(run, int(i))[1].size > 0]   # point clusters of >= 1 % exist
-    return int(points[0]) if points else run.sizes["time"] - 1
+    first = next((int(i) for i in candidates if frame_clusters(run, int(i))[1].size > 0), None)  # points of >= 1 %
+    return run.sizes["time"] - 1 if first is None else first
 
 
 def analyse(run, source: str, beta: float) -> dict:
