@@ -150,16 +150,7 @@ def _clusters(masses: np.ndarray, grid: _Grid, cells: int, level: float, min_mas
     total = float(masses.sum())
     dense = masses > level * total / float(grid.volumes.sum()) * grid.volumes   # (no mass: no cluster, _summary)
     labels, count = _labels(dense, grid)
-    clusters = _summary(masses.reshape(-1), grid, labels.reshape(-1), count, cells, min_mass)
-    if grid.rings and clusters.count:    # a cap on a pole is centred on it (its mean in R^d is the pole)
-        pieces = np.unique(labels[labels > 0])
-        kept = pieces[np.bincount(labels.reshape(-1), masses.reshape(-1))[pieces] >= min_mass * masses.sum()]
-        centres = clusters.centres.copy()
-        for end, pole in ((0, (1.0, 0.0)), (-1, (-1.0, 0.0))):
-            if labels[end] in kept:
-                centres[int(np.nonzero(kept == labels[end])[0][0])] = pole
-        clusters = Clusters(centres, clusters.masses, clusters.dense_masses, clusters.peaks, cells)
-    return clusters
+    return _summary(masses.reshape(-1), grid, labels.reshape(-1), count, cells, min_mass)
 
 
 def _checked(masses, level: float, min_mass: float) -> np.ndarray:
@@ -185,6 +176,9 @@ def _summary(masses: np.ndarray, grid: _Grid, labels: np.ndarray, count: int, ce
     sums = np.stack([np.bincount(labels, masses * directions[:, i], minlength=count + 1)[1:]
                      for i in range(dim)], axis=-1)[keep]
     centres = sums / np.linalg.norm(sums, axis=-1, keepdims=True)
+    if grid.rings:      # a cap on a pole is centred on it (its mean in R^d is the pole), before the basins are drawn
+        for end, pole in ((0, (1.0, 0.0)), (-1, (-1.0, 0.0))):
+            centres[keep == labels[end] - 1] = pole
     mean_density = total / (float(volumes.sum()) if area is None else area)
     density = masses / np.maximum(volumes, 1e-300)
     peak = np.zeros(count + 1)
