@@ -351,6 +351,15 @@ def _solve_command(geometry: str, spec: dict):
                   help="Stop when min density < -this x mean density.")
     @_normalization_options("post | ngpt | lnscale (MATH.md §6) with every scheme; pre | mix | peri carry a "
                             "radius per node: --scheme lagrangian (or `meanfield particles`).", "node")
+    @click.option("--mask", default=None,
+                  help="none | causal: decoder attention, the kinetic PDE in (position s, direction) of MATH.md §8 "
+                       "(--scheme spectral; zonal: galerkin) [default: none, or the --init run's].")
+    @click.option("--alibi", type=float, default=None,
+                  help=f"ALiBi slope lambda {RANGES['--alibi'].text()} (--mask causal) [default: 0, or the --init "
+                       f"run's].")
+    @click.option("--positions", type=int, default=None,
+                  help="Grid of token positions s_i = i/(N_S-1), N_S >= 2 (--mask causal) [default: 65, or the "
+                       "--init run's].")
     @click.option("--out", type=click.Path(dir_okay=False), default="run.nc", show_default=True,
                   help="netCDF output (.nc).")
     @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
@@ -386,9 +395,11 @@ def _report_clusters(dataset):
     from .cluster_detection import clusters_in_frame
 
     if "density" in dataset or "positions" in dataset:
-        clusters = clusters_in_frame(dataset)
+        causal = "s" in dataset.dims        # a causal kinetic run: the last token's slice (MATH.md §8)
+        clusters = clusters_in_frame(dataset.isel(s=-1) if causal else dataset)
         where = f"atoms at {clusters.cells} cells around a great circle" if "positions" in dataset else "grid cells"
-        click.echo(f"clusters in the last frame: {clusters.count} (> 2 x uniform density, >= 1 % of the mass; {where})")
+        click.echo(f"clusters in the last frame{' at s = 1' if causal else ''}: {clusters.count} (> 2 x uniform "
+                   f"density, >= 1 % of the mass; {where})")
     if "merge_time" not in dataset:
         return
     click.echo(f"{dataset.sizes['merge']} merges (centres within {dataset.attrs['merge_distance']:g} rad)")

@@ -40,6 +40,12 @@ PARTICLE_DEFAULTS = ChainMap({"dim": 2, "n": 256, "init": "uniform", "sampling":
                               "interaction": "auto"},
                              RUN_DEFAULTS)
 
+#: Causal (decoder) attention, MATH.md §8, for ``solve`` and ``particles``: the mask (``none``: every token attends
+#: to all, today's model), the ALiBi slope lambda, and the kinetic PDE's grid of token positions ``s``.
+CAUSAL_DEFAULTS = {"mask": "none", "alibi": 0.0, "positions": 65}
+#: the masks: none, causal (token j attends to k <= j), strict (k < j)
+MASKS = ("none", "causal", "strict")
+
 #: ``gaussian`` settings (the moment ODEs of MATH.md §3, :mod:`meanfield.gaussian_cases`).
 GAUSSIAN_DEFAULTS = {"attention": "softmax", "dim": 2, "case": "identity", "seed": 0, "sinkhorn_eps": 1.0,
                      "scaled": False, "save_every": None}

@@ -137,6 +137,9 @@ class Range:
 
 #: Every numeric option's range, enforced by :func:`check_option` and printed by ``meanfield --help``
 #: (:func:`range_table`).  The range is what the code computes correctly (DESIGN.md "Command line").
+#: The largest ALiBi slope (MATH.md §8): ``exp(-lambda)`` stays a normal double (and a grid of positions
+#: resolves the positional window ``1 / lambda`` only when it is far finer than this anyway).
+MAX_ALIBI = 700.0
 RANGES = {
     "--beta": Range(0.0, MAX_BETA, note="USA: <= 700; the PDE solvers: > 0"),
     "--nu": Range(0.0),
@@ -159,6 +162,9 @@ RANGES = {
     "--eps": Range(0.0, 1.0, low_closed=False, high_closed=False),
     "--modes": Range(1, MAX_MODES, integer=True),
     "--sinkhorn-eps": Range(0.0, low_closed=False),
+    "--alibi": Range(0.0, MAX_ALIBI, note="ALiBi slope lambda in mean-field units (MATH.md §8); with --mask causal"),
+    "--positions": Range(2, integer=True, note="grid of token positions s of the causal kinetic PDE; and within "
+                                               "memory"),
     "--qkv": Range(-MAX_MATRIX_ENTRY, MAX_MATRIX_ENTRY, note="every entry of Q, K, V; a stiff beta |Q| |K| stops "
                                                               "the run on step-size underflow"),
 }
@@ -286,14 +292,19 @@ def solve_work_bytes(geometry: str, scheme: str, resolution: int) -> float:
 
 
 def check_solve_size(geometry: str, scheme: str, resolution, dim, t_final: float, save_every: float | None,
-                     save_log: int | None = None, t_start: float = 0.0) -> None:
-    """A PDE run's ``resolution`` and ``dim`` within range and its memory within :func:`memory_budget`."""
+                     save_log: int | None = None, t_start: float = 0.0, positions: int = 1) -> None:
+    """A PDE run's ``resolution`` and ``dim`` within range and its memory within :func:`memory_budget`;
+    ``positions``: the slices of a causal kinetic run (MATH.md §8), each a density of that resolution."""
     check_dim(dim)
     check_option("--resolution", resolution)
     check_fits("--resolution", int(resolution), lambda r: solve_work_bytes(geometry, scheme, r),
                f"the {geometry} {scheme} scheme")
-    frame = 8.0 * FRAME_VALUES_PER_GRID_VALUE * grid_values(geometry, scheme, int(resolution))
-    check_frames(t_final, save_every, save_log, frame, solve_work_bytes(geometry, scheme, int(resolution)), t_start)
+    if positions > 1:
+        check_fits("--positions", int(positions), lambda p: p * solve_work_bytes(geometry, scheme, int(resolution)),
+                   f"--resolution {resolution} at each position")
+    frame = 8.0 * FRAME_VALUES_PER_GRID_VALUE * grid_values(geometry, scheme, int(resolution)) * positions
+    check_frames(t_final, save_every, save_log, frame,
+                 positions * solve_work_bytes(geometry, scheme, int(resolution)), t_start)
 
 
 # ------------------------------------------------------------------------------------------ particles

@@ -31,6 +31,8 @@ from meanfield.threads import thread_attrs
 from . import checkpoint
 from .clusters import ClusterTracker, closing_distance
 from .continuation import joined, resolve_model, resolve_normalization
+from .causal import CausalKinetic, check_causal, continues_causal
+from .causal_init import causal_initial_state
 from .contract import conform
 from .normalized_velocity import density_normalization
 from .runloop import log_save_times, run_switching
@@ -149,6 +151,19 @@ def build_scheme(geometry: str, scheme: str, model: Model, resolution: int, back
                                                   **monitor.scheme_options(), **options))
 
 
+def build_causal(geometry: str, scheme: str, model: Model, resolution: int, backend, monitor: Monitor,
+                 normalization: Normalization, causal: tuple) -> CausalKinetic:
+    """The causal kinetic PDE (MATH.md §8) on ``causal = (alibi, positions)`` slices of the ordinary ``scheme``; on
+    the circle the slices share one batched transform (:class:`meanfield.solvers.circle.CircleSpectral`)."""
+    alibi, positions = causal
+    one = build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization, None)
+    batched = None
+    if geometry == "circle":
+        batched = scheme_class(geometry, scheme)(model, resolution, backend=backend, normalization=normalization,
+                                                 batch=positions, **monitor.scheme_options())
+    return CausalKinetic(one, positions, alibi, batched)
+
+
 def cluster_trackers(discretisation, model: Model, geometry: str) -> list:
     """The cluster bookkeeping (:class:`meanfield.solvers.clusters.ClusterTracker`) of the schemes that carry clusters
     as points: Lagrangian nodes, and finite volumes without noise (zonal: rings on S^{d-1})."""
@@ -213,8 +228,10 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
           normalization: str | Normalization | None = None, alpha: float | None = None, r0: float | None = None,
           mix_switch: float | None = None, collapse_tol: float | None = SOLVE_DEFAULTS["collapse_tol"],
           override: bool = False, trackers=(), progress: bool = False, backend: str | None = None,
-          step: StepControl | None = None, monitor: Monitor | None = None, saving: Saving | None = None):
-    """Solve the mean-field PDE (MATH.md §2) and return the run as an ``xarray.Dataset``.
+          step: StepControl | None = None, monitor: Monitor | None = None, saving: Saving | None = None,
+          mask: str | None = None, alibi: float | None = None, positions: int | None = None):
+    """Solve the mean-field PDE (MATH.md §2), or the causal kinetic PDE (MATH.md §8), and return the run as an
+    ``xarray.Dataset``.
 
     Parameters
     ----------
@@ -273,6 +290,15 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
         Transform backend (circle ``pyfftw`` | ``scipy``; sphere ``ducc0``).
     step, monitor, saving : StepControl, Monitor, Saving, optional
         The same settings as objects (:mod:`meanfield.settings`), instead of their keywords (not both).
+    mask : {"none", "causal"}, optional
+        ``"causal"``: decoder attention, the kinetic PDE in (position ``s``, direction) of MATH.md §8 on the spectral
+        (circle, sphere) or Galerkin (zonal) scheme; ``init`` may then depend on ``s``
+        (:mod:`meanfield.solvers.causal_init`).  Default ``"none"`` (or the run file's).
+    alibi : float, optional
+        The ALiBi slope ``lambda`` in ``[0, 700]`` (``mask="causal"``; default 0, or the run file's).
+    positions : int, optional
+        Grid of token positions ``s_i = i / (positions - 1)``, ``>= 2`` (``mask="causal"``; default 65, or the run
+        file's).
 
     Returns
     -------
@@ -304,6 +330,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     if source is not None:
         require(source.attrs.get("geometry") == geometry, f"{checkpoint.source_label(source)}: a "
                 f"{source.attrs.get('geometry')} run; `solve {geometry}` continues {geometry} runs only")
+    causal = check_causal(mask, alibi, positions, geometry, scheme, source)
     scheme, resolution, dim = _source_settings(source, geometry, scheme, resolution, dim)
     scheme = DEFAULT_SCHEME[geometry] if scheme is None else scheme
     require(scheme in SCHEMES[geometry],
@@ -323,13 +350,18 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     lagrangian = scheme == "lagrangian"
     require(collapse_tol is None or lagrangian,
             f"--collapse-tol applies to --scheme lagrangian only (got --scheme {scheme})")
-    check_solve_size(geometry, scheme, resolution, model.dim, t_final, save_every, save_log, t_start)
+    check_solve_size(geometry, scheme, resolution, model.dim, t_final, save_every, save_log, t_start,
+                     1 if causal is None else causal[1])
     if source is not None and not normalization_change and scheme != "lagrangian" and not normalization.on_the_sphere:
         require(False, f"{checkpoint.source_label(source)} ran --normalization {normalization.name}, which a --scheme "
                        f"{scheme} run cannot carry on (no radius per node): continue it with --scheme lagrangian, or "
                        f"give --normalization post --override")
     normalization = check_normalization(normalization, scheme)
-    discretisation = build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization, collapse_tol)
+    if causal is None:
+        discretisation = build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization,
+                                      collapse_tol)
+    else:
+        discretisation = build_causal(geometry, scheme, model, resolution, backend, monitor, normalization, causal)
     stepper = discretisation.default_stepper if step.stepper is None else step.stepper
     k_star, band = dominant_mode(model), discretisation.largest_mode()
     require(k_star <= band,
@@ -340,10 +372,14 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
         discretisation.closing_within = closing_distance(time_stepper.rtol)
     exact = source is not None and checkpoint.continues_exactly(source, geometry, scheme,
                                                                   discretisation.resolution, dim, normalization)
+    exact = exact and (continues_causal(source, *causal) if causal is not None else "mask" not in source.attrs)
     if exact:
-        state = checkpoint.restore_checked(source, lambda: build_scheme(geometry, scheme, model, resolution, backend,
-                                                                        monitor, normalization, collapse_tol),
-                                           discretisation, time_stepper)
+        fresh = (lambda: build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization,
+                                      collapse_tol)) if causal is None else \
+            (lambda: build_causal(geometry, scheme, model, resolution, backend, monitor, normalization, causal))
+        state = checkpoint.restore_checked(source, fresh, discretisation, time_stepper)
+    elif causal is not None:
+        state = causal_initial_state(source if source is not None else init, geometry, discretisation, seed)
     else:
         state = initial_state(source if source is not None else init, geometry, discretisation, seed)
     trackers = cluster_trackers(discretisation, model, geometry) + extra
@@ -356,6 +392,8 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
                 "init": init_label(init), "seed": seed, "t_final": t_final, "save_every": save_every,
                 "save_log": save_log, "rtol": step.rtol, "cfl": step.cfl, **monitor.scheme_options(),
                 "collapse_tol": collapse_tol, **normalization.options()}
+    if causal is not None:      # ordinary runs keep their attributes and command line as before
+        settings.update(mask="causal", alibi=causal[0], positions=causal[1])
     attrs = dict(settings, **thread_attrs(discretisation.uses_blas),
                  geometry=geometry, package_version=package_version(),
                  command=run_command(["solve", geometry], settings, init, changes),

@@ -301,16 +301,22 @@ class SphereSpectral(DensityScheme):
     # -- dynamics ---------------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """The transport term ``-div(rho X[rho])`` in coefficient space (MATH.md §2, §6)."""
+        return self.transport(state, state, t)
+
+    def transport(self, state: np.ndarray, source: np.ndarray, t: float) -> np.ndarray:
+        """``-div(rho X[sigma])``: the density of ``state`` carried by the field of the density of ``source``
+        (coefficients; ``rhs`` is ``transport(state, state, t)``, the causal kinetic PDE of MATH.md §8 takes
+        ``source`` = the positional average)."""
         basis = self.basis
         rho = basis.synthesise(state, out=self._rho[0])
-        vel = basis.gradient(state * self.potential, out=self._vel)
+        vel = basis.gradient(source * self.potential, out=self._vel)
         divisor = self.speed_divisor
         if divisor.ngpt:
-            radial = basis.synthesise(state * self.radial, out=self._conv_grid[0])
+            radial = basis.synthesise(source * self.radial, out=self._conv_grid[0])
             divisor.divide(vel, t, vel[0] ** 2 + vel[1] ** 2, radial)
         else:
             if self.model.attention == "sa":
-                np.divide(vel, basis.synthesise(state * self.conv, out=self._conv_grid[0]), out=vel)
+                np.divide(vel, basis.synthesise(source * self.conv, out=self._conv_grid[0]), out=vel)
             divisor.divide(vel, t)
         self.max_speed = math.sqrt(float(np.max(vel[0] ** 2 + vel[1] ** 2)))
         np.multiply(vel, rho, out=vel)

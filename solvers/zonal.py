@@ -192,8 +192,13 @@ class ZonalGalerkin(DensityScheme):
 
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``d g_l/dt = int rho X . grad P_l dsigma`` by quadrature (the transport term of MATH.md §2, §6)."""
+        return self.transport(state, state, t)
+
+    def transport(self, state: np.ndarray, source: np.ndarray, t: float) -> np.ndarray:
+        """The transport term of the density of ``state`` in the field ``X`` of the density of ``source`` (``rhs`` is
+        ``transport(state, state, t)``; the causal kinetic PDE of MATH.md §8 takes the positional average)."""
         rho = self.basis.synthesise(state)
-        speed = self.speed_profile(state, t)
+        speed = self.speed_profile(source, t)
         self.max_speed = float(np.max(np.abs(speed) * self._sin))
         return self._divergence @ (self._flux_weight * rho * speed)
 
