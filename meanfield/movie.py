@@ -35,7 +35,8 @@ from .plotting import (DEVIATION_COLORMAP, NODE_COLOUR, PLOTTABLE, deviation_col
                        gaussian_end, has_nodes, deviation_ticks, linear_label, linear_range, log_time_axis, lon_lat,
                        marker_areas, mass_legend, mean_density, mollweide_style, node_groups, gaussian_profile,
                        pair_inner_products, relative_deviation, require_run, run_title, sphere_deviation_maps,
-                       _ellipse, polar_axis, theta_axis)
+                       _ellipse, polar_axis, symlog, theta_axis)
+from .geometry import sphere_area
 from .storage import MOVIE_SUFFIXES, check_output_file, write_atomic
 
 #: At most this many frames, sampled evenly from the saved ones.
@@ -265,9 +266,44 @@ class _GaussianEllipse:
         self.dot.set_data(*self._centre(index))
 
 
+class _PositionMap:
+    """Causal kinetic runs (MATH.md §8): ``f / f_bar - 1`` over (direction, position ``s``) on the symmetric log scale,
+    one colour scale for every frame; on S^2 the degree amplitudes over (degree, ``s``), log scale."""
+
+    def __init__(self, fig, ax, dataset, indices):
+        geometry, s = dataset.attrs["geometry"], dataset["s"].values
+        if geometry == "sphere":
+            x = dataset["mode"].values
+            self.values = np.log10(np.maximum(np.asarray(dataset["mode_amplitude"].values, dtype=float), 1e-300))
+            top = float(self.values[indices].max())
+            self.mesh = ax.pcolormesh(x, s, self.values[indices[0]], shading="nearest", cmap="magma", vmin=top - 8,
+                                      vmax=top, rasterized=True)
+            fig.colorbar(self.mesh, ax=ax, label=r"$\log_{10}$ degree amplitude", pad=0.02)
+            ax.set_xlabel("degree $l$")
+            ax.set_title("degree amplitudes over position")
+        else:
+            x = np.asarray(dataset["theta" if geometry == "circle" else "polar"].values, dtype=float)
+            mean = np.asarray(dataset["slice_mass"].values, dtype=float) / sphere_area(int(dataset.attrs.get("dim", 2)))
+            deviation = np.asarray(dataset["density"].values, dtype=float) / mean[..., None] - 1.0
+            linear = linear_range(deviation[0])
+            self.values = symlog(deviation, linear)
+            self.mesh = ax.pcolormesh(x, s, self.values[indices[0]], shading="nearest", cmap=DEVIATION_COLORMAP,
+                                      norm=deviation_norm(self.values[indices]), rasterized=True)
+            deviation_colorbar(fig, self.mesh, linear, deviation[indices], ax=ax, pad=0.02)
+            (theta_axis if geometry == "circle" else polar_axis)(ax)
+            ax.set_title("density relative to uniform, per position")
+        ax.set_ylabel("token position $s$")
+        self.artists = [self.mesh]
+
+    def draw(self, index: int) -> None:
+        self.mesh.set_array(self.values[index])
+
+
 def _main_panel(dataset):
     """The class drawing the main panel of ``dataset`` and whether its axis is a Mollweide map."""
     geometry = dataset.attrs["geometry"]
+    if "density" in dataset and "s" in dataset["density"].dims:
+        return _PositionMap, False
     if geometry == "gaussian":
         return _GaussianEllipse, False
     if geometry in ("circle", "zonal"):

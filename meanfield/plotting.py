@@ -841,8 +841,11 @@ def plot_run(dataset, path=None, modes=None) -> Figure:
     check_plottable(dataset)
     if path is not None:
         path = check_image_path(path)
+    from .plot_causal import causal_figure, is_causal
+
     builders = {"sphere": _sphere_figure, "gaussian": _gaussian_figure}
-    fig = builders.get(dataset.attrs["geometry"], _row_figure)(dataset, modes)
+    builder = causal_figure if is_causal(dataset) else builders.get(dataset.attrs["geometry"], _row_figure)
+    fig = builder(dataset, modes)
     fig.suptitle(run_title(dataset))
     if path is not None:
         _save(fig, path)
