@@ -163,17 +163,29 @@ cli.help = cli.help.replace("{ranges}", "\n    ".join(range_table().splitlines()
 @click.option("--n", "tokens", type=int, default=None,
               help="Tokens of the orthonormal start, >= 2 (with --normalization) [default: --dim].")
 @click.option("--t", "at_time", type=float, default=None,
-              help="Time >= 0 of the amplitude factors (with --normalization) [default: 10].")
+              help="Time >= 0 of the amplitude factors (with --normalization) [default: 10]; with --mask causal, of "
+                   "the lost-in-the-middle profile [default: t_crit / 2, or 1 when t_crit = 0].")
+@click.option("--mask", type=click.Choice(["none", "causal", "strict"]), default="none", show_default=True,
+              help="Attention mask. causal: token j attends to tokens k <= j (decoders; MATH.md §8): also t_crit and "
+                   "the lost-in-the-middle profile S_t(s) of the linear theory. strict (k < j): the same mean field.")
+@click.option("--alibi", type=float, default=None,
+              help=f"ALiBi slope lambda {RANGES['--alibi'].text()} in mean-field units (with --mask causal) "
+                   f"[default: 0].")
+@click.option("--profile-width", type=float, default=None,
+              help="Width M > 0 of the perturbation's angular profile omega_k = exp(-pi^2 k^2 / (2 M^2)), "
+                   "k = 1..MODES (with --mask causal) [default: 8].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha, mix_switch, tokens, at_time,
-           as_json):
+           mask, alibi, profile_width, as_json):
     """Linear growth rates of the uniform state (MATH.md §2.3); with --normalization also the
-    scheme's mode growth, the orthonormal start's drho/dt(0) and its late-time law (MATH.md §6).
+    scheme's mode growth, the orthonormal start's drho/dt(0) and its late-time law (MATH.md §6); with
+    --mask causal the causal linear theory (MATH.md §8): t_crit and the lost-in-the-middle profile.
 
     \b
     Example:
       meanfield theory --dim 3 --attention usa --beta 4 --nu 0.01 --modes 8 --json
       meanfield theory --dim 8 --beta 3 --normalization pre --r0 1.5 --n 6 --t 5
+      meanfield theory --beta 4 --mask causal --alibi 1 --profile-width 8 --modes 20
     """
     from .theory import critical_noise, dominant_mode, formation_time, growth_rates, law_leader
 
@@ -184,7 +196,23 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
         check_option("--eps", eps)
     require(not zonal or eps is not None, "--zonal needs --eps")
     require(not zonal or dim >= 3, f"--zonal needs --dim >= 3 (got {dim})")
-    scheme_options = {"--r0": r0, "--alpha": alpha, "--mix-switch": mix_switch, "--n": tokens, "--t": at_time}
+    causal = mask != "none"
+    require(causal or alibi is None, "--alibi needs --mask causal")
+    require(causal or profile_width is None, "--profile-width needs --mask causal")
+    require(not causal or normalization is None, f"--mask {mask} has no normalisation theory: give --mask or "
+                                                 f"--normalization, not both")
+    require(not causal or eps is None, "--eps needs --mask none (the formation time of MATH.md §2.4 is unmasked)")
+    if causal:
+        from .causal_theory import DEFAULT_PROFILE_WIDTH, MIN_PROFILE_WIDTH, causal_report, causal_report_lines
+        alibi = check_option("--alibi", 0.0 if alibi is None else alibi)
+        profile_width = check_number("--profile-width", DEFAULT_PROFILE_WIDTH if profile_width is None
+                                     else profile_width, 0.0)
+        require(profile_width >= MIN_PROFILE_WIDTH, f"--profile-width must be >= {MIN_PROFILE_WIDTH:.4f}: below it "
+                                                    f"every omega_k underflows to 0 (got {profile_width!r})")
+        if at_time is not None:
+            at_time = check_number("--t", at_time, 0.0, low_closed=True)
+    require(at_time is None or causal or normalization is not None, "--t needs --normalization or --mask causal")
+    scheme_options = {"--r0": r0, "--alpha": alpha, "--mix-switch": mix_switch, "--n": tokens}
     if normalization is None:
         for option, value in scheme_options.items():
             require(value is None, f"{option} needs --normalization")
@@ -198,6 +226,7 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
         at_time = check_number("--t", 10.0 if at_time is None else at_time, 0.0, low_closed=True)
     degrees = np.arange(1, modes + 1)
     report = None if normalization is None else normalization_report(scheme, model, degrees, tokens, at_time)
+    causal_part = causal_report(model, alibi, profile_width, modes, at_time, mask) if causal else None
     rates = growth_rates(model, degrees)
     k_star = dominant_mode(model)
     if as_json:
@@ -209,6 +238,7 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
             result.update(eps=eps, formation_time=time if formed else None,
                           dominance=_dominance(model, eps, zonal) if formed else None)
         result.update(report or {})
+        result.update(causal_part or {})
         click.echo(json.dumps(result))
         return
     click.echo(f"{model.attention.upper()} attention on S^{dim - 1}, beta = {model.beta:g}, nu = {model.nu:g}")
@@ -228,6 +258,8 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
             "none (the uniform state is linearly stable)"
         click.echo(f"{'cluster count' if dim == 2 else 'degree'} at formation (probability): {ranked}")
     for line in report_lines(report, degrees) if report else ():
+        click.echo(line)
+    for line in causal_report_lines(causal_part, model) if causal else ():
         click.echo(line)
 
 
