@@ -3,9 +3,11 @@
  * MATH.md §2.1).  Optional: solvers/circle_kernel.py falls back to numpy, with the same bits,
  * when this extension was not built.
  *
- * One call of CircleKernel.rhs(state, s) does what CircleSpectral.rhs does with numpy:
+ * One call of CircleKernel.rhs(state, s[, source]) does what CircleSpectral.transport(state, source) does
+ * with numpy (source: the state itself unless given; the causal kinetic PDE of MATH.md §8 gives the
+ * positional average):
  *
- *   rho_in = state;  speed_in = i v_k state;  [SA: conv_in = c_k state]     (interleaved complex)
+ *   rho_in = state;  speed_in = i v_k source;  [SA: conv_in = c_k source]   (interleaved complex)
  *   synthesise every slot                         (the basis's FFTW plans, called back)
  *   X = speed [/ conv] [/ s];  max |X|;  flux = rho X
  *   analyse flux;  return i w_k analysis         (i w_k = -i k / N dealiased; a new array)
@@ -172,8 +174,8 @@ static int call(PyObject *fn) {
 }
 
 static PyObject *Kernel_rhs(Kernel *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "rhs(state, divisor)");
+    if (nargs != 2 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "rhs(state, divisor[, source])");
         return NULL;
     }
     if (self->keep == NULL) {
@@ -191,12 +193,25 @@ static PyObject *Kernel_rhs(Kernel *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     const double *s = data(state);
+    /* the field's density: the state itself, or the given source (same layout) */
+    PyObject *source = NULL;
+    const double *f = s;
+    if (nargs == 3) {
+        source = PyArray_FROM_OTF(args[2], NPY_CDOUBLE, NPY_ARRAY_IN_ARRAY);
+        if (source == NULL || !contiguous(source, NPY_CDOUBLE, m, "source")) {
+            Py_DECREF(state);
+            Py_XDECREF(source);
+            return NULL;
+        }
+        f = data(source);
+    }
 
-    /* spectral products: rho_in = state, speed_in = i v state, conv_in = c state */
+    /* spectral products: rho_in = state, speed_in = i v source, conv_in = c source */
     memcpy(self->rho_in, s, (size_t)m * 2 * sizeof(double));
-    times(self->speed_in, self->velocity_k, s, m);
-    if (self->conv_in != NULL) times(self->conv_in, self->conv_k, s, m);
+    times(self->speed_in, self->velocity_k, f, m);
+    if (self->conv_in != NULL) times(self->conv_in, self->conv_k, f, m);
     Py_DECREF(state);
+    Py_XDECREF(source);
     for (int j = 0; j < self->slots; j++)
         if (call(self->synthesise[j]) < 0) return NULL;
 
@@ -217,7 +232,7 @@ static PyObject *Kernel_rhs(Kernel *self, PyObject *const *args, Py_ssize_t narg
 
 static PyMethodDef Kernel_methods[] = {
     {"rhs", (PyCFunction)(void (*)(void))Kernel_rhs, METH_FASTCALL,
-     "rhs(state, divisor) -> d state/dt (a new array); see the module comment."},
+     "rhs(state, divisor[, source]) -> d state/dt (a new array); see the module comment."},
     {NULL, NULL, 0, NULL}};
 
 static PyMemberDef Kernel_members[] = {

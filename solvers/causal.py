@@ -10,8 +10,8 @@ with ``X[.]`` the field of the ordinary PDE (SA or USA, MATH.md §2).  ``K * (W 
 field of a slice is the ordinary scheme's field of the averaged coefficients: one right-hand side is
 ``slice.transport(f, W f)`` of the ordinary spectral scheme (:meth:`meanfield.solvers.circle.CircleSpectral.transport`,
 the sphere's and the zonal Galerkin's), the same bases, kernel operator and normalisations, no second copy
-of any formula.  On the circle the slices share one batched FFT plan; on S^2 and the zonal spheres the
-slices are transformed one after the other.
+of any formula; the slices are transformed one after the other (on the circle each by the compiled kernel where
+it is built, which takes the averaged coefficients as its ``source``).
 
 Positions: ``N_S`` equispaced nodes ``s_i = i / (N_S - 1)`` (both ends: the first token and the last).  The
 positional average is a running sum, ``O(N_S)`` per coefficient (:class:`PositionalAverage`):
@@ -19,7 +19,12 @@ positional average is a running sum, ``O(N_S)`` per coefficient (:class:`Positio
 ``e^{-lambda (s_{i+1} - s')}`` times the linear interpolant of ``h`` exactly (product trapezoid: second order
 in ``ds`` at any ``lambda``), divided by the same sum of the constant 1, so that data independent of ``s``
 stay so to round-off and each slice then solves the ordinary PDE (MATH.md §8's exact reduction; the
-slice ``s = 0`` is its own average and always does).
+slice ``s = 0`` is its own average and always does).  The recursion is evaluated as cumulative sums of the
+increments scaled by ``e^{lambda s_j}`` and scaled back by ``e^{-lambda s_i}``, in blocks of positions over
+which ``lambda`` times the block's length stays below :data:`BLOCK_EXPONENT` (no overflow at any slope).
+Only the coefficients of degrees inside the kernel's band (:meth:`meanfield.kernel_operator.KernelOperator.band_limit`
+at :data:`ACTIVE_TOL`) are averaged: the field multiplies the averaged coefficients by the kernel's, which
+beyond the band are below ``ACTIVE_TOL`` times the first (the dropped terms change nothing a double can hold).
 """
 
 from __future__ import annotations
@@ -27,7 +32,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.signal import lfilter
 
 from meanfield.errors import require
 
@@ -35,6 +39,10 @@ from .contract import Scheme
 
 #: Below this ``lambda ds`` the product-trapezoid weights use their Taylor series (no cancellation).
 SERIES_BELOW = 1e-3
+#: The running sums are scaled by at most ``exp(BLOCK_EXPONENT)`` within a block (module docstring).
+BLOCK_EXPONENT = 200.0
+#: The averaged degrees: the kernel's band at this relative size of its coefficients (module docstring).
+ACTIVE_TOL = 1e-30
 
 
 def product_trapezoid_weights(alibi: float, ds: float) -> tuple[float, float]:
@@ -63,23 +71,35 @@ class PositionalAverage:
         self.ds = 1.0 / (self.count - 1)
         self.decay = math.exp(-self.alibi * self.ds)
         self.older, self.newer = product_trapezoid_weights(self.alibi, self.ds)
-        #: ``e^{-lambda s_i} g``: what the filter's start adds to every ``A_i`` (removed in :meth:`__call__`)
-        self._start = self.newer * self.decay ** np.arange(self.count)
-        ones = self._running_sums(np.ones(self.count))
-        self._normaliser = np.where(ones > 0, ones, 1.0)
+        steps = max(1, int(BLOCK_EXPONENT / max(self.alibi * self.ds, 1e-300)))
+        #: blocks of positions ``[start, stop)``, each scaled by ``g_j = e^{lambda (s_j - s_{start - 1})}``
+        self.blocks = [(start, min(start + steps, self.count)) for start in range(1, self.count, steps)]
+        self._scales = [np.exp(self.alibi * self.ds * np.arange(1, stop - start + 1)) for start, stop in self.blocks]
+        self._normaliser = np.ones(self.count)
+        self._normaliser = self._running_sums(np.ones(self.count), averaged=False)
+        self._normaliser[0] = 1.0
 
-    def _running_sums(self, h: np.ndarray) -> np.ndarray:
-        """``A_i = int_0^{s_i} e^{-lambda (s_i - s')} h ds'`` by the product trapezoid rule (``A_0 = 0``)."""
-        sums = lfilter([self.newer, self.older], [1.0, -self.decay], h, axis=0)
-        sums -= np.multiply.outer(self._start, h[0])
-        sums[0] = 0.0
-        return sums
+    def _running_sums(self, h: np.ndarray, averaged: bool = True) -> np.ndarray:
+        """``A_i = int_0^{s_i} e^{-lambda (s_i - s')} h ds'`` by the product trapezoid rule (``A_0 = 0``), divided by
+        the same sums of 1 when ``averaged`` (row 0 is then ``h_0``): the recursion of the module docstring as
+        ``A_i = (A_{start - 1} + sum_{start <= j <= i} g_j x_j) / g_i`` per block, ``x_j = a h_{j-1} + g h_j``."""
+        out = np.empty_like(h)
+        out[0] = h[0] if averaged else 0.0
+        shape = (-1,) + (1,) * (h.ndim - 1)
+        carry = 0.0
+        for (start, stop), grow in zip(self.blocks, self._scales):
+            grow = grow.reshape(shape)
+            block = np.multiply(h[start - 1:stop - 1], grow * self.older)
+            block += h[start:stop] * (grow * self.newer)
+            np.cumsum(block, axis=0, out=block)
+            block += carry
+            scale = grow * self._normaliser[start:stop].reshape(shape) if averaged else grow
+            carry = block[-1] / grow[-1]                       # A at the block's last position
+            np.divide(block, scale, out=out[start:stop])
+        return out
 
     def __call__(self, h: np.ndarray) -> np.ndarray:
-        average = self._running_sums(h)
-        average /= self._normaliser.reshape((-1,) + (1,) * (h.ndim - 1))
-        average[0] = h[0]
-        return average
+        return self._running_sums(h)
 
     def matrix(self) -> np.ndarray:
         """The map ``h -> W h`` on the nodes as a matrix (row ``i``: the weights of ``(W h)(s_i)``)."""
@@ -89,17 +109,15 @@ class PositionalAverage:
 class CausalKinetic(Scheme):
     """The causal kinetic PDE on ``positions`` slices of an ordinary spectral scheme (module docstring).
 
-    ``slice_scheme``: the ordinary density scheme of one slice (circle or sphere spectral, zonal Galerkin); it
-    gives the per-slice diagnostics and, with ``batched`` absent, the per-slice transport.  ``batched``: the same
-    scheme built on a basis batched over the positions (the circle), whose ``transport`` takes all slices in one
-    call.  ``alibi``: the slope ``lambda >= 0``.
+    ``slice_scheme``: the ordinary density scheme of one slice (circle or sphere spectral, zonal Galerkin): its
+    ``transport`` moves each slice, its diagnostics describe each slice.  ``alibi``: the slope ``lambda >= 0``.
     """
 
     pointwise_kernel = "numpy"
     restart_fields = ("_tail_floor",)
 
-    def __init__(self, slice_scheme, positions: int, alibi: float, batched=None):
-        self.slice, self.batched = slice_scheme, batched
+    def __init__(self, slice_scheme, positions: int, alibi: float):
+        self.slice = slice_scheme
         self.average = PositionalAverage(positions, alibi)
         self.positions, self.alibi = self.average.s, float(alibi)
         for name in ("geometry", "model", "basis", "resolution", "name", "linear", "state_scale",
@@ -107,6 +125,12 @@ class CausalKinetic(Scheme):
             setattr(self, name, getattr(slice_scheme, name))
         self.max_speed = 0.0
         self._tail_floor = 0.0
+        operator = slice_scheme.kernel_operator
+        #: the coefficients whose average the field uses (module docstring)
+        self.active = np.nonzero(np.abs(operator.degrees) <= operator.band_limit(ACTIVE_TOL))[0]
+        if np.array_equal(self.active, np.arange(self.active.size)):
+            self.active = slice(0, self.active.size)
+        self._source = None
 
     # -- state <-> density ------------------------------------------------------------------------
     def state_from_density(self, density: np.ndarray) -> np.ndarray:
@@ -122,8 +146,6 @@ class CausalKinetic(Scheme):
 
     def densities(self, state: np.ndarray) -> np.ndarray:
         """Grid values of every slice, shape ``(N_S,) + one slice's grid``."""
-        if self.batched is not None:
-            return self.batched.density(state)
         return np.stack([self.slice.density(row) for row in state])
 
     def largest_mode(self) -> int:
@@ -132,11 +154,7 @@ class CausalKinetic(Scheme):
     # -- dynamics ---------------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``-div_x(f X[W f])`` of every slice (MATH.md §8)."""
-        source = self.average(state)
-        if self.batched is not None:
-            out = self.batched.transport(state, source, t)
-            self.max_speed = self.batched.max_speed
-            return out
+        source = self.field_source(state)
         out = np.empty_like(state)
         fastest = 0.0
         for index, (row, field) in enumerate(zip(state, source)):
@@ -144,6 +162,13 @@ class CausalKinetic(Scheme):
             fastest = max(fastest, self.slice.max_speed)
         self.max_speed = fastest
         return out
+
+    def field_source(self, state: np.ndarray) -> np.ndarray:
+        """``W f`` on the averaged coefficients (:attr:`active`), zero elsewhere (module docstring)."""
+        if self._source is None or self._source.shape != state.shape:
+            self._source = np.zeros_like(state)
+        self._source[:, self.active] = self.average(state[:, self.active])
+        return self._source
 
     def stable_dt(self, cfl: float) -> float:
         """The slice scheme's bound at the fastest slice's speed."""
@@ -155,10 +180,9 @@ class CausalKinetic(Scheme):
         initial tail); the first failure names its position."""
         if not np.all(np.isfinite(state)):
             return f"non-finite values at t = {t:.6g}"
-        density = self.densities(state) if self.batched is not None else None
         self.slice._tail_floor = self._tail_floor
         for index, row in enumerate(state):
-            reason = self.slice.validity(row, t, None if density is None else density[index])
+            reason = self.slice.validity(row, t)
             if reason is not None:
                 return f"{reason} (at position s = {self.positions[index]:.4g})"
         return None

@@ -51,8 +51,6 @@ class CircleSpectral(DensityScheme):
     planning of :class:`meanfield.solvers.fourier.FourierBasis` (``"measure"`` only for benchmarks).
     ``kernel``: the pointwise work compiled (``"auto"``: where :mod:`meanfield.solvers.circle_kernel` covers
     it; ``"compiled"``; ``"numpy"``): the same bits either way, recorded as ``pointwise_kernel``.
-    ``batch``: slices transformed together (the causal kinetic PDE, MATH.md §8; :meth:`transport` then takes
-    arrays with a leading axis of that length, on the numpy path); ``None``: one density.
     """
 
     geometry = "circle"
@@ -60,7 +58,7 @@ class CircleSpectral(DensityScheme):
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
                  positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None,
-                 planning: str = "estimate", kernel: str = "auto", batch: int | None = None):
+                 planning: str = "estimate", kernel: str = "auto"):
         require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
         require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
         require(isinstance(resolution, (int, np.integer)) and resolution >= 8 and resolution % 2 == 0,
@@ -69,7 +67,7 @@ class CircleSpectral(DensityScheme):
         self.speed_divisor = divisor = VelocityNormalization(normalization, model)
         #: grid fields: rho, the velocity's numerator and (SA or nGPT) the denominator's field
         fields = 3 if divisor.ngpt or model.attention == "sa" else 2
-        self.basis = basis = FourierBasis(int(resolution), backend, slots=fields, planning=planning, batch=batch)
+        self.basis = basis = FourierBasis(int(resolution), backend, slots=fields, planning=planning)
         self.resolution = basis.n
         k = basis.wavenumbers
         self.kernel_operator = operator = divisor.kernel(k)
@@ -88,7 +86,7 @@ class CircleSpectral(DensityScheme):
         self.max_rate = divisor.fastest_rate(modes)
         self.state_scale = 1.0 / (2 * math.pi)
         self.init_monitor(basis.kmax, positivity_tol, resolution_tol)
-        self._kernel = fused_kernel(self, "numpy" if batch is not None else kernel)
+        self._kernel = fused_kernel(self, kernel)
         self.pointwise_kernel = "numpy" if self._kernel is None else "compiled"
         self._speed_scale = divisor.normalization.divisor if divisor.lnscale else None
 
@@ -108,17 +106,21 @@ class CircleSpectral(DensityScheme):
     # -- dynamics ---------------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """The transport term ``-d/dtheta(rho X[rho])`` in coefficient space (MATH.md §2, §6)."""
-        kernel = self._kernel
-        if kernel is not None:  # the same operations in one compiled call (meanfield.solvers.circle_kernel)
-            out = kernel.rhs(state, 1.0 if self._speed_scale is None else self._speed_scale(t))
-            self.max_speed = kernel.max_speed
-            return out
         return self.transport(state, state, t)
 
     def transport(self, state: np.ndarray, source: np.ndarray, t: float) -> np.ndarray:
         """``-d/dtheta(rho X[sigma])``: the density of ``state`` carried by the field of the density of ``source``
         (both coefficient arrays; ``rhs`` is ``transport(state, state, t)``).  The causal kinetic PDE (MATH.md §8)
-        takes ``source`` = the positional average; with a batched basis both carry a leading axis of slices."""
+        takes ``source`` = the positional average.  The compiled kernel takes the source as its third argument."""
+        kernel = self._kernel
+        if kernel is not None:  # the same operations in one compiled call (meanfield.solvers.circle_kernel)
+            out = kernel.rhs(state, 1.0 if self._speed_scale is None else self._speed_scale(t), source)
+            self.max_speed = kernel.max_speed
+            return out
+        return self._numpy_transport(state, source, t)
+
+    def _numpy_transport(self, state: np.ndarray, source: np.ndarray, t: float) -> np.ndarray:
+        """:meth:`transport` with numpy, one call per operation."""
         basis, speed, third, divisor = self.basis, self._speed, self._third, self.speed_divisor
         np.copyto(self._rho_coeffs, state)
         for multiplier, coeffs in self._products:
@@ -131,8 +133,7 @@ class CircleSpectral(DensityScheme):
                 np.divide(speed, third, out=speed)
             if divisor.lnscale:
                 divisor.divide(speed, t)
-        flat = speed.reshape(-1)
-        self.max_speed = abs(float(flat[idamax(flat)]))   # max |X| in one BLAS pass
+        self.max_speed = abs(float(speed[idamax(speed)]))   # max |X| in one BLAS pass
         np.multiply(self._rho, speed, out=basis.analysis_input())
         return np.multiply(basis.analyse(), self.divergence)
 

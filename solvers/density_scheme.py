@@ -44,9 +44,8 @@ class DensityScheme(Scheme):
         """``int rho`` of ``state`` whose grid values are ``density``: the basis's quadrature."""
         return self.basis.integrate(density)
 
-    def validity(self, state: np.ndarray, t: float, density: np.ndarray | None = None) -> str | None:
-        """``None`` while the state is trustworthy; otherwise why not (``density``: the grid values of ``state``
-        when the caller has them).
+    def validity(self, state: np.ndarray, t: float) -> str | None:
+        """``None`` while the state is trustworthy; otherwise why not.
 
         * finiteness: every coefficient finite;
         * positivity: ``min rho >= -positivity_tol * mean(rho)`` on the grid;
@@ -54,7 +53,7 @@ class DensityScheme(Scheme):
         """
         if not np.all(np.isfinite(state)):
             return f"non-finite values at t = {t:.6g}"
-        low = float(np.min(self.density(state) if density is None else density))
+        low = float(np.min(self.density(state)))
         if low < -self.positivity_tol * self.mean_density(state):
             return (f"positivity lost at t = {t:.6g}: min density {low:.3g} < "
                     f"-{self.positivity_tol:g} x mean density{self.positivity_hint}")

@@ -43,14 +43,14 @@ PLANNING = {"estimate": ("FFTW_ESTIMATE",), "measure": ("FFTW_MEASURE",)}
 class _ScipyTransform:
     """Fallback with the same interface as a pyfftw FFTW object."""
 
-    def __init__(self, n: int, direction: str, batch: tuple = ()):
+    def __init__(self, n: int, direction: str):
         self.n, self.direction = n, direction
         if direction == "forward":
-            self.input_array = np.empty(batch + (n,))
-            self.output_array = np.empty(batch + (n // 2 + 1,), dtype=complex)
+            self.input_array = np.empty(n)
+            self.output_array = np.empty(n // 2 + 1, dtype=complex)
         else:
-            self.input_array = np.empty(batch + (n // 2 + 1,), dtype=complex)
-            self.output_array = np.empty(batch + (n,))
+            self.input_array = np.empty(n // 2 + 1, dtype=complex)
+            self.output_array = np.empty(n)
 
     def execute(self):
         if self.direction == "forward":
@@ -79,15 +79,14 @@ def _wisdom_set_aside(active: bool):
         pyfftw.import_wisdom(saved)
 
 
-def _make_transform(n: int, direction: str, backend: str, planning: str = "estimate", batch: tuple = ()):
-    """One planned transform of length ``n`` along the last axis of buffers of shape ``batch + (n,)``."""
+def _make_transform(n: int, direction: str, backend: str, planning: str = "estimate"):
     if backend == "scipy":
-        return _ScipyTransform(n, direction, batch)
-    real = pyfftw.empty_aligned(batch + (n,), dtype="float64")
-    spec = pyfftw.empty_aligned(batch + (n // 2 + 1,), dtype="complex128")
+        return _ScipyTransform(n, direction)
+    real = pyfftw.empty_aligned(n, dtype="float64")
+    spec = pyfftw.empty_aligned(n // 2 + 1, dtype="complex128")
     if direction == "forward":
-        return pyfftw.FFTW(real, spec, axes=(-1,), direction="FFTW_FORWARD", flags=PLANNING[planning])
-    return pyfftw.FFTW(spec, real, axes=(-1,), direction="FFTW_BACKWARD", flags=PLANNING[planning])
+        return pyfftw.FFTW(real, spec, direction="FFTW_FORWARD", flags=PLANNING[planning])
+    return pyfftw.FFTW(spec, real, direction="FFTW_BACKWARD", flags=PLANNING[planning])
 
 
 class FourierBasis:
@@ -97,13 +96,10 @@ class FourierBasis:
     grid buffer ``slot`` and returns it (a view owned by the basis: copy it to keep it);
     ``to_coeffs(grid)`` analyses into a returned view of the spectral buffer.
     ``planning`` (pyfftw only): ``"estimate"`` (reproducible, the default) or ``"measure"``
-    (:data:`PLANNING`; timed plans that may differ between runs, for benchmarks).  ``batch``: a number of
-    independent functions transformed together (every buffer gains a leading axis of that length; the
-    positions of the causal kinetic PDE, MATH.md §8); ``None``: one function.
+    (:data:`PLANNING`; timed plans that may differ between runs, for benchmarks).
     """
 
-    def __init__(self, n: int, backend: str | None = None, slots: int = 1, planning: str = "estimate",
-                 batch: int | None = None):
+    def __init__(self, n: int, backend: str | None = None, slots: int = 1, planning: str = "estimate"):
         if backend is None:
             backend = "pyfftw" if pyfftw is not None else "scipy"
         if backend not in ("pyfftw", "scipy") or (backend == "pyfftw" and pyfftw is None):
@@ -117,9 +113,8 @@ class FourierBasis:
         self.kmax = fourier_series.dealiased_band(n)
         self.dealias = (self.wavenumbers <= self.kmax).astype(float)
         with _wisdom_set_aside(backend == "pyfftw" and planning == "estimate"):
-            shape = () if batch is None else (int(batch),)
-            self._forward = _make_transform(n, "forward", backend, planning, shape)
-            self._backward = [_make_transform(n, "backward", backend, planning, shape) for _ in range(slots)]
+            self._forward = _make_transform(n, "forward", backend, planning)
+            self._backward = [_make_transform(n, "backward", backend, planning) for _ in range(slots)]
         self.cell = 2.0 * math.pi / n
         #: how often each stored coefficient counts in the full series (the energy's quadratic form)
         self.multiplicity = fourier_series.multiplicity(n // 2 + 1, n)

@@ -153,15 +153,10 @@ def build_scheme(geometry: str, scheme: str, model: Model, resolution: int, back
 
 def build_causal(geometry: str, scheme: str, model: Model, resolution: int, backend, monitor: Monitor,
                  normalization: Normalization, causal: tuple) -> CausalKinetic:
-    """The causal kinetic PDE (MATH.md §8) on ``causal = (alibi, positions)`` slices of the ordinary ``scheme``; on
-    the circle the slices share one batched transform (:class:`meanfield.solvers.circle.CircleSpectral`)."""
+    """The causal kinetic PDE (MATH.md §8) on ``causal = (alibi, positions)`` slices of the ordinary ``scheme``."""
     alibi, positions = causal
     one = build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization, None)
-    batched = None
-    if geometry == "circle":
-        batched = scheme_class(geometry, scheme)(model, resolution, backend=backend, normalization=normalization,
-                                                 batch=positions, **monitor.scheme_options())
-    return CausalKinetic(one, positions, alibi, batched)
+    return CausalKinetic(one, positions, alibi)
 
 
 def cluster_trackers(discretisation, model: Model, geometry: str) -> list:
