@@ -492,11 +492,20 @@ def _report_run(dataset, out):
               help="Interaction path: harmonic = band-limited transforms (Fourier on S^1, spherical harmonics on "
                    "S^2; --qkv identity only, 1e-12 of the direct sum), direct = all pairs (O(n^2)), auto = "
                    "harmonic where it is faster.")
+@click.option("--mask", type=click.Choice(["none", "causal", "strict"]), default=None,
+              help="Causal attention (MATH.md §8): token j (the particle index, position j/n) attends to all tokens "
+                   "(none), to k <= j (causal, decoders) or to k < j (strict: token 1 does not move). A mask takes "
+                   "--sampling iid and no --collapse-tol; on the circle with --qkv identity it keeps the O(n M) "
+                   "path (prefix sums) [default: none, or the --init run's].")
+@click.option("--alibi", type=float, default=None,
+              help=f"ALiBi slope lambda {RANGES['--alibi'].text()} in mean-field units, logit bias -lambda (j-k)/n "
+                   "(with --mask causal or strict) [default: 0, or the --init run's].")
 @click.option("--out", type=click.Path(dir_okay=False), default="particles.nc", show_default=True,
               help="netCDF output (.nc).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def particles(out, no_progress, **settings):
-    """Simulate the interacting tokens (MATH.md §1): SA/USA on S^{d-1}, optional noise.
+    """Simulate the interacting tokens (MATH.md §1): SA/USA on S^{d-1}, optional noise; with --mask,
+    causal (decoder) attention with an optional ALiBi bias (MATH.md §8).
 
     {exit_help}
 
@@ -504,6 +513,8 @@ def particles(out, no_progress, **settings):
     Example:
       meanfield particles --dim 2 --n 4096 --attention sa --beta 9 --init perturbed:1e-4 \\
           --seed 1 --t-final 20 --save-every 0.1 --out particles.nc
+      meanfield particles --dim 2 --n 200 --beta 64 --mask causal --alibi 1 --t-final 50 \\
+          --out causal.nc
     """
     from meanfield.solvers.particle_run import simulate
 

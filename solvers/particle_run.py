@@ -16,17 +16,24 @@ step straddles it.
 ``interaction`` (``auto`` | ``harmonic`` | ``direct``) picks the interaction path of
 :class:`meanfield.solvers.particles.ParticleScheme`; attrs ``interaction`` (the class) and ``interaction_path``
 record the path taken, and a forced path joins the reproducing ``command``.
+
+Causal attention (``mask``, ``alibi``; MATH.md §8, :mod:`meanfield.solvers.causal_interaction`): the particle index is
+the token's place in the sequence, and the Dataset adds the coordinate ``position(particle)`` = ``j / n`` and the
+attrs ``mask`` and ``alibi`` (which join the reproducing ``command``); ``energy`` stays the interaction energy of all
+tokens, a record of where they are (it need not increase under a mask).  Runs without a mask record neither, as
+before.  A continuation keeps its file's mask and slope like its beta (:mod:`meanfield.solvers.continuation`).
 """
 
 from __future__ import annotations
 
 import math
 import zipfile
+from types import SimpleNamespace
 
 import numpy as np
 
 from meanfield.cluster_detection import atom_resolution
-from meanfield.defaults import PARTICLE_DEFAULTS
+from meanfield.defaults import CAUSAL_DEFAULTS, MASKS, PARTICLE_DEFAULTS
 from meanfield.errors import require
 from meanfield.limits import check_option, check_particle_size
 from meanfield.model import Model
@@ -40,6 +47,7 @@ from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
 
 from . import checkpoint
+from .causal_interaction import check_mask
 from .clusters import ClusterTracker, closing_distance, resolve_collapse_tol
 from .continuation import joined, resolve_model, resolve_normalization
 from .particles import ParticleScheme, bounded_entries
@@ -148,6 +156,19 @@ def matrices(attention: Attention, dim: int, seed):
     return (*attention_heads(attention.qkv, dim, seed), str(attention.qkv))
 
 
+def causal_settings(source, mask, alibi, override: bool) -> tuple[str, float, str]:
+    """``(mask, alibi, change)`` of a run (MATH.md §8): as given (``None``: not given), else the continued run
+    file ``source``'s (a particle run without them had no mask), else ``"none"`` and 0; a given value that differs
+    from the file's is refused unless ``override`` (:func:`meanfield.solvers.continuation.resolve_model`)."""
+    require(mask is None or (isinstance(mask, str) and mask in MASKS),
+            f"--mask must be one of {', '.join(MASKS)} (got {mask!r})")
+    if alibi is not None:
+        check_option("--alibi", alibi)
+    recorded = None if source is None else SimpleNamespace(attrs={**CAUSAL_DEFAULTS, **source.attrs})
+    values, change = resolve_model(recorded, {"mask": mask, "alibi": alibi}, CAUSAL_DEFAULTS, override)
+    return (*check_mask(values["mask"], values["alibi"]), change)
+
+
 def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS["n"],
              attention: str | Attention | None = None, beta: float | None = None, nu: float | None = None,
              init=PARTICLE_DEFAULTS["init"], seed: int | None = PARTICLE_DEFAULTS["seed"],
@@ -158,7 +179,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
              rtol: float | None = None, cfl: float | None = None, dt_max: float | None = None,
              normalization: str | Normalization | None = None, alpha: float | None = None, r0: float | None = None,
              mix_switch: float | None = None, collapse_tol: float | None = PARTICLE_DEFAULTS["collapse_tol"],
-             override: bool = False, trackers=(), progress: bool = False, step: StepControl | None = None,
+             mask: str | None = None, alibi: float | None = None, override: bool = False, trackers=(),
+             progress: bool = False, step: StepControl | None = None,
              saving: Saving | None = None):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
 
@@ -217,6 +239,14 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         nGPT's step, the initial radius, Mix-LN's switch time (as in :func:`meanfield.solvers.solve.solve`).
     collapse_tol : float, optional
         Without noise, merge tokens closer than this (rad; 0: never; default 256 machine epsilons; MATH.md §5).
+        Default 0 with a mask, which refuses any other value.
+    mask : {"none", "causal", "strict"}, optional
+        Causal attention (MATH.md §8): token ``j`` attends to all tokens (``none``, the default or the run file's),
+        to ``k <= j`` (``causal``, the decoder's) or to ``k < j`` (``strict``: token 1 does not move).  A mask takes
+        i.i.d. tokens with uniform weights (``sampling="iid"``), the sphere and the dot-product kernel.
+    alibi : float, optional
+        The ALiBi slope ``lambda >= 0`` of a mask, in mean-field units (logit bias ``-lambda (j - k) / n``; USA: the
+        normalised positional weights of MATH.md §8).  Default 0, or the run file's.
     override : bool
         Allow the model to differ from the run file's (recorded in ``override``; :mod:`meanfield.solvers.continuation`).
     trackers : sequence of meanfield.solvers.trackers.Tracker
@@ -231,8 +261,9 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     xarray.Dataset
         ``positions(time, particle, component)``, ``theta`` on the circle, ``weights``, ``energy``, on the circle
         ``mode_amplitude``, without noise ``cluster_count``, ``cluster_energy`` and the merges
-        (:mod:`meanfield.solvers.clusters`), ``Q``, ``K``, ``V`` when not the identity, the restart record and the record of
-        the start (:func:`meanfield.rerun`); ``stop_reason`` and the attributes that re-run it.
+        (:mod:`meanfield.solvers.clusters`), ``Q``, ``K``, ``V`` when not the identity, with a mask the coordinate
+        ``position(particle)``, the restart record and the record of the start (:func:`meanfield.rerun`);
+        ``stop_reason`` and the attributes that re-run it.
 
     Raises
     ------
@@ -264,6 +295,10 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     kind = attention.kind if isinstance(attention, Attention) else attention
     model_given = {"attention": kind, "beta": beta, "nu": nu}
     model = Model(dim=dim, **resolve_model(continued, model_given, PARTICLE_DEFAULTS, override)[0])
+    mask, alibi, causal_change = causal_settings(continued, mask, alibi, override)
+    require(mask == "none" or sampling == "iid" or exact,
+            f"--sampling {sampling} needs --mask none: a mask orders the tokens as a sequence of i.i.d. draws "
+            f"(--sampling iid), not as quadrature nodes")
     from_file = (continued is not None and not isinstance(attention, Attention)
                  and not attention_fields.keys() & MATRIX_FIELDS)
     if from_file:                     # Q, K, V not given: the file's (its qkv, or the matrices it holds)
@@ -277,9 +312,10 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     kept = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "qkv": qkv}
     if qkv == "random":                          # the seed draws the matrices
         kept["seed"] = seed
-    changes = joined(resolve_model(continued, kept, PARTICLE_DEFAULTS, override)[1], normalization_change)
-    if (scheme_choice.carries_radius or heads is not None) and collapse_tol is None:
-        collapse_tol = 0.0  # merges are for one head on the sphere without radii (meanfield.solvers.clusters)
+    changes = joined(resolve_model(continued, kept, PARTICLE_DEFAULTS, override)[1], normalization_change,
+                     causal_change)
+    if (scheme_choice.carries_radius or heads is not None or mask != "none") and collapse_tol is None:
+        collapse_tol = 0.0  # merges are for one head on the sphere without radii or mask (meanfield.solvers.clusters)
     tol = resolve_collapse_tol(collapse_tol, model.nu)
     seed = check_seed(seed)
     check_option("--n", n)
@@ -299,7 +335,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     def particle_scheme():
         return ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed, collapse_tol=tol,
                               normalization=scheme_choice, heads=heads, interaction_path=path,
-                              kernel=attention.kernel, sinkhorn_eps=attention.sinkhorn_eps)
+                              kernel=attention.kernel, sinkhorn_eps=attention.sinkhorn_eps, mask=mask, alibi=alibi)
 
     scheme = particle_scheme()
     stepper = PARTICLE_DEFAULTS["stepper"] if step.stepper is None else step.stepper
@@ -335,6 +371,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         settings.update(scheme_choice.options())
     if interaction != "auto":
         settings["interaction"] = interaction
+    if mask != "none":                # runs without a mask keep their attributes and command line as before
+        settings.update(mask=mask, alibi=alibi)
     attrs_scheme = scheme_choice.as_attrs()
     attrs = dict(settings, **attrs_scheme, **thread_attrs(scheme.interaction_path != "harmonic" or dim != 3),
                  geometry="particles", scheme="particles", package_version=package_version(),

@@ -40,6 +40,17 @@ transforms (:class:`meanfield.solvers.interaction.SphereHarmonicInteraction`, ac
 to the direct sum, default 1e-12), refused elsewhere; ``"auto"`` (default) takes it on the circle always
 (as before) and on S^2 from :func:`harmonic_crossover` tokens on, where it is measured to be faster.
 Both paths handle SA and USA, weights, noise, collapse and every normalisation scheme.
+
+Causal attention (``mask``, ``alibi``; MATH.md §8, :mod:`meanfield.solvers.causal_interaction`): token ``j`` (the
+particle index, position ``j / n``) attends to the tokens ``k <= j`` (``mask="causal"``) or ``k < j``
+(``"strict"``: token 1 does not move), with the ALiBi logit bias ``-lambda (j - k) / n`` (SA) or the normalised
+positional weights of MATH.md §8 (USA).  ``"harmonic"`` (and ``"auto"``) on the circle with ``Q = K = V = I``
+is the ``O(n M)`` path of decaying prefix sums (:class:`meanfield.solvers.causal_interaction.CausalCircleInteraction`);
+otherwise, S^2 included, the masked direct sum (:class:`meanfield.solvers.causal_interaction.CausalDirectInteraction`).
+A mask needs tokens on the sphere, the dot-product kernel, uniform weights (an ordered sequence of tokens, not
+quadrature nodes) and no collapse (tokens at different positions feel different fields: merging them is not
+exact); noise, several heads and the normalisation schemes apply per token as without a mask (``peri`` and
+``ngpt`` divide by ``|A_j|``, which is 0 for token 1 under ``"strict"``: refused there).
 """
 
 from __future__ import annotations
@@ -55,6 +66,7 @@ from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.seeding import stream
 
+from .causal_interaction import CausalCircleInteraction, CausalDirectInteraction, check_mask, token_positions
 from .clusters import CLOSING_DISTANCE, NodeCollapse, closing_rate
 from .contract import Scheme
 from .interaction import (KERNELS, SPHERE_ACCURACY, CircleFourierInteraction, DirectInteraction,
@@ -175,6 +187,10 @@ class ParticleScheme(Scheme):
     ``interaction_path``
         ``"auto"``, ``"harmonic"`` or ``"direct"`` (module docstring); ``fast_circle=False``
         is ``"direct"`` on the circle.  ``harmonic_accuracy``: the S^2 harmonic path's accuracy.
+    ``mask``
+        ``"none"`` (every token attends to all), ``"causal"`` (``k <= j``) or ``"strict"`` (``k < j``); MATH.md §8.
+    ``alibi``
+        the ALiBi slope ``lambda >= 0`` of a mask (mean-field units; 0 without a mask).
     """
 
     linear = None
@@ -188,8 +204,9 @@ class ParticleScheme(Scheme):
                  kernel: str = PARTICLE_DEFAULTS["kernel"], heads=None,
                  sinkhorn_eps: float = PARTICLE_DEFAULTS["sinkhorn_eps"], collapse_tol: float = 0.0,
                  normalization: Normalization | None = None, interaction_path: str = PARTICLE_DEFAULTS["interaction"],
-                 harmonic_accuracy: float = SPHERE_ACCURACY):
+                 harmonic_accuracy: float = SPHERE_ACCURACY, mask: str = "none", alibi: float = 0.0):
         require(isinstance(n, (int, np.integer)) and n >= 1, f"--n must be a positive integer (got {n!r})")
+        self.mask, self.alibi = check_mask(mask, alibi)
         dim = model.dim
         self.model, self.n, self.dim, self.sphere = model, int(n), dim, sphere
         check_attention_choices(kernel, heads, (Q, K, V), interaction_path)
@@ -221,16 +238,24 @@ class ParticleScheme(Scheme):
                 f"--normalization {name} carries a radius: it needs --nu 0 (noise is defined for post, ngpt, lnscale)")
         require(not self.carries_radius or collapse_tol == 0,
                 f"--normalization {name} carries a radius: it needs --collapse-tol 0 (merges are for post, ngpt, lnscale)")
+        if self.mask != "none":
+            self._check_causal(collapse_tol)
         require(collapse_tol == 0 or (sphere and model.nu == 0 and kernel == "dot" and heads is None),
                 "collapse_tol needs tokens on the sphere, no noise and one dot-product head")
         self.collapser = NodeCollapse(self.n, collapse_tol)
         identity = heads is None and all(_is_identity(m, dim) for m in (self.Q, self.K, self.V))
         kwargs = {} if block_bytes is None else {"block_bytes": block_bytes}
         self.interaction_path = self._choose_path(interaction_path, identity, fast_circle, harmonic_accuracy)
-        if self.interaction_path == "harmonic" and dim == 2:
+        causal = {"mask": self.mask, "alibi": self.alibi}
+        if self.interaction_path == "harmonic" and dim == 2 and self.mask != "none":
+            self.interaction = CausalCircleInteraction(model.beta, model.attention, self.weights, **causal)
+        elif self.interaction_path == "harmonic" and dim == 2:
             self.interaction = CircleFourierInteraction(model.beta, model.attention, self.weights)
         elif self.interaction_path == "harmonic":
             self.interaction = self._sphere_harmonic
+        elif self.mask != "none":
+            self.interaction = CausalDirectInteraction(model.beta, model.attention, self.Q, self.K, self.V,
+                                                       self.weights, heads=self.heads, **causal, **kwargs)
         elif kernel == "dot" and heads is None:
             self.interaction = DirectInteraction(model.beta, model.attention, self.Q, self.K, self.V,
                                                  self.weights, **kwargs)
@@ -242,15 +267,33 @@ class ParticleScheme(Scheme):
         self.rng = stream(seed, "noise")
         self.max_speed = 0.0
 
+    def _check_causal(self, collapse_tol) -> None:
+        """The settings a mask needs (module docstring), one line each."""
+        mask = f"--mask {self.mask}"
+        require(self.sphere and self.kernel == "dot",
+                f"{mask} needs tokens on the sphere and the dot-product kernel (got kernel={self.kernel!r}, "
+                f"sphere={self.sphere})")
+        require(collapse_tol == 0, f"{mask} needs --collapse-tol 0 (got {collapse_tol!r}): tokens at different "
+                                   f"positions feel different fields, so merging them is not exact")
+        require(bool(np.all(self.weights == self.weights[0])),
+                f"{mask} needs uniform token weights: the tokens are an ordered sequence (MATH.md §8), not "
+                f"quadrature nodes")
+        require(self.mask != "strict" or self.normalization.name not in ("peri", "ngpt"),
+                f"--normalization {self.normalization.name} divides by |A_j|, which is 0 for token 1 under "
+                f"{mask}; use --mask causal or another normalisation")
+
     def _choose_path(self, path, identity: bool, fast_circle: bool, accuracy) -> str:
         """``"harmonic"`` or ``"direct"`` from the requested ``interaction_path`` (module docstring)."""
         applies = self.sphere and self.dim in (2, 3) and identity and self.kernel == "dot"
         if path == "harmonic":
             require(self.sphere and self.dim in (2, 3), f"--interaction harmonic needs tokens on S^1 or S^2 "
                                                        f"(--dim 2 or 3, got {self.dim}); use --interaction direct")
+            require(self.mask == "none" or self.dim == 2, f"--interaction harmonic with --mask {self.mask} needs "
+                                                          f"the circle (--dim 2); on S^2 use --interaction direct")
             require(applies, "--interaction harmonic needs Q = K = V = I (--qkv identity), one head and the "
                              "dot-product kernel; use --interaction direct")
-        if path == "direct" or not applies or (self.dim == 2 and not fast_circle):
+        masked_sphere = self.mask != "none" and self.dim == 3       # a mask on S^2: the direct sum
+        if path == "direct" or not applies or (self.dim == 2 and not fast_circle) or masked_sphere:
             return "direct"
         if self.dim == 3:
             band = SphereHarmonicInteraction.band_for(self.model.beta, accuracy)
@@ -414,4 +457,7 @@ class ParticleScheme(Scheme):
         return {"positions": ("particle", "component"), "theta": ("particle",), "radius": ("particle",)}
 
     def coords(self) -> dict:
-        return {"particle": ("particle", np.arange(self.n)), "component": ("component", np.arange(self.dim))}
+        coords = {"particle": ("particle", np.arange(self.n)), "component": ("component", np.arange(self.dim))}
+        if self.mask != "none":      # the token's place in the sequence (MATH.md §8)
+            coords["position"] = ("particle", token_positions(self.n), {"long_name": "token position s = j / n"})
+        return coords
