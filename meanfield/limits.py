@@ -299,12 +299,11 @@ def check_solve_size(geometry: str, scheme: str, resolution, dim, t_final: float
     check_option("--resolution", resolution)
     check_fits("--resolution", int(resolution), lambda r: solve_work_bytes(geometry, scheme, r),
                f"the {geometry} {scheme} scheme")
+    work = lambda count: BASE_BYTES + count * (solve_work_bytes(geometry, scheme, int(resolution)) - BASE_BYTES)
     if positions > 1:
-        check_fits("--positions", int(positions), lambda p: p * solve_work_bytes(geometry, scheme, int(resolution)),
-                   f"--resolution {resolution} at each position")
+        check_fits("--positions", int(positions), work, f"--resolution {resolution} at each position")
     frame = 8.0 * FRAME_VALUES_PER_GRID_VALUE * grid_values(geometry, scheme, int(resolution)) * positions
-    check_frames(t_final, save_every, save_log, frame,
-                 positions * solve_work_bytes(geometry, scheme, int(resolution)), t_start)
+    check_frames(t_final, save_every, save_log, frame, work(positions), t_start)
 
 
 # ------------------------------------------------------------------------------------------ particles
