@@ -376,15 +376,15 @@ def _angle_to_first(theta: np.ndarray) -> np.ndarray:
     return np.abs(np.angle(np.exp(1j * (theta - theta[:, :1]))))
 
 
-def causal_clustering(n: int, beta: float, seed: int = 1) -> dict:
+def causal_clustering(n: int, beta: float, seed: int = 1, metastable_t: float = METASTABLE_T,
+                      consensus_t: float = CONSENSUS["t_final"]) -> dict:
     """Two particle runs (SA, ``Q = K = V = I``, circle, uniform i.i.d. tokens, mask causal): the metastable run at
     ``beta`` (token 1's drift, the cluster count per frame, the centres of the last frame) and the consensus run at
     :data:`CONSENSUS` ``beta`` (every token's final distance to token 1)."""
     from meanfield import clusters_in_frame, simulate_particles
 
     runs = {}
-    for name, b, t_final in (("metastable", beta, METASTABLE_T), ("consensus", CONSENSUS["beta"],
-                                                                  CONSENSUS["t_final"])):
+    for name, b, t_final in (("metastable", beta, metastable_t), ("consensus", CONSENSUS["beta"], consensus_t)):
         runs[name] = simulate_particles(dim=2, n=n, beta=b, mask="causal", init="uniform", seed=seed,
                                         t_final=t_final, save_log=PER_DECADE)
     metastable, consensus = runs["metastable"], runs["consensus"]
