@@ -31,6 +31,11 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
   equiangular tokens, its :func:`limit_cosine`, :func:`critical_gamma` (MATH.md §7).
 * cluster dynamics — :func:`cluster_history` (the K-point ODE and its merges),
   :func:`plateau_estimate`, :func:`point_energy` (MATH.md §5).
+* causal attention (MATH.md §8) — :func:`solve` with ``mask="causal"``, ``alibi=``, ``positions=`` solves the kinetic
+  PDE in (position, direction); :func:`simulate_particles` with ``mask=`` (``causal``, ``strict``) and ``alibi=``;
+  its linear theory in :mod:`meanfield.causal_theory`: :func:`evolve_mode` (the Green's function solution),
+  :func:`green`, :func:`psi`, :func:`mode_rates`, :func:`profile_weights`, :func:`lost_in_the_middle`,
+  :func:`end_slope`, :func:`t_crit`.
 """
 
 from importlib.metadata import PackageNotFoundError, version as _version
@@ -40,7 +45,8 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0+unknown"
 
-from . import gaussian, long_context
+from . import causal_theory, gaussian, long_context
+from .causal_theory import end_slope, evolve_mode, green, lost_in_the_middle, mode_rates, profile_weights, psi, t_crit
 from .cluster_dynamics import cluster_history, plateau_estimate, point_energy
 from . import analysis
 from .analysis import wasserstein1_circle
@@ -87,7 +93,8 @@ def plot_run(dataset, path=None, modes=None):
     return _plot_run(dataset, path, modes)
 
 
-__all__ = ["effective_growth_rate", "equiangular_solution", "initial_rate", "late_time_decay", "mode_amplitude_factor",
+__all__ = ["causal_theory", "end_slope", "evolve_mode", "green", "lost_in_the_middle", "mode_rates", "profile_weights",
+           "psi", "t_crit", "effective_growth_rate", "equiangular_solution", "initial_rate", "late_time_decay", "mode_amplitude_factor",
            "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "analysis", "Clusters", "clusters_in_frame", "clusters_of_atoms", "clusters_of_density", "wasserstein1_circle", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominance_probabilities", "dominant_mode", "formation_time", "law_leader", "typical_amplitude",
            "growth_rates", "KernelOperator", "solve_gaussian_case", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "rerun", "sphere_area",
            "Attention", "Monitor", "Normalization", "Saving", "StepControl", "__version__"]
