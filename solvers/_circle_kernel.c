@@ -5,7 +5,8 @@
  *
  * One call of CircleKernel.rhs(state, s[, source]) does what CircleSpectral.transport(state, source) does
  * with numpy (source: the state itself unless given; the causal kinetic PDE of MATH.md §8 gives the
- * positional average):
+ * positional average), for each row of state (one density, or the slices of the kinetic PDE; max |X| is
+ * then the largest over the rows):
  *
  *   rho_in = state;  speed_in = i v_k source;  [SA: conv_in = c_k source]   (interleaved complex)
  *   synthesise every slot                         (the basis's FFTW plans, called back)
@@ -173,6 +174,17 @@ static int call(PyObject *fn) {
     return 0;
 }
 
+/* a contiguous complex128 array of whole rows of m modes (the state, or a leading axis of slices) */
+static int rows_of(PyObject *a, Py_ssize_t m, Py_ssize_t size, const char *what) {
+    if (!PyArray_IS_C_CONTIGUOUS((PyArrayObject *)a) || PyArray_TYPE((PyArrayObject *)a) != NPY_CDOUBLE ||
+        PyArray_SIZE((PyArrayObject *)a) != size || size == 0 || size % m != 0) {
+        PyErr_Format(PyExc_ValueError, "circle kernel: %s must be a contiguous complex128 array of rows of %zd modes",
+                     what, m);
+        return 0;
+    }
+    return 1;
+}
+
 static PyObject *Kernel_rhs(Kernel *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2 && nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "rhs(state, divisor[, source])");
@@ -188,45 +200,55 @@ static PyObject *Kernel_rhs(Kernel *self, PyObject *const *args, Py_ssize_t narg
     /* the state itself when it is a contiguous complex128 array (the steppers' case), else a copy */
     PyObject *state = PyArray_FROM_OTF(args[0], NPY_CDOUBLE, NPY_ARRAY_IN_ARRAY);
     if (state == NULL) return NULL;
-    if (!contiguous(state, NPY_CDOUBLE, m, "state")) {
+    const Py_ssize_t size = PyArray_SIZE((PyArrayObject *)state);
+    if (!rows_of(state, m, size, "state")) {
         Py_DECREF(state);
         return NULL;
     }
-    const double *s = data(state);
     /* the field's density: the state itself, or the given source (same layout) */
     PyObject *source = NULL;
-    const double *f = s;
+    const double *s = data(state), *f = s;
     if (nargs == 3) {
         source = PyArray_FROM_OTF(args[2], NPY_CDOUBLE, NPY_ARRAY_IN_ARRAY);
-        if (source == NULL || !contiguous(source, NPY_CDOUBLE, m, "source")) {
+        if (source == NULL || !rows_of(source, m, size, "source")) {
             Py_DECREF(state);
             Py_XDECREF(source);
             return NULL;
         }
         f = data(source);
     }
+    PyObject *out = PyArray_SimpleNew(PyArray_NDIM((PyArrayObject *)state), PyArray_DIMS((PyArrayObject *)state),
+                                      NPY_CDOUBLE);
+    double largest = 0.0;
+    /* each row (one density, or one slice of the causal kinetic PDE) in turn, through the same buffers */
+    for (Py_ssize_t row = 0; out != NULL && row < size / m; row++) {
+        const Py_ssize_t at = 2 * m * row;
+        /* spectral products: rho_in = state, speed_in = i v source, conv_in = c source */
+        memcpy(self->rho_in, s + at, (size_t)m * 2 * sizeof(double));
+        times(self->speed_in, self->velocity_k, f + at, m);
+        if (self->conv_in != NULL) times(self->conv_in, self->conv_k, f + at, m);
+        int failed = 0;
+        for (int j = 0; j < self->slots && !failed; j++) failed = call(self->synthesise[j]) < 0;
 
-    /* spectral products: rho_in = state, speed_in = i v source, conv_in = c source */
-    memcpy(self->rho_in, s, (size_t)m * 2 * sizeof(double));
-    times(self->speed_in, self->velocity_k, f, m);
-    if (self->conv_in != NULL) times(self->conv_in, self->conv_k, f, m);
+        /* X = speed [/ conv] [/ divisor] in place, max |X|, flux = rho X */
+        double *x = (double *)self->speed;
+        if (!failed) {
+            if (self->ratio) divide(x, self->conv, n);
+            if (divisor != 1.0) divide_scalar(x, divisor, n);
+            const double fastest = flux_and_max(self->flux, self->rho, x, n);
+            largest = fastest > largest ? fastest : largest;
+            failed = call(self->analyse) < 0;
+        }
+        if (failed) {
+            Py_CLEAR(out);
+            break;
+        }
+        /* the divergence multiplier i w = -i k / N (dealiased) */
+        times((double *)data(out) + at, self->divergence_k, self->flux_hat, m);
+    }
     Py_DECREF(state);
     Py_XDECREF(source);
-    for (int j = 0; j < self->slots; j++)
-        if (call(self->synthesise[j]) < 0) return NULL;
-
-    /* X = speed [/ conv] [/ divisor] in place, max |X|, flux = rho X */
-    double *x = (double *)self->speed;
-    if (self->ratio) divide(x, self->conv, n);
-    if (divisor != 1.0) divide_scalar(x, divisor, n);
-    self->max_speed = flux_and_max(self->flux, self->rho, x, n);
-    if (call(self->analyse) < 0) return NULL;
-
-    /* the divergence multiplier i w = -i k / N (dealiased) */
-    npy_intp dims[1] = {m};
-    PyObject *out = PyArray_SimpleNew(1, dims, NPY_CDOUBLE);
-    if (out == NULL) return NULL;
-    times(data(out), self->divergence_k, self->flux_hat, m);
+    self->max_speed = largest;
     return out;
 }
 

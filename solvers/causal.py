@@ -154,13 +154,8 @@ class CausalKinetic(Scheme):
     # -- dynamics ---------------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``-div_x(f X[W f])`` of every slice (MATH.md §8)."""
-        source = self.field_source(state)
-        out = np.empty_like(state)
-        fastest = 0.0
-        for index, (row, field) in enumerate(zip(state, source)):
-            out[index] = self.slice.transport(row, field, t)
-            fastest = max(fastest, self.slice.max_speed)
-        self.max_speed = fastest
+        out = self.slice.transport_rows(state, self.field_source(state), t)
+        self.max_speed = self.slice.max_speed
         return out
 
     def field_source(self, state: np.ndarray) -> np.ndarray:

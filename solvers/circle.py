@@ -119,6 +119,13 @@ class CircleSpectral(DensityScheme):
             return out
         return self._numpy_transport(state, source, t)
 
+    def transport_rows(self, states: np.ndarray, sources: np.ndarray, t: float) -> np.ndarray:
+        """Every row's :meth:`transport` in one call of the compiled kernel (which loops over the rows); without it,
+        row by row (:meth:`meanfield.solvers.density_scheme.DensityScheme.transport_rows`)."""
+        if self._kernel is None:
+            return super().transport_rows(states, sources, t)
+        return self.transport(states, sources, t)
+
     def _numpy_transport(self, state: np.ndarray, source: np.ndarray, t: float) -> np.ndarray:
         """:meth:`transport` with numpy, one call per operation."""
         basis, speed, third, divisor = self.basis, self._speed, self._third, self.speed_divisor

@@ -63,8 +63,28 @@ def test_a_strided_or_real_state_is_read_like_numpy_reads_it():
 
 def test_a_state_of_the_wrong_size_is_refused():
     compiled, _ = pair("sa", "post", 64)
-    with pytest.raises(ValueError, match="state must be a contiguous array of 33 complex128"):
-        compiled.rhs(np.ones(32, dtype=complex), 0.0)
+    for wrong in (np.ones(32, dtype=complex), np.ones(66 + 1, dtype=complex)):
+        with pytest.raises(ValueError, match="state must be a contiguous complex128 array of rows of 33 modes"):
+            compiled.rhs(wrong, 0.0)
+    with pytest.raises(ValueError, match="source must be a contiguous complex128 array of rows of 33 modes"):
+        compiled._kernel.rhs(np.ones(33, dtype=complex), 1.0, np.ones(66, dtype=complex))
+
+
+def test_rows_in_one_call_are_the_rows_one_by_one():
+    """The compiled kernel's rows (the causal PDE's slices) and a source: the bits of the numpy path, row by row."""
+    compiled, reference = pair("usa", "post", 64)
+    state = clustered_state(compiled)
+    states = np.stack([state, state * 0.5, np.roll(state, 1)])
+    sources = np.stack([state, state[::-1].copy(), state * 2.0])
+    together = compiled.transport_rows(states, sources, 0.0)
+    assert together.shape == states.shape
+    for row, (one, field) in enumerate(zip(states, sources)):
+        assert together[row].tobytes() == reference.transport(one, field, 0.0).tobytes()
+    speeds = []
+    for one, field in zip(states, sources):
+        reference.transport(one, field, 0.0)
+        speeds.append(reference.max_speed)
+    assert compiled.max_speed == max(speeds)
 
 
 def test_ngpt_uses_numpy_and_refuses_the_compiled_kernel():
