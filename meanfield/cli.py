@@ -108,6 +108,13 @@ def _kept_model_options(f):
                              f"or the --init run's].")(f)
 
 
+def _alibi_option(with_mask: str, default: str):
+    """``--alibi``, the ALiBi slope of causal attention (MATH.md §8), the same in every command."""
+    return click.option("--alibi", type=float, default=None,
+                        help=f"ALiBi slope lambda {RANGES['--alibi'].text()} in mean-field units, logit bias "
+                             f"-lambda (j - k) / n ({with_mask}) [default: {default}].")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(version=__version__, prog_name="meanfield")
 @click.option("--threads", type=int, default=None,
@@ -168,9 +175,7 @@ cli.help = cli.help.replace("{ranges}", "\n    ".join(range_table().splitlines()
 @click.option("--mask", type=click.Choice(["none", "causal", "strict"]), default="none", show_default=True,
               help="Attention mask. causal: token j attends to tokens k <= j (decoders; MATH.md §8): also t_crit and "
                    "the lost-in-the-middle profile S_t(s) of the linear theory. strict (k < j): the same mean field.")
-@click.option("--alibi", type=float, default=None,
-              help=f"ALiBi slope lambda {RANGES['--alibi'].text()} in mean-field units (with --mask causal) "
-                   f"[default: 0].")
+@_alibi_option("with --mask causal", "0")
 @click.option("--profile-width", type=float, default=None,
               help="Width M > 0 of the perturbation's angular profile omega_k = exp(-pi^2 k^2 / (2 M^2)), "
                    "k = 1..MODES (with --mask causal) [default: 8].")
@@ -386,9 +391,7 @@ def _solve_command(geometry: str, spec: dict):
     @click.option("--mask", default=None,
                   help="none | causal: decoder attention, the kinetic PDE in (position s, direction) of MATH.md §8 "
                        "(--scheme spectral; zonal: galerkin) [default: none, or the --init run's].")
-    @click.option("--alibi", type=float, default=None,
-                  help=f"ALiBi slope lambda {RANGES['--alibi'].text()} (--mask causal) [default: 0, or the --init "
-                       f"run's].")
+    @_alibi_option("with --mask causal", "0, or the --init run's")
     @click.option("--positions", type=int, default=None,
                   help="Grid of token positions s_i = i/(N_S-1), N_S >= 2 (--mask causal) [default: 65, or the "
                        "--init run's].")
@@ -497,9 +500,7 @@ def _report_run(dataset, out):
                    "(none), to k <= j (causal, decoders) or to k < j (strict: token 1 does not move). A mask takes "
                    "--sampling iid and no --collapse-tol; on the circle with --qkv identity it keeps the O(n M) "
                    "path (prefix sums) [default: none, or the --init run's].")
-@click.option("--alibi", type=float, default=None,
-              help=f"ALiBi slope lambda {RANGES['--alibi'].text()} in mean-field units, logit bias -lambda (j-k)/n "
-                   "(with --mask causal or strict) [default: 0, or the --init run's].")
+@_alibi_option("with --mask causal or strict", "0, or the --init run's")
 @click.option("--out", type=click.Path(dir_okay=False), default="particles.nc", show_default=True,
               help="netCDF output (.nc).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
