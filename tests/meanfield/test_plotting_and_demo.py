@@ -35,7 +35,7 @@ def test_plot_refuses_other_geometries():
 
 
 def test_demo_predicts_and_finds_four_clusters(tmp_path, capsys):
-    assert main(["demo", "--out-dir", str(tmp_path), "--no-progress"]) == 0
+    assert main(["demo", "--out-dir", str(tmp_path), "--resolution", "256", "--no-progress"]) == 0   # the default case
     out = capsys.readouterr().out
     assert "predicted clusters: 4" in out and out.split("observed at t = ")[1].split(": ")[1].startswith("4")
     assert "stop_reason: completed" in out and "observed at t = 60.00" in out   # through formation (finite volume)
