@@ -65,7 +65,8 @@ def test_product_weights_join_their_series_continuously():
 
 # -- exact reductions (MATH.md §8) ---------------------------------------------------------------------------
 CASES = {"circle": dict(resolution=64, init="vmf:1@0+vmf:1@2", t_final=1.0),
-         "sphere": dict(resolution=12, init="vmf:1@0,0+vmf:1@40,100", t_final=0.3)}
+         "sphere": dict(resolution=12, init="vmf:1@0,0+vmf:1@40,100", t_final=0.3),
+         "zonal": dict(resolution=24, dim=5, init="vmf:1+uniform", t_final=1.0)}
 
 
 @pytest.mark.parametrize("geometry", list(CASES))
@@ -77,6 +78,7 @@ def test_data_independent_of_s_give_the_ordinary_run_at_every_slice(geometry, at
                     rtol=1e-10)
     ordinary = solve(geometry, **settings)
     causal = solve(geometry, mask="causal", alibi=alibi, positions=3 if geometry == "sphere" else 9, **settings)
+    assert causal["density"].dims[:2] == ("time", "s")
     assert ordinary.attrs["stop_reason"] == causal.attrs["stop_reason"] == "completed"
     reference = ordinary["density"].values[:, None]
     error = np.max(np.abs(causal["density"].values - reference)) / np.max(np.abs(reference))
@@ -161,3 +163,19 @@ def test_the_command_line_refuses_and_writes_nothing(tmp_path, capsys):
         error = capsys.readouterr().err
         assert code == 2 and not out.exists()
         assert error.startswith("meanfield: error: ") and len(error.strip().splitlines()) == 1
+
+
+# -- figures ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("geometry", ["circle", "sphere"])
+def test_a_causal_run_has_its_figure_and_movie(geometry, tmp_path):
+    from meanfield import plot_run
+    from meanfield.movie import write_movie
+
+    resolution = 32 if geometry == "circle" else 8
+    run = solve(geometry, beta=3.0, resolution=resolution, mask="causal", alibi=1.0, positions=5,
+                init="bump:0.3@0.5~0.2:2", t_final=0.5, save_every=0.25)
+    figure = plot_run(run, tmp_path / "run.png")
+    assert len(figure.axes) >= 3 and (tmp_path / "run.png").stat().st_size > 20_000
+    assert "position" in figure.axes[0].get_ylabel()
+    write_movie(run, tmp_path / "run.gif", frames=3)
+    assert (tmp_path / "run.gif").stat().st_size > 5_000
