@@ -135,6 +135,17 @@ def test_a_causal_run_continues_exactly():
     assert np.array_equal(rest["density"].isel(time=-1).values, whole["density"].isel(time=-1).values)
 
 
+def test_a_causal_run_from_a_function_reruns_bit_for_bit(tmp_path):
+    from meanfield import rerun, save_run
+
+    run = solve("circle", beta=3.0, resolution=32, mask="causal", alibi=1.0, positions=9, t_final=1.0,
+                init=lambda s, theta: (1 + 0.2 * s * np.cos(2 * theta)) / (2 * math.pi))
+    save_run(run, tmp_path / "run.nc")
+    again = rerun(tmp_path / "run.nc")
+    assert run.attrs["command"] == "meanfield rerun FILE" and again.attrs["mask"] == "causal"
+    assert np.array_equal(again["density"].values, run["density"].values)
+
+
 # -- refusals ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("settings, named", [
     (dict(mask="causal", alibi=-1.0), "--alibi"),
