@@ -1,0 +1,282 @@
+"""Stationary states of the PDE with noise, and their stability (MATH.md §9).
+
+With noise ``nu > 0`` a stationary state has zero flux, ``rho X[rho] = nu grad rho``, so (MATH.md §2, §9)::
+
+    USA:  rho = exp( (K * rho) / (beta nu) ) / Z          SA:  rho = (K * rho)^{1 / (beta nu)} / Z
+
+(``Z`` makes the mass 1).  The states are sought among densities symmetric about a pole, which fixes the
+rotations so that a state is isolated: even functions ``rho(theta) = rho(-theta)`` on the circle, zonal functions
+``rho(<x, e>)`` on S^{d-1}, ``d >= 3`` (S^2 is ``d = 3``).  :class:`SymmetricBasis` holds them: orthonormal
+functions ``P_l`` (circle ``1 / sqrt(2 pi)`` and ``cos(l theta) / sqrt(pi)``; zonal the normalised Gegenbauer
+polynomials of :mod:`meanfield.solvers.zonal`), quadrature nodes, and the kernel's eigenvalues from the one
+kernel operator (:class:`meanfield.kernel_operator.KernelOperator`): ``K * P_l = kappa_l P_l``.
+
+:class:`StationaryProblem` is the fixed-point map ``c -> F(c, nu)`` of the coefficients ``c_l`` and its exact
+derivative: with ``phi`` the exponent (USA ``(K * rho) / (beta nu)``, SA ``log(K * rho) / (beta nu)``) and
+``rho = e^phi / Z``, ``d rho = rho (d phi - <d phi>_rho)`` (``<g>_rho = int rho g``).  :func:`newton` solves
+``G = c - F(c, nu) = 0`` together with one linear condition on ``(c, nu)`` (a fixed ``nu``, a fixed degree-1
+coefficient, or the pseudo-arclength condition of :mod:`meanfield.solvers.branch`), each Newton step a GMRES
+solve (scipy) of the bordered system whose matrix acts through that derivative (no matrix is formed).
+The residual is the Euclidean norm of ``G``, the coefficients' (spectral) norm.
+
+Stability (:meth:`StationaryProblem.eigenvalues`): the time-dependent operator linearised about the state,
+``L u = -div(u X[rho] + rho X'[rho] u) + nu Laplace u``, from the ordinary PDE scheme of the geometry (circle
+spectral: even and odd perturbations, apart; zonal Galerkin: zonal perturbations), by central differences of
+its right-hand side on the basis vectors (error ``O(h^2)``, ``h = 1e-6`` of the state's scale); the mass mode
+and, on the circle, the rotation mode (an odd zero eigenvalue) are left out.
+
+The free energy (USA, MATH.md §9): ``F(rho) = nu int rho log rho - E(rho)``, ``E = (1/2 beta) sum_l kappa_l c_l^2``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator, gmres
+
+from meanfield.errors import require
+from meanfield.geometry import laplace_eigenvalue, sphere_area
+from meanfield.kernel_operator import KernelOperator
+from meanfield.model import Model
+
+#: Newton stops when the residual's norm is below this (the issue's 1e-12, with a margin).
+RESIDUAL_TOL = 1e-13
+#: Largest number of Newton steps before a solve is declared failed.
+MAX_NEWTON = 30
+#: Relative step of the central differences of the stability operator.
+DIFFERENCE_STEP = 1e-6
+
+
+class SymmetricBasis:
+    """Orthonormal symmetric functions of degree ``0 .. lmax`` on S^{dim-1} and their quadrature (module docstring).
+
+    ``values(c)`` gives the function at the nodes, ``coefficients(f)`` the coefficients of node values (exact for
+    degrees up to the quadrature's), ``integrate(f)`` the integral over the whole sphere.
+    """
+
+    def __init__(self, lmax: int, dim: int, nodes: int | None = None):
+        require(isinstance(lmax, (int, np.integer)) and lmax >= 2, f"the stationary basis needs lmax >= 2 (got {lmax!r})")
+        self.lmax, self.dim = int(lmax), int(dim)
+        self.degrees = np.arange(self.lmax + 1)
+        count = int(nodes) if nodes is not None else 3 * (self.lmax + 1)
+        if self.dim == 2:      # even functions: midpoint nodes on (0, pi), each standing for +-theta
+            self.angles = math.pi * (np.arange(count) + 0.5) / count
+            self.quad = np.full(count, 2 * math.pi / count)
+            self.P = np.cos(np.outer(self.angles, self.degrees)) / math.sqrt(math.pi)
+            self.P[:, 0] = 1.0 / math.sqrt(2 * math.pi)
+        else:
+            from .zonal import ZonalBasis
+            zonal = ZonalBasis(self.lmax, self.dim, nodes=count)
+            self.angles, self.quad, self.P = zonal.polar, zonal.quad, zonal.P
+        self.analysis = self.P.T * self.quad
+        self.area = sphere_area(self.dim)
+
+    def values(self, coefficients: np.ndarray) -> np.ndarray:
+        return self.P @ coefficients
+
+    def coefficients(self, values: np.ndarray) -> np.ndarray:
+        return self.analysis @ values
+
+    def integrate(self, values: np.ndarray) -> float:
+        return float(self.quad @ values)
+
+    def uniform(self) -> np.ndarray:
+        """The coefficients of the uniform density ``1 / |S^{d-1}|``."""
+        c = np.zeros(self.lmax + 1)
+        c[0] = math.sqrt(self.area) / self.area
+        return c
+
+    def amplitude_scale(self) -> float:
+        """The degree-1 amplitude ``a`` per unit of ``c_1`` (MATH.md §9): on the circle ``a = rho_hat_1`` of MATH.md
+        §2.1, ``c_1 cos(theta) / sqrt(pi) = 2 rho_hat_1 cos(theta)``; on S^{d-1} ``a = c_1`` itself."""
+        return 1.0 / (2 * math.sqrt(math.pi)) if self.dim == 2 else 1.0
+
+
+@dataclass
+class Point:
+    """A stationary state: coefficients ``c``, noise ``nu``, the residual's norm and Newton's steps."""
+
+    c: np.ndarray
+    nu: float
+    residual: float
+    steps: int
+
+
+class StationaryProblem:
+    """The stationary equation of ``model`` (attention, beta, dim; its ``nu`` is not used) on ``basis``."""
+
+    def __init__(self, model: Model, basis: SymmetricBasis):
+        require(model.beta > 0, f"--beta must be > 0 for stationary states (got {model.beta:g})")
+        require(model.dim == basis.dim, f"the basis is on S^{basis.dim - 1}, the model on S^{model.dim - 1}")
+        self.model, self.basis = model, basis
+        self.operator = KernelOperator(basis.degrees, model.beta, model.dim, model.attention)
+        self.kappa = self.operator.conv                       # exp(-beta) kappa_l
+        self.usa = model.attention == "usa"
+
+    # -- the map and its derivative -------------------------------------------------------------------------
+    def exponent(self, c: np.ndarray, nu: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(phi, w)`` at the nodes: the exponent (up to a constant) and ``exp(-beta) K * rho``."""
+        w = self.basis.values(self.kappa * c)
+        beta = self.model.beta
+        if self.usa:
+            return math.exp(beta) * w / (beta * nu), w
+        require(bool(np.all(w > 0)), "the stationary solve left the positive densities (K * rho <= 0)")
+        return np.log(w) / (beta * nu), w
+
+    def density(self, c: np.ndarray, nu: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(rho, phi, w)`` at the nodes with ``rho = e^phi / Z`` of mass 1."""
+        phi, w = self.exponent(c, nu)
+        shifted = np.exp(phi - phi.max())
+        return shifted / self.basis.integrate(shifted), phi, w
+
+    def residual(self, c: np.ndarray, nu: float) -> np.ndarray:
+        """``G(c, nu) = c - F(c, nu)``."""
+        return c - self.basis.coefficients(self.density(c, nu)[0])
+
+    def _response(self, rho: np.ndarray, dphi: np.ndarray) -> np.ndarray:
+        """Coefficients of ``d rho = rho (d phi - <d phi>_rho)``."""
+        return self.basis.coefficients(rho * (dphi - self.basis.integrate(rho * dphi)))
+
+    def derivative(self, c: np.ndarray, nu: float):
+        """``(dG/dc as a function of a vector, dG/dnu)`` at ``(c, nu)`` (module docstring)."""
+        rho, phi, w = self.density(c, nu)
+        beta = self.model.beta
+        scale = math.exp(beta) / (beta * nu) if self.usa else None
+
+        def along(dc: np.ndarray) -> np.ndarray:
+            dw = self.basis.values(self.kappa * dc)
+            dphi = scale * dw if self.usa else dw / (beta * nu * w)
+            return dc - self._response(rho, dphi)
+
+        return along, -self._response(rho, -phi / nu)
+
+    # -- records --------------------------------------------------------------------------------------------
+    def free_energy(self, c: np.ndarray, nu: float) -> float:
+        """``F = nu int rho log rho - E(rho)`` of the density ``F(c, nu)`` (MATH.md §9; USA's Lyapunov function)."""
+        rho = self.density(c, nu)[0]
+        entropy = self.basis.integrate(rho * np.log(rho))
+        return nu * entropy - self.operator.energy(self.basis.coefficients(rho)) * math.exp(self.model.beta)
+
+    def uniform_free_energy(self, nu: float) -> float:
+        """``F`` of the uniform density: ``-nu log |S^{d-1}| - kappa_0 / (2 beta |S^{d-1}|)``."""
+        return self.free_energy(self.basis.uniform(), nu)
+
+    def amplitude(self, c: np.ndarray) -> float:
+        """The degree-1 amplitude ``a`` (:meth:`SymmetricBasis.amplitude_scale`)."""
+        return float(c[1] * self.basis.amplitude_scale())
+
+    def eigenvalues(self, c: np.ndarray, nu: float, count: int = 4) -> np.ndarray:
+        """The ``count`` eigenvalues of largest real part of the linearised PDE about ``F(c, nu)`` (module docstring)."""
+        return linearised_spectrum(self.model, self.basis, self.basis.coefficients(self.density(c, nu)[0]), nu,
+                                   count)
+
+
+# ------------------------------------------------------------------------------------------------ Newton
+def newton(problem: StationaryProblem, c: np.ndarray, nu: float, condition, tol: float = RESIDUAL_TOL,
+           max_steps: int = MAX_NEWTON) -> Point | None:
+    """Solve ``G(c, nu) = 0`` with one more equation ``condition(c, nu) = 0``, linear: ``condition`` is
+    ``(weights_c, weight_nu, value)`` meaning ``weights_c . c + weight_nu nu = value``.  Newton with GMRES on the
+    bordered system; ``None`` if it does not converge in ``max_steps`` (or leaves the positive densities)."""
+    weights_c, weight_nu, value = condition
+    size = c.size
+    c, nu = np.array(c, dtype=float), float(nu)
+    for step in range(max_steps + 1):
+        if not (nu > 0 and math.isfinite(nu)):
+            return None
+        try:
+            g = problem.residual(c, nu)
+        except Exception:       # FloatingPointError or the positivity refusal: this guess is lost
+            return None
+        h = float(weights_c @ c + weight_nu * nu - value)
+        norm = float(np.linalg.norm(g))
+        if norm <= tol and abs(h) <= tol * max(1.0, abs(value)):
+            return Point(c, nu, norm, step)
+        if step == max_steps or not math.isfinite(norm):
+            return None
+        along, dnu = problem.derivative(c, nu)
+        matrix = LinearOperator((size + 1, size + 1), dtype=float,
+                                matvec=lambda x: np.append(along(x[:size]) + dnu * x[size],
+                                                           weights_c @ x[:size] + weight_nu * x[size]))
+        delta, info = gmres(matrix, -np.append(g, h), rtol=1e-15, atol=0.0, restart=size + 1,
+                            maxiter=3)
+        if not np.all(np.isfinite(delta)):
+            return None
+        c, nu = c + delta[:size], nu + delta[size]
+    return None
+
+
+def fixed_nu(size: int, nu: float) -> tuple:
+    """The condition ``nu = value`` for :func:`newton`."""
+    return np.zeros(size), 1.0, float(nu)
+
+
+def fixed_amplitude(size: int, coefficient: float) -> tuple:
+    """The condition ``c_1 = coefficient`` for :func:`newton` (the degree-1 coefficient, the natural parameter near
+    the bifurcation)."""
+    weights = np.zeros(size)
+    weights[1] = 1.0
+    return weights, 0.0, float(coefficient)
+
+
+def stationary_state(model: Model, nu: float, guess, lmax: int = 48) -> Point | None:
+    """The stationary state of ``model`` at noise ``nu`` nearest ``guess`` (coefficients on
+    :class:`SymmetricBasis` ``(lmax, model.dim)``), by :func:`newton` at fixed ``nu``."""
+    problem = StationaryProblem(model, SymmetricBasis(lmax, model.dim))
+    guess = np.asarray(guess, dtype=float)
+    return newton(problem, guess, nu, fixed_nu(guess.size, nu))
+
+
+# ------------------------------------------------------------------------------------------------ stability
+def _ordinary_scheme(model: Model, nu: float, lmax: int):
+    """The PDE scheme whose right-hand side is linearised: circle spectral (``N = 4 (lmax + 1)``, numpy path) or the
+    zonal Galerkin scheme of degree ``lmax``, with noise ``nu`` in its linear part."""
+    noisy = Model(model.attention, model.beta, nu, model.dim)
+    if model.dim == 2:
+        from .circle import CircleSpectral
+        return CircleSpectral(noisy, 4 * (lmax + 1), kernel="numpy")
+    from .zonal import ZonalGalerkin
+    return ZonalGalerkin(noisy, max(lmax, 8))
+
+
+def linearised_spectrum(model: Model, basis: SymmetricBasis, c: np.ndarray, nu: float, count: int = 4) -> np.ndarray:
+    """The ``count`` eigenvalues of largest real part of ``L`` (module docstring) at the state of coefficients ``c``."""
+    scheme = _ordinary_scheme(model, nu, basis.lmax)
+    if model.dim == 2:
+        # rho(theta) = sum_l c_l P_l: rho_hat_0 = c_0 / sqrt(2 pi), rho_hat_l = c_l / (2 sqrt(pi))
+        state = np.zeros(scheme.basis.wavenumbers.size, dtype=complex)
+        state[0] = c[0] / math.sqrt(2 * math.pi)
+        state[1:c.size] = c[1:] / (2 * math.sqrt(math.pi))
+        band = np.arange(1, scheme.basis.kmax + 1)
+        even = [_block(scheme, state, band, 1.0)]
+        odd = _block(scheme, state, band, 1j)
+        odd = np.delete(odd, np.argmin(np.abs(odd)))            # the rotation: an exact zero
+        values = np.concatenate(even + [odd])
+    else:
+        state = np.zeros(scheme.basis.lmax + 1)
+        state[:min(c.size, state.size)] = c[:state.size]
+        values = _block(scheme, state, np.arange(1, state.size), 1.0)
+    return values[np.argsort(-values.real)][:count]
+
+
+def _block(scheme, state: np.ndarray, indices: np.ndarray, direction) -> np.ndarray:
+    """Eigenvalues of the linearised right-hand side (with its linear part) restricted to the perturbations
+    ``direction * e_i``, ``i`` in ``indices``, read back along the same directions."""
+    step = DIFFERENCE_STEP * float(np.max(np.abs(state)))
+    linear = 0.0 if scheme.linear is None else scheme.linear
+    columns = []
+    for index in indices:
+        basis_vector = np.zeros_like(state)
+        basis_vector[index] = direction
+        plus, minus = state + step * basis_vector, state - step * basis_vector
+        change = (scheme.rhs(plus, 0.0) + linear * plus - scheme.rhs(minus, 0.0) - linear * minus) / (2 * step)
+        columns.append((change[indices] / direction).real)
+    return np.linalg.eigvals(np.array(columns).T)
+
+
+def uniform_rates(model: Model, nu: float, degrees) -> np.ndarray:
+    """The linear rates about the uniform state at noise ``nu`` (MATH.md §2.3), for checking :func:`linearised_spectrum`."""
+    from meanfield.theory import interaction_rate
+    degrees = np.asarray(degrees)
+    return laplace_eigenvalue(degrees, model.dim) * (interaction_rate(model, degrees) - nu)
