@@ -20,7 +20,7 @@ import numpy as np
 from . import __version__, signals
 from .defaults import GAUSSIAN_DEFAULTS, GEOMETRY_DEFAULTS, PARTICLE_DEFAULTS, RUN_DEFAULTS, SOLVE_DEFAULTS
 from .errors import InputError, require
-from .limits import (MAX_LIST, MAX_MODES, check_dim, check_frames, check_integer, check_matrix_dim, check_number,
+from .limits import (MAX_LIST, MAX_MODES, MAX_ZONAL_DIM, check_dim, check_frames, check_integer, check_matrix_dim, check_number,
                      RANGES, check_option, range_table,
                      check_seed)
 from .model import Model
@@ -83,11 +83,12 @@ def _attention_option(f):
                         show_default=True, help="SA (softmax) or USA (unnormalised) attention.")(f)
 
 
-def _model_options(f):
+def _model_options(f, beta_required: bool = True):
     f = click.option("--nu", type=float, default=SOLVE_DEFAULTS["nu"], show_default=True,
                      help=f"Noise strength nu {RANGES['--nu'].text()}.")(f)
-    f = click.option("--beta", type=float, required=True,
-                     help=f"Inverse temperature beta {RANGES['--beta'].text()} (USA: <= 700).")(f)
+    f = click.option("--beta", type=float, required=beta_required,
+                     help=f"Inverse temperature beta {RANGES['--beta'].text()} (USA: <= 700)"
+                          + ("." if beta_required else "; required except with --tricritical."))(f)
     return _attention_option(f)
 
 
@@ -155,7 +156,7 @@ cli.help = cli.help.replace("{ranges}", "\n    ".join(range_table().splitlines()
 @cli.command()
 @click.option("--dim", type=int, default=GEOMETRY_DEFAULTS["circle"]["dim"], show_default=True,
               help="Ambient dimension d in [2, 4096] (sphere S^{d-1}).")
-@_model_options
+@lambda f: _model_options(f, beta_required=False)
 @click.option("--modes", type=int, default=10, show_default=True, help=f"Show degrees/modes 1..MODES (<= {MAX_MODES}).")
 @click.option("--eps", type=float, default=None,
               help="EPS of a perturbed:EPS start (MATH.md §2.4), in (0, 1): also predict the formation time and "
@@ -179,9 +180,16 @@ cli.help = cli.help.replace("{ranges}", "\n    ".join(range_table().splitlines()
 @click.option("--profile-width", type=float, default=None,
               help="Width M > 0 of the perturbation's angular profile omega_k = exp(-pi^2 k^2 / (2 M^2)), "
                    "k = 1..MODES (with --mask causal) [default: 8].")
+@click.option("--branch", is_flag=True,
+              help="The branch of stationary states leaving the uniform state at nu_# (MATH.md §9), by continuation: "
+                   "nu_#, the fold nu_sn, the first-order point nu_c (USA), the curvature C and the transition "
+                   "(continuous or first-order); circle: even states, --dim >= 3: zonal states.")
+@click.option("--tricritical", is_flag=True,
+              help="The tricritical beta*(d) of USA (MATH.md §9): bisection on the sign of C, with the Bessel-ratio "
+                   "root I_{d/2+1}(beta) / I_{d/2}(beta) = 1/d beside it (--dim in [2, 64]).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha, mix_switch, tokens, at_time,
-           mask, alibi, profile_width, as_json):
+           mask, alibi, profile_width, branch, tricritical, as_json):
     """Linear growth rates of the uniform state (MATH.md §2.3); with --normalization also the
     scheme's mode growth, the orthonormal start's drho/dt(0) and its late-time law (MATH.md §6); with
     --mask causal the causal linear theory (MATH.md §8): t_crit and the lost-in-the-middle profile.
@@ -195,6 +203,11 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
     from .theory import critical_noise, dominant_mode, formation_time, growth_rates, law_leader
 
     check_dim(dim)
+    if branch or tricritical:
+        _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_json,
+                                 others=(eps, normalization, at_time, alibi, profile_width, mask != "none"))
+        return
+    require(beta is not None, "--beta is required (except with --tricritical)")
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
     check_option("--modes", modes)
     if eps is not None:
@@ -266,6 +279,50 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
         click.echo(line)
     for line in causal_report_lines(causal_part, model) if causal else ():
         click.echo(line)
+
+
+#: ``theory --tricritical`` bisects the curvature on this bracket of beta, for --dim up to this.
+TRICRITICAL_BRACKET, TRICRITICAL_MAX_DIM = (0.3, 8.0), 64
+
+
+def _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_json, others) -> None:
+    """``theory --branch`` / ``--tricritical`` (MATH.md §9; :mod:`meanfield.solvers.branch`)."""
+    from meanfield.solvers.branch import bessel_root, stationary_branch, tricritical_beta
+
+    require(not (branch and tricritical), "give --branch or --tricritical, not both")
+    require(not any(value not in (None, False) for value in others),
+            "--branch and --tricritical take only --attention, --beta, --dim and --json")
+    require(nu == SOLVE_DEFAULTS["nu"], "--branch and --tricritical follow nu themselves: leave --nu out")
+    if tricritical:
+        require(attention == "usa", "--tricritical is USA's (SA is supercritical at every beta, MATH.md §9): give "
+                                    "--attention usa")
+        require(beta is None, "--tricritical finds beta: leave --beta out")
+        require(dim <= TRICRITICAL_MAX_DIM, f"--tricritical takes --dim in [2, {TRICRITICAL_MAX_DIM}] (got {dim})")
+        result = {"attention": attention, "dim": dim, "beta_star": tricritical_beta(dim, bracket=TRICRITICAL_BRACKET),
+                  "bessel_root": bessel_root(dim)}
+        lines = [f"tricritical beta*(d = {dim}) = {result['beta_star']:.8g} (bisection on the sign of C); Bessel-ratio "
+                 f"root I_(d/2+1)/I_(d/2) = 1/d: {result['bessel_root']:.8g}"]
+    else:
+        require(beta is not None, "--branch needs --beta")
+        require(dim <= MAX_ZONAL_DIM, f"--branch takes --dim <= {MAX_ZONAL_DIM} (zonal states)")
+        ds = stationary_branch(attention, beta, dim)
+        attrs = ds.attrs
+        result = {"attention": attention, "beta": beta, "dim": dim, "nu_sharp": attrs["nu_sharp"],
+                  "nu_sn": _finite_or_none(attrs["nu_sn"]), "nu_c": _finite_or_none(attrs["nu_c"]),
+                  "C": attrs["curvature"], "transition": attrs["transition"], "points": ds.sizes["point"],
+                  "stop_reason": attrs["stop_reason"]}
+        lines = [f"{attention.upper()} on S^{dim - 1}, beta = {beta:g}: the branch of stationary states (MATH.md §9)",
+                 f"nu_#  = {attrs['nu_sharp']:.10g} (the uniform state is stable above)",
+                 f"C     = {attrs['curvature']:.6g} (nu(a) / nu_# - 1 ~ C a^2): transition {attrs['transition']}",
+                 f"nu_sn = {attrs['nu_sn']:.10g} (fold)" if math.isfinite(attrs["nu_sn"]) else "nu_sn: no fold",
+                 f"nu_c  = {attrs['nu_c']:.10g} (F(branch) = F(uniform))" if math.isfinite(attrs["nu_c"])
+                 else "nu_c: none (no first-order point)",
+                 f"{ds.sizes['point']} points; the continuation stopped: {attrs['stop_reason']}"]
+    click.echo(json.dumps(result) if as_json else "\n".join(lines))
+
+
+def _finite_or_none(value: float):
+    return float(value) if math.isfinite(value) else None
 
 
 def _dominance(model: Model, eps: float, zonal: bool) -> dict:

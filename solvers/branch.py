@@ -1,9 +1,11 @@
 """The branch of stationary states that leaves the uniform state at ``nu_#`` (MATH.md §9), by continuation in ``nu``.
 
 Near the bifurcation the natural parameter is the degree-1 amplitude ``a`` (on the circle ``rho_hat_1``): the
-branch is followed at fixed ``a`` (:func:`meanfield.solvers.stationary.fixed_amplitude`), from
-:data:`FIRST_AMPLITUDE` geometrically, which also gives the curvature ``C = lim (nu(a) / nu_# - 1) / a^2``
-(Richardson extrapolation in ``a^2`` from the first two points).  Then pseudo-arclength continuation in
+branch is followed at fixed ``a`` (:func:`meanfield.solvers.stationary.fixed_amplitude`) at the relative amplitudes
+:data:`AMPLITUDES` (the degree-1 term's largest value over the mean), whose ``nu(a)`` gives the curvature
+``C = lim (nu(a) / nu_# - 1) / a^2`` by a least-squares fit of ``C a^2 + D a^4 + E a^6`` (the points' ``nu`` are
+exact to about 1e-14, so ``C`` is good to about 1e-8 of the relative amplitude's scale; smaller amplitudes would
+divide the rounding by ``a^2``).  Then pseudo-arclength continuation in
 ``(c, nu)``: the secant of the last two points is the tangent ``t``, the predictor steps ``ds`` along it and the
 corrector solves ``G = 0`` with ``t . (x - x_pred) = 0`` (:func:`meanfield.solvers.stationary.newton`); a failed
 corrector halves ``ds``, a quick one grows it, so the branch passes its folds.  The run stops with a reason in
@@ -32,10 +34,9 @@ from meanfield.theory import critical_noise
 
 from .stationary import Point, StationaryProblem, SymmetricBasis, fixed_amplitude, newton
 
-#: The first amplitudes (in units of the uniform density: ``a / rho_0``) of the fixed-amplitude phase.
-FIRST_AMPLITUDE = 1e-3
-AMPLITUDE_POINTS = 8
-AMPLITUDE_FACTOR = 1.6
+#: The relative amplitudes (degree-1 term's largest value over the mean) of the fixed-amplitude phase.
+AMPLITUDES = (0.005, 0.01, 0.015, 0.02, 0.025, 0.03)
+AMPLITUDE_POINTS = len(AMPLITUDES)
 #: Pseudo-arclength: first step (relative to the last amplitude step), growth, floor, point budget.
 STEP_GROWTH, STEP_FLOOR, MAX_POINTS = 1.5, 1e-9, 400
 #: The branch stops when the top degree's coefficient exceeds this fraction of the mean's.
@@ -62,12 +63,13 @@ class Branch:
 
     # -- the two phases -----------------------------------------------------------------------------------
     def amplitude_phase(self) -> None:
-        """Points at fixed amplitudes ``FIRST_AMPLITUDE x AMPLITUDE_FACTOR^k`` (module docstring)."""
+        """Points at the fixed relative amplitudes :data:`AMPLITUDES` (module docstring)."""
         uniform = self.basis.uniform()
         mean = uniform[0] / math.sqrt(self.basis.area)            # the uniform density's value
+        largest = float(np.max(np.abs(self.basis.P[:, 1])))      # max |P_1| (at the node nearest the pole)
         guess, nu = uniform.copy(), self.nu_sharp
-        for k in range(AMPLITUDE_POINTS):
-            coefficient = FIRST_AMPLITUDE * AMPLITUDE_FACTOR ** k * mean / self.basis.amplitude_scale()
+        for relative in AMPLITUDES:
+            coefficient = relative * mean / largest
             if self.points:
                 guess = self.points[-1].c * (coefficient / self.points[-1].c[1])
                 guess[0] = uniform[0]
@@ -123,12 +125,12 @@ class Branch:
 
     # -- what the branch shows ----------------------------------------------------------------------------
     def curvature(self) -> float:
-        """``C`` from the first two fixed-amplitude points, Richardson in ``a^2`` (module docstring)."""
-        first, second = self.points[0], self.points[1]
-        a1, a2 = self.problem.amplitude(first.c), self.problem.amplitude(second.c)
-        c1 = (first.nu / self.nu_sharp - 1) / a1 ** 2
-        c2 = (second.nu / self.nu_sharp - 1) / a2 ** 2
-        return float((c1 * a2 ** 2 - c2 * a1 ** 2) / (a2 ** 2 - a1 ** 2))
+        """``C`` from the fixed-amplitude points: least squares of ``nu / nu_# - 1`` on ``a^2, a^4, a^6``."""
+        fixed = self.points[:AMPLITUDE_POINTS]
+        squares = np.array([self.problem.amplitude(p.c) ** 2 for p in fixed])
+        change = np.array([p.nu / self.nu_sharp - 1 for p in fixed])
+        design = np.column_stack((squares, squares ** 2, squares ** 3))
+        return float(np.linalg.lstsq(design, change, rcond=None)[0][0])
 
     def _nu_at(self, coefficient: float, near: Point) -> Point | None:
         guess = near.c.copy()
@@ -251,7 +253,8 @@ def curvature(attention: str, beta: float, dim: int, lmax: int = 32) -> float:
     """The branch curvature ``C`` at ``beta`` (the fixed-amplitude phase's first two points)."""
     branch = Branch(Model(attention, beta, 0.0, dim), lmax)
     branch.amplitude_phase()
-    require(len(branch.points) >= 2, f"the branch could not be started at beta = {beta:g}: {branch.stop_reason}")
+    require(len(branch.points) == AMPLITUDE_POINTS,
+            f"the branch could not be started at beta = {beta:g}: {branch.stop_reason}")
     return branch.curvature()
 
 
