@@ -137,8 +137,8 @@ class Branch:
         guess[1] = coefficient
         return newton(self.problem, guess, near.nu, fixed_amplitude(guess.size, coefficient))
 
-    def folds(self) -> list[float]:
-        """``nu`` at every fold: where ``nu`` turns back along the branch, refined at fixed amplitude."""
+    def folds(self) -> list[tuple[float, float]]:
+        """``(nu, c_1)`` at every fold: where ``nu`` turns back along the branch, refined at fixed amplitude."""
         nus = np.array([p.nu for p in self.points])
         turns = np.nonzero(np.sign(np.diff(nus[:-1])) != np.sign(np.diff(nus[1:])))[0] + 1
         found = []
@@ -153,25 +153,30 @@ class Branch:
             bounds = sorted((lo.c[1], hi.c[1]))
             result = minimize_scalar(objective, bounds=bounds, method="bounded",
                                      options={"xatol": 1e-12 * max(abs(bounds[1]), 1e-300)})
-            found.append(float(-sign * result.fun))
+            found.append((float(-sign * result.fun), float(result.x)))
         return found
 
-    def first_order_point(self, stable: np.ndarray) -> float:
-        """USA: ``nu_c`` where ``F(branch) = F(uniform)`` on the stable part of the branch (NaN if none)."""
+    def first_order_point(self, folds) -> float:
+        """USA: ``nu_c`` where ``F(branch) = F(uniform)`` on a stable part of the branch (NaN if none): a root of the
+        free-energy gap in the amplitude ``c_1``, bracketed by branch points (or a fold, which splits the branch into
+        its unstable and stable parts), kept when the state there is stable."""
         if self.model.attention != "usa":
             return math.nan
         gap = np.array([self.free_energy_gap(p) for p in self.points])
         for index in range(len(self.points) - 1):
-            if stable[index] and stable[index + 1] and np.sign(gap[index]) != np.sign(gap[index + 1]):
-                near = self.points[index]
-
-                def difference(coefficient):
-                    point = self._nu_at(coefficient, near)
-                    return self.free_energy_gap(point)
-
-                coefficient = brentq(difference, self.points[index].c[1], self.points[index + 1].c[1], xtol=1e-15,
-                                     rtol=1e-14)
-                return float(self._nu_at(coefficient, near).nu)
+            if np.sign(gap[index]) == np.sign(gap[index + 1]):
+                continue
+            near = self.points[index + 1]
+            difference = lambda coefficient: self.free_energy_gap(self._nu_at(coefficient, near))
+            low, high = self.points[index].c[1], self.points[index + 1].c[1]
+            for _, fold in folds:          # keep the side of the fold where the gap changes sign
+                if min(low, high) < fold < max(low, high):
+                    low = fold if np.sign(difference(fold)) != np.sign(gap[index + 1]) else low
+                    high = fold if low != fold else high
+            coefficient = brentq(difference, low, high, xtol=1e-15, rtol=1e-14)
+            root = self._nu_at(coefficient, near)
+            if self.problem.eigenvalues(root.c, root.nu, 1)[0].real < 0:
+                return float(root.nu)
         return math.nan
 
     def free_energy_gap(self, point: Point) -> float:
@@ -224,6 +229,7 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
     spectra = np.array([branch.problem.eigenvalues(p.c, p.nu, eigenvalues).real for p in points])
     stable = spectra[:, 0] < 0
     folds = branch.folds()
+    nu_c = branch.first_order_point(folds)
     usa = attention == "usa"
     free = [branch.problem.free_energy(p.c, p.nu) if usa else math.nan for p in points]
     gaps = [branch.free_energy_gap(p) if usa else math.nan for p in points]
@@ -244,7 +250,7 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
         attrs={"attention": attention, "beta": float(beta), "dim": int(dim), "lmax": int(lmax),
                "nu_sharp": branch.nu_sharp, "curvature": curvature,
                "transition": "continuous" if curvature < 0 else "first-order",
-               "nu_sn": folds[0] if folds else math.nan, "nu_c": branch.first_order_point(stable),
+               "nu_sn": folds[0][0] if folds else math.nan, "nu_c": nu_c,
                "stop_reason": branch.stop_reason})
 
 

@@ -251,7 +251,8 @@ def linearised_spectrum(model: Model, basis: SymmetricBasis, c: np.ndarray, nu: 
         band = np.arange(1, scheme.basis.kmax + 1)
         even = [_block(scheme, state, band, 1.0)]
         odd = _block(scheme, state, band, 1j)
-        odd = np.delete(odd, np.argmin(np.abs(odd)))            # the rotation: an exact zero
+        if np.any(c[1:] != 0):          # a non-uniform state turns with the rotations: an exact zero, left out
+            odd = np.delete(odd, np.argmin(np.abs(odd)))
         values = np.concatenate(even + [odd])
     else:
         state = np.zeros(scheme.basis.lmax + 1)

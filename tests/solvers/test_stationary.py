@@ -1,0 +1,123 @@
+"""Stationary states with noise and their branch (MATH.md §9): residuals, stability, curvature, folds, beta*."""
+
+import math
+
+import numpy as np
+import pytest
+
+from meanfield.cli import main
+from meanfield.errors import InputError
+from meanfield.model import Model
+from meanfield.solvers.branch import Branch, bessel_root, curvature, stationary_branch, tricritical_beta
+from meanfield.solvers.solve import solve
+from meanfield.solvers.stationary import (StationaryProblem, SymmetricBasis, fixed_nu, linearised_spectrum, newton,
+                                          stationary_state, uniform_rates)
+from meanfield.theory import critical_noise
+
+
+@pytest.fixture(scope="module")
+def usa4():
+    """The subcritical branch: USA on the circle at beta = 4."""
+    return stationary_branch("usa", 4.0, 2)
+
+
+@pytest.mark.parametrize("attention, dim", [("usa", 2), ("sa", 2), ("usa", 3), ("sa", 5)])
+def test_the_uniform_state_is_stationary_with_the_theory_s_spectrum(attention, dim):
+    model = Model(attention, 3.0, 0.0, dim)
+    basis = SymmetricBasis(16, dim)
+    problem = StationaryProblem(model, basis)
+    nu = 0.4
+    assert np.linalg.norm(problem.residual(basis.uniform(), nu)) < 1e-13         # round-off of the quadrature
+    values = np.sort(linearised_spectrum(model, basis, basis.uniform(), nu, count=3).real)[::-1]
+    rates = uniform_rates(model, nu, np.arange(1, 8))
+    expected = np.sort(np.repeat(rates, 2 if dim == 2 else 1))[::-1][:3]   # the circle: cos and sin of each mode
+    assert np.allclose(values, expected, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("beta, independent", [(2.0, -4.66), (3.0, 6.20)])
+def test_the_circle_usa_curvature_matches_the_independent_continuation(beta, independent):
+    assert curvature("usa", beta, 2) == pytest.approx(independent, rel=1e-2)
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_the_tricritical_beta_is_the_bessel_ratio_root(dim):
+    assert tricritical_beta(dim, bracket=(0.5, 6.0), xtol=1e-9) == pytest.approx(bessel_root(dim), rel=1e-5)
+    # the root itself: I_{d/2+1} / I_{d/2} = 1/d (MATH.md §9 quotes 2.4469 and 1.8162)
+    assert bessel_root(dim) == pytest.approx({2: 2.4469, 3: 1.8162}[dim], abs=1e-4)
+
+
+def test_every_branch_point_solves_its_equation(usa4):
+    assert float(usa4["residual"].max()) < 1e-12
+    model = Model("usa", 4.0, 0.0, 2)
+    basis = SymmetricBasis(usa4.attrs["lmax"], 2)
+    assert usa4.attrs["nu_sharp"] == pytest.approx(critical_noise(model), rel=1e-15)
+
+
+def test_a_subcritical_branch_folds_and_has_its_first_order_point_between(usa4):
+    attrs = usa4.attrs
+    assert attrs["transition"] == "first-order" and attrs["curvature"] > 0
+    assert attrs["nu_sharp"] < attrs["nu_c"] < attrs["nu_sn"]
+    stable = usa4["stable"].values.astype(bool)
+    nu = usa4["nu"].values
+    fold = int(np.argmax(nu))
+    assert not stable[:fold].any() and stable[fold + 1:].all()        # unstable below the fold, stable beyond it
+    # along the stable part the free energy gap falls as nu falls (the branch wins below nu_c)
+    gap = usa4["free_energy_gap"].values[fold + 1:]
+    assert np.all(np.diff(gap) < 0) and gap[0] > -0.05 and gap[-1] < 0
+
+
+def test_folds_and_the_first_order_point_do_not_move_with_the_resolution(usa4):
+    coarse = stationary_branch("usa", 4.0, 2, lmax=32)
+    for name in ("nu_sn", "nu_c"):
+        assert coarse.attrs[name] == pytest.approx(usa4.attrs[name], rel=1e-6)
+
+
+@pytest.mark.parametrize("attention, beta, dim", [("sa", 1.0, 2), ("sa", 12.0, 2), ("sa", 4.0, 4), ("usa", 2.0, 2)])
+def test_supercritical_branches_are_stable_and_continuous(attention, beta, dim):
+    ds = stationary_branch(attention, beta, dim, max_points=30)
+    assert ds.attrs["transition"] == "continuous" and ds.attrs["curvature"] < 0
+    assert bool(ds["stable"].all()) and np.all(np.diff(ds["nu"].values) < 0)
+    assert math.isnan(ds.attrs["nu_sn"])
+
+
+def test_a_stable_state_stays_put_under_the_time_dependent_solver():
+    model = Model("usa", 2.0, 0.0, 2)
+    branch = Branch(model, 48)
+    branch.amplitude_phase()
+    branch.arclength_phase(20)
+    point = stationary_state(model, branch.points[-1].nu, branch.points[-1].c)
+    theta = 2 * math.pi * np.arange(128) / 128
+    density = point.c[0] / math.sqrt(2 * math.pi) + sum(point.c[l] * np.cos(l * theta) / math.sqrt(math.pi)
+                                                        for l in range(1, point.c.size))
+    run = solve("circle", attention="usa", beta=2.0, nu=point.nu, resolution=128, init=density, t_final=10.0,
+                save_every=10.0, rtol=1e-12)
+    drift = np.max(np.abs(run["density"].values[-1] - run["density"].values[0])) / np.mean(density)
+    assert run.attrs["stop_reason"] == "completed" and drift < 1e-10
+
+
+def test_newton_refuses_a_negative_noise_and_reports_a_failed_solve():
+    problem = StationaryProblem(Model("usa", 2.0, 0.0, 2), SymmetricBasis(8, 2))
+    assert newton(problem, problem.basis.uniform(), -1.0, fixed_nu(9, -1.0)) is None
+    with pytest.raises(InputError, match="noise range"):
+        stationary_branch("usa", 2.0, 2, nu_range=(0.0, 1.0))
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--branch", "--attention", "usa"], "--branch needs --beta"),
+    (["--branch", "--beta", "4", "--nu", "0.2"], "leave --nu out"),
+    (["--tricritical", "--attention", "sa"], "--attention usa"),
+    (["--tricritical", "--attention", "usa", "--beta", "2"], "leave --beta out"),
+    (["--branch", "--tricritical", "--beta", "2"], "not both"),
+])
+def test_the_command_line_refuses_in_one_line(args, named, capsys):
+    assert main(["theory", *args]) == 2
+    error = capsys.readouterr().err
+    assert named in error and len(error.strip().splitlines()) == 1
+
+
+def test_the_command_line_prints_the_branch_as_json(capsys):
+    import json
+    assert main(["theory", "--branch", "--attention", "usa", "--beta", "3", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["transition"] == "first-order" and result["C"] == pytest.approx(6.20, rel=1e-2)
+    assert result["nu_sharp"] < result["nu_c"] < result["nu_sn"]
