@@ -228,6 +228,29 @@ def stationary_state(model: Model, nu: float, guess, lmax: int = 48) -> Point | 
     return newton(problem, guess, nu, fixed_nu(guess.size, nu))
 
 
+def circle_stationary_near(model: Model, density: np.ndarray, lmax: int = 48) -> tuple[Point | None, np.ndarray | None]:
+    """The stationary state nearest a density on the circle's grid ``theta_j = 2 pi j / N`` (a run's frame), at the
+    model's ``nu``: the density turned so that its degree-1 phase is 0 (the solver's states are even about 0),
+    solved by :func:`newton`, and its values at the same grid (the frame's own angles).  ``(None, None)`` when Newton
+    fails."""
+    density = np.asarray(density, dtype=float)
+    size = density.size
+    modes = np.arange(min(lmax, (size - 1) // 2) + 1)
+    coefficients = np.fft.rfft(density)[modes] / size                     # rho_hat_k (MATH.md §2.1)
+    centre = -float(np.angle(coefficients[1])) if abs(coefficients[1]) > 0 else 0.0
+    turned = (coefficients * np.exp(1j * modes * centre)).real            # rho(theta + centre), even part
+    guess = np.zeros(lmax + 1)
+    guess[0] = turned[0] * math.sqrt(2 * math.pi)
+    guess[1:modes.size] = 2 * math.sqrt(math.pi) * turned[1:]
+    point = stationary_state(model, model.nu, guess, lmax)
+    if point is None:
+        return None, None
+    theta = 2 * math.pi * np.arange(size) / size - centre
+    values = point.c[0] / math.sqrt(2 * math.pi) + np.cos(np.outer(theta, np.arange(1, lmax + 1))) @ point.c[1:] \
+        / math.sqrt(math.pi)
+    return point, values
+
+
 # ------------------------------------------------------------------------------------------------ stability
 def _ordinary_scheme(model: Model, nu: float, lmax: int):
     """The PDE scheme whose right-hand side is linearised: circle spectral (``N = 4 (lmax + 1)``, numpy path) or the

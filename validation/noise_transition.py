@@ -13,12 +13,12 @@ time limit; the flag ``stationary`` says which).  Two starts ending apart reveal
 (hysteresis of a subcritical branch); here they agree.
 
 Independent check of the clustered branch: a stationary state has zero flux ``rho X[rho] = nu rho'``, so
-(MATH.md §2)
+(MATH.md §2, §9)
 
     SA:  rho = (K*rho)^{1/(beta nu)} / Z,        USA:  rho = exp((K*rho) / (beta nu)) / Z,
 
-a fixed-point problem solved here by Newton–Krylov from the PDE's final state; ``fixed_point_gap``
-is ``max |rho_PDE - rho_fixed| / mean``.
+solved by the package's one stationary solver (:func:`meanfield.solvers.stationary.circle_stationary_near`,
+Newton–GMRES from the PDE's final state); ``fixed_point_gap`` is ``max |rho_PDE - rho_fixed| / mean``.
 
 Output: ``noise_transition.nc`` (``order(beta, ratio, start)``, ``stationary``, ``fixed_point_gap``,
 ``final_time``) and ``noise_transition.png`` (the bifurcation diagram with ``nu_c`` marked).
@@ -31,16 +31,11 @@ from __future__ import annotations
 
 import math
 import time as _time
-import warnings
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
-from scipy.optimize import newton_krylov, NoConvergence
-
-from meanfield import fourier_series
-from meanfield.kernels import scaled_funk_hecke
 from meanfield.model import Model
 from meanfield.plotting import outside_legend
 from meanfield.storage import netcdf_safe, package_version
@@ -48,6 +43,7 @@ from meanfield.theory import critical_noise, dominant_mode, growth_rates
 from meanfield.initial import circle_density
 from meanfield.solvers.circle import CircleSpectral
 from meanfield.solvers.runloop import COMPLETED, run
+from meanfield.solvers.stationary import circle_stationary_near
 from meanfield.solvers.steppers import make_stepper
 
 from .harness import progress_bar, save_figure, study_main, write_dataset
@@ -94,27 +90,10 @@ def run_to_stationary(model: Model, init: str, resolution: int, max_time: float,
     return scheme.density(state), r, t, False
 
 
-def fixed_point_residual(model: Model, density: np.ndarray) -> np.ndarray:
-    """``rho - G(rho)``, ``G`` the zero-flux map of the module docstring (grid values, mass 1)."""
-    n = density.size
-    modes = np.arange(n // 2 + 1)
-    convolution = fourier_series.filtered(density, scaled_funk_hecke(modes, model.beta, 2))  # exp(-beta) K*rho
-    if model.attention == "sa":
-        image = np.maximum(convolution, 1e-300) ** (1.0 / (model.beta * model.nu))
-    else:
-        scaled = convolution * math.exp(model.beta) / (model.beta * model.nu)
-        image = np.exp(scaled - scaled.max())
-    return density - image / (np.mean(image) * 2 * math.pi)
-
-
 def fixed_point(model: Model, guess: np.ndarray) -> np.ndarray | None:
-    """Newton–Krylov solution of ``fixed_point_residual = 0`` from ``guess``; ``None`` if it fails."""
-    try:
-        with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
-            warnings.simplefilter("ignore", RuntimeWarning)  # scipy's x_rtol = inf convergence test divides by inf
-            return newton_krylov(lambda rho: fixed_point_residual(model, rho), guess, f_tol=1e-12, maxiter=200)
-    except (NoConvergence, ValueError, FloatingPointError):
-        return None
+    """The stationary state nearest the grid density ``guess``, at the same angles (:func:`circle_stationary_near`);
+    ``None`` if the solver fails."""
+    return circle_stationary_near(model, guess)[1]
 
 
 def run_study(quick: bool = False, out_dir="noise-transition-study", seed: int = 0) -> xr.Dataset:

@@ -7,7 +7,8 @@ import pytest
 
 from meanfield.model import Model
 from meanfield.theory import critical_noise
-from meanfield.validation.noise_transition import QUICK, fixed_point, fixed_point_residual, format_table, plot_study, run_study
+from meanfield.solvers.stationary import circle_stationary_near
+from meanfield.validation.noise_transition import QUICK, fixed_point, format_table, plot_study, run_study
 
 
 def test_quick_sweep_has_the_transition_at_nu_c(tmp_path, monkeypatch):
@@ -23,18 +24,22 @@ def test_quick_sweep_has_the_transition_at_nu_c(tmp_path, monkeypatch):
     assert "nu/nu_c" in format_table(ds)
 
 
-def test_uniform_density_is_a_fixed_point_and_a_cluster_is_not():
+def test_the_fixed_point_is_the_stationary_solver_s_nearest_state_at_the_frame_s_angles():
+    """One stationary solver (meanfield.solvers.stationary): from a cluster turned away from 0 it finds the state at the
+    cluster's own angle, of mass 1, solving its equation to 1e-12; the uniform density is its own fixed point."""
     model = Model("sa", 2.0, 0.5 * critical_noise(Model("sa", 2.0, 0.0, 2)), 2)
     n = 64
     uniform = np.full(n, 1 / (2 * math.pi))
-    assert np.max(np.abs(fixed_point_residual(model, uniform))) < 1e-15
+    point, values = circle_stationary_near(model, uniform)
+    assert point.residual < 1e-12 and np.max(np.abs(values - uniform)) < 1e-14
     theta = 2 * math.pi * np.arange(n) / n
-    bump = np.exp(3 * np.cos(theta))
+    bump = np.exp(3 * np.cos(theta - 1.0))
     bump /= bump.mean() * 2 * math.pi
-    assert np.max(np.abs(fixed_point_residual(model, bump))) > 1e-2
-    solution = fixed_point(model, bump)
-    assert solution is not None
-    assert np.max(np.abs(fixed_point_residual(model, solution))) < 1e-10
+    point, solution = circle_stationary_near(model, bump)
+    assert point is not None and point.residual < 1e-12 and point.c[1] > 0
+    assert np.max(np.abs(solution - fixed_point(model, bump))) == 0
+    assert abs(theta[np.argmax(solution)] - 1.0) < 2 * math.pi / n          # the cluster stays where it was
+    assert np.max(np.abs(solution - bump)) > 1e-2                          # a cluster of kappa = 3 is not stationary here
     assert solution.mean() * 2 * math.pi == pytest.approx(1.0, abs=1e-12)
 
 
