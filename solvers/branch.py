@@ -39,8 +39,10 @@ AMPLITUDES = (0.005, 0.01, 0.015, 0.02, 0.025, 0.03)
 AMPLITUDE_POINTS = len(AMPLITUDES)
 #: Pseudo-arclength: first step (relative to the last amplitude step), growth, floor, point budget.
 STEP_GROWTH, STEP_FLOOR, MAX_POINTS = 1.5, 1e-9, 400
-#: The branch stops when the top degree's coefficient exceeds this fraction of the mean's.
+#: The basis grows (by LMAX_GROWTH, up to LMAX_MAX) when the top degree's coefficient exceeds this fraction of the
+#: mean's; the branch stops at LMAX_MAX.
 TAIL_TOL = 1e-11
+LMAX_GROWTH, LMAX_MAX = 1.5, 192
 #: Default noise range of a branch, in units of ``nu_#``.
 NU_RANGE = (0.2, 3.0)
 
@@ -100,6 +102,9 @@ class Branch:
                                         f"nu = {last[-1]:.6g}")
                     return
                 continue
+            if self._unresolved(point) and self.basis.lmax < LMAX_MAX:
+                self._refine()
+                continue
             self.points.append(point)
             reason = self._outside(point)
             if reason is not None:
@@ -113,11 +118,27 @@ class Branch:
         low, high = self.nu_range
         if not low <= point.nu <= high:
             return f"nu left the range [{low:.6g}, {high:.6g}] at nu = {point.nu:.6g}"
-        tail = abs(point.c[-1]) / abs(point.c[0])
-        if tail > TAIL_TOL:
-            return (f"resolution: the top degree's coefficient is {tail:.2g} of the mean at nu = {point.nu:.6g} "
-                    f"(raise lmax)")
+        if self._unresolved(point):
+            return (f"resolution: the top degree's coefficient is {abs(point.c[-1] / point.c[0]):.2g} of the mean at "
+                    f"nu = {point.nu:.6g} with lmax = {self.basis.lmax} (the largest the branch takes: {LMAX_MAX})")
         return None
+
+    @staticmethod
+    def _unresolved(point: Point) -> bool:
+        return abs(point.c[-1]) > TAIL_TOL * abs(point.c[0])
+
+    def _refine(self) -> None:
+        """A basis of ``LMAX_GROWTH`` times the degrees: every point is padded with zeros and re-solved there."""
+        lmax = min(LMAX_MAX, int(math.ceil(self.basis.lmax * LMAX_GROWTH)))
+        self.basis = SymmetricBasis(lmax, self.model.dim)
+        self.problem = StationaryProblem(self.model, self.basis)
+        refined = []
+        for point in self.points:
+            padded = np.zeros(lmax + 1)
+            padded[:point.c.size] = point.c
+            again = newton(self.problem, padded, point.nu, fixed_amplitude(lmax + 1, padded[1]))
+            refined.append(again if again is not None else Point(padded, point.nu, math.nan, 0))
+        self.points = refined
 
     @staticmethod
     def _vector(point: Point) -> np.ndarray:
@@ -247,7 +268,7 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
                         {"long_name": "largest real parts of the linearised PDE's eigenvalues"}),
          "stable": ("point", stable.astype(np.int8))},
         coords={"point": np.arange(len(points)), "degree": branch.basis.degrees, "rank": np.arange(eigenvalues)},
-        attrs={"attention": attention, "beta": float(beta), "dim": int(dim), "lmax": int(lmax),
+        attrs={"attention": attention, "beta": float(beta), "dim": int(dim), "lmax": int(branch.basis.lmax),
                "nu_sharp": branch.nu_sharp, "curvature": curvature,
                "transition": "continuous" if curvature < 0 else "first-order",
                "nu_sn": folds[0][0] if folds else math.nan, "nu_c": nu_c,

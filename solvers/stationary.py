@@ -47,6 +47,9 @@ RESIDUAL_TOL = 1e-13
 MAX_NEWTON = 30
 #: Relative step of the central differences of the stability operator.
 DIFFERENCE_STEP = 1e-6
+#: The stability operator is formed on the degrees up to the state's band (its coefficients above BAND_TOL of the
+#: mean) plus BAND_MARGIN: beyond, the state couples the degrees by less than that and they decay like -nu l(l+d-2).
+BAND_TOL, BAND_MARGIN = 1e-12, 16
 
 
 class SymmetricBasis:
@@ -264,23 +267,26 @@ def _ordinary_scheme(model: Model, nu: float, lmax: int):
 
 
 def linearised_spectrum(model: Model, basis: SymmetricBasis, c: np.ndarray, nu: float, count: int = 4) -> np.ndarray:
-    """The ``count`` eigenvalues of largest real part of ``L`` (module docstring) at the state of coefficients ``c``."""
+    """The ``count`` eigenvalues of largest real part of ``L`` (module docstring) at the state of coefficients ``c``, on
+    the degrees up to the state's band plus :data:`BAND_MARGIN`."""
     scheme = _ordinary_scheme(model, nu, basis.lmax)
+    significant = np.nonzero(np.abs(c) > BAND_TOL * abs(c[0]))[0]
+    band = int(significant[-1]) + BAND_MARGIN
     if model.dim == 2:
         # rho(theta) = sum_l c_l P_l: rho_hat_0 = c_0 / sqrt(2 pi), rho_hat_l = c_l / (2 sqrt(pi))
         state = np.zeros(scheme.basis.wavenumbers.size, dtype=complex)
         state[0] = c[0] / math.sqrt(2 * math.pi)
         state[1:c.size] = c[1:] / (2 * math.sqrt(math.pi))
-        band = np.arange(1, scheme.basis.kmax + 1)
-        even = [_block(scheme, state, band, 1.0)]
-        odd = _block(scheme, state, band, 1j)
+        degrees = np.arange(1, min(band, scheme.basis.kmax) + 1)
+        even = [_block(scheme, state, degrees, 1.0)]
+        odd = _block(scheme, state, degrees, 1j)
         if np.any(c[1:] != 0):          # a non-uniform state turns with the rotations: an exact zero, left out
             odd = np.delete(odd, np.argmin(np.abs(odd)))
         values = np.concatenate(even + [odd])
     else:
         state = np.zeros(scheme.basis.lmax + 1)
         state[:min(c.size, state.size)] = c[:state.size]
-        values = _block(scheme, state, np.arange(1, state.size), 1.0)
+        values = _block(scheme, state, np.arange(1, min(band, state.size - 1) + 1), 1.0)
     return values[np.argsort(-values.real)][:count]
 
 
@@ -296,7 +302,9 @@ def _block(scheme, state: np.ndarray, indices: np.ndarray, direction) -> np.ndar
         plus, minus = state + step * basis_vector, state - step * basis_vector
         change = (scheme.rhs(plus, 0.0) + linear * plus - scheme.rhs(minus, 0.0) - linear * minus) / (2 * step)
         columns.append((change[indices] / direction).real)
-    return np.linalg.eigvals(np.array(columns).T)
+    matrix = np.array(columns).T
+    matrix[np.abs(matrix) < 1e-200] = 0.0          # subnormal differences would slow LAPACK a hundredfold
+    return np.linalg.eigvals(matrix)
 
 
 def uniform_rates(model: Model, nu: float, degrees) -> np.ndarray:
