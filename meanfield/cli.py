@@ -420,6 +420,10 @@ def _solve_command(geometry: str, spec: dict):
     defaults = GEOMETRY_DEFAULTS[geometry]
 
     @_kept_model_options
+    @click.option("--nu-schedule", default=None,
+                  help="Time-dependent noise instead of --nu: ramp:A>B@T0..T1 (nu = A up to T0, linear to B at T1, "
+                       "B after), segments joined by ',', e.g. ramp:0.3>0.1@0..500,ramp:0.1>0.3@500..1000 "
+                       "(--scheme spectral or galerkin; not etdrk4) [default: none, or the --init run's].")
     @click.option("--dim", type=int, default=None,
                   help=f"Ambient dimension d [default: {defaults['dim']}, or the --init run's]"
                        + (" (zonal: at most 256)." if geometry == "zonal" else "."))
@@ -522,6 +526,10 @@ def _report_run(dataset, out):
               help="Tokens on S^{d-1} in R^d, d in [2, 4096].")
 @click.option("--n", "n", type=int, required=True, help="Number of tokens (>= 1).")
 @_kept_model_options
+@click.option("--nu-schedule", default=None,
+              help="Time-dependent noise instead of --nu: ramp:A>B@T0..T1 (nu = A up to T0, linear to B at T1, B "
+                   "after), segments joined by ',', e.g. ramp:0.3>0.1@0..500,ramp:0.1>0.3@500..1000; each step's "
+                   "random walk has variance 2 int nu [default: none, or the --init run's].")
 @click.option("--init", "init", default=PARTICLE_DEFAULTS["init"], show_default=True,
               help="uniform | orthogonal | perturbed:EPS | vonmises:KAPPA@MU[+...] | run.nc")
 @click.option("--seed", type=int, default=None,

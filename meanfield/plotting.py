@@ -136,14 +136,36 @@ def theory_curves(dataset, modes=None) -> np.ndarray:
     """Linear-theory amplitudes ``|rho_hat_k(t0)| exp(lambda_k (t - t0))``, shape ``(time, modes)``.
 
     ``lambda_k`` from :func:`meanfield.theory.growth_rates` (MATH.md §2.3); ``t0`` is the
-    first saved time (0 for a run started from ``--init``).
+    first saved time (0 for a run started from ``--init``).  A run with a noise schedule
+    (:mod:`meanfield.noise_schedule`) has ``lambda_k(nu(t))``: the exponent is
+    ``lambda_k(0) (t - t0) - k (k + d - 2) int_{t0}^t nu`` (the integral exact from the spec, or the trapezoids of
+    the saved ``nu(time)`` for a Python function).
     """
     check_plottable(dataset)
     modes = _checked_modes(dataset, modes)
     rates = growth_rates(_model(dataset), modes)
     times = np.asarray(dataset["time"].values, dtype=float)
+    exponent = np.outer(times - times[0], rates)
+    noise = _noise_integrals(dataset, times)
+    if noise is not None:
+        degrees = np.asarray(modes, dtype=float)
+        exponent -= np.outer(noise, degrees * (degrees + int(dataset.attrs.get("dim", 2)) - 2))
     with np.errstate(over="ignore"):
-        return _observed(dataset, modes)[0] * np.exp(np.outer(times - times[0], rates))
+        return _observed(dataset, modes)[0] * np.exp(exponent)
+
+
+def _noise_integrals(dataset, times: np.ndarray) -> np.ndarray | None:
+    """``int_{t0}^t nu`` at each saved time of a run with a noise schedule, else ``None``."""
+    from .noise_schedule import NoiseSchedule, is_function_spec
+
+    spec = dataset.attrs.get("nu_schedule")
+    if spec is None:
+        return None
+    if not is_function_spec(str(spec)):
+        schedule = NoiseSchedule.parse(str(spec))
+        return np.array([schedule.integral(times[0], t) for t in times])
+    values = np.asarray(dataset["nu"].values, dtype=float)
+    return np.concatenate(([0.0], np.cumsum(np.diff(times) * (values[1:] + values[:-1]) / 2)))
 
 
 def _positive(values: np.ndarray, what: str) -> np.ndarray:
@@ -634,8 +656,10 @@ def _title(dataset) -> str:
         where = f"{attrs.get('n', '')} tokens " + where
     elif attrs.get("geometry") == "zonal":
         where = "zonal density " + where
+    noise = f"$\\nu$ = {float(attrs['nu']):g}" if "nu_schedule" not in attrs else \
+        f"$\\nu(t)$: {attrs['nu_schedule']}"     # a noise schedule (meanfield.noise_schedule)
     title = (f"{str(attrs['attention']).upper()} {where}:  $\\beta$ = {float(attrs['beta']):g},  "
-             f"$\\nu$ = {float(attrs['nu']):g},  init {attrs.get('init', '?')}{_normalization_label(attrs)}"
+             f"{noise},  init {attrs.get('init', '?')}{_normalization_label(attrs)}"
              f"{_cluster_label(dataset)}")
     reason = str(attrs.get("stop_reason", "completed"))
     return title if reason == "completed" else f"{title}\nstopped early: {_short_reason(reason)}"

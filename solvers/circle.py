@@ -11,6 +11,7 @@ right-hand side::
                G = synthesis(i k c_k / beta rho_hat),  R = synthesis(c_k' rho_hat)
     X       /= sqrt(t + 1)                                                       (LN-scaling)
     d rho_hat/dt = -i k analysis(rho X)   (dealiased)     + the exact noise term -nu k^2
+                                                            (-nu(t) k^2 with a noise schedule)
 
 with ``c_k = exp(-beta) 2 pi I_k(beta)`` (scaled Funk–Hecke, MATH.md §2.1): the
 ``exp(beta)`` cancels in SA's ratio, and for SA ``X = grad log(K*rho) / beta``
@@ -82,6 +83,7 @@ class CircleSpectral(DensityScheme):
         self._speed = basis.synthesis_output(1)
         self._third = basis.synthesis_output(2) if fields == 3 else None
         self.linear = None if model.nu == 0 else -model.nu * k.astype(float) ** 2 * basis.dealias
+        self.noise_operator = -k.astype(float) ** 2 * basis.dealias    # nu = 1: for a noise schedule
         modes = np.arange(1, basis.kmax + 1)
         self.max_rate = divisor.fastest_rate(modes)
         self.state_scale = 1.0 / (2 * math.pi)

@@ -5,6 +5,10 @@ scheme with its parameters (a particle run also ``qkv`` and, for random matrices
 each is taken from the file; given and different, it is refused in one line naming both values, unless
 the caller asks for the change (``override=True``, ``--override`` on the command line), which the new
 run records in its ``override`` attribute.  Without a run file the defaults apply.
+
+A noise schedule (``nu_schedule``, :mod:`meanfield.noise_schedule`) is part of the model the same way
+(:func:`resolve_schedule`): a run file that followed one records its spec (and ``nu = 0``), and its continuation
+keeps it unless given another schedule or a constant ``nu`` (refused without ``override``).
 """
 
 from __future__ import annotations
@@ -43,6 +47,42 @@ def resolve_model(source, given: dict, defaults: dict, override: bool) -> tuple[
                               f"--override / override=True changes it)")
             changes.append(f"{name}: {recorded} -> {value}")
     return values, "; ".join(changes)
+
+
+def resolve_schedule(source, nu, nu_schedule, override: bool) -> tuple[float | None, object, str]:
+    """``(nu, schedule, change)`` of a run given ``nu`` and ``nu_schedule`` (``None``: not given; a spec, a
+    :class:`meanfield.noise_schedule.NoiseSchedule` or a callable), continuing run file ``source`` or not.
+
+    ``nu`` and ``nu_schedule`` together are refused.  Not given, the file's schedule (its ``nu_schedule``
+    attribute) is kept, also when ``nu`` is given equal to the file's recorded ``nu`` (0: what a re-run passes);
+    a file whose schedule was a Python function needs it again.  A schedule given to a run file without it, or a
+    different one, or a constant ``nu`` different from the file's given to a scheduled run file, is refused unless
+    ``override``.  With a schedule in effect the returned ``nu`` is 0 (the model's constant part)."""
+    from meanfield.noise_schedule import as_schedule, is_function_spec
+
+    require(nu is None or nu_schedule is None,
+            f"give --nu or --nu-schedule, not both (got --nu {nu} and --nu-schedule {nu_schedule!r})")
+    schedule = as_schedule(nu_schedule)
+    recorded = None if source is None else source.attrs.get("nu_schedule")
+    recorded = None if recorded is None or str(recorded) == "none" else str(recorded)
+    label = "the --init run"
+    if schedule is None:
+        if recorded is None:
+            return nu, None, ""
+        if nu is None or float(nu) == float(source.attrs.get("nu", 0.0)):
+            require(not is_function_spec(recorded),
+                    f"{label} followed the noise schedule {recorded}, a Python function a file cannot hold: pass it "
+                    f"again as nu_schedule= (or a constant --nu with --override)")
+            return 0.0, as_schedule(recorded), ""
+        require(override, f"nu = {nu} differs from the noise schedule {recorded} of {label}: a continuation keeps its "
+                          f"model (leave --nu out; --override / override=True changes it)")
+        return nu, None, f"nu_schedule: {recorded} -> none"
+    if source is None or recorded == schedule.spec:
+        return 0.0, schedule, ""
+    before = recorded if recorded is not None else f"none (nu = {source.attrs.get('nu', 0.0)})"
+    require(override, f"--nu-schedule {schedule.spec} differs from the noise of {label}, {before}: a continuation "
+                      f"keeps its model (leave --nu-schedule out; --override / override=True changes it)")
+    return 0.0, schedule, f"nu_schedule: {before} -> {schedule.spec}"
 
 
 def recorded_normalization(source) -> Normalization | None:

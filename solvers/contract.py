@@ -29,8 +29,13 @@ overrides what it needs:
     Mix-LN's switch has passed (``False``; :func:`meanfield.solvers.runloop.run_switching`)
 ``adaptive_dt(cfl)``
     the adaptive steppers' step cap (``stable_dt``)
-``after_step(state, h)``
-    the post-step map (renormalise, noise; the state itself)
+``noise_schedule``
+    a time-dependent noise ``nu(t)`` (:class:`meanfield.noise_schedule.NoiseSchedule`; ``None``): when set,
+    ``linear`` is the noise operator for ``nu = 1`` and the steppers scale it by ``nu(t)``
+    (:mod:`meanfield.solvers.steppers`)
+``after_step(state, h, t=None)``
+    the post-step map (renormalise, noise; the state itself); ``t``, the step's start, is given when
+    ``noise_schedule`` is set
 ``collapse(state)``
     merge coincident nodes, MATH.md §5 (the state itself: nothing merged)
 ``after_restore()``
@@ -94,13 +99,15 @@ class Scheme:
     rng = None
     restart_fields: tuple = ()
     after_switch = False
+    noise_schedule = None
 
     def adaptive_dt(self, cfl: float) -> float:
         """The step cap of an adaptive stepper: by default the stability bound."""
         return self.stable_dt(cfl)
 
-    def after_step(self, state: np.ndarray, h: float) -> np.ndarray:
-        """The post-step map: by default none (the state itself, so the stepper may reuse its last slope)."""
+    def after_step(self, state: np.ndarray, h: float, t: float | None = None) -> np.ndarray:
+        """The post-step map: by default none (the state itself, so the stepper may reuse its last slope).  ``t``
+        (the step's start) is given to schemes with a ``noise_schedule``."""
         return state
 
     def collapse(self, state: np.ndarray) -> np.ndarray:

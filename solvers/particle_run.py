@@ -49,11 +49,11 @@ from meanfield.threads import thread_attrs
 from . import checkpoint
 from .causal_interaction import check_mask
 from .clusters import ClusterTracker, closing_distance, resolve_collapse_tol
-from .continuation import joined, resolve_model, resolve_normalization
+from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
 from .particles import ParticleScheme, bounded_entries
 from .runloop import run_switching
-from .solve import (add_tracker_records, check_seed, finish_dataset, given, init_label, run_clock, run_command,
-                    save_targets, user_trackers)
+from .solve import (add_schedule_records, add_tracker_records, check_seed, finish_dataset, given, init_label,
+                    run_clock, run_command, save_targets, schedule_command, user_trackers)
 from .steppers import make_stepper
 from .trackers import ModeAmplitudes
 
@@ -181,7 +181,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
              mix_switch: float | None = None, collapse_tol: float | None = PARTICLE_DEFAULTS["collapse_tol"],
              mask: str | None = None, alibi: float | None = None, override: bool = False, trackers=(),
              progress: bool = False, step: StepControl | None = None,
-             saving: Saving | None = None):
+             saving: Saving | None = None, nu_schedule=None):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
 
     Parameters
@@ -197,7 +197,12 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         these tokens, whose beta a continuation keeps.
     nu : float, optional
         Noise strength ``>= 0`` (default: the run file's, else 0).
-    init : str, xarray.Dataset or path
+    nu_schedule : str, NoiseSchedule or callable, optional
+        Time-dependent noise ``nu(t)`` instead of ``nu`` (not both): a spec ``ramp:A>B@T0..T1[,...]``, a
+        :class:`meanfield.noise_schedule.NoiseSchedule` or a function of ``t`` (:mod:`meanfield.noise_schedule`).
+        Each step's random walk has variance ``2 int nu`` over the step; ``dt_max`` defaults as with noise, collapse
+        is off.  The run records ``nu = 0``, the attribute ``nu_schedule`` and the variable ``nu(time)``.
+        Default: the run file's, else none.
         Where the tokens are drawn from (:mod:`meanfield.sampling`: ``uniform``, ``orthogonal``,
         ``perturbed:EPS``, ``vonmises:...``, a PDE run's density), or a particle run of the same ``n`` and
         ``dim`` to continue exactly from its restart record (positions after merges, weights, the noise
@@ -293,6 +298,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     require(beta is not None or continued is not None,
             "--beta is required unless init is a particle run file of these tokens, whose beta a continuation keeps")
     kind = attention.kind if isinstance(attention, Attention) else attention
+    nu, schedule, schedule_change = resolve_schedule(continued, nu, nu_schedule, override)
     model_given = {"attention": kind, "beta": beta, "nu": nu}
     model = Model(dim=dim, **resolve_model(continued, model_given, PARTICLE_DEFAULTS, override)[0])
     mask, alibi, causal_change = causal_settings(continued, mask, alibi, override)
@@ -313,7 +319,12 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     if qkv == "random":                          # the seed draws the matrices
         kept["seed"] = seed
     changes = joined(resolve_model(continued, kept, PARTICLE_DEFAULTS, override)[1], normalization_change,
-                     causal_change)
+                     causal_change, schedule_change)
+    if schedule is not None:          # noise: no merges (the scheme refuses any other value)
+        require(collapse_tol is None or collapse_tol == 0,
+                f"--collapse-tol needs no noise (got {collapse_tol!r} with --nu-schedule): coincident tokens "
+                f"separate again")
+        collapse_tol = 0.0
     if (scheme_choice.carries_radius or heads is not None or mask != "none") and collapse_tol is None:
         collapse_tol = 0.0  # merges are for one head on the sphere without radii or mask (meanfield.solvers.clusters)
     tol = resolve_collapse_tol(collapse_tol, model.nu)
@@ -335,13 +346,14 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     def particle_scheme():
         return ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed, collapse_tol=tol,
                               normalization=scheme_choice, heads=heads, interaction_path=path,
-                              kernel=attention.kernel, sinkhorn_eps=attention.sinkhorn_eps, mask=mask, alibi=alibi)
+                              kernel=attention.kernel, sinkhorn_eps=attention.sinkhorn_eps, mask=mask, alibi=alibi,
+                              nu_schedule=schedule)
 
     scheme = particle_scheme()
     stepper = PARTICLE_DEFAULTS["stepper"] if step.stepper is None else step.stepper
     dt_max = step.dt_max
     if dt_max is None:
-        dt_max = PARTICLE_DEFAULTS["noise_dt_max"] if model.nu > 0 else math.inf
+        dt_max = PARTICLE_DEFAULTS["noise_dt_max"] if model.nu > 0 or schedule is not None else math.inf
     time_stepper = make_stepper(stepper, scheme, **dict(step.stepper_options(), dt_max=dt_max))
     scheme.closing_within = closing_distance(time_stepper.rtol)
     if exact:
@@ -373,10 +385,13 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         settings["interaction"] = interaction
     if mask != "none":                # runs without a mask keep their attributes and command line as before
         settings.update(mask=mask, alibi=alibi)
+    if schedule is not None:          # runs with a constant nu keep their attributes and command line as before
+        settings["nu_schedule"] = schedule.spec
+    typed = None if positions_given or (schedule is not None and not schedule.segments) else init
     attrs_scheme = scheme_choice.as_attrs()
     attrs = dict(settings, **attrs_scheme, **thread_attrs(scheme.interaction_path != "harmonic" or dim != 3),
                  geometry="particles", scheme="particles", package_version=package_version(),
-                 command=run_command(["particles"], settings, None if positions_given else init, changes),
+                 command=run_command(["particles"], schedule_command(settings, schedule), typed, changes),
                  stop_reason=record.stop_reason, t_start=t_start, restart="exact" if exact else "none",
                  override=changes,
                  t_reached=record.t_reached, wall_time=record.wall_time,
@@ -391,4 +406,5 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     for name, matrix in (("Q", scheme.Q), ("K", scheme.K), ("V", scheme.V)):
         if matrix is not None and scheme.heads is None:
             dataset[name] = (("row", "column"), matrix)
+    add_schedule_records(dataset, schedule)
     return finish_dataset(add_tracker_records(dataset, trackers), record, scheme, time_stepper, start)

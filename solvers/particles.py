@@ -10,7 +10,9 @@ with noise ``nu > 0``, moves each token by a geodesic random walk step::
 
 (a Lie splitting of the Stratonovich projected SDE whose mean-field limit adds
 ``nu Laplace_Beltrami(rho)`` to the PDE, MATH.md §1; weak order 1 in the step, so
-cap the step with ``dt_max``).  Tokens may carry weights (uniform for i.i.d.
+cap the step with ``dt_max``).  With a noise schedule ``nu(t)`` (``nu_schedule``,
+:mod:`meanfield.noise_schedule`) the step's variance is ``2 int_t^{t+h} nu`` instead of ``2 nu h``:
+``u = sqrt(2 int_t^{t+h} nu) P_x xi``.  Tokens may carry weights (uniform for i.i.d.
 samples, quadrature weights for deterministic nodes); a leading batch axis runs
 ``B`` independent systems at once (shape ``(B, n, d)``).
 
@@ -187,6 +189,9 @@ class ParticleScheme(Scheme):
     ``interaction_path``
         ``"auto"``, ``"harmonic"`` or ``"direct"`` (module docstring); ``fast_circle=False``
         is ``"direct"`` on the circle.  ``harmonic_accuracy``: the S^2 harmonic path's accuracy.
+    ``nu_schedule``
+        a :class:`meanfield.noise_schedule.NoiseSchedule` (``None``: the model's constant ``nu``, which must then
+        be 0): the noise ``nu(t)``; tokens on the sphere, Post-LN, nGPT or LN-scaling, no collapse.
     ``mask``
         ``"none"`` (every token attends to all), ``"causal"`` (``k <= j``) or ``"strict"`` (``k < j``); MATH.md §8.
     ``alibi``
@@ -204,7 +209,8 @@ class ParticleScheme(Scheme):
                  kernel: str = PARTICLE_DEFAULTS["kernel"], heads=None,
                  sinkhorn_eps: float = PARTICLE_DEFAULTS["sinkhorn_eps"], collapse_tol: float = 0.0,
                  normalization: Normalization | None = None, interaction_path: str = PARTICLE_DEFAULTS["interaction"],
-                 harmonic_accuracy: float = SPHERE_ACCURACY, mask: str = "none", alibi: float = 0.0):
+                 harmonic_accuracy: float = SPHERE_ACCURACY, mask: str = "none", alibi: float = 0.0,
+                 nu_schedule=None):
         require(isinstance(n, (int, np.integer)) and n >= 1, f"--n must be a positive integer (got {n!r})")
         self.mask, self.alibi = check_mask(mask, alibi)
         dim = model.dim
@@ -238,6 +244,8 @@ class ParticleScheme(Scheme):
                 f"--normalization {name} carries a radius: it needs --nu 0 (noise is defined for post, ngpt, lnscale)")
         require(not self.carries_radius or collapse_tol == 0,
                 f"--normalization {name} carries a radius: it needs --collapse-tol 0 (merges are for post, ngpt, lnscale)")
+        if nu_schedule is not None:
+            self._check_schedule(nu_schedule, collapse_tol)
         if self.mask != "none":
             self._check_causal(collapse_tol)
         require(collapse_tol == 0 or (sphere and model.nu == 0 and kernel == "dot" and heads is None),
@@ -266,6 +274,16 @@ class ParticleScheme(Scheme):
         self.identity = identity
         self.rng = stream(seed, "noise")
         self.max_speed = 0.0
+
+    def _check_schedule(self, schedule, collapse_tol) -> None:
+        """A noise schedule (module docstring) and what it needs, one line each."""
+        require(self.model.nu == 0, f"give --nu or --nu-schedule, not both (got --nu {self.model.nu:g})")
+        require(self.sphere, "--nu-schedule needs tokens on the sphere (noise is defined on the sphere)")
+        require(not self.carries_radius, f"--normalization {self.normalization.name} carries a radius: it takes no "
+                                         f"--nu-schedule (noise is defined for post, ngpt, lnscale)")
+        require(collapse_tol == 0, "--collapse-tol needs no noise: with --nu-schedule coincident tokens separate "
+                                   "again (give --collapse-tol 0)")
+        self.noise_schedule = schedule
 
     def _check_causal(self, collapse_tol) -> None:
         """The settings a mask needs (module docstring), one line each."""
@@ -378,16 +396,22 @@ class ParticleScheme(Scheme):
             x = accepted
         return min(bound, cfl / max(closing_rate(x[0], velocity[0], self.closing_within, remember=shared), 1e-300))
 
-    def after_step(self, x: np.ndarray, h: float) -> np.ndarray:
-        """Renormalise to the sphere; with noise, a geodesic random-walk step of variance ``2 nu h``."""
+    def after_step(self, x: np.ndarray, h: float, t: float | None = None) -> np.ndarray:
+        """Renormalise to the sphere; with noise, a geodesic random-walk step of variance ``2 nu h`` (with a noise
+        schedule ``2 int_t^{t+h} nu``, ``t`` the step's start)."""
         if not self.sphere:
             return x
         if self.carries_radius:  # the direction back to the sphere; the radius as it is
             out = x.copy()
             out[..., :self.dim] /= np.linalg.norm(x[..., :self.dim], axis=-1, keepdims=True)
             return out
-        if self.model.nu > 0:
-            xi = self.rng.standard_normal(x.shape) * math.sqrt(2 * self.model.nu * h)
+        scale = None
+        if self.noise_schedule is not None:
+            scale = math.sqrt(2 * self.noise_schedule.integral(t, t + h))
+        elif self.model.nu > 0:
+            scale = math.sqrt(2 * self.model.nu * h)
+        if scale is not None:
+            xi = self.rng.standard_normal(x.shape) * scale
             tangent = xi - np.sum(xi * x, axis=-1, keepdims=True) * x
             length = np.linalg.norm(tangent, axis=-1, keepdims=True)
             safe = np.where(length > 0, length, 1.0)

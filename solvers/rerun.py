@@ -14,6 +14,9 @@ A run whose numbers depend on the thread count (BLAS sums: ``bit_reproducible_ac
 :mod:`meanfield.threads`) is re-run on the file's ``threads`` when this machine has that many cores; on
 a machine with fewer, its BLAS sums may differ in the last bits (the new ``threads`` attribute says so).
 
+A run whose noise followed a schedule (``nu_schedule``, :mod:`meanfield.noise_schedule`) keeps it: a spec is read
+from the file; a Python function, which a file cannot hold, is passed again (``rerun(FILE, nu_schedule=f)``).
+
 The new Dataset's attributes are the new run's, with ``init``, ``command``, ``restart`` and
 ``override`` as the file recorded them and ``rerun_of`` naming the file.
 """
@@ -89,17 +92,25 @@ def _save_settings(attrs: dict) -> dict:
     return dict(settings, save_every=_setting(attrs, "save_every"))
 
 
-def _solve_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> xr.Dataset:
+def _noise(settings: dict, nu_schedule) -> dict:
+    """``settings`` with the schedule given again (a Python function) in place of the recorded ``nu = 0``; without
+    one, the file's schedule spec is kept by the continuation (:func:`meanfield.solvers.continuation.resolve_schedule`)."""
+    if nu_schedule is None:
+        return settings
+    return {key: value for key, value in settings.items() if key != "nu"} | {"nu_schedule": nu_schedule}
+
+
+def _solve_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool, nu_schedule=None) -> xr.Dataset:
     attrs = dataset.attrs
     settings = {name: _setting(attrs, name) for name in ("attention", "beta", "nu", "dim", "scheme", "stepper",
                                                           "resolution", "seed", "rtol", "atol", "cfl",
                                                           "resolution_tol", "positivity_tol", "collapse_tol")}
     backend = _setting(attrs, "transform_backend")
     return solve(str(attrs["geometry"]), init=source, progress=progress, backend=backend,
-                 **settings, **_save_settings(attrs))       # the normalisation: the file's (meanfield.solvers.continuation)
+                 **_noise(settings, nu_schedule), **_save_settings(attrs))       # the normalisation: the file's (meanfield.solvers.continuation)
 
 
-def _simulate_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> xr.Dataset:
+def _simulate_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool, nu_schedule=None) -> xr.Dataset:
     attrs = dataset.attrs
     settings = {name: _setting(attrs, name) for name in ("dim", "n", "attention", "beta", "nu", "seed", "sampling",
                                                           "resolution", "stepper", "rtol", "cfl", "dt_max",
@@ -110,7 +121,8 @@ def _simulate_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool) -> 
     matrices = recorded_matrices(dataset)
     if "qkv" not in matrices:
         source.attrs["qkv"] = "custom"       # the file's matrices stand in for the file they were read from
-    return simulate(init=source, progress=progress, **settings, **matrices, **_save_settings(attrs))
+    return simulate(init=source, progress=progress, **_noise(settings, nu_schedule), **matrices,
+                    **_save_settings(attrs))
 
 
 def _threads(attrs: dict) -> int:
@@ -122,7 +134,7 @@ def _threads(attrs: dict) -> int:
     return int(threads) if 1 <= threads <= available_cores() else thread_count()
 
 
-def rerun(run, progress: bool = False) -> xr.Dataset:
+def rerun(run, progress: bool = False, nu_schedule=None) -> xr.Dataset:
     """Run a solve or particle run again from the record of its start (module docstring).
 
     Parameters
@@ -131,6 +143,9 @@ def rerun(run, progress: bool = False) -> xr.Dataset:
         A run file's path, or a run Dataset.
     progress : bool
         Show a progress bar.
+    nu_schedule : callable, optional
+        The noise schedule of a run whose ``nu_schedule`` was a Python function (``python:NAME``), which the file
+        cannot hold (:mod:`meanfield.noise_schedule`); a run with a spec needs nothing (the file's is kept).
 
     Returns
     -------
@@ -149,7 +164,8 @@ def rerun(run, progress: bool = False) -> xr.Dataset:
             f"rerun {label}: a {geometry} run; `meanfield rerun` repeats solve and particle runs")
     source = start_source(dataset, label)
     with use_threads(_threads(dataset.attrs)):
-        again = (_simulate_again if geometry == "particles" else _solve_again)(dataset, source, progress)
+        again = (_simulate_again if geometry == "particles" else _solve_again)(dataset, source, progress,
+                                                                                 nu_schedule)
     for key in KEPT_ATTRS:
         if key in dataset.attrs:
             again.attrs[key] = dataset.attrs[key]

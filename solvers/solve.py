@@ -30,7 +30,7 @@ from meanfield.threads import thread_attrs
 
 from . import checkpoint
 from .clusters import ClusterTracker, closing_distance
-from .continuation import joined, resolve_model, resolve_normalization
+from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
 from .causal import CausalKinetic, check_causal, continues_causal
 from .causal_init import causal_initial_state
 from .contract import conform
@@ -134,6 +134,34 @@ def finish_dataset(dataset, record, scheme, stepper, start: checkpoint.Checkpoin
     return checkpoint.add_to_dataset(dataset, checkpoint.capture(scheme, stepper, record.state, record.t_reached))
 
 
+def follow_schedule(discretisation, schedule) -> None:
+    """Let the noise of ``discretisation`` follow ``schedule`` (:mod:`meanfield.noise_schedule`): the spectral and
+    Galerkin schemes (:meth:`meanfield.solvers.density_scheme.DensityScheme.follow_noise_schedule`), and the
+    causal kinetic PDE through its slice scheme (its ``linear`` is the slice's)."""
+    if isinstance(discretisation, CausalKinetic):
+        discretisation.slice.follow_noise_schedule(schedule)
+        discretisation.linear, discretisation.noise_schedule = discretisation.slice.linear, schedule
+    else:
+        discretisation.follow_noise_schedule(schedule)
+
+
+def add_schedule_records(dataset, schedule):
+    """A run that followed a noise schedule: the variable ``nu(time)`` (the noise at each frame) and the attribute
+    ``nu_schedule`` (its spec); returns the dataset."""
+    if schedule is not None:
+        dataset["nu"] = ("time", schedule.values(dataset["time"].values),
+                         {"long_name": "noise strength nu(t) at the frame", "nu_schedule": schedule.spec})
+        dataset.attrs["nu_schedule"] = schedule.spec
+    return dataset
+
+
+def schedule_command(settings: dict, schedule) -> dict:
+    """The settings of the run's ``command``: with a schedule, ``--nu-schedule SPEC`` instead of ``--nu``."""
+    if schedule is None:
+        return settings
+    return {key: value for key, value in settings.items() if key != "nu"}
+
+
 def check_normalization(normalization: Normalization, scheme: str) -> Normalization:
     """The run's :class:`Normalization` (MATH.md §6; :func:`meanfield.settings.gather_normalization` checked its
     parameters): the density schemes take ``post``, ``ngpt`` and ``lnscale``, the Lagrangian schemes all six
@@ -224,7 +252,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
           mix_switch: float | None = None, collapse_tol: float | None = SOLVE_DEFAULTS["collapse_tol"],
           override: bool = False, trackers=(), progress: bool = False, backend: str | None = None,
           step: StepControl | None = None, monitor: Monitor | None = None, saving: Saving | None = None,
-          mask: str | None = None, alibi: float | None = None, positions: int | None = None):
+          mask: str | None = None, alibi: float | None = None, positions: int | None = None, nu_schedule=None):
     """Solve the mean-field PDE (MATH.md §2), or the causal kinetic PDE (MATH.md §8), and return the run as an
     ``xarray.Dataset``.
 
@@ -239,6 +267,11 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
         run file, whose beta a continuation keeps.
     nu : float, optional
         Noise strength ``>= 0`` (default: the run file's, else 0).
+    nu_schedule : str, NoiseSchedule or callable, optional
+        Time-dependent noise ``nu(t)`` instead of ``nu`` (not both): a spec ``ramp:A>B@T0..T1[,...]``, a
+        :class:`meanfield.noise_schedule.NoiseSchedule` or a function of ``t`` (:mod:`meanfield.noise_schedule`;
+        spectral and Galerkin schemes, not ``etdrk4``).  The run then records ``nu = 0``, the attribute
+        ``nu_schedule`` and the variable ``nu(time)``.  Default: the run file's, else none.
     dim : int, optional
         Ambient dimension (zonal only; at most 256).  Default: the run file's, else the geometry's.
     resolution : int, optional
@@ -335,7 +368,12 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
             f"--dim must be <= {MAX_ZONAL_DIM} for zonal densities (got {dim}): beyond it the zonal solvers' "
             f"coefficients leave double precision; `meanfield particles` and `meanfield theory` go to --dim 4096")
     resolution = geometry_default(geometry, "resolution") if resolution is None else resolution
+    nu, schedule, schedule_change = resolve_schedule(source, nu, nu_schedule, override)
+    require(schedule is None or scheme in ("spectral", "galerkin"),
+            f"--nu-schedule needs --scheme spectral (circle, sphere) or galerkin (zonal) (got --scheme {scheme}); "
+            f"it takes a constant --nu")
     kept, changes = resolve_model(source, {"attention": attention, "beta": beta, "nu": nu}, SOLVE_DEFAULTS, override)
+    changes = joined(changes, schedule_change)
     normalization, normalization_change = resolve_normalization(source, normalization, normalization_parameters,
                                                                 override)
     changes = joined(changes, normalization_change)
@@ -357,6 +395,8 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
                                       collapse_tol)
     else:
         discretisation = build_causal(geometry, scheme, model, resolution, backend, monitor, normalization, causal)
+    if schedule is not None:
+        follow_schedule(discretisation, schedule)
     stepper = discretisation.default_stepper if step.stepper is None else step.stepper
     k_star, band = dominant_mode(model), discretisation.largest_mode()
     require(k_star <= band,
@@ -389,9 +429,12 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
                 "collapse_tol": collapse_tol, **normalization.options()}
     if causal is not None:      # ordinary runs keep their attributes and command line as before
         settings.update(mask="causal", alibi=causal[0], positions=causal[1])
+    if schedule is not None:    # runs with a constant nu keep their attributes and command line as before
+        settings["nu_schedule"] = schedule.spec
+    typed = init if schedule is None or schedule.segments else None     # a Python function: `meanfield rerun FILE`
     attrs = dict(settings, **thread_attrs(discretisation.uses_blas),
                  geometry=geometry, package_version=package_version(),
-                 command=run_command(["solve", geometry], settings, init, changes),
+                 command=run_command(["solve", geometry], schedule_command(settings, schedule), typed, changes),
                  stop_reason=record.stop_reason,
                  t_start=t_start, restart="exact" if exact else ("remap" if source is not None else "none"),
                  override=changes,
@@ -407,4 +450,5 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
         dataset.attrs["collapse_tol_used"] = discretisation.collapser.tol
     if scheme == "fv":  # the density of a finite-volume run is cell averages (CF cell_methods)
         dataset["density"].attrs["cell_methods"] = f"{next(iter(discretisation.dims()['density']))}: mean"
+    add_schedule_records(dataset, schedule)
     return finish_dataset(add_tracker_records(dataset, trackers), record, discretisation, time_stepper, start)

@@ -280,6 +280,7 @@ class SphereSpectral(DensityScheme):
         self.potential = operator.velocity()      # X = grad(potential * rho) (USA), / (conv * rho) (SA)
         self.radial = operator.radial if divisor.ngpt else None
         self.linear = None if model.nu == 0 else -model.nu * (l * (l + 1.0))
+        self.noise_operator = -(l * (l + 1.0))                                  # nu = 1: for a noise schedule
         degrees = np.arange(1, basis.lmax + 1)
         self.max_rate = divisor.fastest_rate(degrees)
         self.state_scale = 1.0 / (4 * math.pi)

@@ -21,6 +21,16 @@ With ``L = 0`` all three reduce to their classical explicit forms.  Fixed-step
 methods round the CFL step down to a power of two so that the exponential
 factors are computed once per distinct step.
 
+Time-dependent noise (``--nu-schedule``, :mod:`meanfield.noise_schedule`): a scheme whose ``noise_schedule``
+is set holds the noise's operator for ``nu = 1`` as ``linear`` (``-l (l + d - 2)``, MATH.md §2.2), and the
+linear part is ``nu(t) L``.  Its exact propagator from ``a`` to ``b`` is ``exp(L int_a^b nu)``, so the Lawson
+steppers (``rk4``, ``ssprk3``, ``dopri5``) take that as the factor between stage times ``t + c_j h`` and
+``t + c_i h`` (and from each stage to the step's end in the error estimate): the integrating factor stays exact
+and the step is bounded by the transport alone, as with a constant ``nu``.  These factors change with ``t`` on a
+ramp, so they are computed per stage pair (cached by the integral's value; 2-3 ``exp`` of the state's size per
+stage).  ``etdrk4``'s coefficients assume a constant ``L``: it refuses a schedule.  Every scheme with a schedule
+gets the step's start time in its post-step map, ``after_step(state, h, t)`` (particles: the noise over the step).
+
 Adaptive steppers take their cap from the scheme's ``adaptive_dt(cfl)`` (a bound that follows
 the dynamics, e.g. once Lagrangian nodes have collapsed, MATH.md §5; by default ``stable_dt``,
 :mod:`meanfield.solvers.contract`), the fixed-step ones from ``stable_dt(cfl)``.  Every step ends with
@@ -91,6 +101,8 @@ class _Stepper:
         self.atol = atol if atol is not None else 1e-14 * scheme.state_scale
         self.dt_max = dt_max
         self.linear = scheme.linear
+        #: time-dependent noise: ``linear`` is the noise operator for ``nu = 1`` (module docstring)
+        self.schedule = scheme.noise_schedule
         self.steps = 0
         self.rejected = 0
         #: the adaptive controller's next step proposal (``None``: fixed steps, or none yet); an exact
@@ -99,6 +111,7 @@ class _Stepper:
         #: per-instance caches of the exponential factors (a method ``lru_cache`` would keep schemes alive)
         self._exp_cache: dict = {}
         self._coefficient_cache: dict = {}
+        self._schedule_cache: dict = {}
         self._last = None      # (u, t, h, stage slopes, new) of the last step, for dense output
         self._end_slope = None  # (new, rhs(new)) for the Hermite interpolant
 
@@ -126,9 +139,12 @@ class _Stepper:
         """``exp(L s)``, cached per stepper (``s`` takes few distinct values; at most 64 kept)."""
         return _cached(self._exp_cache, s, lambda: np.exp(self.linear * s), 64)
 
-    def _accept(self, new: np.ndarray, h: float) -> np.ndarray:
-        """Apply the scheme's post-step map (e.g. renormalise to the sphere, add noise; by default none)."""
-        return self.scheme.after_step(new, h)
+    def _accept(self, new: np.ndarray, h: float, t: float) -> np.ndarray:
+        """Apply the scheme's post-step map (e.g. renormalise to the sphere, add noise; by default none) to the
+        step from ``t`` to ``t + h``; a scheme with a noise schedule is also given ``t``."""
+        if self.schedule is None:
+            return self.scheme.after_step(new, h)
+        return self.scheme.after_step(new, h, t)
 
     def _fixed_dt(self, h_max: float) -> float:
         h = min(self._limit(self.cfl), self.dt_max)
@@ -186,19 +202,30 @@ class LawsonRK(_Stepper):
         f = self._factor(s)
         return x if f is None else f * x
 
-    def _combine(self, u, h, ci, coeffs, ks, cs):
-        out = self._apply(ci * h, u).copy()
+    def _move(self, x: np.ndarray, t: float, h: float, cj: float, ci: float) -> np.ndarray:
+        """``x`` carried by the linear part from ``t + cj h`` to ``t + ci h``: ``exp(L (ci - cj) h) x``, or with a
+        noise schedule ``exp(L int nu) x`` over that interval (module docstring)."""
+        if self.schedule is None or self.linear is None:
+            return self._apply((ci - cj) * h, x)     # cj = 0: (ci - 0.0) * h is ci * h, bit for bit
+        integral = self.schedule.integral(t + cj * h, t + ci * h)
+        if integral == 0.0:
+            return x
+        factor = _cached(self._schedule_cache, integral, lambda: np.exp(self.linear * integral), 64)
+        return factor * x
+
+    def _combine(self, u, t, h, ci, coeffs, ks, cs):
+        out = self._move(u, t, h, 0.0, ci).copy()
         for a, k, cj in zip(coeffs, ks, cs):
             if a != 0.0:
-                out += (h * a) * self._apply((ci - cj) * h, k)
+                out += (h * a) * self._move(k, t, h, cj, ci)
         return out
 
     def _attempt(self, u, t, h, k1):
         ks = [k1]
         for i in range(1, len(self.c)):
-            stage = self._combine(u, h, self.c[i], self.A[i], ks, self.c)
+            stage = self._combine(u, t, h, self.c[i], self.A[i], ks, self.c)
             ks.append(self.scheme.rhs(stage, t + self.c[i] * h))
-        new = self._combine(u, h, 1.0, self.b, ks, self.c)
+        new = self._combine(u, t, h, 1.0, self.b, ks, self.c)
         return new, ks
 
     def step(self, u, t, h_max):
@@ -208,7 +235,7 @@ class LawsonRK(_Stepper):
             new, ks = self._attempt(u, t, h, k1)
             self.steps += 1
             self._last = (u, t, h, ks, new)
-            return self._accept(new, h), t + h
+            return self._accept(new, h, t), t + h
         return self._adaptive_step(u, t, h_max, k1)
 
     def _adaptive_step(self, u, t, h_max, k1):
@@ -224,7 +251,7 @@ class LawsonRK(_Stepper):
             err = np.zeros_like(u)
             for db, k, cj in zip(np.subtract(self.b, self.b_low), ks, self.c):
                 if db != 0.0:
-                    err += (h * db) * self._apply((1.0 - cj) * h, k)
+                    err += (h * db) * self._move(k, t, h, cj, 1.0)
             scale = self.atol + self.rtol * np.maximum(np.abs(u), np.abs(new))
             norm = math.sqrt(float(np.mean((np.abs(err) / scale) ** 2)))
             if not math.isfinite(norm):
@@ -234,7 +261,7 @@ class LawsonRK(_Stepper):
                 self.steps += 1
                 self.next_step = proposal if clipped else h * factor
                 self._last = (u, t, h, ks, new)
-                accepted = self._accept(new, h)
+                accepted = self._accept(new, h, t)
                 # first same as last: the last stage is the slope at the new state (bit for bit the same
                 # combination), unless the scheme's post-step map moved the state
                 self._fsal = ks[-1] if self.fsal and accepted is new else self.scheme.rhs(accepted, t + h)
@@ -303,6 +330,12 @@ class ETDRK4(_Stepper):
 
     name = "etdrk4"
 
+    def __init__(self, scheme, **kw):
+        super().__init__(scheme, **kw)
+        from meanfield.errors import require
+        require(self.schedule is None, "--stepper etdrk4 takes a constant --nu only (its coefficients assume a fixed "
+                                       "linear part); with --nu-schedule use dopri5, rk4 or ssprk3")
+
     def _coefficients(self, h: float):
         """The ETDRK4 factors of step ``h``, cached per stepper (at most 16 kept)."""
         return _cached(self._coefficient_cache, h, lambda: self._compute_coefficients(h), 16)
@@ -330,7 +363,7 @@ class ETDRK4(_Stepper):
         self.steps += 1
         new = e * u + f1 * n_u + 2 * f2 * (na + nb) + f3 * nc
         self._last = (u, t, h, [n_u], new)
-        return self._accept(new, h), t + h
+        return self._accept(new, h, t), t + h
 
 
 class ScipyStepper:

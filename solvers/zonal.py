@@ -161,6 +161,7 @@ class ZonalGalerkin(DensityScheme):
         self._divergence = basis.D.T                                         # test functions P_l'
         eig = laplace_eigenvalue(ell, model.dim).astype(float)
         self.linear = None if model.nu == 0 else -model.nu * eig
+        self.noise_operator = -eig                                            # nu = 1: for a noise schedule
         self.max_rate = divisor.fastest_rate(ell[1:])
         self.state_scale = 1.0 / sphere_area(model.dim)
         self.init_monitor(basis.lmax, positivity_tol, resolution_tol)
