@@ -203,6 +203,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         Each step's random walk has variance ``2 int nu`` over the step; ``dt_max`` defaults as with noise, collapse
         is off.  The run records ``nu = 0``, the attribute ``nu_schedule`` and the variable ``nu(time)``.
         Default: the run file's, else none.
+    init : str, xarray.Dataset or path
         Where the tokens are drawn from (:mod:`meanfield.sampling`: ``uniform``, ``orthogonal``,
         ``perturbed:EPS``, ``vonmises:...``, a PDE run's density), or a particle run of the same ``n`` and
         ``dim`` to continue exactly from its restart record (positions after merges, weights, the noise
