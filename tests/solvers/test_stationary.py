@@ -49,7 +49,6 @@ def test_the_tricritical_beta_is_the_bessel_ratio_root(dim):
 def test_every_branch_point_solves_its_equation(usa4):
     assert float(usa4["residual"].max()) < 1e-12
     model = Model("usa", 4.0, 0.0, 2)
-    basis = SymmetricBasis(usa4.attrs["lmax"], 2)
     assert usa4.attrs["nu_sharp"] == pytest.approx(critical_noise(model), rel=1e-15)
 
 

@@ -163,7 +163,7 @@ def test_growth_claims_read_the_table():
 def test_registry_names_every_command():
     assert list(STUDIES) == ["growth-circle", "mean-field", "mean-field-sphere", "cluster-formation", "metastability",
                              "schemes", "noise-transition", "staircase", "fv-staircase", "gaussian", "long-context", "normalization",
-                             "castin-figures", "causal", "bench-circle", "bench-particles", "bench-sphere",
+                             "castin-figures", "causal", "phase-transitions", "bench-circle", "bench-particles", "bench-sphere",
                              "bench-staircase", "bench-cluster-schemes", "bench-causal", "bench-signals"]
     assert all(study.benchmark == study.name.startswith("bench-") for study in STUDIES.values())
     quick = STUDIES["mean-field"].preset(True)
