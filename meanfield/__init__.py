@@ -36,6 +36,9 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
   its linear theory in :mod:`meanfield.causal_theory`: :func:`evolve_mode` (the Green's function solution),
   :func:`green`, :func:`psi`, :func:`mode_rates`, :func:`profile_weights`, :func:`lost_in_the_middle`,
   :func:`end_slope`, :func:`t_crit`.
+* noise-driven phase transitions (MATH.md §9) — :func:`stationary_branch`: the branch of stationary states from
+  ``nu_#`` with its stability, folds, ``nu_c`` and curvature (:mod:`meanfield.solvers.branch`); ``nu_schedule=`` of
+  :func:`solve` and :func:`simulate_particles` ramps the noise (:mod:`meanfield.noise_schedule`).
 """
 
 from importlib.metadata import PackageNotFoundError, version as _version
@@ -71,7 +74,8 @@ from .normalization_theory import (effective_growth_rate, equiangular_solution, 
 #: The entry points that live in ``solvers`` (DESIGN.md "Layout": the model does not import the solvers when it is
 #: imported), each given as itself on first use, so ``help()`` and editors see its real signature and docstring.
 _SOLVER_ENTRY_POINTS = {"solve": ("meanfield.solvers.solve", "solve"), "simulate_particles": ("meanfield.solvers.particle_run", "simulate"),
-                        "rerun": ("meanfield.solvers.rerun", "rerun")}
+                        "rerun": ("meanfield.solvers.rerun", "rerun"),
+                        "stationary_branch": ("meanfield.solvers.branch", "stationary_branch")}
 
 
 def __getattr__(name: str):
@@ -96,5 +100,5 @@ def plot_run(dataset, path=None, modes=None):
 __all__ = ["causal_theory", "end_slope", "evolve_mode", "green", "lost_in_the_middle", "mode_rates", "profile_weights",
            "psi", "t_crit", "effective_growth_rate", "equiangular_solution", "initial_rate", "late_time_decay", "mode_amplitude_factor",
            "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "analysis", "Clusters", "clusters_in_frame", "clusters_of_atoms", "clusters_of_density", "wasserstein1_circle", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominance_probabilities", "dominant_mode", "formation_time", "law_leader", "typical_amplitude",
-           "growth_rates", "KernelOperator", "solve_gaussian_case", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "rerun", "sphere_area",
+           "growth_rates", "KernelOperator", "solve_gaussian_case", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "rerun", "stationary_branch", "sphere_area",
            "Attention", "Monitor", "Normalization", "Saving", "StepControl", "__version__"]
