@@ -185,8 +185,9 @@ cli.help = cli.help.replace("{ranges}", "\n    ".join(range_table().splitlines()
                    "nu_#, the fold nu_sn, the first-order point nu_c (USA), the curvature C and the transition "
                    "(continuous or first-order); circle: even states, --dim >= 3: zonal states.")
 @click.option("--tricritical", is_flag=True,
-              help="The tricritical beta*(d) of USA (MATH.md §9): bisection on the sign of C, with the Bessel-ratio "
-                   "root I_{d/2+1}(beta) / I_{d/2}(beta) = 1/d beside it (--dim in [2, 64]).")
+              help="The tricritical beta*(d) of USA (MATH.md §9; SA has none: it is supercritical at every beta): "
+                   "bisection on the sign of C, with the Bessel-ratio root I_{d/2+1}(beta) / I_{d/2}(beta) = 1/d "
+                   "beside it (--dim in [2, 64]).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha, mix_switch, tokens, at_time,
            mask, alibi, profile_width, branch, tricritical, as_json):
@@ -293,9 +294,8 @@ def _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_j
     require(not any(value not in (None, False) for value in others),
             "--branch and --tricritical take only --attention, --beta, --dim and --json")
     require(nu == SOLVE_DEFAULTS["nu"], "--branch and --tricritical follow nu themselves: leave --nu out")
-    if tricritical:
-        require(attention == "usa", "--tricritical is USA's (SA is supercritical at every beta, MATH.md §9): give "
-                                    "--attention usa")
+    if tricritical:        # USA's (SA is supercritical at every beta, MATH.md §9): --attention is not read
+        attention = "usa"
         require(beta is None, "--tricritical finds beta: leave --beta out")
         require(dim <= TRICRITICAL_MAX_DIM, f"--tricritical takes --dim in [2, {TRICRITICAL_MAX_DIM}] (got {dim})")
         result = {"attention": attention, "dim": dim, "beta_star": tricritical_beta(dim, bracket=TRICRITICAL_BRACKET),

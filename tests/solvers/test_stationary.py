@@ -104,7 +104,7 @@ def test_newton_refuses_a_negative_noise_and_reports_a_failed_solve():
 @pytest.mark.parametrize("args, named", [
     (["--branch", "--attention", "usa"], "--branch needs --beta"),
     (["--branch", "--beta", "4", "--nu", "0.2"], "leave --nu out"),
-    (["--tricritical", "--attention", "sa"], "--attention usa"),
+    (["--tricritical", "--dim", "100"], "--dim in [2, 64]"),
     (["--tricritical", "--attention", "usa", "--beta", "2"], "leave --beta out"),
     (["--branch", "--tricritical", "--beta", "2"], "not both"),
 ])
@@ -114,8 +114,11 @@ def test_the_command_line_refuses_in_one_line(args, named, capsys):
     assert named in error and len(error.strip().splitlines()) == 1
 
 
-def test_the_command_line_prints_the_branch_as_json(capsys):
+def test_the_command_line_prints_the_branch_and_beta_star_as_json(capsys):
     import json
+    assert main(["theory", "--tricritical", "--dim", "2", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["attention"] == "usa" and result["beta_star"] == pytest.approx(result["bessel_root"], rel=1e-5)
     assert main(["theory", "--branch", "--attention", "usa", "--beta", "3", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["transition"] == "first-order" and result["C"] == pytest.approx(6.20, rel=1e-2)
