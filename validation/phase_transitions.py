@@ -150,10 +150,10 @@ def run_study(quick: bool = False, out_dir="phase-transitions-study") -> xr.Data
 #: nu_#, and up from a stable clustered stationary state at nu_c (the stationary solver's) to HIGH nu_#, past nu_sn.
 LOOP = {"beta": 4.0, "low": 0.5, "high": 1.2, "init": "perturbed:1e-3", "resolution": 128, "resolution_tol": 1e-4,
         "cfl": 1.5, "rtol": 1e-7}
-#: Ramp rates |dnu/dt| / nu_#: the PDE at three, particles (n tokens) at one.
+#: Ramp rates ``|dnu/dt| / nu_#``: the PDE at three, particles (n tokens) at one.
 LOOP_PRESETS = {False: {"rates": (0.0025, 0.005, 0.01), "particle_rate": 0.005, "n": 10_000},
                 True: {"rates": (0.0025, 0.005, 0.01), "particle_rate": 0.01, "n": 2_000}}
-#: The order parameter r = 2 pi |rho_hat_1| (tokens: |mean e^{i theta}|) counts as clustered above this.
+#: The order parameter ``r = 2 pi |rho_hat_1|`` (tokens: ``|mean exp(i theta)|``) counts as clustered above this.
 CLUSTERED = 0.25
 #: Frames per half loop.
 LOOP_FRAMES = 400
