@@ -8,10 +8,9 @@ import pytest
 from meanfield.cli import main
 from meanfield.errors import InputError
 from meanfield.model import Model
-from meanfield.solvers.branch import Branch, bessel_root, curvature, stationary_branch, tricritical_beta
-from meanfield.solvers.solve import solve
+from meanfield.solvers.branch import bessel_root, curvature, stationary_branch, tricritical_beta
 from meanfield.solvers.stationary import (StationaryProblem, SymmetricBasis, fixed_nu, linearised_spectrum, newton,
-                                          stationary_state, uniform_rates)
+                                          uniform_rates)
 from meanfield.theory import critical_noise
 
 
@@ -77,21 +76,6 @@ def test_supercritical_branches_are_stable_and_continuous(attention, beta, dim):
     assert ds.attrs["transition"] == "continuous" and ds.attrs["curvature"] < 0
     assert bool(ds["stable"].all()) and np.all(np.diff(ds["nu"].values) < 0)
     assert math.isnan(ds.attrs["nu_sn"])
-
-
-def test_a_stable_state_stays_put_under_the_time_dependent_solver():
-    model = Model("usa", 2.0, 0.0, 2)
-    branch = Branch(model, 48)
-    branch.amplitude_phase()
-    branch.arclength_phase(20)
-    point = stationary_state(model, branch.points[-1].nu, branch.points[-1].c)
-    theta = 2 * math.pi * np.arange(128) / 128
-    density = point.c[0] / math.sqrt(2 * math.pi) + sum(point.c[l] * np.cos(l * theta) / math.sqrt(math.pi)
-                                                        for l in range(1, point.c.size))
-    run = solve("circle", attention="usa", beta=2.0, nu=point.nu, resolution=128, init=density, t_final=10.0,
-                save_every=10.0, rtol=1e-12)
-    drift = np.max(np.abs(run["density"].values[-1] - run["density"].values[0])) / np.mean(density)
-    assert run.attrs["stop_reason"] == "completed" and drift < 1e-10
 
 
 def test_newton_refuses_a_negative_noise_and_reports_a_failed_solve():

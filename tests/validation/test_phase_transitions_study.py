@@ -33,6 +33,11 @@ def test_the_loop_starts_from_a_stable_clustered_state_between_nu_sharp_and_nu_s
     assert abs(np.mean(values * np.exp(1j * theta))) * 2 * math.pi > 0.5       # clustered: r = 0.67
 
 
+def test_a_stable_state_stays_put_under_the_time_dependent_solver():
+    """MATH.md §9: a stationary state of the stationary solver does not move under meanfield.solve (drift over t = 10)."""
+    assert study.drift_of_a_stable_state(10.0) < 1e-10
+
+
 def passing() -> xr.Dataset:
     """A synthetic result agreeing with the theory."""
     rates = np.array([0.0025, 0.005, 0.01])
