@@ -47,6 +47,10 @@ LMAX_GROWTH, LMAX_MAX = 1.5, 192
 NU_RANGE = (0.2, 3.0)
 
 
+class _Lost(Exception):
+    """A fixed-amplitude solve failed while a fold or ``nu_c`` was being refined."""
+
+
 class Branch:
     """A branch being followed: the problem, the points found, and how it stopped."""
 
@@ -153,10 +157,16 @@ class Branch:
         design = np.column_stack((squares, squares ** 2, squares ** 3))
         return float(np.linalg.lstsq(design, change, rcond=None)[0][0])
 
-    def _nu_at(self, coefficient: float, near: Point) -> Point | None:
-        guess = near.c.copy()
-        guess[1] = coefficient
-        return newton(self.problem, guess, near.nu, fixed_amplitude(guess.size, coefficient))
+    def _nu_at(self, coefficient: float, *near: Point) -> Point | None:
+        """The state of degree-1 coefficient ``coefficient``, from the first of the ``near`` points whose Newton
+        solve converges (``None`` if none does)."""
+        for point in near:
+            guess = point.c.copy()
+            guess[1] = coefficient
+            found = newton(self.problem, guess, point.nu, fixed_amplitude(guess.size, coefficient))
+            if found is not None:
+                return found
+        return None
 
     def folds(self) -> list[tuple[float, float]]:
         """``(nu, c_1)`` at every fold: where ``nu`` turns back along the branch, refined at fixed amplitude."""
@@ -168,7 +178,7 @@ class Branch:
             sign = 1.0 if mid.nu > lo.nu else -1.0               # a maximum or a minimum of nu(a)
 
             def objective(coefficient):
-                point = self._nu_at(coefficient, mid)
+                point = self._nu_at(coefficient, mid, lo, hi)
                 return math.inf if point is None else -sign * point.nu
 
             bounds = sorted((lo.c[1], hi.c[1]))
@@ -187,16 +197,25 @@ class Branch:
         for index in range(len(self.points) - 1):
             if np.sign(gap[index]) == np.sign(gap[index + 1]):
                 continue
-            near = self.points[index + 1]
-            difference = lambda coefficient: self.free_energy_gap(self._nu_at(coefficient, near))
+            ends = (self.points[index + 1], self.points[index])
+
+            def difference(coefficient):
+                point = self._nu_at(coefficient, *ends)
+                if point is None:
+                    raise _Lost
+                return self.free_energy_gap(point)
+
             low, high = self.points[index].c[1], self.points[index + 1].c[1]
-            for _, fold in folds:          # keep the side of the fold where the gap changes sign
-                if min(low, high) < fold < max(low, high):
-                    low = fold if np.sign(difference(fold)) != np.sign(gap[index + 1]) else low
-                    high = fold if low != fold else high
-            coefficient = brentq(difference, low, high, xtol=1e-15, rtol=1e-14)
-            root = self._nu_at(coefficient, near)
-            if self.problem.eigenvalues(root.c, root.nu, 1)[0].real < 0:
+            try:
+                for _, fold in folds:          # keep the side of the fold where the gap changes sign
+                    if min(low, high) < fold < max(low, high):
+                        low = fold if np.sign(difference(fold)) != np.sign(gap[index + 1]) else low
+                        high = fold if low != fold else high
+                coefficient = brentq(difference, low, high, xtol=1e-15, rtol=1e-14)
+            except _Lost:                      # a fixed-amplitude solve failed inside the bracket: not located here
+                continue
+            root = self._nu_at(coefficient, *ends)
+            if root is not None and self.problem.eigenvalues(root.c, root.nu, 1)[0].real < 0:
                 return float(root.nu)
         return math.nan
 

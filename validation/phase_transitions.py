@@ -41,7 +41,7 @@ from .harness import progress_bar, save_figure, study_main, write_dataset
 INDEPENDENT_C = {2.0: -4.66, 3.0: 6.20}
 TRICRITICAL_DIMS = (2, 3, 4, 5, 8)
 #: The diagrams: (attention, beta, dim).
-FULL = {"diagrams": tuple((a, b, d) for d in (2, 3, 4, 5) for a in ("sa", "usa") for b in (1.0, 2.0, 4.0, 8.0)),
+FULL = {"diagrams": tuple((a, b, d) for d in (2, 3, 4, 5) for a in ("sa", "usa") for b in (1.0, 2.0, 4.0)),
         "sa_betas": (1.0, 2.0, 4.0, 6.0, 8.0, 12.0), "sa_dims": (2, 3, 4, 5), "resolutions": (32, 64)}
 QUICK = {"diagrams": (("sa", 4.0, 2), ("usa", 2.0, 2), ("usa", 4.0, 2), ("usa", 4.0, 3), ("usa", 4.0, 5)),
          "sa_betas": (1.0, 4.0, 12.0), "sa_dims": (2, 3, 5), "resolutions": (32, 48)}
