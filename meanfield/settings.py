@@ -25,15 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .defaults import PARTICLE_DEFAULTS, RUN_DEFAULTS, SOLVE_DEFAULTS
+from .defaults import MASKS, PARTICLE_DEFAULTS, RUN_DEFAULTS, SOLVE_DEFAULTS
 from .errors import require
 from .limits import check_number, check_option, check_stepper_settings
 from .model import ATTENTIONS
 from .normalization import Normalization
-
-#: ``--qkv`` choices besides a ``.npz`` file of matrices.
-QKV_CHOICES = ("identity", "repulsive", "random")
-
+from .qkv import attention_heads, check_attention_choices, check_qkv
 
 def _default(table, key: str):
     """A dataclass field whose default is ``table[key]`` at the time an object is made."""
@@ -58,17 +55,6 @@ def check_run_length(t_final, save_every, t_start: float = 0.0):
         save_every = (t_final - t_start) / RUN_DEFAULTS["frames"]
     check_option("--save-every", save_every)
     return float(t_final), float(min(save_every, t_final))
-
-
-def is_qkv_file(kind) -> bool:
-    """Whether ``--qkv`` names a ``.npz`` file of matrices."""
-    return isinstance(kind, Path) or (isinstance(kind, str) and kind.lower().endswith(".npz"))
-
-
-def check_qkv(kind) -> None:
-    """``--qkv``: one of :data:`QKV_CHOICES` or a ``FILE.npz``."""
-    require(is_qkv_file(kind) or kind in QKV_CHOICES,
-            f"--qkv must be one of {', '.join(QKV_CHOICES)} or a FILE.npz (got {kind!r})")
 
 
 @dataclass(frozen=True)
@@ -175,8 +161,6 @@ class Attention:
     interaction: str = _default(PARTICLE_DEFAULTS, "interaction")
 
     def __post_init__(self):
-        from meanfield.solvers.particles import check_attention_choices  # the solvers own the lists (DESIGN.md "Layout")
-
         require(isinstance(self.kind, str) and self.kind.lower() in ATTENTIONS,
                 f"--attention must be one of {', '.join(ATTENTIONS)} (got {self.kind!r})")
         object.__setattr__(self, "kind", self.kind.lower())
@@ -194,6 +178,50 @@ class Attention:
     def custom(self) -> bool:
         """Whether matrices or heads were given (they override ``qkv``; the run records ``qkv = custom``)."""
         return self.heads is not None or any(m is not None for m in (self.Q, self.K, self.V))
+
+    @property
+    def label(self) -> str:
+        """What a run records as ``qkv``: ``"custom"`` for given matrices or heads, else the ``qkv`` choice."""
+        return "custom" if self.custom else str(self.qkv)
+
+    def matrices(self, dim: int, seed) -> tuple:
+        """``(Q, K, V, heads)`` in dimension ``dim``: the given matrices or heads, else those of the ``qkv`` choice
+        (:func:`meanfield.qkv.attention_heads`; ``random`` draws from ``seed``).  The one place a choice becomes
+        matrices; their shapes are checked by the scheme that uses them."""
+        if self.heads is not None:
+            return None, None, None, self.heads
+        if self.custom:
+            return self.Q, self.K, self.V, None
+        return attention_heads(self.qkv, dim, seed)
+
+
+def check_mask(mask, alibi) -> tuple[str, float]:
+    """``(mask, alibi)`` checked, one line naming the parameter (MATH.md §8).
+
+    ``mask`` one of :data:`meanfield.defaults.MASKS` (``"none"``: every token attends to all); ``alibi`` the ALiBi
+    slope ``lambda``, a finite number in the ``--alibi`` range of ``meanfield --help``, and ``0`` without a mask.
+    """
+    require(isinstance(mask, str) and mask in MASKS, f"--mask must be one of {', '.join(MASKS)} (got {mask!r})")
+    alibi = check_option("--alibi", alibi)
+    require(alibi == 0 or mask != "none", f"--alibi {alibi:g} needs --mask causal or strict (the ALiBi slope biases "
+                                          f"causal attention, MATH.md §8)")
+    return mask, float(alibi)
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A particle run's causal mask (MATH.md §8, :mod:`meanfield.solvers.causal_interaction`): ``kind`` one of
+    :data:`meanfield.defaults.MASKS` (``"none"``: every token attends to all; ``"causal"``: token ``j`` attends to
+    ``k <= j``; ``"strict"``: ``k < j``) and the ALiBi slope ``alibi`` (``lambda >= 0``, mean-field units; 0 without a
+    mask), checked by :func:`check_mask` when made."""
+
+    kind: str = "none"
+    alibi: float = 0.0
+
+    def __post_init__(self):
+        kind, alibi = check_mask(self.kind, self.alibi)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "alibi", alibi)
 
 
 def twice(name: str, cls_name: str, loose: dict) -> None:
@@ -244,5 +272,5 @@ def unexpected(function: str, flat: dict) -> None:
         raise TypeError(f"{function}() got an unexpected keyword argument {next(iter(flat))!r}")
 
 
-__all__ = ["Attention", "Monitor", "Normalization", "Saving", "StepControl", "gather", "gather_attention",
+__all__ = ["Attention", "Mask", "Monitor", "Normalization", "Saving", "StepControl", "gather", "gather_attention",
            "gather_normalization"]

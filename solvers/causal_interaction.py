@@ -35,9 +35,6 @@ import math
 
 import numpy as np
 
-from meanfield.defaults import MASKS
-from meanfield.errors import require
-from meanfield.limits import check_option
 
 from .interaction import CircleFourierInteraction, DirectInteraction, fourier_phases
 
@@ -49,19 +46,6 @@ CHUNK_ROWS = 2048
 CHUNK_SPAN = 512.0
 #: Below this ``lambda`` (all ``n`` tokens), ``sum_{i < c} q^i = c`` to double precision.
 FLAT_BELOW = 1e-17
-
-
-def check_mask(mask, alibi) -> tuple[str, float]:
-    """``(mask, alibi)`` checked, one line naming the parameter (MATH.md §8).
-
-    ``mask`` one of :data:`meanfield.defaults.MASKS` (``"none"``: every token attends to all); ``alibi`` the ALiBi
-    slope ``lambda``, a finite number in the ``--alibi`` range of ``meanfield --help``, and ``0`` without a mask.
-    """
-    require(isinstance(mask, str) and mask in MASKS, f"--mask must be one of {', '.join(MASKS)} (got {mask!r})")
-    alibi = check_option("--alibi", alibi)
-    require(alibi == 0 or mask != "none", f"--alibi {alibi:g} needs --mask causal or strict (the ALiBi slope biases "
-                                          f"causal attention, MATH.md §8)")
-    return mask, float(alibi)
 
 
 def token_positions(n: int) -> np.ndarray:

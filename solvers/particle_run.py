@@ -27,7 +27,7 @@ before.  A continuation keeps its file's mask and slope like its beta (:mod:`mea
 from __future__ import annotations
 
 import math
-import zipfile
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -39,82 +39,23 @@ from meanfield.limits import check_option, check_particle_size
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.sampling import sample_tokens
-from meanfield.seeding import stream
-from meanfield.settings import (QKV_CHOICES, Attention, Saving, StepControl, check_qkv, gather,
-                                gather_attention, is_qkv_file)
+from meanfield.qkv import QKV_CHOICES
+from meanfield.settings import Attention, Mask, Saving, StepControl, check_mask, gather, gather_attention
 from meanfield.storage import build_run_dataset, package_version
 from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
 
 from . import checkpoint
-from .causal_interaction import check_mask
 from .clusters import ClusterTracker, closing_distance, resolve_collapse_tol
 from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
-from .particles import ParticleScheme, bounded_entries
+from .particles import ParticleScheme
 from .runloop import run_switching
 from .solve import (add_schedule_records, add_tracker_records, check_seed, finish_dataset, given, init_label,
                     run_clock, run_command, save_targets, schedule_command, user_trackers)
 from .steppers import make_stepper
 from .trackers import ModeAmplitudes
 
-__all__ = ["QKV_CHOICES", "attention_heads", "is_qkv_file", "qkv_file", "qkv_matrices", "simulate"]
-
-
-def qkv_file(path, dim: int) -> list[tuple]:
-    """The heads ``[(Q_h, K_h, V_h), ...]`` of a ``.npz`` file: arrays ``Q``, ``K``, ``V``, each ``d x d``
-    (one head) or ``H x d x d`` (``H`` heads, whose outputs are summed), the same ``H`` for all three."""
-    try:
-        data = np.load(path, allow_pickle=False)
-        if not isinstance(data, np.lib.npyio.NpzFile):       # a single .npy array
-            raise ValueError(path)
-        with data:
-            arrays = {name: np.asarray(data[name]) for name in data.files if name in ("Q", "K", "V")}
-    except OSError as exc:
-        require(False, f"--qkv {path}: cannot read it ({exc.strerror or 'not a readable file'})")
-    except (ValueError, EOFError, zipfile.BadZipFile):      # numpy's own advice here would be to unpickle: never
-        require(False, f"--qkv {path}: not a .npz archive of numeric arrays Q, K and V (Python objects are not read)")
-    missing = [name for name in ("Q", "K", "V") if name not in arrays]
-    require(not missing, f"--qkv {path} must hold arrays Q, K and V (missing {', '.join(missing)})")
-    matrices = []
-    for name in ("Q", "K", "V"):
-        array = arrays[name]
-        require(np.issubdtype(array.dtype, np.number) and not np.iscomplexobj(array),
-                f"--qkv {path}: {name} must be a real array (got dtype {array.dtype})")
-        array = array[None] if array.ndim == 2 else array
-        require(array.ndim == 3 and array.shape[1:] == (dim, dim) and array.shape[0] >= 1,
-                f"--qkv {path}: {name} must be {dim} x {dim} or HEADS x {dim} x {dim} (got shape {arrays[name].shape})")
-        matrices.append(bounded_entries(f"--qkv {path}: {name}", array.astype(float)))
-    counts = {m.shape[0] for m in matrices}
-    require(len(counts) == 1, f"--qkv {path}: Q, K and V must have the same number of heads "
-                              f"(got {', '.join(str(m.shape[0]) for m in matrices)})")
-    return [tuple(m[h] for m in matrices) for h in range(matrices[0].shape[0])]
-
-
-def attention_heads(kind, dim: int, seed):
-    """``(Q, K, V, heads)`` for ``--qkv``: one head as matrices (``heads = None``), or several heads
-    from a file (``Q = K = V = None``; their outputs are summed)."""
-    if is_qkv_file(kind):
-        heads = qkv_file(kind, dim)
-        if len(heads) > 1:
-            return None, None, None, heads
-        return (*heads[0], None)
-    return (*qkv_matrices(kind, dim, seed), None)
-
-
-def qkv_matrices(kind, dim: int, seed):
-    """``(Q, K, V)`` for ``--qkv``: identity; repulsive (``V = -I``); random (Gaussian / sqrt(d));
-    or a ``.npz`` file (:func:`qkv_file`)."""
-    if is_qkv_file(kind):
-        heads = qkv_file(kind, dim)
-        require(len(heads) == 1, f"--qkv {kind}: {len(heads)} heads; use attention_heads() for several")
-        return heads[0]
-    check_qkv(kind)
-    if kind == "identity":
-        return None, None, None
-    if kind == "repulsive":
-        return None, None, -np.eye(dim)
-    rng = stream(seed, "matrices")
-    return tuple(rng.standard_normal((dim, dim)) / math.sqrt(dim) for _ in range(3))
+__all__ = ["simulate"]
 
 
 def _same_tokens(source, n: int, dim: int) -> bool:
@@ -144,16 +85,6 @@ def recorded_matrices(dataset) -> dict:
         return {"heads": [tuple(np.asarray(dataset[name].values[h]) for name in ("Q", "K", "V"))
                           for h in range(dataset.sizes["head"])]}
     return {name: np.asarray(dataset[name].values) for name in ("Q", "K", "V") if name in dataset}
-
-
-def matrices(attention: Attention, dim: int, seed):
-    """``(Q, K, V, heads, qkv)`` of a run: the given matrices or heads (``qkv = "custom"``), else those of
-    ``attention.qkv`` (:func:`attention_heads`)."""
-    if attention.heads is not None:
-        return None, None, None, attention.heads, "custom"
-    if attention.custom:
-        return attention.Q, attention.K, attention.V, None, "custom"
-    return (*attention_heads(attention.qkv, dim, seed), str(attention.qkv))
 
 
 def causal_settings(source, mask, alibi, override: bool) -> tuple[str, float, str]:
@@ -292,9 +223,9 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
             "weights= needs positions= (the tokens they weigh): tokens sampled from init carry their own weights")
     source = checkpoint.run_file(init) if positions is None else None
     same_tokens = source if source is not None and _same_tokens(source, n, dim) else None
-    scheme_choice, normalization_change = resolve_normalization(same_tokens, normalization, normalization_parameters,
-                                                                override)
-    exact = source is not None and _continues(source, n, dim, scheme_choice)
+    chosen_normalization, normalization_change = resolve_normalization(same_tokens, normalization,
+                                                                        normalization_parameters, override)
+    exact = source is not None and _continues(source, n, dim, chosen_normalization)
     continued = source if exact else None
     require(beta is not None or continued is not None,
             "--beta is required unless init is a particle run file of these tokens, whose beta a continuation keeps")
@@ -313,7 +244,9 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         seed = int(continued.attrs["seed"]) if seed is None and "seed" in continued.attrs else seed
     attention = gather_attention(attention if isinstance(attention, Attention) else model.attention, attention_fields)
     t_start, t_final, save_every, save_log = run_clock(continued, saving)
-    Q, K, V, heads, qkv = matrices(attention, dim, seed)
+    qkv = attention.label
+    Q, K, V, heads = attention.matrices(dim, seed)      # drawn or read once; the scheme takes them as given
+    attention = replace(attention, Q=Q, K=K, V=V, heads=heads)
     if from_file:
         qkv = str(continued.attrs.get("qkv", qkv))     # what they were read from (a .npz that may be gone)
     kept = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "qkv": qkv}
@@ -326,7 +259,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
                 f"--collapse-tol needs no noise (got {collapse_tol!r} with --nu-schedule): coincident tokens "
                 f"separate again")
         collapse_tol = 0.0
-    if (scheme_choice.carries_radius or heads is not None or mask != "none") and collapse_tol is None:
+    if (chosen_normalization.carries_radius or heads is not None or mask != "none") and collapse_tol is None:
         collapse_tol = 0.0  # merges are for one head on the sphere without radii or mask (meanfield.solvers.clusters)
     tol = resolve_collapse_tol(collapse_tol, model.nu)
     seed = check_seed(seed)
@@ -345,9 +278,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     interaction = attention.interaction
     path = str(source.attrs.get("interaction_path", interaction)) if exact and interaction == "auto" else interaction
     def particle_scheme():
-        return ParticleScheme(model, n, Q, K, V, weights=weights, seed=seed, collapse_tol=tol,
-                              normalization=scheme_choice, heads=heads, interaction_path=path,
-                              kernel=attention.kernel, sinkhorn_eps=attention.sinkhorn_eps, mask=mask, alibi=alibi,
+        return ParticleScheme(model, n, replace(attention, interaction=path), weights=weights, seed=seed,
+                              collapse_tol=tol, normalization=chosen_normalization, mask=Mask(mask, alibi),
                               nu_schedule=schedule)
 
     scheme = particle_scheme()
@@ -363,7 +295,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         norms = np.linalg.norm(positions, axis=-1, keepdims=True)
         state = np.where(np.abs(norms - 1.0) <= 8 * np.finfo(float).eps, positions, positions / norms)[None]
         if scheme.carries_radius:
-            state = np.concatenate((state, np.full((1, n, 1), scheme_choice.r0)), axis=-1)
+            state = np.concatenate((state, np.full((1, n, 1), chosen_normalization.r0)), axis=-1)
     trackers = [ClusterTracker(model.beta, cells=atom_resolution(n, dim))] if tol > 0 else []
     dims, coords = scheme.dims(), scheme.coords()
     if dim == 2:  # mode amplitudes of the tokens on the circle
@@ -372,7 +304,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         dims["mode_amplitude"] = ("mode",)
         coords["mode"] = ("mode", modes)
     trackers += extra
-    switch = scheme_choice.mix_switch if scheme_choice.name == "mix" else None
+    switch = chosen_normalization.mix_switch if chosen_normalization.name == "mix" else None
     start = checkpoint.capture(scheme, time_stepper, state, t_start)
     record = run_switching(scheme, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
                            switch, t_start, progress=progress, trackers=trackers)
@@ -380,8 +312,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
                 "init": label, "seed": seed, "sampling": sampling, "resolution": resolution, "qkv": qkv,
                 "t_final": t_final, "save_every": save_every, "save_log": save_log, "stepper": stepper,
                 "rtol": step.rtol, "cfl": step.cfl, "collapse_tol": collapse_tol}
-    if scheme_choice.name != "post":  # post runs keep their command line as before
-        settings.update(scheme_choice.options())
+    if chosen_normalization.name != "post":  # post runs keep their command line as before
+        settings.update(chosen_normalization.options())
     if interaction != "auto":
         settings["interaction"] = interaction
     if mask != "none":                # runs without a mask keep their attributes and command line as before
@@ -389,7 +321,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     if schedule is not None:          # runs with a constant nu keep their attributes and command line as before
         settings["nu_schedule"] = schedule.spec
     typed = None if positions_given or (schedule is not None and not schedule.segments) else init
-    attrs_scheme = scheme_choice.as_attrs()
+    attrs_scheme = chosen_normalization.as_attrs()
     attrs = dict(settings, **attrs_scheme, **thread_attrs(scheme.interaction_path != "harmonic" or dim != 3),
                  geometry="particles", scheme="particles", package_version=package_version(),
                  command=run_command(["particles"], schedule_command(settings, schedule), typed, changes),

@@ -61,23 +61,22 @@ import math
 
 import numpy as np
 
-from meanfield.defaults import PARTICLE_DEFAULTS
 from meanfield.errors import require
-from meanfield.limits import RANGES
 from meanfield.model import Model
 from meanfield.normalization import Normalization
+from meanfield.qkv import bounded_entries
+from meanfield.settings import Attention, Mask
 from meanfield.seeding import stream
 
-from .causal_interaction import CausalCircleInteraction, CausalDirectInteraction, check_mask, token_positions
+from .causal_interaction import CausalCircleInteraction, CausalDirectInteraction, token_positions
 from .clusters import CLOSING_DISTANCE, NodeCollapse, closing_rate
 from .contract import Scheme
-from .interaction import (KERNELS, SPHERE_ACCURACY, CircleFourierInteraction, DirectInteraction,
+from .interaction import (SPHERE_ACCURACY, CircleFourierInteraction, DirectInteraction,
                           SphereHarmonicInteraction)
 
 #: Tokens further than this from the unit sphere mean the run has lost validity.
 SPHERE_TOL = 1e-10
 #: ``interaction_path`` choices (module docstring).
-INTERACTION_PATHS = ("auto", "harmonic", "direct")
 #: S^2 auto choice: the harmonic path from this many tokens on (band <= 40; measured crossover, one core,
 #: SA: direct/harmonic = 0.6 at n = 256, 1.1-1.7 at 512, 6-11 at 1024 for beta = 1, 4, 16)
 HARMONIC_MIN_N = 512
@@ -104,17 +103,6 @@ def check_matrix(name: str, matrix, dim: int):
     return bounded_entries(name, matrix)
 
 
-def bounded_entries(name: str, matrix: np.ndarray) -> np.ndarray:
-    """Finite entries within the range table's ``--qkv`` row (:data:`meanfield.limits.RANGES`, magnitude at most
-    1e100): beyond it the logits ``beta <Qx, Ky>`` and the speeds' squares leave double precision (entries of
-    1e200 made the step size NaN)."""
-    require(bool(np.all(np.isfinite(matrix))), f"{name} must be finite")
-    largest, bound = float(np.max(np.abs(matrix), initial=0.0)), RANGES["--qkv"].high
-    require(largest <= bound, f"{name}: entries must be at most {bound:g} in magnitude (got {largest:g}); the --qkv "
-                              f"range in `meanfield --help`")
-    return matrix
-
-
 def check_projection(name: str, matrix, dim: int):
     """A ``k x dim`` finite float matrix (any ``k >= 1``), or ``None`` for the identity."""
     if matrix is None:
@@ -134,21 +122,6 @@ def check_head(label: str, Q, K, V, dim: int) -> tuple:
     return Q, K, check_matrix(f"V{label}", V, dim)
 
 
-def check_attention_choices(kernel, heads, matrices, path) -> None:
-    """The attention's named choices, one line each (shared with :class:`meanfield.settings.Attention`):
-    ``kernel`` one of :data:`KERNELS`; ``heads`` a non-empty list of ``(Q, K, V)`` triples, given instead of
-    ``matrices = (Q, K, V)``; ``path`` one of :data:`INTERACTION_PATHS`."""
-    require(isinstance(kernel, str) and kernel in KERNELS,
-            f"kernel must be one of {', '.join(KERNELS)} (got {kernel!r})")
-    if heads is not None:
-        require(all(m is None for m in matrices), "pass either Q, K, V or heads, not both")
-        require(isinstance(heads, (list, tuple)) and len(heads) >= 1
-                and all(isinstance(h, (list, tuple)) and len(h) == 3 for h in heads),
-                "heads must be a non-empty list of (Q, K, V) triples")
-    require(isinstance(path, str) and path in INTERACTION_PATHS,
-            f"--interaction must be one of {', '.join(INTERACTION_PATHS)} (got {path!r})")
-
-
 def normalised_weights(weights, n: int) -> np.ndarray:
     """Weights summing to 1 (uniform ``1/n`` if ``None``); refuse negative or massless ones."""
     if weights is None:
@@ -165,37 +138,34 @@ class ParticleScheme(Scheme):
 
     ``model``
         attention, beta, nu, dim (the tokens' dimension d).
-    ``Q, K, V``
-        ``d x d`` matrices (``None``: identity); in R^d ``Q, K`` may be ``k x d`` (same ``k``).
-    ``kernel``
-        ``"dot"`` (weights ``exp(beta <Qx, Ky>)``), ``"l2"`` (``exp(-beta |Qx - Ky|^2 / 2)``,
-        R^d only) or ``"sinkhorn"`` (the doubly normalised plan of ``exp(beta <Qx, Ky> / eps)``,
-        Sinkformers; R^d and SA only; ``meanfield.solvers.interaction``).
-    ``sinkhorn_eps``
-        the entropic parameter ``eps > 0`` of ``kernel="sinkhorn"``.
-    ``heads``
-        optional list of ``(Q_h, K_h, V_h)`` (instead of ``Q, K, V``): the heads' outputs are summed
-        (on the sphere: then projected, or normalised by the scheme of MATH.md §6).
+    ``attention``
+        a :class:`meanfield.settings.Attention` of the model's kind (``None``: ``Q = K = V = I``, the dot-product
+        kernel, the ``auto`` path): its matrices (``Q, K, V``, ``d x d``, ``None`` the identity; in R^d ``Q, K``
+        may be ``k x d``, the same ``k``; or ``heads``, whose outputs are summed, on the sphere then projected or
+        normalised by the scheme of MATH.md §6), drawn or read from its ``qkv`` choice here, once
+        (:meth:`meanfield.settings.Attention.matrices`, the ``random`` ones from ``seed``); its ``kernel``
+        (``"dot"``: weights ``exp(beta <Qx, Ky>)``; ``"l2"``: ``exp(-beta |Qx - Ky|^2 / 2)``, R^d only;
+        ``"sinkhorn"``: the doubly normalised plan of ``exp(beta <Qx, Ky> / eps)``, Sinkformers, R^d and SA only,
+        :mod:`meanfield.solvers.interaction`) with ``sinkhorn_eps``; and its interaction path ``"auto"``,
+        ``"harmonic"`` or ``"direct"`` (module docstring).
     ``weights``
         per-token weights, normalised to sum 1 (``None``: uniform).
     ``sphere``
         tokens on S^{d-1} (projected dynamics) or in R^d (no projection, no noise).
     ``seed``
-        seeds the noise.
+        seeds the noise and the ``random`` matrices.
     ``collapse_tol``
         merge tokens closer than this (0: never; see the module docstring).
     ``normalization``
         a :class:`meanfield.normalization.Normalization` (``None``: Post-LN).
-    ``interaction_path``
-        ``"auto"``, ``"harmonic"`` or ``"direct"`` (module docstring); ``fast_circle=False``
-        is ``"direct"`` on the circle.  ``harmonic_accuracy``: the S^2 harmonic path's accuracy.
+    ``mask``
+        a :class:`meanfield.settings.Mask` (``None``: no mask): ``"causal"`` (``k <= j``) or ``"strict"``
+        (``k < j``) with the ALiBi slope ``alibi``; MATH.md §8.
     ``nu_schedule``
         a :class:`meanfield.noise_schedule.NoiseSchedule` (``None``: the model's constant ``nu``, which must then
         be 0): the noise ``nu(t)``; tokens on the sphere, Post-LN, nGPT or LN-scaling, no collapse.
-    ``mask``
-        ``"none"`` (every token attends to all), ``"causal"`` (``k <= j``) or ``"strict"`` (``k < j``); MATH.md §8.
-    ``alibi``
-        the ALiBi slope ``lambda >= 0`` of a mask (mean-field units; 0 without a mask).
+    ``block_bytes``, ``harmonic_accuracy``
+        the direct sum's block size in bytes; the S^2 harmonic path's accuracy.
     """
 
     linear = None
@@ -204,24 +174,28 @@ class ParticleScheme(Scheme):
     #: mutable fields an exact restart carries (:mod:`meanfield.solvers.checkpoint`; the noise generator too)
     restart_fields = ("token_weights", "weights", "collapser.owner", "collapser.merged")
 
-    def __init__(self, model: Model, n: int, Q=None, K=None, V=None, weights=None, sphere: bool = True,
-                 seed=None, block_bytes: int | None = None, fast_circle: bool = True,
-                 kernel: str = PARTICLE_DEFAULTS["kernel"], heads=None,
-                 sinkhorn_eps: float = PARTICLE_DEFAULTS["sinkhorn_eps"], collapse_tol: float = 0.0,
-                 normalization: Normalization | None = None, interaction_path: str = PARTICLE_DEFAULTS["interaction"],
-                 harmonic_accuracy: float = SPHERE_ACCURACY, mask: str = "none", alibi: float = 0.0,
-                 nu_schedule=None):
+    def __init__(self, model: Model, n: int, attention: Attention | None = None, *, weights=None,
+                 sphere: bool = True, seed=None, collapse_tol: float = 0.0, normalization: Normalization | None = None,
+                 mask: Mask | None = None, nu_schedule=None, block_bytes: int | None = None,
+                 harmonic_accuracy: float = SPHERE_ACCURACY):
         require(isinstance(n, (int, np.integer)) and n >= 1, f"--n must be a positive integer (got {n!r})")
-        self.mask, self.alibi = check_mask(mask, alibi)
+        attention = Attention(model.attention) if attention is None else attention
+        require(isinstance(attention, Attention), f"attention must be a meanfield.Attention "
+                                                  f"(got {type(attention).__name__})")
+        require(attention.kind == model.attention, f"the attention's kind {attention.kind!r} must be the model's "
+                                                   f"{model.attention!r}")
+        mask = Mask() if mask is None else mask
+        require(isinstance(mask, Mask), f"mask must be a meanfield.Mask (got {type(mask).__name__})")
+        self.mask, self.alibi = mask.kind, mask.alibi
         dim = model.dim
         self.model, self.n, self.dim, self.sphere = model, int(n), dim, sphere
-        check_attention_choices(kernel, heads, (Q, K, V), interaction_path)
+        self.attention = attention
+        kernel, sinkhorn_eps, interaction_path = attention.kernel, attention.sinkhorn_eps, attention.interaction
+        Q, K, V, heads = attention.matrices(dim, seed)
         require(sphere is False or kernel == "dot",
                 "kernel='l2' and kernel='sinkhorn' need tokens in R^d (sphere=False)")
         require(kernel != "sinkhorn" or model.attention == "sa",
                 "kernel='sinkhorn' is normalised by construction: it needs attention 'sa', not 'usa'")
-        require(isinstance(sinkhorn_eps, (int, float, np.integer, np.floating)) and math.isfinite(sinkhorn_eps)
-                and sinkhorn_eps > 0, f"sinkhorn_eps must be a finite number > 0 (got {sinkhorn_eps!r})")
         self.kernel, self.sinkhorn_eps = kernel, float(sinkhorn_eps)
         if sphere:
             self.Q, self.K, self.V = (check_matrix(name, m, dim) for name, m in (("Q", Q), ("K", K), ("V", V)))
@@ -253,7 +227,7 @@ class ParticleScheme(Scheme):
         self.collapser = NodeCollapse(self.n, collapse_tol)
         identity = heads is None and all(_is_identity(m, dim) for m in (self.Q, self.K, self.V))
         kwargs = {} if block_bytes is None else {"block_bytes": block_bytes}
-        self.interaction_path = self._choose_path(interaction_path, identity, fast_circle, harmonic_accuracy)
+        self.interaction_path = self._choose_path(interaction_path, identity, harmonic_accuracy)
         causal = {"mask": self.mask, "alibi": self.alibi}
         if self.interaction_path == "harmonic" and dim == 2 and self.mask != "none":
             self.interaction = CausalCircleInteraction(model.beta, model.attention, self.weights, **causal)
@@ -300,7 +274,7 @@ class ParticleScheme(Scheme):
                 f"--normalization {self.normalization.name} divides by |A_j|, which is 0 for token 1 under "
                 f"{mask}; use --mask causal or another normalisation")
 
-    def _choose_path(self, path, identity: bool, fast_circle: bool, accuracy) -> str:
+    def _choose_path(self, path, identity: bool, accuracy) -> str:
         """``"harmonic"`` or ``"direct"`` from the requested ``interaction_path`` (module docstring)."""
         applies = self.sphere and self.dim in (2, 3) and identity and self.kernel == "dot"
         if path == "harmonic":
@@ -311,7 +285,7 @@ class ParticleScheme(Scheme):
             require(applies, "--interaction harmonic needs Q = K = V = I (--qkv identity), one head and the "
                              "dot-product kernel; use --interaction direct")
         masked_sphere = self.mask != "none" and self.dim == 3       # a mask on S^2: the direct sum
-        if path == "direct" or not applies or (self.dim == 2 and not fast_circle) or masked_sphere:
+        if path == "direct" or not applies or masked_sphere:
             return "direct"
         if self.dim == 3:
             band = SphereHarmonicInteraction.band_for(self.model.beta, accuracy)
