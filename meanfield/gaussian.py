@@ -62,11 +62,8 @@ Integration
 -----------
 ``Sigma = L L^T`` with ``dL/dt = M L`` solves ``dSigma/dt = M Sigma + Sigma M^T``,
 so the covariance is symmetric positive semi-definite by construction, with no
-clipping.  ``(alpha, L)`` is integrated by scipy's DOP853 inside the package's one run loop
-(:func:`meanfield.solvers.runloop.run` with :class:`meanfield.solvers.steppers.ScipyStepper`, step for step what
-``scipy.integrate.solve_ivp`` does; every step is saved by :class:`meanfield.solvers.trackers.StepRecorder`),
-and the Dataset is built by :func:`meanfield.storage.build_run_dataset` with the run attributes of
-every run (``command``, ``package_version``, ``stop_reason``, ``wall_time``, ...).
+clipping.  The run itself (scipy's DOP853 on ``(alpha, L)`` inside the package's run loop, the Dataset and its
+attributes) is :func:`meanfield.solvers.gaussian_run.solve`, reached as ``meanfield.gaussian.solve``.
 A terminal event fires when ``||Sigma||_2`` exceeds ``BLOWUP_FACTOR * ||Sigma_0||_2``.
 The blow-up time is estimated by extrapolating ``1 / ||Sigma||_2`` linearly to zero
 from the last accepted steps: for the exact solution ``Sigma(t) = Sigma_0 (I - 2 t Sigma_0)^{-1}``
@@ -83,12 +80,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import xarray as xr
-from scipy.integrate import OdeSolution
 
 from .defaults import GAUSSIAN_DEFAULTS
 from .errors import require
-from .storage import build_run_dataset, package_version
 
 ATTENTIONS = ("softmax", "l2", "sinkhorn")
 RTOL = 1e-10
@@ -218,20 +212,20 @@ def velocity_field(x, mean, cov, *, V, Q, K, attention: str = GAUSSIAN_DEFAULTS[
                    scaled: bool = GAUSSIAN_DEFAULTS["scaled"],
                    eps: float = GAUSSIAN_DEFAULTS["sinkhorn_eps"]) -> np.ndarray:
     """The particle velocity ``Gamma_mu(x)`` for ``mu = N(mean, cov)`` at points ``x`` (shape (n, d) or (d,))."""
-    alpha, sigma, heads, attention = _validated(mean, cov, V, Q, K, attention, scaled)
-    c, M = affine_field(alpha, _initial_factor(sigma), heads, attention, _positive("eps", eps))
+    alpha, sigma, heads, attention = validated_problem(mean, cov, V, Q, K, attention, scaled)
+    c, M = affine_field(alpha, initial_factor(sigma), heads, attention, positive_number("eps", eps))
     return c + np.asarray(x, dtype=float) @ M.T
 
 
 def moment_rhs(alpha: np.ndarray, sigma: np.ndarray, heads: list[Head], attention: str, eps: float = 1.0):
     """``(d alpha/dt, d Sigma/dt)`` of MATH.md §3."""
-    c, M = affine_field(alpha, _initial_factor(sigma), heads, attention, eps)
+    c, M = affine_field(alpha, initial_factor(sigma), heads, attention, eps)
     return c + M @ alpha, M @ sigma + sigma @ M.T
 
 
 # ---------------------------------------------------------------- integration
 
-def _initial_factor(cov: np.ndarray) -> np.ndarray:
+def initial_factor(cov: np.ndarray) -> np.ndarray:
     """``L`` with ``L L^T = cov`` (symmetric square root; handles singular covariances)."""
     values, vectors = np.linalg.eigh(cov)
     return vectors * np.sqrt(np.maximum(values, 0.0))  # rounding-level negatives of a PSD input
@@ -241,7 +235,7 @@ def _unpack(y: np.ndarray, dim: int):
     return y[:dim], y[dim:].reshape(dim, dim)
 
 
-def _factor_rhs(dim: int, heads: list[Head], attention: str, eps: float):
+def factor_rhs(dim: int, heads: list[Head], attention: str, eps: float):
     def rhs(_t, y):
         alpha, L = _unpack(y, dim)
         if attention == "sinkhorn":  # d alpha/dt = V alpha, dL/dt = V L Ct^T: no pseudo-inverse needed
@@ -252,13 +246,13 @@ def _factor_rhs(dim: int, heads: list[Head], attention: str, eps: float):
     return rhs
 
 
-def _cov_norm(y: np.ndarray, dim: int) -> float:
+def covariance_norm(y: np.ndarray, dim: int) -> float:
     return float(np.linalg.norm(_unpack(y, dim)[1], 2) ** 2)
 
 
-def _blowup_event(dim: int, threshold: float):
+def blowup_event(dim: int, threshold: float):
     def event(_t, y):
-        return _cov_norm(y, dim) / threshold - 1.0
+        return covariance_norm(y, dim) / threshold - 1.0
     event.terminal = True
     event.direction = 1
     return event
@@ -272,28 +266,7 @@ def extrapolate_blowup(times: np.ndarray, norms: np.ndarray) -> float:
     return t[-1] - intercept / slope if slope < 0 else math.nan
 
 
-def _classify(status: int, message, sol, dim: int):
-    """``(stop_reason, blowup_time or None)`` of a run that ended with the integrator's ``status``
-    (``0`` reached ``t_final``, ``1`` the blow-up event, ``-1`` failed with ``message``)."""
-    if status == -1:
-        return f"failed: {message}", None
-    if status == 0:
-        return "completed", None
-    norms = [_cov_norm(y, dim) for y in sol.y.T]
-    estimate = extrapolate_blowup(sol.t, norms)
-    if math.isfinite(estimate) and estimate - sol.t[-1] <= FINITE_TIME_GAP * estimate:
-        return "blowup", float(estimate)
-    return "threshold", None
-
-
-def _save_times(sol, save_every):
-    if save_every is None:
-        return sol.t
-    times = np.arange(0.0, sol.t[-1], save_every)
-    return times if math.isclose(times[-1], sol.t[-1]) else np.append(times, sol.t[-1])
-
-
-def _validated(mean, cov, V, Q, K, attention, scaled):
+def validated_problem(mean, cov, V, Q, K, attention, scaled):
     require(isinstance(attention, str) and attention.lower() in ATTENTIONS,
             f"attention must be one of {', '.join(ATTENTIONS)} (got {attention!r})")
     require(isinstance(scaled, (bool, np.bool_)), f"scaled must be True or False (got {scaled!r})")
@@ -303,130 +276,10 @@ def _validated(mean, cov, V, Q, K, attention, scaled):
     return alpha, sigma, _build_heads(V, Q, K, alpha.size, bool(scaled)), attention.lower()
 
 
-def _positive(name: str, value) -> float:
+def positive_number(name: str, value) -> float:
     try:
         value = float(value)
     except (TypeError, ValueError):
         require(False, f"{name} must be a number (got {value!r})")
     require(math.isfinite(value) and value > 0, f"{name} must be finite and > 0 (got {value!r})")
     return value
-
-
-def solve(mean, cov, *, V, Q, K, t_final, attention: str = GAUSSIAN_DEFAULTS["attention"],
-          save_every=GAUSSIAN_DEFAULTS["save_every"], scaled: bool = GAUSSIAN_DEFAULTS["scaled"],
-          eps: float = GAUSSIAN_DEFAULTS["sinkhorn_eps"]) -> xr.Dataset:
-    """Integrate the moment ODEs of MATH.md §3 from ``N(mean, cov)`` up to ``t_final``.
-
-    Parameters
-    ----------
-    mean : array, shape (d,)
-        The initial mean.
-    cov : array, shape (d, d)
-        The initial covariance (symmetric positive semi-definite).
-    V, Q, K : array or list of arrays
-        ``V`` (d x d), ``Q``, ``K`` (k x d, k may differ between heads): one matrix each, or lists of per-head
-        matrices (multi-head: fields summed).
-    t_final : float
-        The end time, > 0.
-    attention : {"softmax", "l2", "sinkhorn"}
-        The kernel; ``sinkhorn`` with entropic parameter ``eps`` (log-kernel ``<Qx, Ky> / eps``).
-    save_every : float or None
-        Output spacing (``None``: every accepted step).
-    scaled : bool
-        Divide the logits by ``sqrt(k)``, as in transformers.
-    eps : float
-        The entropic parameter of ``sinkhorn``, > 0.
-
-    Returns
-    -------
-    xarray.Dataset
-        ``mean(time, i)``, ``covariance(time, i, j)`` and attrs ``stop_reason`` (``completed``, ``blowup``,
-        ``threshold`` or ``failed: ...``) and ``blowup_time`` (estimated blow-up time, or ``"none"``).
-    """
-    alpha, sigma, heads, attention = _validated(mean, cov, V, Q, K, attention, scaled)
-    t_final = _positive("t_final", t_final)
-    eps = _positive("eps", eps)
-    if save_every is not None:
-        save_every = _positive("save_every", save_every)
-    from meanfield.solvers.runloop import run  # solvers is imported inside the call (DESIGN.md "Layout")
-    from meanfield.solvers.steppers import ScipyStepper
-    from meanfield.solvers.trackers import StepRecorder
-
-    dim = alpha.size
-    y0 = np.concatenate([alpha, _initial_factor(sigma).ravel()])
-    norm0 = float(np.linalg.norm(sigma, 2))
-    events = [_blowup_event(dim, BLOWUP_FACTOR * norm0)] if norm0 > 0 else []
-    moments = GaussianMoments(dim, heads, attention, eps)
-    stepper = ScipyStepper(moments, "DOP853", 0.0, y0, t_final, RTOL, ATOL, events)
-    recorder = StepRecorder()
-    record = run(moments, stepper, y0, t_final, t_final, trackers=[recorder])
-    sol = _Solution(np.array(recorder.times), np.vstack(recorder.states).T,
-                    OdeSolution(np.array(recorder.times), recorder.interpolants) if recorder.interpolants else None)
-    if record.stop_reason.startswith("interrupted"):  # Ctrl-C: what was computed is kept
-        stop_reason, blowup_time = record.stop_reason, None
-    else:
-        stop_reason, blowup_time = _classify(stepper.status, stepper.message, sol, dim)
-    times = _save_times(sol, save_every)
-    states = sol.y if save_every is None else sol.sol(times)
-    settings = {"attention": attention, "dim": dim, "t_final": t_final, "save_every": save_every,
-                "scaled": bool(scaled), "eps": eps if attention == "sinkhorn" else None}
-    attrs = {"geometry": "gaussian", "attention": attention, "scaled": bool(scaled), "t_final": t_final,
-             "eps": eps if attention == "sinkhorn" else "none",
-             "dim": dim, "heads": len(heads), "stop_reason": stop_reason, "blowup_time": blowup_time,
-             "stepper": "scipy solve_ivp DOP853 on (alpha, L), Sigma = L L^T", "rtol": RTOL, "atol": ATOL,
-             "blowup_factor": BLOWUP_FACTOR, "package_version": package_version(),
-             "command": "meanfield.gaussian.solve(mean, cov, V=V, Q=Q, K=K, "
-                        + ", ".join(f"{key}={value!r}" for key, value in settings.items() if value is not None) + ")",
-             "t_reached": float(sol.t[-1]), "steps": record.steps,
-             "rejected_steps": record.rejected_steps, "wall_time": record.wall_time}
-    return _dataset(np.asarray(times), states, dim, attrs)
-
-
-@dataclass
-class _Solution:
-    """What ``solve_ivp`` would return: the step times ``t``, the states ``y`` (columns) and the dense output."""
-
-    t: np.ndarray
-    y: np.ndarray
-    sol: OdeSolution | None
-
-
-class GaussianMoments:
-    """The moment ODEs as a scheme of the run loop (the contract of ``meanfield.solvers.contract``): the state is
-    ``(alpha, L)`` flattened; no validity check of its own (the integrator reports failures)."""
-
-    name = geometry = "gaussian"
-    linear = None
-    state_scale = 1.0
-
-    def __init__(self, dim: int, heads: list[Head], attention: str, eps: float):
-        self.dim, self._rhs = dim, _factor_rhs(dim, heads, attention, eps)
-
-    def rhs(self, y: np.ndarray, t: float) -> np.ndarray:
-        return self._rhs(t, y)
-
-    def stable_dt(self, cfl: float) -> float:
-        return math.inf
-
-    def validity(self, y: np.ndarray, t: float) -> None:
-        return None
-
-    def frame(self, y: np.ndarray) -> dict:
-        """Nothing: the run saves every step (``StepRecorder``), and the Dataset is built from those."""
-        return {}
-
-    def dims(self) -> dict:
-        return {"mean": ("i",), "covariance": ("i", "j")}
-
-    def coords(self) -> dict:
-        return {"i": np.arange(self.dim), "j": np.arange(self.dim)}
-
-
-def _dataset(times: np.ndarray, states: np.ndarray, dim: int, attrs: dict) -> xr.Dataset:
-    means = states[:dim].T
-    factors = states[dim:].T.reshape(-1, dim, dim)
-    covariances = factors @ np.swapaxes(factors, 1, 2)
-    covariances = 0.5 * (covariances + np.swapaxes(covariances, 1, 2))  # exact symmetry of L L^T
-    frames = [{"mean": mean, "covariance": covariance} for mean, covariance in zip(means, covariances)]
-    dims = {"mean": ("i",), "covariance": ("i", "j")}
-    return build_run_dataset(times, frames, dims, {"i": np.arange(dim), "j": np.arange(dim)}, attrs)

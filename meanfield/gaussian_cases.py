@@ -4,8 +4,8 @@
 from ``--seed``; the exact solution ``Sigma_0 (I - 2 t Sigma_0)^{-1}`` blows up at ``t* = 1/2``.
 ``random``: ``V, Q, K`` with i.i.d. ``N(0, 1/d)`` entries, a ``N(0, I/d)`` mean and a random
 covariance, all from ``--seed``.
-:func:`solve_case` runs a case with the attributes that repeat it (``command``), for the command line
-and the API alike.
+:func:`meanfield.solvers.gaussian_run.solve_case` (``meanfield.solve_gaussian_case``) runs a case with the
+attributes that repeat it (``command``), for the command line and the API alike.
 """
 
 from __future__ import annotations
@@ -51,47 +51,3 @@ def case_command(case: str, dim: int, seed, t_final, attention: str = GAUSSIAN_D
          "--t-final", str(t_final)] + (["--scaled"] if scaled else [])
         + (["--sinkhorn-eps", str(eps)] if attention == "sinkhorn" else [])
         + (["--save-every", str(save_every)] if save_every else []))
-
-
-def solve_case(case: str = GAUSSIAN_DEFAULTS["case"], dim: int = GAUSSIAN_DEFAULTS["dim"],
-               seed=GAUSSIAN_DEFAULTS["seed"], *, t_final, attention: str = GAUSSIAN_DEFAULTS["attention"],
-               save_every=GAUSSIAN_DEFAULTS["save_every"], scaled: bool = GAUSSIAN_DEFAULTS["scaled"],
-               eps: float = GAUSSIAN_DEFAULTS["sinkhorn_eps"]):
-    """The moment ODEs (:func:`meanfield.gaussian.solve`) of a named case, as ``meanfield gaussian`` runs it.
-
-    Parameters
-    ----------
-    case : {"identity", "random"}
-        ``identity``: ``V = Q = K = I``, zero mean, a random covariance of largest eigenvalue 1; ``random``: random
-        matrices, mean and covariance (module docstring).
-    dim : int
-        The dimension ``d`` of the tokens.
-    seed : int
-        Seed of the case's random draws.
-    t_final : float
-        The end time, > 0.
-    attention : {"softmax", "l2", "sinkhorn"}
-        The kernel (as :func:`meanfield.gaussian.solve`).
-    save_every : float or None
-        Output spacing (``None``: every accepted step).
-    scaled : bool
-        Divide the logits by ``sqrt(k)``.
-    eps : float
-        The entropic parameter of ``sinkhorn``, > 0.
-
-    Returns
-    -------
-    xarray.Dataset
-        The run (``mean``, ``covariance``) with ``V``, ``Q``, ``K`` as variables and ``case``, ``seed`` and the
-        ``command`` that repeats it as attributes.
-    """
-    from .gaussian import solve
-
-    data = gaussian_case(case, dim, seed)
-    dataset = solve(data["mean"], data["cov"], V=data["V"], Q=data["Q"], K=data["K"], t_final=t_final,
-                    attention=attention, save_every=save_every, scaled=scaled, eps=eps)
-    dataset.attrs.update(case=case, seed=seed,
-                         command=case_command(case, dim, seed, t_final, attention, save_every, scaled, eps))
-    for name in ("V", "Q", "K"):
-        dataset[name] = (("row", "column"), data[name])
-    return dataset

@@ -6,7 +6,9 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from meanfield import gaussian
-from meanfield.gaussian_cases import gaussian_case, solve_case
+from meanfield.gaussian_cases import gaussian_case
+from meanfield.solvers import gaussian_run
+from meanfield.solvers.gaussian_run import solve_case
 
 
 @pytest.mark.parametrize("case, attention, save_every", [("identity", "softmax", None), ("identity", "l2", 0.05),
@@ -15,13 +17,13 @@ def test_the_run_loop_takes_exactly_the_steps_of_solve_ivp(case, attention, save
     data = gaussian_case(case, 3, 4)
     run = gaussian.solve(data["mean"], data["cov"], V=data["V"], Q=data["Q"], K=data["K"], t_final=0.8,
                          attention=attention, save_every=save_every)
-    alpha, sigma, heads, attention = gaussian._validated(data["mean"], data["cov"], data["V"], data["Q"], data["K"],
-                                                         attention, False)
-    y0 = np.concatenate([alpha, gaussian._initial_factor(sigma).ravel()])
-    event = gaussian._blowup_event(3, gaussian.BLOWUP_FACTOR * float(np.linalg.norm(sigma, 2)))
-    sol = solve_ivp(gaussian._factor_rhs(3, heads, attention, 1.0), (0.0, 0.8), y0, method="DOP853",
+    alpha, sigma, heads, attention = gaussian.validated_problem(data["mean"], data["cov"], data["V"], data["Q"],
+                                                                data["K"], attention, False)
+    y0 = np.concatenate([alpha, gaussian.initial_factor(sigma).ravel()])
+    event = gaussian.blowup_event(3, gaussian.BLOWUP_FACTOR * float(np.linalg.norm(sigma, 2)))
+    sol = solve_ivp(gaussian.factor_rhs(3, heads, attention, 1.0), (0.0, 0.8), y0, method="DOP853",
                     rtol=gaussian.RTOL, atol=gaussian.ATOL, events=[event], dense_output=True)
-    times = gaussian._save_times(sol, save_every)
+    times = gaussian_run.save_times(sol, save_every)
     states = sol.y if save_every is None else sol.sol(times)
     assert np.array_equal(run.time.values, times)
     assert np.array_equal(run["mean"].values, states[:3].T)
