@@ -11,6 +11,7 @@ from meanfield import InputError, Model, rerun
 from meanfield import simulate_particles as simulate
 from meanfield.cli import main
 from meanfield.normalization import Normalization
+from meanfield.settings import Attention, Mask
 from meanfield.solvers import causal_interaction
 from meanfield.solvers.particles import ParticleScheme
 
@@ -45,7 +46,10 @@ def naive_velocity(x, beta, attention, heads, mask, alibi):
 
 
 def scheme(n, dim=2, attention="sa", beta=4.0, **options):
-    return ParticleScheme(Model(attention, beta, 0.0, dim), n, **options)
+    return ParticleScheme(Model(attention, beta, 0.0, dim), n,
+                          Attention(attention, heads=options.pop("heads", None),
+                                    interaction=options.pop("interaction_path", "auto")),
+                          mask=Mask(options.pop("mask", "none"), options.pop("alibi", 0.0)), **options)
 
 
 def relative(a, b):
@@ -215,9 +219,9 @@ def test_bad_causal_settings_are_refused(options, named):
 def test_masks_need_the_sphere_and_uniform_weights():
     model = Model("sa", 1.0, 0.0, 2)
     with pytest.raises(InputError, match="^--mask causal needs tokens on the sphere"):
-        ParticleScheme(model, 8, sphere=False, kernel="l2", mask="causal")
+        ParticleScheme(model, 8, Attention("sa", kernel="l2"), sphere=False, mask=Mask("causal"))
     with pytest.raises(InputError, match="^--mask strict needs uniform token weights"):
-        ParticleScheme(model, 8, weights=np.arange(1.0, 9.0), mask="strict")
+        ParticleScheme(model, 8, weights=np.arange(1.0, 9.0), mask=Mask("strict"))
 
 
 @pytest.mark.parametrize("flags", [["--mask", "causal", "--alibi", "-1"], ["--mask", "causal", "--alibi", "nan"],

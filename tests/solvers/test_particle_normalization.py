@@ -9,6 +9,7 @@ from scipy.integrate import solve_ivp
 from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.normalization import SCHEMES, Normalization
+from meanfield.settings import Attention
 from meanfield.solvers.interaction import CircleFourierInteraction, DirectInteraction
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.particles import ParticleScheme
@@ -150,7 +151,8 @@ def test_circle_fast_path_agrees_with_the_direct_sums(name, attention):
         x = np.concatenate((x, rng.uniform(0.5, 2.0, (1, 30, 1))), -1)
     model = Model(attention=attention, beta=5.0, dim=2)
     fast = ParticleScheme(model, 30, weights=weights, normalization=scheme_choice)
-    direct = ParticleScheme(model, 30, weights=weights, normalization=scheme_choice, fast_circle=False)
+    direct = ParticleScheme(model, 30, Attention(model.attention, interaction="direct"), weights=weights,
+                            normalization=scheme_choice)
     assert isinstance(fast.interaction, CircleFourierInteraction)
     assert isinstance(direct.interaction, DirectInteraction)
     v_fast, v_direct = fast.rhs(x, 0.4), direct.rhs(x, 0.4)
@@ -174,8 +176,8 @@ def test_general_matrices_follow_the_table(attention):
         A /= kernel.sum(axis=1, keepdims=True)
     radial, norm = np.sum(A * theta, 1), np.linalg.norm(A, axis=1)
     expected_theta = (A - radial[:, None] * theta) / (r * norm)[:, None]
-    scheme = ParticleScheme(Model(attention=attention, beta=beta, dim=d), n, Q, K, V, weights=w,
-                            normalization=Normalization("peri"))
+    scheme = ParticleScheme(Model(attention=attention, beta=beta, dim=d), n, Attention(attention, Q=Q, K=K, V=V),
+                            weights=w, normalization=Normalization("peri"))
     v = scheme.rhs(np.concatenate((theta, r[:, None]), 1)[None], 0.0)[0]
     np.testing.assert_allclose(v[:, :d], expected_theta, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(v[:, d], radial / norm, rtol=1e-12, atol=1e-14)

@@ -8,6 +8,7 @@ from scipy.integrate import solve_ivp
 
 from meanfield import InputError, Model
 from meanfield.sampling import TrigonometricDensity, sample_tokens, uniform_sphere
+from meanfield.settings import Attention
 from meanfield.initial import circle_density
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.particles import ParticleScheme
@@ -72,7 +73,7 @@ def test_circle_fourier_path_equals_direct_sums(attention, beta, rng):
     weights = rng.uniform(0.1, 1.0, n)
     model = Model(attention, beta, 0.0, 2)
     fast = ParticleScheme(model, n, weights=weights)
-    direct = ParticleScheme(model, n, weights=weights, fast_circle=False)
+    direct = ParticleScheme(model, n, Attention(model.attention, interaction="direct"), weights=weights)
     v_fast, v_direct = fast.rhs(x, 0.0), direct.rhs(x, 0.0)
     assert np.max(np.abs(v_fast - v_direct)) < 1e-13 * max(1.0, np.max(np.abs(v_direct)))
     if beta > 0:
@@ -84,7 +85,7 @@ def test_beta_zero_is_the_projected_mean(rng):
     x = uniform_sphere(n, dim, rng)[None]
     V = rng.standard_normal((dim, dim))
     weights = rng.uniform(0.2, 1.0, n)
-    scheme = ParticleScheme(Model("sa", 0.0, 0.0, dim), n, V=V, weights=weights)
+    scheme = ParticleScheme(Model("sa", 0.0, 0.0, dim), n, Attention("sa", V=V), weights=weights)
     mean = (weights / weights.sum()) @ (x[0] @ V.T)
     expected = mean - np.sum(mean * x[0], axis=1, keepdims=True) * x[0]
     assert np.allclose(scheme.rhs(x, 0.0)[0], expected, atol=1e-15)
@@ -107,7 +108,7 @@ def test_noise_alone_is_brownian_motion_on_the_sphere():
     400 independent systems of 50 tokens (the batch axis) give 20000 samples cheaply.
     """
     batch, n, dim, nu, t = 400, 50, 3, 0.5, 0.5
-    scheme = ParticleScheme(Model("sa", 1.0, nu, dim), n, V=np.zeros((dim, dim)), seed=5)
+    scheme = ParticleScheme(Model("sa", 1.0, nu, dim), n, Attention("sa", V=np.zeros((dim, dim))), seed=5)
     x0 = uniform_sphere(batch * n, dim, np.random.default_rng(5)).reshape(batch, n, dim)
     record = run(scheme, make_stepper("dopri5", scheme, dt_max=0.025), x0, t_final=t, save_every=t,
                  trackers=[Observer(lambda x: {"x": x.copy()})], scheme_frames=False)
@@ -166,7 +167,7 @@ def test_euclidean_tokens_see_the_gaussian_affine_field(rng):
     alpha, sigma = np.array([0.3, -0.2]), np.array([[0.2, 0.05], [0.05, 0.1]])
     samples = rng.multivariate_normal(alpha, sigma, size=n)
     Q, K, V = (np.eye(dim) + 0.3 * rng.standard_normal((dim, dim)) for _ in range(3))
-    scheme = ParticleScheme(Model("sa", 1.0, 0.0, dim), n, Q, K, V, sphere=False)
+    scheme = ParticleScheme(Model("sa", 1.0, 0.0, dim), n, Attention("sa", Q=Q, K=K, V=V), sphere=False)
     velocity = scheme.rhs(samples[None], 0.0)[0]
     exact = (alpha + samples @ (sigma @ K.T @ Q).T) @ V.T
     assert np.sqrt(np.mean(np.sum((velocity - exact) ** 2, axis=1))) < 0.05 * np.sqrt(np.mean(exact ** 2))

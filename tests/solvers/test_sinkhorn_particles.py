@@ -12,6 +12,7 @@ import pytest
 
 from meanfield.errors import InputError
 from meanfield.model import Model
+from meanfield.settings import Attention
 from meanfield.solvers.interaction import DirectInteraction
 from meanfield.solvers.particles import ParticleScheme
 
@@ -94,8 +95,8 @@ def test_velocity_matches_the_gaussian_field(eps):
         for seed in range(3):
             x, Q, K, V = _gaussian_sample(n, seed)
             alpha, cov = x.mean(axis=0), np.cov(x.T, bias=True)
-            scheme = ParticleScheme(Model("sa", 1.0, dim=D), n, Q, K, V, sphere=False, kernel="sinkhorn",
-                                    sinkhorn_eps=eps)
+            scheme = ParticleScheme(Model("sa", 1.0, dim=D), n,
+                                    Attention("sa", Q=Q, K=K, V=V, kernel="sinkhorn", sinkhorn_eps=eps), sphere=False)
             v = scheme.rhs(x[None], 0.0)[0]
             errors[n].append(_relative_rms(v, sinkhorn_gaussian_field(x, alpha, cov, Q, K, V, 1.0, eps)))
     assert max(errors[4000]) < 0.03
@@ -116,8 +117,9 @@ def test_weighted_grid_matches_the_gaussian_field_exactly(eps):
     x = np.array([0.3, -0.2]) + u @ L.T
     alpha = w @ x
     sigma = (x - alpha).T @ ((x - alpha) * w[:, None])
-    scheme = ParticleScheme(Model("sa", 2.0, dim=D), x.shape[0], Q, K, V, weights=w, sphere=False,
-                            kernel="sinkhorn", sinkhorn_eps=eps)
+    scheme = ParticleScheme(Model("sa", 2.0, dim=D), x.shape[0],
+                            Attention("sa", Q=Q, K=K, V=V, kernel="sinkhorn", sinkhorn_eps=eps), weights=w,
+                            sphere=False)
     v = scheme.rhs(x[None], 0.0)[0]
     ref = sinkhorn_gaussian_field(x, alpha, sigma, Q, K, V, 2.0, eps)
     assert np.linalg.svd(L.T @ (2.0 * Q.T @ K / eps) @ L)[1][0] > (0.5 if eps == 1.0 else 1.5)
@@ -138,9 +140,11 @@ def test_large_eps_approaches_softmax():
     leading = -(V @ cov @ A.T @ alpha)
     first, second = [], []
     for eps in (32.0, 64.0, 128.0, 256.0):
-        sinkhorn = ParticleScheme(Model("sa", beta, dim=D), n, Q, K, V, sphere=False, kernel="sinkhorn",
-                                  sinkhorn_eps=eps).rhs(x, 0.0)[0]
-        softmax = ParticleScheme(Model("sa", beta / eps, dim=D), n, Q, K, V, sphere=False).rhs(x, 0.0)[0]
+        sinkhorn = ParticleScheme(Model("sa", beta, dim=D), n,
+                                  Attention("sa", Q=Q, K=K, V=V, kernel="sinkhorn", sinkhorn_eps=eps),
+                                  sphere=False).rhs(x, 0.0)[0]
+        softmax = ParticleScheme(Model("sa", beta / eps, dim=D), n, Attention("sa", Q=Q, K=K, V=V),
+                                 sphere=False).rhs(x, 0.0)[0]
         logits = (x[0] - alpha) @ A @ x[0].T / eps
         weights = np.exp(logits - logits.max(axis=1, keepdims=True))
         centred = (weights @ x[0] @ V.T) / weights.sum(axis=1, keepdims=True)
@@ -162,10 +166,10 @@ def test_identical_heads_equal_one_head_with_summed_values():
     x, Q, K, V1 = _gaussian_sample(600, 7)
     V2 = np.random.default_rng(8).standard_normal((D, D))
     model = Model("sa", 1.0, dim=D)
-    two = ParticleScheme(model, 600, sphere=False, kernel="sinkhorn", sinkhorn_eps=0.5,
-                         heads=[(Q, K, V1), (Q, K, V2)]).rhs(x[None], 0.0)
-    one = ParticleScheme(model, 600, Q, K, V1 + V2, sphere=False, kernel="sinkhorn",
-                         sinkhorn_eps=0.5).rhs(x[None], 0.0)
+    two = ParticleScheme(model, 600, Attention("sa", kernel="sinkhorn", sinkhorn_eps=0.5,
+                                               heads=[(Q, K, V1), (Q, K, V2)]), sphere=False).rhs(x[None], 0.0)
+    one = ParticleScheme(model, 600, Attention("sa", Q=Q, K=K, V=V1 + V2, kernel="sinkhorn", sinkhorn_eps=0.5),
+                         sphere=False).rhs(x[None], 0.0)
     np.testing.assert_allclose(two, one, rtol=0, atol=1e-12 * np.max(np.abs(one)))
 
 
@@ -201,16 +205,16 @@ def test_refusals():
     model = Model("sa", 1.0, dim=2)
     for eps in (0.0, -1.0, float("inf"), float("nan"), "1"):
         with pytest.raises(InputError):
-            ParticleScheme(model, 10, sphere=False, kernel="sinkhorn", sinkhorn_eps=eps)
+            ParticleScheme(model, 10, Attention("sa", kernel="sinkhorn", sinkhorn_eps=eps), sphere=False)
     with pytest.raises(InputError):
-        ParticleScheme(Model("usa", 1.0, dim=2), 10, sphere=False, kernel="sinkhorn")
+        ParticleScheme(Model("usa", 1.0, dim=2), 10, Attention("usa", kernel="sinkhorn"), sphere=False)
     with pytest.raises(InputError):
-        ParticleScheme(model, 10, kernel="sinkhorn")                             # sphere
+        ParticleScheme(model, 10, Attention("sa", kernel="sinkhorn"))            # sphere
     with pytest.raises(InputError, match="Sinkhorn did not reach"):
         x = np.random.default_rng(0).standard_normal((1, 40, 2))
         DirectInteraction(50.0, "sa", weights=np.full(40, 1 / 40), kernel="sinkhorn",
                           sinkhorn_max_iter=10).velocity(x)
-    scheme = ParticleScheme(model, 10, sphere=False, kernel="sinkhorn")
+    scheme = ParticleScheme(model, 10, Attention("sa", kernel="sinkhorn"), sphere=False)
     with pytest.raises(InputError):
         scheme.scaled_energy(np.zeros((1, 10, 2)))
     assert np.isfinite(scheme.stable_dt(0.5)) and "energy" not in scheme.frame(np.zeros((1, 10, 2)))

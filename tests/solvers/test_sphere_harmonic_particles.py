@@ -8,6 +8,7 @@ from meanfield.cli import main
 from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.normalization import Normalization
+from meanfield.settings import Attention
 from meanfield.solvers.interaction import CircleFourierInteraction, DirectInteraction, SphereHarmonicInteraction
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.particles import ParticleScheme, harmonic_crossover
@@ -65,8 +66,8 @@ def test_scheme_rhs_matches_the_direct_path(name, rng):
     x = tokens(rng, n)
     if normalization.carries_radius:
         x = np.concatenate((x, 1 + rng.random((1, n, 1))), axis=-1)
-    fast = ParticleScheme(model, n, normalization=normalization, interaction_path="harmonic")
-    slow = ParticleScheme(model, n, normalization=normalization, interaction_path="direct")
+    fast = ParticleScheme(model, n, Attention(model.attention, interaction="harmonic"), normalization=normalization)
+    slow = ParticleScheme(model, n, Attention(model.attention, interaction="direct"), normalization=normalization)
     assert isinstance(fast.interaction, SphereHarmonicInteraction)
     assert isinstance(slow.interaction, DirectInteraction)
     assert relative(fast.rhs(x, 0.5), slow.rhs(x, 0.5)) < 1e-12
@@ -104,14 +105,15 @@ def test_auto_choice():
     assert isinstance(ParticleScheme(model, crossover - 1).interaction, DirectInteraction)
     assert harmonic_crossover(SphereHarmonicInteraction(64.0, "sa", None).band) > crossover
     # not applicable: the direct sums, whatever n
-    assert isinstance(ParticleScheme(model, 2000, V=-np.eye(3)).interaction, DirectInteraction)
+    assert isinstance(ParticleScheme(model, 2000, Attention("sa", V=-np.eye(3))).interaction, DirectInteraction)
     assert isinstance(ParticleScheme(Model(attention="sa", beta=4.0, dim=4), 2000).interaction, DirectInteraction)
     # the circle keeps its Fourier path; direct is forced everywhere
     circle = Model(attention="sa", beta=4.0, dim=2)
     assert isinstance(ParticleScheme(circle, 8).interaction, CircleFourierInteraction)
-    assert isinstance(ParticleScheme(circle, 8, interaction_path="harmonic").interaction, CircleFourierInteraction)
-    assert isinstance(ParticleScheme(circle, 8, interaction_path="direct").interaction, DirectInteraction)
-    assert isinstance(ParticleScheme(model, 4000, interaction_path="direct").interaction, DirectInteraction)
+    assert isinstance(ParticleScheme(circle, 8, Attention("sa", interaction="harmonic")).interaction,
+                      CircleFourierInteraction)
+    assert isinstance(ParticleScheme(circle, 8, Attention("sa", interaction="direct")).interaction, DirectInteraction)
+    assert isinstance(ParticleScheme(model, 4000, Attention("sa", interaction="direct")).interaction, DirectInteraction)
 
 
 @pytest.mark.parametrize("kwargs, words", [
@@ -123,7 +125,7 @@ def test_refusals(kwargs, words):
     dim = kwargs.pop("dim")
     path = kwargs.pop("path", "harmonic")
     with pytest.raises(InputError, match=words):
-        ParticleScheme(Model(attention="sa", beta=1.0, dim=dim), 10, interaction_path=path, **kwargs)
+        ParticleScheme(Model(attention="sa", beta=1.0, dim=dim), 10, Attention("sa", interaction=path, **kwargs))
 
 
 def test_cli_refuses_in_one_line(tmp_path, capsys):

@@ -103,13 +103,15 @@ def test_observer_and_mode_amplitudes_add_to_every_frame():
 def test_an_observer_alone_records_only_what_it_observes():
     """``Observer`` with ``scheme_frames=False`` (what replaces ``ParticleScheme(observe=...)``): frames hold
     the observed numbers only, the same bits as computed from a run that keeps the scheme's frames."""
+    from meanfield.settings import Attention
     from meanfield.solvers.particles import ParticleScheme
     x = np.random.default_rng(3).standard_normal((1, 24, 3))
     x /= np.linalg.norm(x, axis=-1, keepdims=True)
     fraction = lambda y: {"near": float(np.mean(np.einsum("bnd,bmd->bnm", y, y) > 0.9))}
     runs = []
     for trackers, scheme_frames in (([], True), ([Observer(fraction)], False)):
-        scheme = ParticleScheme(Model(beta=3.0, dim=3), 24, fast_circle=False)
+        model = Model(beta=3.0, dim=3)
+        scheme = ParticleScheme(model, 24, Attention(model.attention, interaction="direct"))
         runs.append(run(scheme, make_stepper("dopri5", scheme), x, 4.0, 1.0, trackers=trackers,
                         scheme_frames=scheme_frames))
     assert [fraction(frame["positions"][None]) for frame in runs[0].frames] == runs[1].frames

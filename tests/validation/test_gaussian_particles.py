@@ -6,6 +6,7 @@ import pytest
 from meanfield.errors import InputError
 from meanfield.gaussian import velocity_field
 from meanfield.model import Model
+from meanfield.settings import Attention
 from meanfield.solvers.particles import ParticleScheme
 from meanfield.validation.gaussian import FULL, KIND_SETTINGS, format_table, rms_slope, run_study, slopes, study_tasks
 
@@ -32,7 +33,7 @@ def _relative_rms(v, ref):
 def test_rectangular_velocity_matches_gaussian_field(kernel, attention):
     _, mean, cov, x, mats = _gaussian_setup()
     Q, K, V = mats(3), mats(3), mats(D)
-    scheme = ParticleScheme(Model("sa", 1.0, dim=D), N, Q, K, V, sphere=False, kernel=kernel)
+    scheme = ParticleScheme(Model("sa", 1.0, dim=D), N, Attention("sa", Q=Q, K=K, V=V, kernel=kernel), sphere=False)
     v = scheme.rhs(x[None], 0.0)[0]
     ref = velocity_field(x, mean, cov, V=V, Q=Q, K=K, attention=attention)
     assert _relative_rms(v, ref) < 0.05
@@ -42,7 +43,7 @@ def test_rectangular_velocity_matches_gaussian_field(kernel, attention):
 def test_multihead_velocity_matches_gaussian_field(kernel, attention):
     _, mean, cov, x, mats = _gaussian_setup(1)
     heads = [(mats(3), mats(3), mats(D)), (mats(2), mats(2), mats(D))]
-    scheme = ParticleScheme(Model("sa", 1.0, dim=D), N, sphere=False, kernel=kernel, heads=heads)
+    scheme = ParticleScheme(Model("sa", 1.0, dim=D), N, Attention("sa", kernel=kernel, heads=heads), sphere=False)
     v = scheme.rhs(x[None], 0.0)[0]
     ref = velocity_field(x, mean, cov, Q=[h[0] for h in heads], K=[h[1] for h in heads],
                          V=[h[2] for h in heads], attention=attention)
@@ -54,8 +55,9 @@ def test_identical_heads_equal_one_head_with_summed_values(kernel):
     rng, _, _, x, mats = _gaussian_setup(2)
     Q, K, V1, V2 = mats(3), mats(3), mats(D), mats(D)
     model = Model("sa", 1.0, dim=D)
-    two = ParticleScheme(model, N, sphere=False, kernel=kernel, heads=[(Q, K, V1), (Q, K, V2)]).rhs(x[None], 0.0)
-    one = ParticleScheme(model, N, Q, K, V1 + V2, sphere=False, kernel=kernel).rhs(x[None], 0.0)
+    two = ParticleScheme(model, N, Attention("sa", kernel=kernel, heads=[(Q, K, V1), (Q, K, V2)]),
+                         sphere=False).rhs(x[None], 0.0)
+    one = ParticleScheme(model, N, Attention("sa", Q=Q, K=K, V=V1 + V2, kernel=kernel), sphere=False).rhs(x[None], 0.0)
     np.testing.assert_allclose(two, one, rtol=0, atol=1e-13 * np.max(np.abs(one)))
 
 
@@ -64,7 +66,8 @@ def test_l2_usa_is_the_unnormalised_kernel_sum():
     x = rng.standard_normal((1, 50, D))
     Q, K, V = 0.5 * rng.standard_normal((3, D)), 0.5 * rng.standard_normal((3, D)), rng.standard_normal((D, D))
     beta = 0.7
-    v = ParticleScheme(Model("usa", beta, dim=D), 50, Q, K, V, sphere=False, kernel="l2").rhs(x, 0.0)[0]
+    v = ParticleScheme(Model("usa", beta, dim=D), 50, Attention("usa", Q=Q, K=K, V=V, kernel="l2"),
+                       sphere=False).rhs(x, 0.0)[0]
     diff = (x[0] @ Q.T)[:, None, :] - (x[0] @ K.T)[None, :, :]
     w = np.exp(-beta * np.sum(diff ** 2, axis=-1) / 2) / 50
     np.testing.assert_allclose(v, w @ (x[0] @ V.T), rtol=1e-12, atol=1e-14)
@@ -79,7 +82,8 @@ def test_default_path_unchanged():
             x /= np.linalg.norm(x, axis=-1, keepdims=True)
         Q, K, V = (rng.standard_normal((3, 3)) for _ in range(3))
         for attention in ("sa", "usa"):
-            scheme = ParticleScheme(Model(attention, 1.5, dim=3), 40, Q, K, V, sphere=sphere)
+            scheme = ParticleScheme(Model(attention, 1.5, dim=3), 40, Attention(attention, Q=Q, K=K, V=V),
+                                    sphere=sphere)
             logits = 1.5 * np.einsum("bid,bjd->bij", x @ Q.T, x @ K.T)
             w = np.exp(logits) / 40
             ref = w @ (x @ V.T)
@@ -94,18 +98,18 @@ def test_default_path_unchanged():
 def test_refusals():
     model = Model("sa", 1.0, dim=2)
     with pytest.raises(InputError):
-        ParticleScheme(model, 10, kernel="l2")                                  # sphere
+        ParticleScheme(model, 10, Attention("sa", kernel="l2"))                 # sphere
     with pytest.raises(InputError):
-        ParticleScheme(model, 10, sphere=False, kernel="cosine")
+        ParticleScheme(model, 10, Attention("sa", kernel="cosine"), sphere=False)
     with pytest.raises(InputError):
-        ParticleScheme(model, 10, np.ones((3, 2)), np.ones((2, 2)), sphere=False)
+        ParticleScheme(model, 10, Attention("sa", Q=np.ones((3, 2)), K=np.ones((2, 2))), sphere=False)
     with pytest.raises(InputError):
-        ParticleScheme(model, 10, np.ones((3, 2)), np.ones((3, 2)))             # rectangular on the sphere
+        ParticleScheme(model, 10, Attention("sa", Q=np.ones((3, 2)), K=np.ones((3, 2))))  # rectangular on the sphere
     with pytest.raises(InputError):
-        ParticleScheme(model, 10, np.eye(2), sphere=False, heads=[(None, None, None)])
+        ParticleScheme(model, 10, Attention("sa", Q=np.eye(2), heads=[(None, None, None)]), sphere=False)
     with pytest.raises(InputError):
-        ParticleScheme(model, 10, sphere=False, heads=[])
-    scheme = ParticleScheme(model, 10, sphere=False, kernel="l2")
+        ParticleScheme(model, 10, Attention("sa", heads=[]), sphere=False)
+    scheme = ParticleScheme(model, 10, Attention("sa", kernel="l2"), sphere=False)
     with pytest.raises(InputError):
         scheme.scaled_energy(np.zeros((1, 10, 2)))
 
