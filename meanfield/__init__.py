@@ -93,7 +93,7 @@ def __getattr__(name: str):
 
 def plot_run(dataset, path=None, modes=None):
     """The standard figure of a run; see :func:`meanfield.plotting.plot_run` (imported lazily)."""
-    from .plotting import plot_run as _plot_run
+    from .plotting.runs import plot_run as _plot_run
     return _plot_run(dataset, path, modes)
 
 

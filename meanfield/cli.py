@@ -692,8 +692,9 @@ def plot(run, output, movie):
       meanfield plot run.nc -o run.png
       meanfield plot run.nc --movie run.mp4
     """
-    from .movie import check_movie_dataset, write_movie
-    from .plotting import check_plottable, plot_run
+    from .plotting.movie import check_movie_dataset, write_movie
+    from .plotting.run_data import check_plottable
+    from .plotting.runs import plot_run
     from .storage import load_run
 
     if output is None and movie is None:

@@ -34,7 +34,7 @@ def run_demo(out_dir="meanfield-demo", resolution: int = 1024, progress: bool = 
     ``resolution`` is checked (an integer >= 8 that fits in memory) before anything is printed.
     """
     from meanfield.solvers.solve import solve
-    from .plotting import plot_run
+    from .plotting.runs import plot_run
 
     check_integer("--resolution", resolution, 8)
     check_solve_size("circle", DEMO_CASE["scheme"], resolution, 2, DEMO_CASE["t_final"], DEMO_CASE["save_every"])

@@ -16,9 +16,10 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from .geometry import sphere_area
-from .plotting import _mode_colours, _model, _positive, deviation_heat_map, outside_legend, polar_axis, theta_axis
-from .theory import growth_rates
+from ..geometry import sphere_area
+from ..theory import growth_rates
+from .run_data import run_model
+from .style import deviation_heat_map, mode_colours, outside_legend, polar_axis, positive_values, theta_axis
 
 #: The positions drawn in panels (b) and (c) (the nearest of the run's grid).
 SHOWN_POSITIONS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -50,7 +51,7 @@ def _position_map(fig: Figure, ax, dataset) -> None:
     if dataset.attrs["geometry"] == "sphere":
         amplitudes = dataset["mode_amplitude"].isel(time=-1).values
         mesh = ax.pcolormesh(dataset["mode"].values, s, np.log10(np.maximum(amplitudes, 1e-300)), shading="nearest",
-                             cmap="magma", vmin=float(np.log10(_positive(amplitudes, "the degree amplitudes").max())) - 8,
+                             cmap="magma", vmin=float(np.log10(positive_values(amplitudes, "the degree amplitudes").max())) - 8,
                              rasterized=True)
         fig.colorbar(mesh, ax=ax, label=r"$\log_{10}$ degree amplitude", pad=0.02)
         ax.set_xlabel("degree $l$")
@@ -64,7 +65,7 @@ def _position_map(fig: Figure, ax, dataset) -> None:
 
 
 def _profiles(ax, dataset, shown) -> None:
-    colours = _mode_colours(len(shown))
+    colours = mode_colours(len(shown))
     last = dataset.isel(time=-1)
     for index, colour in zip(shown, colours):
         label = f"$s = {float(dataset['s'][index]):.3g}$"
@@ -92,9 +93,9 @@ def leading_mode(dataset) -> int:
 def _dominant_amplitudes(ax, dataset, shown) -> None:
     mode = leading_mode(dataset)
     times = dataset["time"].values
-    rate = float(growth_rates(_model(dataset), [mode])[0])
+    rate = float(growth_rates(run_model(dataset), [mode])[0])
     amplitudes = dataset["mode_amplitude"].sel(mode=mode).values
-    for index, colour in zip(shown, _mode_colours(len(shown))):
+    for index, colour in zip(shown, mode_colours(len(shown))):
         curve = amplitudes[:, index]
         ax.plot(times, np.where(curve > 0, curve, np.nan), color=colour, label=f"$s = {float(dataset['s'][index]):.3g}$")
         with np.errstate(over="ignore"):

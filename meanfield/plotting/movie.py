@@ -1,6 +1,6 @@
 """Movies of runs: one frame per saved time (at most :data:`MAX_FRAMES`, evenly sampled), as .gif or .mp4.
 
-:func:`write_movie` draws, frame by frame, what the standard figure (:mod:`meanfield.plotting`)
+:func:`write_movie` draws, frame by frame, what the standard figure (:mod:`meanfield.plotting.runs`)
 shows as a whole, on the same scales:
 
 * circle and zonal densities: ``rho / rho_bar - 1`` against the angle on a symmetric log axis
@@ -30,14 +30,17 @@ import matplotlib as mpl
 import numpy as np
 from matplotlib.figure import Figure
 
-from .errors import require
-from .plotting import (DEVIATION_COLORMAP, NODE_COLOUR, PLOTTABLE, deviation_colorbar, deviation_norm, frame_indices,
-                       gaussian_end, has_nodes, deviation_ticks, linear_label, linear_range, log_time_axis, lon_lat,
-                       marker_areas, mass_legend, mean_density, mollweide_style, node_groups, gaussian_profile,
-                       pair_inner_products, relative_deviation, require_run, run_title, sphere_deviation_maps,
-                       _ellipse, polar_axis, symlog, theta_axis)
-from .geometry import sphere_area
-from .storage import MOVIE_SUFFIXES, check_output_file, write_atomic
+from ..errors import require
+from ..geometry import sphere_area
+from ..storage import MOVIE_SUFFIXES, check_output_file, write_atomic
+from .gaussian import covariance_ellipse, gaussian_end, gaussian_profile
+from .particles import pair_inner_products
+from .run_data import PLOTTABLE, frame_indices, require_run
+from .runs import run_title
+from .sphere import (NODE_COLOUR, has_nodes, lon_lat, marker_areas, mass_legend, mollweide_style, node_groups,
+                     sphere_deviation_maps)
+from .style import (DEVIATION_COLORMAP, deviation_colorbar, deviation_norm, deviation_ticks, linear_label,
+                    linear_range, log_time_axis, mean_density, polar_axis, relative_deviation, symlog, theta_axis)
 
 #: At most this many frames, sampled evenly from the saved ones.
 MAX_FRAMES = 200
@@ -147,7 +150,7 @@ class _SphereMap:
 
 
 class _Nodes:
-    """Nodes or tokens as markers, coincident ones grouped (:func:`meanfield.plotting.node_groups`), marker area
+    """Nodes or tokens as markers, coincident ones grouped (:func:`~meanfield.plotting.sphere.node_groups`), marker area
     proportional to mass, heavy groups drawn first so light ones stay visible on top."""
 
     def __init__(self, ax, dataset):
@@ -254,7 +257,7 @@ class _GaussianEllipse:
     def _curve(self, index: int) -> np.ndarray:
         if self.line1d:
             return np.stack(gaussian_profile(self.mean[index, 0], self.covariance[index, 0, 0]))
-        return self.mean[index][:, None] + _ellipse(self.covariance[index])
+        return self.mean[index][:, None] + covariance_ellipse(self.covariance[index])
 
     def _centre(self, index: int) -> tuple[list, list]:
         if self.line1d:
@@ -325,7 +328,7 @@ def _side_panel(ax, dataset):
 
 
 def _gaussian_indices(dataset, frames: int) -> np.ndarray:
-    """The frames up to :func:`meanfield.plotting.gaussian_end` (before a blow-up the last tenth of the time
+    """The frames up to :func:`~meanfield.plotting.gaussian.gaussian_end` (before a blow-up the last tenth of the time
     span is left out: the ellipse is unbounded there)."""
     times = np.asarray(dataset["time"].values, dtype=float)
     count = int(np.searchsorted(times, gaussian_end(times, dataset), side="right"))

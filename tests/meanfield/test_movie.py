@@ -7,8 +7,9 @@ from PIL import Image
 
 from meanfield import InputError
 from meanfield.gaussian import solve as solve_moments
-from meanfield.movie import MAX_FRAMES, frame_indices, write_movie
-from meanfield.plotting import plot_run
+from meanfield.plotting.movie import MAX_FRAMES, write_movie
+from meanfield.plotting.run_data import frame_indices
+from meanfield.plotting.runs import plot_run
 from meanfield.solvers.solve import solve
 from meanfield.solvers.particle_run import simulate
 

@@ -52,7 +52,7 @@ def test_plot_particle_runs(dim, tmp_path):
 
 def test_the_early_perturbation_is_visible_in_the_heat_map():
     """A 1e-3 perturbation must not be one flat colour: on the old log scale of rho it spanned < 1 % of the map."""
-    from meanfield.plotting import _density_norm, deviation_norm, linear_range, mean_density, relative_deviation, symlog
+    from meanfield.plotting.style import deviation_norm, density_norm, linear_range, mean_density, relative_deviation, symlog
     ds = solve("circle", beta=9.0, resolution=128, scheme="fv", init="perturbed:1e-3", t_final=20.0, save_every=1.0)
     deviation = relative_deviation(ds["density"].values, mean_density(ds))
     assert np.allclose(np.mean(deviation, axis=1), 0.0, atol=1e-12)        # rho_bar = mass / 2 pi is the frame mean
@@ -62,7 +62,7 @@ def test_the_early_perturbation_is_visible_in_the_heat_map():
     first, last = colour[0], colour[-1]
     assert np.ptp(first) > 0.2                      # the start spans a fifth of the colour map ...
     density = ds["density"].values
-    assert np.ptp(np.asarray(_density_norm(density)(density[0]))) < 0.01   # ... where a log scale of rho was flat
+    assert np.ptp(np.asarray(density_norm(density)(density[0]))) < 0.01    # ... where a log scale of rho was flat
     assert last.max() > 0.99 and last.min() < 0.01  # clusters and the empty space between them saturate
 
 
@@ -100,11 +100,11 @@ def test_a_run_under_a_normalisation_scheme_names_it_and_draws_the_radii():
 
 
 def test_the_title_names_every_scheme_with_only_the_parameters_it_uses():
-    from meanfield.plotting import _normalization_label
+    from meanfield.plotting.runs import normalization_label
 
     attrs = {"r0": 1.5, "alpha": 2.0, "mix_switch": 3.0}
     expected = {"post": "", "pre": ",  Pre-LN (r0 = 1.5)", "mix": ",  Mix-LN (r0 = 1.5, tau = 3)",
                 "peri": ",  Peri-LN (r0 = 1.5)", "ngpt": ",  nGPT (alpha = 2)", "lnscale": ",  LN-scaling"}
     for name, label in expected.items():
-        assert _normalization_label(dict(attrs, normalization=name)) == label
-    assert _normalization_label({}) == ""                                   # runs from before the schemes
+        assert normalization_label(dict(attrs, normalization=name)) == label
+    assert normalization_label({}) == ""                                    # runs from before the schemes

@@ -180,7 +180,7 @@ def test_the_command_line_refuses_and_writes_nothing(tmp_path, capsys):
 @pytest.mark.parametrize("geometry", ["circle", "sphere"])
 def test_a_causal_run_has_its_figure_and_movie(geometry, tmp_path):
     from meanfield import plot_run
-    from meanfield.movie import write_movie
+    from meanfield.plotting.movie import write_movie
 
     resolution = 32 if geometry == "circle" else 8
     run = solve(geometry, beta=3.0, resolution=resolution, mask="causal", alibi=1.0, positions=5,
