@@ -29,6 +29,8 @@ import numpy as np
 
 from . import fourier_series
 from .errors import require
+from .gegenbauer import normalised_gegenbauer
+from .harmonics import SHT_EPSILON, m_major_layout, point_mass_coefficients, sphere_locations
 
 #: The Sobolev order of the weak norms by default: ``s > (d - 1) / 2`` makes a point mass finite on S^2.
 SOBOLEV_S = 2.0
@@ -206,8 +208,6 @@ def lmax_of(coefficients: np.ndarray) -> int:
 
 def sobolev_weights(lmax: int, s: float = SOBOLEV_S) -> np.ndarray:
     """Per stored coefficient: ``(1 + l(l+1))^-s`` times 2 for ``m > 0`` (the ``-m`` twin), 0 at ``l = 0``."""
-    from meanfield.solvers.sphere import m_major_layout  # the solvers own the layout (DESIGN.md "Layout")
-
     degree, order = m_major_layout(lmax)
     return np.where(degree == 0, 0.0, np.where(order == 0, 1.0, 2.0) * (1.0 + degree * (degree + 1.0)) ** -s)
 
@@ -230,8 +230,6 @@ def iid_mean_square(rho_lm: np.ndarray, s: float = SOBOLEV_S) -> float:
     """``n E ||mu_n - rho||^2_{H^-s}`` for ``n`` i.i.d. tokens of law ``rho`` on S^2:
     ``sum_{l >= 1} (1 + l(l+1))^{-s} ((2l + 1) / (4 pi) - sum_m |rho_lm|^2)`` (the variance of ``Y_lm(x)`` under
     ``rho``, summed by the addition theorem)."""
-    from meanfield.solvers.sphere import m_major_layout
-
     lmax = lmax_of(rho_lm)
     degree, order = m_major_layout(lmax)
     power = np.bincount(degree, weights=np.where(order == 0, 1.0, 2.0) * np.abs(rho_lm) ** 2, minlength=lmax + 1)
@@ -241,14 +239,12 @@ def iid_mean_square(rho_lm: np.ndarray, s: float = SOBOLEV_S) -> float:
 
 def sphere_point_coefficients(x: np.ndarray, weights: np.ndarray, lmax: int) -> np.ndarray:
     """``mu_lm = sum_j w_j conj(Y_lm(x_j))``, ``l <= lmax``, of unit vectors ``x`` (n, 3): the adjoint
-    non-uniform synthesis of :meth:`meanfield.solvers.lagrangian.SphereLagrangian.coefficients` (same locations, accuracy)."""
-    from meanfield.solvers.lagrangian import SHT_EPSILON, SphereLagrangian
-    from meanfield.solvers.sphere import point_mass_coefficients
-
+    non-uniform synthesis of :meth:`meanfield.solvers.lagrangian.SphereLagrangian.coefficients` (same locations,
+    accuracy; :mod:`meanfield.harmonics`, MATH.md §2.2)."""
     x = np.ascontiguousarray(x, dtype=float)
     weights = np.ascontiguousarray(weights, dtype=float)
     require(x.ndim == 2 and x.shape[1] == 3 and weights.shape == (x.shape[0],), "x must be (n, 3), weights (n,)")
-    return point_mass_coefficients(weights, SphereLagrangian.locations(x), lmax, SHT_EPSILON)[0]
+    return point_mass_coefficients(weights, sphere_locations(x)[0], lmax, SHT_EPSILON)[0]
 
 
 # ------------------------------------------------------------------------------------- H^-s on the circle and S^{d-1}
@@ -297,8 +293,6 @@ def zonal_point_coefficients(points, weights, dim: int, lmax: int) -> np.ndarray
     run's nodes).  For tokens that are not zonal these are the coefficients of their average over the rotations
     that fix the pole, so :func:`zonal_negative_sobolev_norm` of them against a zonal density is the distance
     between the zonal parts (the rest of the tokens' distance is in the non-zonal harmonics)."""
-    from meanfield.solvers.zonal import normalised_gegenbauer
-
     points, weights = np.asarray(points, dtype=float), np.asarray(weights, dtype=float)
     require(isinstance(dim, (int, np.integer)) and dim >= 3, f"dim must be an integer >= 3 (got {dim!r})")
     require(isinstance(lmax, (int, np.integer)) and lmax >= 0, f"lmax must be an integer >= 0 (got {lmax!r})")

@@ -41,6 +41,7 @@ import numpy as np
 
 from .errors import require
 from .geometry import sphere_area
+from .point_groups import link_groups, merge_points
 
 #: A cell is dense when it holds more than this many times the uniform measure's mass in it.
 LEVEL = 2.0
@@ -340,8 +341,6 @@ def clusters_of_atoms(points, weights=None, *, dim: int | None = None, zonal: bo
 def _linked_clusters(points: np.ndarray, weights: np.ndarray, resolution: int, level: float,
                      min_mass: float) -> Clusters:
     """S^{d-1}, d >= 4: the cells are the groups of atoms linked below ``2 pi / resolution`` (module docstring)."""
-    from meanfield.solvers.clusters import link_groups, merge_points   # the solvers own the linking
-
     weights = _checked(weights, level, min_mass)
     radius = 2 * math.pi / resolution
     labels, count = link_groups(np.ascontiguousarray(points), radius)

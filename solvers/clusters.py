@@ -22,8 +22,8 @@ Bookkeeping (:class:`ClusterTracker`, one definition used by the solvers and the
   energy takes on a plateau; it is NaN while more than :data:`MAX_ENERGY_ATOMS` atoms or
   :data:`MAX_ENERGY_GROUPS` groups remain (clusters not yet collapsed; the grouping and an O(K^2) sum not paid);
 * a *merge* is the first time two cluster centres come within 1e-3 rad.  A cluster is followed
-  for merges once it is *tight*: its nodes linked within :data:`TIGHT_RADIUS` (1e-6 rad, reached
-  a few tens of time units after formation; merges of the loose fragments of a forming cluster
+  for merges once it is *tight*: its nodes linked within :data:`meanfield.point_groups.TIGHT_RADIUS` (1e-6 rad,
+  reached a few tens of time units after formation; merges of the loose fragments of a forming cluster
   are not merges of clusters), with mass >= ``min_mass``; its centre is its nodes' weighted mean
   direction.  After every step the pairs of tight clusters whose centres were >= 1e-3 apart at
   its start and are < 1e-3 apart at its end are located inside the step by bisection on the
@@ -37,9 +37,9 @@ pairs closer than :func:`closing_distance` (``100 rtol``, at least 1e-6 rad) can
 relative to each other by far more than the tolerance and the error control resolves them.
 
 Cost when nothing happens.  Every check is vectorised and starts from the pairs closer than a chord
-(:func:`close_pairs`: one sort of the first coordinate, then one-coordinate filters, no tree unless the
-state is clustered), found once per accepted state for the collapse check, the next step's merge check
-and its step bound (:class:`meanfield.solvers.memo.ArrayMemo`); with no close pair each check ends there.
+(:func:`meanfield.point_groups.close_pairs`: one sort of the first coordinate, then one-coordinate filters, no tree
+unless the state is clustered), found once per accepted state for the collapse check, the next step's merge check
+and its step bound (:class:`meanfield.memo.ArrayMemo`); with no close pair each check ends there.
 At n = 1e6 tokens on S^2 that is about 0.15 s per step against 3 s of right-hand sides
 (``meanfield validate bench-particles``, table 8).
 """
@@ -54,21 +54,19 @@ from meanfield.cluster_detection import MIN_MASS
 from meanfield.cluster_dynamics import MERGE_DISTANCE, PointDynamics, angles_between
 from meanfield.errors import require
 from meanfield.limits import check_option
+# the linking lives in meanfield.point_groups (MATH.md §5); its public names stay importable from here
+from meanfield.point_groups import (LINK_NEIGHBOURS, SHARED_CHORD, SMALL_GROUP, SMALLEST_CELL, SORT_CANDIDATES,
+                                    TIGHT_RADIUS, apart_by_sorting, close_pairs, close_pairs_by_sorting, link_groups,
+                                    merge_points, pairs_within, sparse_links)
 
-from .memo import ArrayMemo
 from .trackers import Tracker
 
 DEFAULT_COLLAPSE_TOL = 256 * float(np.finfo(float).eps)
 #: The smallest cluster mass (relative to the total): the one definition's (:mod:`meanfield.cluster_detection`).
 MIN_CLUSTER_MASS = MIN_MASS
-TIGHT_RADIUS = 1e-6
 MAX_ENERGY_GROUPS = 512
 #: ``cluster_energy`` is NaN while more atoms than this remain (before collapse; the grouping is then not paid).
 MAX_ENERGY_ATOMS = 8 * MAX_ENERGY_GROUPS
-#: Up to this many points, :func:`link_groups` checks the all-apart case by direct distances.
-SMALL_GROUP = 64
-#: Neighbours each node links to when grouping (bounds the cost when thousands of nodes coincide).
-LINK_NEIGHBOURS = 16
 
 
 def resolve_collapse_tol(collapse_tol, nu: float) -> float:
@@ -79,197 +77,6 @@ def resolve_collapse_tol(collapse_tol, nu: float) -> float:
     require(collapse_tol == 0 or nu == 0,
             f"--collapse-tol needs --nu 0 (got nu = {nu:g}): with noise coincident tokens separate again")
     return float(collapse_tol)
-
-
-def link_groups(points: np.ndarray, radius: float, remember: bool = False) -> tuple[np.ndarray, int]:
-    """Group labels of unit vectors linked at chord distance < ``2 sin(radius / 2)`` (see the module docstring).
-    ``remember``: a run's state, never changed in place, whose close pairs later checks may reuse (:func:`close_pairs`)."""
-    from scipy.spatial import cKDTree
-
-    if points.shape[0] < 2:
-        return np.zeros(points.shape[0], dtype=int), points.shape[0]
-    chord = 2 * math.sin(radius / 2)
-    if points.shape[0] <= SMALL_GROUP and _all_apart(points, chord):   # a few point clusters: no tree needed
-        return np.arange(points.shape[0]), points.shape[0]
-    if apart_by_sorting(points, chord, remember):    # the common case, in O(n log n) without a tree
-        return np.arange(points.shape[0]), points.shape[0]
-    close = pairs_within(points, chord)
-    if close is None:
-        nearest, _ = cKDTree(points).query(points, k=2)
-        apart = bool(nearest[:, 1].min() >= chord)
-    else:
-        apart = close.shape[0] == 0
-    if apart:                                        # every node is its own group
-        return np.arange(points.shape[0]), points.shape[0]
-    points, positions = np.unique(points, axis=0, return_inverse=True)   # identical positions first
-    positions = positions.ravel()
-    n = points.shape[0]
-    if n < 2:
-        return np.zeros(positions.size, dtype=int), 1
-    known = None
-    if close is not None and n == positions.size:     # no identical positions: the close pairs, renumbered
-        known = np.sort(positions[close], axis=1)
-    links = sparse_links(points, chord, known)        # every pair within chord, when few (no tree)
-    if links is None:
-        neighbours = min(LINK_NEIGHBOURS + 1, n)
-        distance, index = cKDTree(points).query(points, k=neighbours, distance_upper_bound=chord)
-        rows = np.repeat(np.arange(n), neighbours).reshape(n, neighbours)
-        linked = np.isfinite(distance)
-        links = rows[linked], index[linked]
-    count, labels = _components(*links, n)
-    while count > 1:     # groups whose centres are within the radius are one group (dense sub-clusters)
-        centres, _ = merge_points(points, np.ones(n), labels, count)
-        pairs = pairs_within(centres, chord)
-        if pairs is None:
-            pairs = cKDTree(centres).query_pairs(chord, output_type="ndarray")
-        if pairs.shape[0] == 0:
-            break
-        joined, outer = _components(pairs[:, 0], pairs[:, 1], count)
-        if joined == count:
-            break
-        labels, count = outer[labels], joined
-    return labels[positions], count
-
-
-#: Candidate pairs per point beyond which :func:`apart_by_sorting` and :func:`pairs_within` give up (the tree is
-#: then cheaper).
-SORT_CANDIDATES = 8
-#: Smallest chord :func:`pairs_within` bins by (cell indices of the unit sphere must fit an int64 key).
-SMALLEST_CELL = 1e-5
-
-
-def _cross(starts_a, counts_a, starts_b, counts_b):
-    """Every pair (one member of cell a, one of cell b) of the sorted points, for each listed cell pair."""
-    sizes = counts_a * counts_b
-    pair = np.repeat(np.arange(sizes.size), sizes)
-    within = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    return starts_a[pair] + within // counts_b[pair], starts_b[pair] + within % counts_b[pair]
-
-
-def pairs_within(points: np.ndarray, chord: float, candidates: int = SORT_CANDIDATES) -> np.ndarray | None:
-    """Every pair ``i < j`` of ``points`` (in R^3) closer than ``chord``, as a ``(m, 2)`` array, found by binning
-    into cubes of side ``chord`` (a close pair lies in the same or adjacent cubes); ``None`` when the chord is
-    below :data:`SMALLEST_CELL`, the points are not 3-D, or there are more than ``candidates`` candidate pairs per
-    point (clustered states: the tree is then cheaper)."""
-    n = points.shape[0]
-    if chord < SMALLEST_CELL or points.ndim != 2 or points.shape[1] != 3:
-        return None
-    base = int(2.0 / chord) + 4
-    cells = np.floor(points / chord).astype(np.int64) + base // 2
-    keys = (cells[:, 0] * base + cells[:, 1]) * base + cells[:, 2]
-    order = np.argsort(keys, kind="stable")
-    unique, starts, counts = np.unique(keys[order], return_index=True, return_counts=True)
-    left, right = [], []
-    offsets = [(dx, dy, dz) for dx in (-1, 0, 1) for dy in (-1, 0, 1) for dz in (-1, 0, 1) if (dx, dy, dz) > (0, 0, 0)]
-    total = int(np.sum(counts * (counts - 1) // 2))
-    a, b = _cross(starts, counts, starts, counts)            # within a cell: i < j only
-    keep = a < b
-    left.append(a[keep]), right.append(b[keep])
-    for dx, dy, dz in offsets:
-        target = unique + (dx * base + dy) * base + dz
-        where = np.minimum(np.searchsorted(unique, target), unique.size - 1)
-        found = np.nonzero(unique[where] == target)[0]
-        total += int(np.sum(counts[found] * counts[where[found]]))
-        if total > candidates * n:
-            return None
-        a, b = _cross(starts[found], counts[found], starts[where[found]], counts[where[found]])
-        left.append(a), right.append(b)
-    i, j = order[np.concatenate(left)], order[np.concatenate(right)]
-    close = np.sum((points[i] - points[j]) ** 2, axis=-1) < chord * chord
-    pairs = np.stack((np.minimum(i, j), np.maximum(i, j)), axis=-1)[close]
-    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
-
-
-def sparse_links(points: np.ndarray, chord: float, pairs=None):
-    """``(rows, columns)`` of the links :func:`link_groups` makes (each distinct point to its nearest
-    ``LINK_NEIGHBOURS`` within ``chord``, itself included) when every point has at most that many neighbours within
-    ``chord``, so the links are all the close pairs (:func:`pairs_within`, or ``pairs`` already found); else
-    ``None`` (ask the tree)."""
-    pairs = pairs_within(points, chord) if pairs is None else pairs
-    if pairs is None:
-        return None
-    degree = np.bincount(pairs.ravel(), minlength=points.shape[0])
-    if degree.size and degree.max() > LINK_NEIGHBOURS:
-        return None
-    diagonal = np.arange(points.shape[0])
-    return np.concatenate((diagonal, pairs[:, 0])), np.concatenate((diagonal, pairs[:, 1]))
-
-
-#: The close pairs of the last state looked at (:func:`close_pairs`): an accepted state's collapse check, the next
-#: step's merge check and its step bound all look at the same array, so the pairs are found once per step.
-_pairs_memo = ArrayMemo()
-#: :func:`close_pairs` finds at least the pairs within this chord (that of :data:`TIGHT_RADIUS`), so the collapse
-#: check's pairs also serve the merge check and the step bound.
-SHARED_CHORD = 2 * math.sin(TIGHT_RADIUS / 2)
-
-
-def close_pairs(points: np.ndarray, chord: float, remember: bool = False):
-    """:func:`close_pairs_by_sorting` of ``points`` at ``chord``.  With ``remember`` (a run's states, which are never
-    changed in place) they are found at least within :data:`SHARED_CHORD` and remembered for the array
-    (:class:`meanfield.solvers.memo.ArrayMemo`), so that the next remembering call on it, at this chord or less,
-    filters them instead of sorting again."""
-    if not remember:
-        return close_pairs_by_sorting(points, chord)
-    known = _pairs_memo.get(points)
-    if known is not None and chord <= known[0] and known[1] is not None:
-        pairs = known[1]
-    else:
-        wide = max(chord, SHARED_CHORD)
-        pairs = close_pairs_by_sorting(points, wide)
-        _pairs_memo.put(points, (wide, pairs))
-        if pairs is None:               # too many candidates at the wide chord: ask at the chord itself
-            return close_pairs_by_sorting(points, chord) if wide > chord else None
-    i, j = pairs[:, 0], pairs[:, 1]
-    return pairs[np.sum((points[i] - points[j]) ** 2, axis=-1) < chord * chord]
-
-
-def close_pairs_by_sorting(points: np.ndarray, chord: float, candidates: int = SORT_CANDIDATES):
-    """Every pair ``(i, j)`` of ``points`` closer than ``chord``, found among the pairs whose first coordinates
-    differ by less than ``chord`` (one sort; exact, no pair is missed), as an ``(m, 2)`` array; ``None`` when there
-    are more than ``candidates`` such pairs per point (clustered states: the caller asks a tree)."""
-    n = points.shape[0]
-    columns = [np.ascontiguousarray(points[:, k]) for k in range(points.shape[1])]
-    order = np.argsort(columns[0])                    # any order of ties will do
-    first = columns[0][order]
-    starts = np.nonzero(np.diff(first) < chord)[0]   # a value with no close successor has no close later one
-    runs = np.searchsorted(first, first[starts] + chord, side="left") - starts - 1
-    total = int(runs.sum())
-    if total > candidates * n:
-        return None
-    if total == 0:
-        return np.zeros((0, 2), dtype=np.intp)
-    left = np.repeat(starts, runs)
-    right = left + 1 + np.arange(total) - np.repeat(np.cumsum(runs) - runs, runs)
-    i, j = order[left], order[right]
-    for column in columns[1:]:                        # cheap one-coordinate filters before the distance
-        near = np.abs(column[i] - column[j]) < chord
-        i, j = i[near], j[near]
-    close = np.sum((points[i] - points[j]) ** 2, axis=-1) < chord * chord
-    return np.stack((i[close], j[close]), axis=-1)
-
-
-def apart_by_sorting(points: np.ndarray, chord: float, remember: bool = False) -> bool:
-    """Whether every pair of ``points`` is certainly at least ``chord`` apart (:func:`close_pairs_by_sorting`);
-    ``False`` also when there are too many candidate pairs to decide so: the caller then asks the tree.  At n = 1e6
-    tokens on S^2 this costs about 0.2 s against 2.3 s for building and querying a k-d tree."""
-    pairs = close_pairs(points, chord, remember)
-    return pairs is not None and pairs.shape[0] == 0
-
-
-def _all_apart(points: np.ndarray, chord: float) -> bool:
-    """Whether every pair of the (few) points is at least ``chord`` apart (the tree's common case, directly)."""
-    gaps = np.linalg.norm(points[:, None, :] - points[None, :, :], axis=-1)
-    np.fill_diagonal(gaps, np.inf)
-    return bool(gaps.min() >= chord)
-
-
-def _components(rows: np.ndarray, columns: np.ndarray, size: int) -> tuple[int, np.ndarray]:
-    """Connected components of the undirected graph with edges ``(rows[i], columns[i])``."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    graph = coo_matrix((np.ones(rows.size), (rows, columns)), shape=(size, size))
-    return connected_components(graph, directed=False)
 
 
 #: Pairs closer than this (rad) bound the step after collapse (:func:`closing_rate`) for the default ``rtol``.
@@ -306,17 +113,6 @@ def closing_rate(points: np.ndarray, velocities: np.ndarray, within: float = CLO
     distance = np.linalg.norm(points[i] - points[j], axis=-1)
     closing = np.linalg.norm(velocities[i] - velocities[j], axis=-1)
     return float(np.max(closing / np.maximum(distance, 1e-300)))
-
-
-def merge_points(points: np.ndarray, weights: np.ndarray, labels: np.ndarray, count: int):
-    """Per group: summed weight, and the weighted mean direction as a unit vector (the plain mean for a
-    massless group, e.g. Lagrangian nodes where the initial density vanishes)."""
-    masses = np.bincount(labels, weights, minlength=count)
-    massless = (masses <= 0)[labels]
-    factor = np.where(massless, 1.0, weights)
-    sums = np.stack([np.bincount(labels, factor * points[:, i], minlength=count)
-                     for i in range(points.shape[1])], axis=-1)
-    return sums / np.linalg.norm(sums, axis=-1, keepdims=True), masses
 
 
 def frame_clusters(dataset, index: int, merge_distance: float = MERGE_DISTANCE, min_mass: float = MIN_CLUSTER_MASS):

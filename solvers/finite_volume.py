@@ -92,6 +92,7 @@ import numpy as np
 from scipy.special import roots_legendre
 
 from meanfield.errors import require
+from meanfield.gegenbauer import normalised_gegenbauer
 from meanfield.geometry import laplace_eigenvalue, sphere_area
 from meanfield.fourier_series import CIRCLE_NORM, dealiased_band
 from meanfield.kernels import band_limit
@@ -101,7 +102,7 @@ from .density_scheme import DensityScheme
 from .fourier import FourierBasis
 from .normalized_velocity import VelocityNormalization
 from .point_clusters import PointClusters
-from .zonal import ZonalBasis, normalised_gegenbauer
+from .zonal import ZonalBasis
 
 
 class FiniteVolume1D:

@@ -54,12 +54,11 @@ import ducc0
 import numpy as np
 
 from meanfield.errors import require
+from meanfield.harmonics import SHT_MIN_EPSILON, m_major_layout, point_mass_coefficients, sphere_locations
+from meanfield.memo import ArrayMemo
 from meanfield.threads import NONUNIFORM_THREADS
 from meanfield.kernel_operator import KernelOperator
 from meanfield.kernels import band_limit, scaled_funk_hecke
-
-from .memo import ArrayMemo
-from .sphere import m_major_layout, point_mass_coefficients
 
 #: Memory budget of one row block (logits take half of it): 4 MiB keeps a block in cache;
 #: 256 MiB blocks were 3-6x slower (freshly mapped memory every call; validation/bench_particles.py).
@@ -477,23 +476,6 @@ class CircleFourierInteraction:
 
 #: Relative accuracy of :class:`SphereHarmonicInteraction` against the direct sum (default).
 SPHERE_ACCURACY = 1e-12
-#: Smallest accuracy ducc0's non-uniform transforms reach in double precision.
-SHT_MIN_EPSILON = 3e-13
-
-
-def sphere_locations(x: np.ndarray) -> tuple[np.ndarray, tuple]:
-    """``(colatitude, longitude)`` of unit vectors ``x`` (shape ``(n, 3)``; ducc0's ``loc``, shape ``(n, 2)``)
-    and the trigonometry ``(cos, sin)`` of both, read off ``x`` without trigonometric calls (a token at a
-    pole gets longitude 0)."""
-    rho = np.hypot(x[:, 0], x[:, 1])
-    loc = np.empty((x.shape[0], 2))
-    np.arctan2(rho, x[:, 2], out=loc[:, 0])
-    np.arctan2(x[:, 1], x[:, 0], out=loc[:, 1])
-    loc[:, 1] %= 2 * math.pi
-    at_pole = rho == 0
-    safe = np.where(at_pole, 1.0, rho)
-    cos_p, sin_p = np.where(at_pole, 1.0, x[:, 0] / safe), x[:, 1] / safe
-    return loc, (x[:, 2], rho, cos_p, sin_p)
 
 
 class SphereHarmonicInteraction:
@@ -551,7 +533,7 @@ class SphereHarmonicInteraction:
 
     def coefficients(self, x: np.ndarray) -> np.ndarray:
         """``mu_lm`` (``l <= band``, m-major) of one system of tokens ``x`` (shape ``(n, 3)``): those the last
-        right-hand side left for this very array when there are (:class:`meanfield.solvers.memo.ArrayMemo`; the step
+        right-hand side left for this very array when there are (:class:`meanfield.memo.ArrayMemo`; the step
         ends with one at the accepted state, whose frame energy then costs no transform), used once."""
         known = self._memo.get(x)
         self._memo.clear()

@@ -125,6 +125,7 @@ import ducc0
 import numpy as np
 
 from meanfield.errors import require
+from meanfield.harmonics import SHT_EPSILON, point_mass_coefficients, sphere_locations
 from meanfield.initial_sphere import unit_vectors
 from meanfield.kernel_operator import attention_scale, top_sixth
 from meanfield.kernels import band_limit
@@ -136,12 +137,10 @@ from meanfield.threads import NONUNIFORM_THREADS
 from .clusters import CLOSING_DISTANCE, NodeCollapse, closing_rate, resolve_collapse_tol
 from .contract import Scheme
 from .fourier import FourierBasis
-from .interaction import SHT_MIN_EPSILON, CircleFourierInteraction, SphereHarmonicInteraction, sphere_locations
+from .interaction import CircleFourierInteraction, SphereHarmonicInteraction
 from .particles import SPHERE_TOL
-from .sphere import make_sphere_basis, point_mass_coefficients
+from .sphere import make_sphere_basis
 
-#: Requested accuracy of the NUFFT-based transforms (ducc0 needs > 2e-13 in double precision).
-SHT_EPSILON = SHT_MIN_EPSILON
 NUFFT_EPSILON = 1e-13
 #: Relative band limit of the kernel: modes with ``kappa_l / kappa_0`` below this are dropped.
 KERNEL_TOL = 1e-16

@@ -44,28 +44,12 @@ import ducc0
 import numpy as np
 
 from meanfield.errors import require
+from meanfield.harmonics import m_major_layout, point_mass_coefficients  # point_mass_coefficients: re-exported
 from meanfield.model import Model
 from meanfield.threads import ducc0_threads
 
 from .density_scheme import DensityScheme
 from .normalized_velocity import VelocityNormalization
-
-
-def m_major_layout(lmax: int) -> tuple[np.ndarray, np.ndarray]:
-    """Degree ``l`` and order ``m`` of each stored coefficient (``m >= 0``), index ``m(2 lmax + 1 - m)/2 + l``
-    (ducc0's and SHTns's layout)."""
-    m = np.concatenate([np.full(lmax + 1 - mm, mm) for mm in range(lmax + 1)])
-    l = np.concatenate([np.arange(mm, lmax + 1) for mm in range(lmax + 1)])
-    return l, m
-
-
-def point_mass_coefficients(weights: np.ndarray, loc: np.ndarray, lmax: int, epsilon: float,
-                            nthreads: int = 1) -> np.ndarray:
-    """``mu_lm = sum_j w_j conj(Y_lm(x_j))``, ``l <= lmax`` (orthonormal, m-major; MATH.md §2.2), of point
-    masses ``weights`` (shape ``(n,)``) at ``loc`` (``(colatitude, longitude)``, shape ``(n, 2)``): ducc0's
-    adjoint non-uniform synthesis, shape ``(1, ncoef)`` (one spin-0 component, as ``synthesis_general`` takes)."""
-    return ducc0.sht.adjoint_synthesis_general(map=np.ascontiguousarray(weights, dtype=float)[None], spin=0,
-                                               lmax=int(lmax), loc=loc, epsilon=epsilon, nthreads=nthreads)
 
 
 def _dealiased_grid(lmax: int) -> tuple[int, int]:

@@ -33,36 +33,12 @@ import numpy as np
 from scipy.special import roots_jacobi
 
 from meanfield.errors import require
+from meanfield.gegenbauer import normalised_gegenbauer
 from meanfield.geometry import laplace_eigenvalue, sphere_area
 from meanfield.model import Model
 
 from .density_scheme import DensityScheme
 from .normalized_velocity import VelocityNormalization
-
-
-def normalised_gegenbauer(t, lmax: int, dim: int, derivative: bool = False):
-    """``P_l(t)`` (and ``P_l'(t)``), ``l = 0..lmax``, as arrays of shape ``t.shape + (lmax+1,)``.
-
-    Three-term recurrence of the orthonormal polynomials for the weight
-    ``|S^{d-2}| (1 - t^2)^{(d-3)/2}`` on ``[-1, 1]``:
-    ``t P_l = a_{l+1} P_{l+1} + a_l P_{l-1}``, ``a_l^2 = l (l + 2 lam - 1) / (4 (l + lam)(l + lam - 1))``,
-    ``P_0 = 1 / sqrt(|S^{d-1}|)``; the derivative follows by differentiating the recurrence.
-    """
-    require(dim >= 3, f"--dim must be >= 3 for the zonal solver (got {dim})")
-    t = np.asarray(t, dtype=float)
-    lam = (dim - 2) / 2.0
-    ell = np.arange(1, lmax + 2, dtype=float)
-    a = np.sqrt(ell * (ell + 2 * lam - 1) / (4 * (ell + lam) * (ell + lam - 1)))  # a[l-1] = a_l
-    p = np.zeros(t.shape + (lmax + 1,))
-    dp = np.zeros_like(p)
-    p[..., 0] = 1.0 / math.sqrt(sphere_area(dim))
-    if lmax >= 1:
-        p[..., 1] = t * p[..., 0] / a[0]
-        dp[..., 1] = p[..., 0] / a[0]
-    for l in range(1, lmax):
-        p[..., l + 1] = (t * p[..., l] - a[l - 1] * p[..., l - 1]) / a[l]
-        dp[..., l + 1] = (t * dp[..., l] + p[..., l] - a[l - 1] * dp[..., l - 1]) / a[l]
-    return (p, dp) if derivative else p
 
 
 class ZonalBasis:

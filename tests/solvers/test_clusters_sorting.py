@@ -48,7 +48,7 @@ def test_pairs_within_finds_every_close_pair_of_a_brute_force_search():
 def test_the_binned_links_give_the_trees_groups_label_for_label(monkeypatch, kind):
     """The two ways link_groups finds its links (cubes of the chord when close pairs are few, the k-d tree
     otherwise) must give the same labels, so no run's cluster records change with the path."""
-    import meanfield.solvers.clusters as clusters
+    import meanfield.point_groups as clusters
 
     rng = np.random.default_rng(len(kind))
 
@@ -77,7 +77,7 @@ def test_the_binned_links_give_the_trees_groups_label_for_label(monkeypatch, kin
 def test_close_pairs_are_remembered_only_for_run_states():
     """clusters.close_pairs: a caller that does not ask to remember (a user's array, changed in place between
     calls) always gets the pairs of the array as it is now; a run's state is searched once for its three checks."""
-    from meanfield.solvers import clusters
+    import meanfield.point_groups as clusters
 
     rng = np.random.default_rng(3)
     points = rng.standard_normal((2000, 3))
