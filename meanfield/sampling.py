@@ -16,7 +16,7 @@ S^{d-1} and weights ``(n,)`` (summing to 1 for the laws below; a particle file k
     ``--n``, ``--dim`` are theirs), or samples of a circle (``--dim 2``) or sphere (``--dim 3``)
     density run's last frame.
 
-Densities from the Python API (:mod:`meanfield.init_data` reads them, with the same checks and
+Densities from the Python API (:mod:`meanfield.initial.sources` reads them, with the same checks and
 one-line refusals as the PDE's ``init=``; the mass need not be 1, samples follow the normalised law):
 
 * circle (``dim = 2``): a numpy array of values at ``theta_j = 2 pi j / M`` (``M`` its length), a
@@ -48,8 +48,8 @@ import numpy as np
 
 from .errors import require
 from .fourier_series import coefficients, synthesis
-from .init_data import (as_values, evaluate, interval_faces, kind_of, label_of, load_init_run, periodic_faces, piecewise,
-                        read_source)
+from .initial import (as_values, evaluate, interval_faces, kind_of, label_of, load_init_run, periodic_faces, piecewise,
+                      read_source)
 from .initial import INIT_HELP, check_density, check_sign_and_mass, circle_density, circle_values
 from .seeding import stream
 

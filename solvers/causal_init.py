@@ -1,7 +1,7 @@
 """Initial data of the causal kinetic PDE: one density per token position ``s`` (MATH.md §8).
 
 ``causal_initial_state(init, geometry, scheme, seed)`` takes what :func:`meanfield.solve` takes with
-``mask="causal"``; each slice goes through the ordinary :func:`meanfield.init_data.initial_state` (the same
+``mask="causal"``; each slice goes through the ordinary :func:`meanfield.solvers.initial_state.initial_state` (the same
 checks, remaps and text specs), so every kind of data an ordinary run takes is taken here:
 
 * data that do not depend on ``s`` (a text spec, grid values of one slice, a DataArray without an ``s``
@@ -29,7 +29,10 @@ from scipy.special import eval_gegenbauer
 
 from meanfield.errors import require
 from meanfield.geometry import sphere_area
-from meanfield.init_data import describe_init, initial_state, kind_of, label_of, load_init_run
+from meanfield.initial.kinds import describe_init, kind_of, label_of
+from meanfield.initial.sources import load_init_run
+
+from .initial_state import initial_state
 
 #: ``bump:EPS@S0~WIDTH[:DEGREE]`` (module docstring)
 BUMP = re.compile(r"^bump:(?P<eps>[^@]+)@(?P<centre>[^~]+)~(?P<width>[^:]+)(?::(?P<degree>\d+))?$")

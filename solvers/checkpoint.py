@@ -19,7 +19,7 @@ Arrays are stored as their raw bytes viewed as float64 or int64 (complex as floa
 with ``stored_dtype`` and ``stored_shape`` attributes, so a restart reads back the same
 bits.  :func:`run_file` loads a run given as ``--init``; :func:`continues_exactly` recognises one
 that the given scheme can continue exactly (same geometry, scheme, resolution, dimension and
-state layout); anything else is a remap of its last density (:mod:`meanfield.init_data`).
+state layout); anything else is a remap of its last density (:mod:`meanfield.solvers.initial_state`).
 """
 
 from __future__ import annotations

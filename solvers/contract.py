@@ -20,7 +20,13 @@ overrides what it needs:
     which pointwise kernel the rhs runs (``"numpy"``)
 ``takes_cell_averages``
     the state is cell averages (finite volume): initial data are averaged
-    conservatively and enter through ``state_from_cell_averages`` (``False``)
+    conservatively over ``cells()`` and enter through ``state_from_cell_averages`` (``False``)
+``remaps_cell_averages``
+    initial data given as cell averages (a finite-volume run, a Lagrangian frame flagged
+    ``density_resolved = 0``, a DataArray whose ``cell_methods`` say ``mean``) are averaged
+    conservatively over ``cells()`` and enter through ``state_from_cell_averages``, other data as
+    point values (``False``; the circle Lagrangian scheme's is ``True``; implied by
+    ``takes_cell_averages``)
 ``rng``
     the noise generator an exact restart carries (``None``)
 ``restart_fields``
@@ -44,6 +50,12 @@ overrides what it needs:
     time-independent Dataset variables, e.g. node weights (``{}``)
 ``state_from_cell_averages``
     (``state_from_density``)
+``cells()``
+    ``(faces, volumes, weight, period)`` of the cells whose averages the scheme takes
+    (:mod:`meanfield.solvers.initial_state`): cell ``i`` is ``[faces[i], faces[i+1]]`` with volume
+    ``volumes[i]``, ``weight`` the measure's density (``None``: ``dx``), ``period`` the circle's
+    ``2 pi`` (``None`` on an interval).  On the circle, the ``N`` equal arcs centred on the grid
+    points ``basis.theta``; elsewhere none (the zonal finite volumes declare their own)
 ``largest_mode()``
     a PDE scheme's band (``basis.kmax`` on the circle, ``basis.lmax`` otherwise)
 
@@ -56,6 +68,7 @@ satisfies the protocol.
 
 from __future__ import annotations
 
+import math
 import types
 from typing import Protocol, runtime_checkable
 
@@ -96,6 +109,7 @@ class Scheme:
     uses_blas = True
     pointwise_kernel = "numpy"
     takes_cell_averages = False
+    remaps_cell_averages = False
     rng = None
     restart_fields: tuple = ()
     after_switch = False
@@ -124,6 +138,16 @@ class Scheme:
     def state_from_cell_averages(self, averages: np.ndarray) -> np.ndarray:
         """The state from cell averages: by default the averages taken as point values."""
         return self.state_from_density(averages)
+
+    def cells(self) -> tuple:
+        """``(faces, volumes, weight, period)`` of the cells whose averages the scheme takes: on the circle the
+        ``N`` equal arcs centred on the grid points ``basis.theta`` (periodic, measure ``dtheta``)."""
+        if self.geometry != "circle":
+            raise NotImplementedError(f"the {self.geometry} {self.name} scheme declares no cells() to take cell "
+                                      f"averages on (meanfield.solvers.contract)")
+        h = 2 * math.pi / self.resolution
+        faces = self.basis.theta[0] - h / 2 + h * np.arange(self.resolution + 1)
+        return faces, np.full(self.resolution, h), None, 2 * math.pi
 
     def largest_mode(self) -> int:
         """A PDE scheme's band: the largest Fourier mode (circle, ``basis.kmax``) or degree (sphere and

@@ -625,6 +625,11 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         self._point_degree = max(band, basis.lmax)
         self._start_clusters(faces, centroids)
 
+    def cells(self) -> tuple:
+        """The contract's cells (:mod:`meanfield.solvers.contract`): the polar bands, ``|S^{d-2}| sin^{d-2} th``."""
+        dim = self.model.dim
+        return self.faces, self.fv.volumes, lambda th: sphere_area(dim - 1) * np.sin(th) ** (dim - 2), None
+
     def face_speed(self, state: np.ndarray, t: float = 0.0, points: np.ndarray | None = None) -> np.ndarray:
         """Polar velocity at the faces at time ``t`` from the Gegenbauer coefficients of ``P`` (MATH.md §2.2, §6)
         and of the rings whose coefficients are ``points`` (:meth:`point_coefficients`)."""

@@ -126,7 +126,7 @@ import numpy as np
 
 from meanfield.errors import require
 from meanfield.harmonics import SHT_EPSILON, point_mass_coefficients, sphere_locations
-from meanfield.initial_sphere import unit_vectors
+from meanfield.initial.sphere import unit_vectors
 from meanfield.kernel_operator import attention_scale, top_sixth
 from meanfield.kernels import band_limit
 from meanfield.model import Model
@@ -240,6 +240,8 @@ class CircleLagrangian(_Lagrangian):
     geometry = "circle"
     area = 2 * math.pi
     restart_fields = _Lagrangian.restart_fields + ("_offset",)
+    #: initial cell averages are remapped conservatively onto the arcs centred on the nodes (``cells()``)
+    remaps_cell_averages = True
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
                  positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, collapse_tol: float | None = None,

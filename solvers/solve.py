@@ -17,7 +17,7 @@ import numpy as np
 
 from meanfield.defaults import SOLVE_DEFAULTS, geometry_default
 from meanfield.errors import require
-from meanfield.init_data import describe_init, initial_state
+from meanfield.initial.kinds import describe_init
 from meanfield.limits import MAX_ZONAL_DIM, check_solve_size
 from meanfield.limits import check_seed as _check_seed_range
 from meanfield.model import Model
@@ -34,6 +34,7 @@ from .continuation import joined, resolve_model, resolve_normalization, resolve_
 from .causal import CausalKinetic, check_causal, continues_causal
 from .causal_init import causal_initial_state
 from .contract import conform
+from .initial_state import initial_state
 from .normalized_velocity import density_normalization
 from .runloop import log_save_times, run_switching
 from .steppers import make_stepper
@@ -282,7 +283,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
         ``fv`` (zonal) (:data:`meanfield.schemes.SCHEMES`).  Default: the run file's, else the first.
     init : str, array, xarray.DataArray, callable, xarray.Dataset or path
         A text spec (``perturbed:EPS``, ``vonmises:KAPPA@MU``, ...), grid values, a DataArray with its
-        coordinates, a function, or a run (:mod:`meanfield.init_data`).  A run of the same geometry, scheme and
+        coordinates, a function, or a run (:mod:`meanfield.solvers.initial_state`).  A run of the same geometry, scheme and
         resolution continues exactly from its restart record, clock included; any other run is remapped
         (conservatively for finite volume).
     seed : int or None

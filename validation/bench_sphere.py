@@ -21,7 +21,7 @@ import argparse
 import time
 
 
-from meanfield.initial_sphere import sphere_density
+from meanfield.initial.sphere import sphere_density
 from meanfield.model import Model
 from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all
 from meanfield.solvers.sphere import SphereSpectral, shtns_available

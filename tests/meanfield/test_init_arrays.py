@@ -1,4 +1,5 @@
-"""init= as numpy values, DataArrays, functions and runs (meanfield.init_data, meanfield.sampling)."""
+"""init= as numpy values, DataArrays, functions and runs (meanfield.initial, meanfield.solvers.initial_state,
+meanfield.sampling)."""
 
 import math
 
@@ -7,13 +8,13 @@ import pytest
 import xarray as xr
 
 from meanfield import InputError, Model
-from meanfield.init_data import describe_init, initial_state
-from meanfield.initial import von_mises
-from meanfield.initial_sphere import direction
-from meanfield.initial_zonal import von_mises_fisher
+from meanfield.initial import describe_init, von_mises
+from meanfield.initial.sphere import direction
+from meanfield.initial.zonal import von_mises_fisher
 from meanfield.sampling import sample_tokens
 from meanfield.solvers.circle import CircleSpectral
 from meanfield.solvers.finite_volume import CircleFiniteVolume, ZonalFiniteVolume
+from meanfield.solvers.initial_state import initial_state
 from meanfield.solvers.lagrangian import CircleLagrangian, SphereLagrangian
 from meanfield.solvers.sphere import SphereSpectral
 from meanfield.solvers.zonal import ZonalGalerkin

@@ -7,7 +7,8 @@ import pytest
 import xarray as xr
 
 from meanfield import InputError
-from meanfield.initial import circle_density, dealiased_band
+from meanfield.fourier_series import dealiased_band
+from meanfield.initial import circle_density
 from meanfield.solvers.solve import solve
 
 

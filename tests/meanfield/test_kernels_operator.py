@@ -107,8 +107,8 @@ def test_von_mises_spellings_agree_and_messages_name_the_one_used():
 
 
 def test_von_mises_alias_on_the_sphere_and_zonal():
-    from meanfield.initial_sphere import sphere_density
-    from meanfield.initial_zonal import zonal_density
+    from meanfield.initial.sphere import sphere_density
+    from meanfield.initial.zonal import zonal_density
     from meanfield.solvers.sphere import make_sphere_basis
     from meanfield.solvers.zonal import ZonalBasis
     sphere = make_sphere_basis(8)

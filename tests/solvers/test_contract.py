@@ -6,11 +6,11 @@ import weakref
 import numpy as np
 import pytest
 
-from meanfield.init_data import initial_state
 from meanfield.model import Model
 from meanfield.schemes import SCHEMES
 from meanfield.solvers.contract import (OPTIONAL_PARTS, PDE_PARTS, REQUIRED_PARTS, Scheme, SchemeProtocol, conform,
                               missing_parts)
+from meanfield.solvers.initial_state import initial_state
 from meanfield.solvers.particles import ParticleScheme
 from meanfield.solvers.solve import scheme_class
 from meanfield.solvers.steppers import make_stepper
@@ -102,6 +102,24 @@ def test_an_object_outside_the_base_is_adapted_with_the_defaults():
     assert not isinstance(scheme, Scheme) and missing_parts(scheme, REQUIRED_PARTS + OPTIONAL_PARTS) == []
     assert scheme.adaptive_dt(0.5) == 0.5 and scheme.collapse(np.ones(1)).tolist() == [1.0]
     assert scheme.takes_cell_averages is False and scheme.default_stepper == "dopri5"
+
+
+@pytest.mark.parametrize("geometry, name", REGISTERED, ids=[f"{g}-{n}" for g, n in REGISTERED])
+def test_a_scheme_declares_the_cells_whose_averages_it_takes(geometry, name):
+    """Initial data ask the scheme's ``cells()`` and ``remaps_cell_averages``, not its name or its fields: the
+    finite volumes and the circle Lagrangian nodes take cell averages on cells that tile the manifold."""
+    scheme = _scheme(geometry, name)
+    assert scheme.remaps_cell_averages == ((geometry, name) == ("circle", "lagrangian"))
+    if not (scheme.takes_cell_averages or scheme.remaps_cell_averages or geometry == "circle"):
+        with pytest.raises(NotImplementedError, match="declares no cells"):
+            scheme.cells()
+        return
+    faces, volumes, weight, period = scheme.cells()
+    assert faces.shape == (scheme.resolution + 1,) and volumes.shape == (scheme.resolution,)
+    assert np.all(np.diff(faces) > 0) and np.all(volumes > 0)
+    area = 2 * np.pi if geometry == "circle" else 2 * np.pi ** 2            # |S^1|, |S^3| (zonal: dim 4)
+    assert volumes.sum() == pytest.approx(area, rel=1e-13)
+    assert (period == 2 * np.pi and weight is None) if geometry == "circle" else (period is None and weight is not None)
 
 
 def test_a_stepper_does_not_keep_its_scheme_alive():

@@ -12,7 +12,7 @@ from meanfield.diagnostics import detect_clusters, fit_growth_rates
 from meanfield.errors import InputError
 from meanfield.geometry import sphere_area
 from meanfield.initial import circle_density
-from meanfield.initial_zonal import zonal_density
+from meanfield.initial.zonal import zonal_density
 from meanfield.model import Model
 from meanfield.theory import critical_noise, dominant_mode, formation_time, growth_rates
 from meanfield.solvers.finite_volume import (CircleFiniteVolume, ZonalFiniteVolume, cell_integrals,

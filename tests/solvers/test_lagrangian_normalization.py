@@ -11,7 +11,7 @@ from meanfield.cli import main
 from meanfield.initial import circle_density
 from meanfield.normalization import Normalization
 from meanfield.solvers.interaction import DirectInteraction
-from meanfield.initial_sphere import sphere_density
+from meanfield.initial.sphere import sphere_density
 from meanfield.solvers.lagrangian import CircleLagrangian, SphereLagrangian
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.runloop import run

@@ -8,9 +8,9 @@ from scipy.special import roots_legendre
 
 from meanfield import fourier_series
 from meanfield.geometry import sphere_area
-from meanfield.init_data import initial_state
 from meanfield.model import Model
 from meanfield.sampling import _circle_law
+from meanfield.solvers.initial_state import initial_state
 from meanfield.solvers.solve import solve
 from meanfield.solvers.solve import scheme_class
 from meanfield.validation.cluster_formation import crossing_time

@@ -1,5 +1,5 @@
-"""``solve()`` and ``simulate()`` take densities as arrays, DataArrays, callables and runs (meanfield.init_data),
-and their defaults are the command line's (meanfield.defaults)."""
+"""``solve()`` and ``simulate()`` take densities as arrays, DataArrays, callables and runs
+(meanfield.solvers.initial_state), and their defaults are the command line's (meanfield.defaults)."""
 
 import math
 

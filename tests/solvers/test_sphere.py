@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from meanfield.errors import InputError
-from meanfield.initial_sphere import direction, sphere_density, von_mises_fisher
+from meanfield.initial.sphere import direction, sphere_density, von_mises_fisher
 from meanfield.model import Model
 from meanfield.theory import critical_noise, growth_rates
 from meanfield.solvers.runloop import run

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from meanfield import InputError, Model
-from meanfield.initial_sphere import sphere_density
+from meanfield.initial.sphere import sphere_density
 from meanfield.solvers.sphere import SphereSpectral, make_sphere_basis, shtns_available
 
 needs_shtns = pytest.mark.skipif(not shtns_available(), reason="optional backend shtns is not installed")

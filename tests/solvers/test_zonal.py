@@ -8,7 +8,7 @@ from scipy.special import ive, roots_jacobi
 
 from meanfield.errors import InputError
 from meanfield.geometry import sphere_area
-from meanfield.initial_zonal import von_mises_fisher, zonal_density
+from meanfield.initial.zonal import von_mises_fisher, zonal_density
 from meanfield.model import Model
 from meanfield.storage import build_run_dataset, save_run
 from meanfield.theory import critical_noise, growth_rates

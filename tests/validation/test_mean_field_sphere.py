@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from meanfield.initial_sphere import sphere_density, unit_vectors
+from meanfield.initial.sphere import sphere_density, unit_vectors
 from meanfield.solvers.sphere import make_sphere_basis
 from meanfield.analysis import iid_mean_square, negative_sobolev_norm, point_mass_norm
 from meanfield.analysis import sphere_point_coefficients as empirical_coefficients

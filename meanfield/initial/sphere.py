@@ -24,9 +24,10 @@ Anything else, a density that is negative somewhere or does not integrate to a p
 number, and a density the basis cannot resolve (it differs from its degree-``lmax``
 projection by more than 1e-3 of the mean density) is refused with one line naming
 ``--init``.  Values given on another latitude/longitude grid (numpy, ``xarray``, functions:
-:mod:`meanfield.init_data`) come onto the grid by :func:`resample_grid` (a Gauss–Legendre grid of
-a run: spectral) or :func:`latlon_values` (any other grid: bicubic).  This module never imports
-:mod:`solvers`: it works with the basis object it is given (grid ``basis.colatitude`` x ``basis.longitude``, ``analyse``/``synthesise``/``integrate``).
+:mod:`meanfield.solvers.initial_state`) come onto the grid by :func:`resample_grid` (a
+Gauss–Legendre grid of a run: spectral) or :func:`latlon_values` (any other grid: bicubic).  This
+module never imports :mod:`solvers`: it works with the basis object it is given (grid
+``basis.colatitude`` x ``basis.longitude``, ``analyse``/``synthesise``/``integrate``).
 """
 
 from __future__ import annotations
@@ -36,11 +37,10 @@ import math
 import numpy as np
 from scipy.interpolate import CubicSpline, RectBivariateSpline
 
-from .errors import InputError, require
-from .initial import (VON_MISES, _number as parse_number, check_sign_and_mass, density_from_spec,
-                      require_resolved)
-from .perturbation import require_positive, sphere_lowest, sphere_noise, sphere_normals
-from .storage import last_valid_density, load_run
+from ..errors import InputError, require
+from ..perturbation import require_positive, sphere_lowest, sphere_noise, sphere_normals
+from ..storage import last_valid_density, load_run
+from .spec import VON_MISES, check_sign_and_mass, density_from_spec, parse_number, require_resolved
 
 SPHERE_INIT_HELP = ("uniform, perturbed:EPS, vmf:KAPPA@LAT,LON (LAT/LON in degrees; sums with '+'), "
                     "or an earlier sphere run's .nc file")

@@ -14,17 +14,18 @@ Specs (MATH.md §2.1 normalisation; every density integrates to 1 unless read fr
 ``vmf:KAPPA@MU``
     ``exp(KAPPA cos(theta - MU)) / (2 pi I_0(KAPPA))`` (``@MU`` optional, 0): the von
     Mises(–Fisher) density.  ``vmf`` is the one spelling on every geometry (the circle,
-    the sphere, zonal); ``vonmises`` is accepted for it everywhere (:data:`VON_MISES`).
+    the sphere, zonal); ``vonmises`` is accepted for it everywhere (:data:`meanfield.initial.spec.VON_MISES`).
 ``A+B+...``
     the equal-weight mixture of the terms, e.g. ``vmf:4@0+vmf:4@3.14``.
 ``run.nc``
     the last frame of an earlier circle run, resampled spectrally to N.
 
-Numpy arrays, ``xarray`` objects and functions are read by :mod:`meanfield.init_data`, which
-uses :func:`circle_values` to bring values given at other angles onto the grid.
+Numpy arrays, ``xarray`` objects and functions are read by :mod:`meanfield.initial.sources` and put
+onto a scheme by :mod:`meanfield.solvers.initial_state`, which uses :func:`circle_values` to bring
+values given at other angles onto the grid.
 
 Anything else, a density that is negative somewhere, or one that does not integrate to a
-positive number, is refused with one line.  So is a density that the grid cannot resolve
+positive number, is refused with one line (:mod:`meanfield.initial.spec`).  So is a density that the grid cannot resolve
 (spectral content above ``kmax`` larger than 1e-3 of the mean; smaller content is
 dropped by the dealiasing projection).
 """
@@ -32,23 +33,18 @@ dropped by the dealiasing projection).
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.special import ive
 
-from .errors import InputError, require
-from .fourier_series import coefficients, dealiased_band, synthesis
-from .perturbation import circle_lowest, circle_noise, require_positive
-from .storage import last_valid_density, load_run
+from ..errors import InputError, require
+from ..fourier_series import coefficients, dealiased_band, synthesis
+from ..perturbation import circle_lowest, circle_noise, require_positive
+from ..storage import last_valid_density, load_run
+from .spec import VON_MISES, check_sign_and_mass, density_from_spec, parse_number, require_resolved
 
 INIT_HELP = "uniform, perturbed:EPS, vmf:KAPPA@MU (or vonmises:; sums with '+'), or an earlier run's .nc file"
-#: the names of the von Mises–Fisher term: canonical first, then the circle's older spelling
-VON_MISES = ("vmf", "vonmises")
-
-#: Density resolved on the grid when its content past the dealiased band is below this (x mean).
-UNRESOLVED_TOL = 1e-3
 
 
 def perturbed_density(eps: float, n: int, seed) -> np.ndarray:
@@ -64,13 +60,8 @@ def von_mises(theta: np.ndarray, kappa: float, mu: float) -> np.ndarray:
     return np.exp(kappa * (np.cos(theta - mu) - 1.0)) / (2.0 * math.pi * ive(0, kappa))
 
 
-def _number(text: str, what: str, expected: str = INIT_HELP) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"--init: {what} must be a number (got {text!r}); expected {expected}") from None
-    require(math.isfinite(value), f"--init: {what} must be finite (got {text!r})")
-    return value
+def _number(text: str, what: str) -> float:
+    return parse_number(text, what, INIT_HELP)
 
 
 def _term(term: str, theta: np.ndarray, seed) -> np.ndarray:
@@ -129,46 +120,6 @@ def circle_values(theta: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 def _from_file(path: str, n: int) -> np.ndarray:
     dataset = load_run(path, geometry="circle")
     return periodic_resample(last_valid_density(dataset, path), 0.0, n)
-
-
-def density_from_spec(spec: str, help_text: str, read_file, term, check) -> np.ndarray:
-    """The density of ``spec``: ``read_file(path)`` for a ``.nc`` spec, else the equal-weight mixture of
-    ``term(text)`` over the ``+``-separated terms (split only before a letter); refused by
-    ``check(density, stripped spec)`` unless valid."""
-    require(isinstance(spec, str) and spec.strip() != "", f"--init must be one of: {help_text}")
-    spec = spec.strip()
-    if spec.endswith(".nc"):
-        density = read_file(spec)
-    else:
-        terms = re.split(r"\+(?=[A-Za-z])", spec)
-        density = sum(term(t) for t in terms) / len(terms)
-    check(density, spec)
-    return density
-
-
-def init_label(spec) -> str:
-    """How a message names the initial data: ``--init 'TEXT'`` for a text spec; a description that
-    already starts with ``init=`` (an array, a function, an xarray object) is kept as it is."""
-    return spec if isinstance(spec, str) and spec.startswith("init=") else f"--init {spec!r}"
-
-
-def check_sign_and_mass(density: np.ndarray, spec: str, mass: float, area: float) -> float:
-    """Refuse a non-finite, massless or negative density; returns its mean ``mass / area``."""
-    name = init_label(spec)
-    require(bool(np.all(np.isfinite(density))) and math.isfinite(mass), f"{name}: the density is not finite")
-    require(mass > 0, f"{name}: the density must integrate to a positive number (got {mass:.3g})")
-    mean = mass / area
-    low = float(np.min(density))
-    hint = "lower EPS or use another start" if name.startswith("--init") else "a density is >= 0"
-    require(low >= -1e-12 * mean, f"{name}: the density is negative somewhere (min {low:.3g}); {hint}")
-    return mean
-
-
-def require_resolved(unresolved: float, spec: str, resolution: int, band: str) -> None:
-    """Refuse a start whose content past the kept band exceeds ``UNRESOLVED_TOL`` x mean."""
-    require(unresolved <= UNRESOLVED_TOL,
-            f"{init_label(spec)}: not resolved at --resolution {resolution} (content {unresolved:.2g} x mean past "
-            f"{band}); increase --resolution")
 
 
 def circle_density(spec: str, n: int, seed=None) -> np.ndarray:

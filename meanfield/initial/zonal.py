@@ -24,8 +24,8 @@ integrates to 1 over S^{d-1} unless read from a file):
 
 Anything else, a density that is negative somewhere, massless, or unresolved (content past
 degree lmax larger than 1e-3 of the mean) is refused with one line naming ``--init``.
-Values given at other polar angles (numpy, ``xarray``, functions: :mod:`meanfield.init_data`)
-come onto the nodes by :func:`polar_values`.
+Values given at other polar angles (numpy, ``xarray``, functions:
+:mod:`meanfield.solvers.initial_state`) come onto the nodes by :func:`polar_values`.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.special import ive
 
-from .errors import InputError, require
-from .geometry import sphere_area
-from .initial import VON_MISES, _number, check_sign_and_mass, density_from_spec, init_label, require_resolved
-from .perturbation import require_positive, zonal_lowest, zonal_noise
-from .storage import last_valid_density, load_run
+from ..errors import InputError, require
+from ..geometry import sphere_area
+from ..perturbation import require_positive, zonal_lowest, zonal_noise
+from ..storage import last_valid_density, load_run
+from .spec import VON_MISES, check_sign_and_mass, density_from_spec, init_label, parse_number, require_resolved
 
 INIT_HELP = "uniform, perturbed:EPS, vmf:KAPPA (sums with '+'), or an earlier zonal run's .nc file"
 
@@ -70,11 +70,11 @@ def _term(term: str, basis, seed) -> np.ndarray:
     if name == "uniform" and not arg:
         return np.full(basis.nodes.shape, 1.0 / area)
     if name == "perturbed" and arg:
-        eps = _number(arg, "perturbed:EPS", INIT_HELP)
+        eps = parse_number(arg, "perturbed:EPS", INIT_HELP)
         require(eps >= 0, f"--init: perturbed:EPS needs EPS >= 0 (got {eps:g})")
         return perturbed_density(eps, basis, seed)
     if name in VON_MISES and arg:
-        kappa = _number(arg, f"{name}:KAPPA", INIT_HELP)
+        kappa = parse_number(arg, f"{name}:KAPPA", INIT_HELP)
         require(kappa >= 0, f"--init: {name}:KAPPA needs KAPPA >= 0 (got {kappa:g})")
         return von_mises_fisher(basis.nodes, kappa, basis.dim)
     raise InputError(f"--init: unknown initial condition {term!r} for zonal densities; expected {INIT_HELP}")
