@@ -27,7 +27,8 @@ from meanfield.solvers.causal import CausalKinetic
 from meanfield.solvers.circle import CircleSpectral
 from meanfield.solvers.sphere import SphereSpectral
 from meanfield.threads import add_threads_argument, apply_threads_argument, header
-from meanfield.validation.bench_circle import best_times, format_table
+
+from .harness import best_times, column_table
 
 #: (geometry, resolution, positions) of the PDE rows
 CASES = (("circle", 256, 33), ("circle", 256, 129), ("circle", 1024, 65), ("circle", 4096, 65),
@@ -96,9 +97,9 @@ def main(argv=None) -> None:
     print(header())
     print("Causal kinetic PDE (SA, beta = 9, lambda = 1): one right-hand side on N_S positions against N_S ordinary "
           "right-hand sides of the same resolution (times in ms)")
-    print(format_table(pde, PDE_COLUMNS))
+    print(column_table(pde, PDE_COLUMNS))
     print("Causal circle particles (SA, beta = 9, lambda = 1, Q = K = V = I, one core): seconds per right-hand side")
-    print(format_table(particles, PARTICLE_COLUMNS))
+    print(column_table(particles, PARTICLE_COLUMNS))
     print(f"total {time.perf_counter() - start:.1f} s")
 
 

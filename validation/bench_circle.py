@@ -66,6 +66,8 @@ from meanfield.threads import add_threads_argument, apply_threads_argument, head
 from meanfield.solvers import circle_kernel, fourier  # noqa: E402
 from meanfield.solvers.circle import CircleSpectral  # noqa: E402
 
+from .harness import best_times, column_table, fitted_exponent  # noqa: E402
+
 SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 QUICK_SIZES = (256, 1024, 4096, 16384, 32768, 65536)
 #: Smallest grid of the scaling fits (part 4 of the docstring): above the step in cost per
@@ -117,39 +119,6 @@ SCALING_COLUMNS = (
     ("rhs_all_us", "rhs_all_us", ".2f"),
     ("1core/all", "thread_gain", ".2f"),
 )
-
-
-# -- timing -------------------------------------------------------------------------------------
-def _clock(fn, number: int) -> float:
-    """Wall time of ``number`` consecutive calls of ``fn``."""
-    start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return time.perf_counter() - start
-
-
-def _calls_per_run(fn, per_run: float) -> int:
-    """How many calls of ``fn`` last about ``per_run`` seconds (at least 1; the first call warms up)."""
-    elapsed = _clock(fn, 1)
-    if elapsed >= per_run:
-        return 1
-    number = math.ceil(per_run / elapsed)
-    return max(1, math.ceil(number * per_run / _clock(fn, number)))
-
-
-def best_times(fns, target: float = 0.2, repeats: int = 5) -> list[float]:
-    """Best per-call time (s) of each of ``fns``: ``repeats`` runs each, about ``target`` in total.
-
-    The runs of the different functions are interleaved, so that a slow spell of the
-    machine affects every function of a ratio alike.  A function slower than
-    ``target / repeats`` is timed one call per run.
-    """
-    numbers = [_calls_per_run(fn, target / repeats) for fn in fns]
-    best = [math.inf] * len(fns)
-    for _ in range(repeats):
-        for i, (fn, number) in enumerate(zip(fns, numbers)):
-            best[i] = min(best[i], _clock(fn, number) / number)
-    return best
 
 
 # -- the pieces being timed -----------------------------------------------------------------------
@@ -329,11 +298,6 @@ def _planning_rows(n: int, beta: float, timing: dict) -> dict:
             "rhs_rel_diff": float(difference)}
 
 
-def fitted_exponent(sizes, times) -> float:
-    """The exponent ``p`` of the least-squares fit ``log time = p log N + c``."""
-    return float(np.polyfit(np.log(np.asarray(sizes, float)), np.log(np.asarray(times, float)), 1)[0])
-
-
 def scaling_fits(rows: list[dict], fit_from: int = SCALING_FIT_FROM) -> dict:
     """Exponents of the SA right-hand side and its transforms over the rows with ``N >= fit_from``
     (part 4 of the module docstring): ``{"sizes": [...], "rhs": (p, q), "ffts": (p, q)}`` with
@@ -400,11 +364,7 @@ def format_table(rows: list[dict], columns=None) -> str:
                        "max |rhs_meas|\n"
                        + format_table(planning, PLANNING_COLUMNS))
         return report
-    cells = [[h for h, _, _ in columns]]
-    cells += [["skipped" if row.get(key) is None else format(row[key], fmt) for _, key, fmt in columns]
-              for row in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
+    return column_table(rows, columns)
 
 
 def main(argv=None) -> None:

@@ -32,7 +32,7 @@ from meanfield.solvers.finite_volume import CircleFiniteVolume  # noqa: E402
 from meanfield.solvers.interaction import DirectInteraction  # noqa: E402
 from meanfield.solvers.lagrangian import CircleLagrangian  # noqa: E402
 
-from .bench_circle import best_times, format_table  # noqa: E402
+from .harness import best_times, column_table  # noqa: E402
 
 SIZES = (256, 1024, 4096, 16384)
 QUICK_SIZES = (256, 1024)
@@ -102,7 +102,7 @@ def main(argv=None) -> None:
     rows = run_benchmark(QUICK_SIZES if args.quick else SIZES, args.beta, args.quick)
     print(f"finite-volume and Lagrangian circle schemes, SA, beta = {args.beta:g} (µs per call)")
     print(header())
-    print(format_table(rows, COLUMNS))
+    print(column_table(rows, COLUMNS))
     print(f"total {time.perf_counter() - start:.1f} s")
 
 

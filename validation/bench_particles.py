@@ -45,7 +45,7 @@ Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weigh
    frames, and a log-clock run to t = 1e6 through its merges (n = 4096, beta = 9); full adds n = 1e6 (11 frames),
    whose share is set against :data:`TARGET_OUTSIDE_PCT` = 20 %.
 
-Timings use :func:`meanfield.validation.bench_circle.best_times` (best of several interleaved runs
+Timings use :func:`meanfield.validation.harness.best_times` (best of several interleaved runs
 after one warm-up call, per-call time in ms).  Calls of a second or more are expensive, so
 the number of runs falls with ``n`` (:func:`timing_for`): from ``n = 16000`` the direct
 right-hand sides, the baselines and the loop are timed by one call each, without warm-up
@@ -70,7 +70,8 @@ from meanfield.normalization import SCHEMES, Normalization  # noqa: E402
 from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
 from meanfield.solvers.interaction import DEFAULT_BLOCK_BYTES, SPHERE_ACCURACY  # noqa: E402
 from meanfield.solvers.particles import ParticleScheme  # noqa: E402
-from meanfield.validation.bench_circle import _clock, best_times, fitted_exponent, format_table as circle_table  # noqa: E402
+
+from .harness import best_times, clock, column_table, fitted_exponent  # noqa: E402
 
 SIZES = (1000, 2000, 4000, 8000, 16000, 20000)
 QUICK_SIZES = (1000, 4000)
@@ -195,7 +196,7 @@ def time_calls(fns, timing: dict) -> list[float]:
     every call, and the baseline's array is touched when it is created.
     """
     if timing.get("single"):
-        return [_clock(fn, 1) for fn in fns]
+        return [clock(fn, 1) for fn in fns]
     return best_times(fns, **timing)
 
 
@@ -473,8 +474,8 @@ def whole_run_row(label: str, settings: dict) -> dict:
 
 
 def format_table(rows: list[dict], columns=RHS_COLUMNS) -> str:
-    """An aligned text table of ``columns`` (the circle benchmark's layout)."""
-    return circle_table(rows, columns)
+    """An aligned text table of ``columns`` (:func:`meanfield.validation.harness.column_table`)."""
+    return column_table(rows, columns)
 
 
 def main(argv=None) -> None:

@@ -25,7 +25,8 @@ from meanfield.initial.sphere import sphere_density
 from meanfield.model import Model
 from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all
 from meanfield.solvers.sphere import SphereSpectral, shtns_available
-from meanfield.validation.bench_circle import best_times, format_table
+
+from .harness import best_times, column_table
 
 LMAXES = (63, 127, 255, 511)
 QUICK_LMAXES = (63, 127, 255)
@@ -108,7 +109,7 @@ def main(argv=None) -> None:
     print(f"S^2 pseudo-spectral benchmark (shtns when installed, its own threading), beta = {args.beta:g}; times per "
           f"call in ms; ratio = rhs / its bare transforms; 1core/all = SA rhs at 1 thread / at every core")
     print(header())
-    print(format_table(rows, COLUMNS))
+    print(column_table(rows, COLUMNS))
     print(f"total {time.perf_counter() - start:.1f} s")
 
 

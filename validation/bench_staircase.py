@@ -25,7 +25,7 @@ from meanfield.threads import add_threads_argument, apply_threads_argument, head
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 
-from .bench_circle import format_table
+from .harness import column_table
 
 LONG = 1e9
 CASES = {
@@ -73,7 +73,7 @@ def main(argv=None) -> None:
     print("metastable staircase: simulated time per wall-second (rate = t / wall), with and without collapse; "
           "1core/all = the run with collapse at 1 thread / at every core")
     print(header())
-    print(format_table(rows, COLUMNS))
+    print(column_table(rows, COLUMNS))
     print(f"total {time.perf_counter() - start:.1f} s")
 
 

@@ -29,6 +29,8 @@ from meanfield.theory import critical_noise, growth_rates, quadratic_feed
 from meanfield.solvers.solve import solve
 from meanfield.solvers.steppers import Dopri5
 
+from .claims import Check, at_most
+
 MODES = np.arange(1, 7)
 EPS = 1e-12
 E_FOLDS = 6.0
@@ -107,3 +109,14 @@ def format_table(table: xr.Dataset) -> str:
                      f"{float(row.relative_error.max()):>28.3e} "
                      f"{float((row.relative_error / row.tolerance).max()):>18.3f}")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------- claims
+def growth_claims(table) -> list[Check]:
+    return [at_most("Fitted linear growth rates equal the MATH.md §2.3 rates, every case and mode 1-6 "
+                    "(largest relative error over its bound)", (table["relative_error"] / table["tolerance"]).max(),
+                    1.0, theory="≤ 1",
+                    source="theory: dopri5's step error |log R(z) / z - 1| at z = mu T / FRAMES (R its stability "
+                           "function; every step at most a save interval, equality when all are) plus the quadratic "
+                           "feed 3 delta_k(T) / T from the run's initial amplitudes (MATH.md §2.3; "
+                           "validation/growth_rates.py)")]

@@ -1,27 +1,40 @@
-"""What every study shares: progress, writing, output checks, and running a registered study.
+"""What every study shares: progress, writing, fits, timing, output checks, and running a registered study.
 
 - :func:`progress_bar`, :func:`write_dataset`, :func:`save_figure`: the studies' progress over runs
   and their output files, written safely (:func:`meanfield.storage.write_atomic`: a temporary file
   renamed into place, folders created); :func:`study_main` is ``python -m meanfield.validation.<study>``.
+- :func:`fit_line`, :func:`fit_with_spread`: least-squares slopes and the one-seed spread of a slope;
+  :func:`saved_frames` reads a run's frames at the study's times; :func:`curve_colours` colours one
+  curve per time.
+- :func:`best_times`, :func:`clock`: the benchmarks' timings; :func:`fitted_exponent` their log-log
+  exponents and :func:`column_table` their printed tables.
 - :func:`check_output` refuses a destination before anything is computed
   (:func:`meanfield.storage.check_output_folder` / ``check_output_file``); :func:`run` times a study
-  of :mod:`meanfield.validation.registry`, formats its table and evaluates its claims, and :func:`run_caught`
-  turns an exception into a one-line error so that the report (:mod:`meanfield.validation.report`) goes on.
+  of :mod:`meanfield.validation.registry`, formats its table and evaluates its claims (the study module's
+  own claims function, :mod:`meanfield.validation.claims`), and :func:`run_caught` turns an exception into
+  a one-line error so that the report (:mod:`meanfield.validation.report`) goes on.
 
-The command line (``meanfield validate ...``) and the report both run studies through here.
+The command line (``meanfield validate ...``) and the report both run studies through here.  This module
+imports no study module.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import xarray as xr
+
+from meanfield.errors import require
 from meanfield.plotting import DPI
 from meanfield.storage import RUN_SUFFIXES, check_output_file, check_output_folder, write_atomic
 
-from .registry import Check, Study
+from .claims import Check
+from .registry import Study
 
 
 # --------------------------------------------------------------------------------------------- writing
@@ -52,6 +65,90 @@ def study_main(argv, description: str, out_dir: str, run, table, name: str):
     print(table(ds))
     print(f"wall time {ds.attrs['wall_time']:.1f} s; wrote {args.out_dir}/{name}.nc and {name}.png")
     return ds
+
+
+# --------------------------------------------------------------------------------------------- fits, frames
+def fit_line(x, y) -> tuple[float, float]:
+    """Least-squares ``(slope, intercept)`` of ``y = slope x + intercept``, ignoring non-finite points."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    if keep.sum() < 2:
+        return math.nan, math.nan
+    slope, intercept = np.polyfit(x[keep], y[keep], 1)
+    return float(slope), float(intercept)
+
+
+def fit_with_spread(x, mean_values, per_seed_values) -> tuple[float, float, float]:
+    """``(slope, intercept)`` fitted to ``mean_values`` against ``x``, and the spread of the slope:
+    the standard deviation (ddof 1) of the slopes fitted to each column of ``per_seed_values``
+    (shape ``(len(x), seeds)``) alone, i.e. the scatter of a one-seed experiment."""
+    slope, intercept = fit_line(x, mean_values)
+    per_seed = np.array([fit_line(x, column)[0] for column in np.asarray(per_seed_values, dtype=float).T])
+    per_seed = per_seed[np.isfinite(per_seed)]
+    spread = float(per_seed.std(ddof=1)) if per_seed.size > 1 else math.nan
+    return slope, intercept, spread
+
+
+def saved_frames(run: xr.Dataset, name: str, times) -> np.ndarray:
+    """The run's variable ``name`` at ``times`` (the saved frames nearest them; raises unless they are saved)."""
+    frames = run[name].sel(time=list(times), method="nearest")
+    require(np.allclose(frames["time"].values, times, atol=1e-9), f"the run did not save times {times}")
+    return np.asarray(frames.values, dtype=float)
+
+
+def curve_colours(count: int) -> list:
+    """``count`` colours along viridis (to 0.9 of it), one per curve (a study's times)."""
+    import matplotlib as mpl
+    palette = mpl.colormaps["viridis"]
+    return [palette(i / max(1, count - 1) * 0.9) for i in range(count)]
+
+
+# --------------------------------------------------------------------------------------------- timing
+def clock(fn, number: int) -> float:
+    """Wall time of ``number`` consecutive calls of ``fn``."""
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return time.perf_counter() - start
+
+
+def _calls_per_run(fn, per_run: float) -> int:
+    """How many calls of ``fn`` last about ``per_run`` seconds (at least 1; the first call warms up)."""
+    elapsed = clock(fn, 1)
+    if elapsed >= per_run:
+        return 1
+    number = math.ceil(per_run / elapsed)
+    return max(1, math.ceil(number * per_run / clock(fn, number)))
+
+
+def best_times(fns, target: float = 0.2, repeats: int = 5) -> list[float]:
+    """Best per-call time (s) of each of ``fns``: ``repeats`` runs each, about ``target`` in total.
+
+    The runs of the different functions are interleaved, so that a slow spell of the
+    machine affects every function of a ratio alike.  A function slower than
+    ``target / repeats`` is timed one call per run.
+    """
+    numbers = [_calls_per_run(fn, target / repeats) for fn in fns]
+    best = [math.inf] * len(fns)
+    for _ in range(repeats):
+        for i, (fn, number) in enumerate(zip(fns, numbers)):
+            best[i] = min(best[i], clock(fn, number) / number)
+    return best
+
+
+def fitted_exponent(sizes, times) -> float:
+    """The exponent ``p`` of the least-squares fit ``log time = p log N + c``."""
+    return float(np.polyfit(np.log(np.asarray(sizes, float)), np.log(np.asarray(times, float)), 1)[0])
+
+
+def column_table(rows: list[dict], columns) -> str:
+    """An aligned text table: one line of headers, then one line per row; ``columns`` are ``(header, row key,
+    format)``, and a missing entry reads 'skipped'."""
+    cells = [[h for h, _, _ in columns]]
+    cells += [["skipped" if row.get(key) is None else format(row[key], fmt) for _, key, fmt in columns]
+              for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
 
 
 # --------------------------------------------------------------------------------------------- running
@@ -105,7 +202,7 @@ def run(study: Study, quick: bool, out, claims: bool = True) -> Outcome:
     outcome = Outcome(study, quick, out, text=study.table(module, result),
                       wrote=study.wrote(out, result) if study.wrote and out is not None else "")
     outcome.wall = time.perf_counter() - start
-    outcome.checks = list(study.claims(result)) if claims else []
+    outcome.checks = study.checks(module, result) if claims else []
     outcome.figures = figures(study, out)
     return outcome
 

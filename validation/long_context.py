@@ -36,11 +36,12 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from scipy.optimize import brentq
 
-from meanfield.long_context import (critical_gamma, gram_output_cosines, gram_tokens, limit_cosine, monte_carlo_layer,
-                                    one_layer_cosine)
+from meanfield.long_context import (critical_gamma, gram_output_cosines, gram_tokens, iid_cosine_estimate,
+                                    limit_cosine, midpoint_gamma, monte_carlo_layer, one_layer_cosine)
 from meanfield.plotting import outside_legend
 from meanfield.storage import netcdf_safe, package_version
 
+from .claims import EPSILON, Check, at_most, close, equal
 from .harness import save_figure, study_main, write_dataset
 
 RHOS = (0.25, 0.5, 0.75)
@@ -265,6 +266,43 @@ def format_table(ds: xr.Dataset) -> str:
     lines.append(f"(cos(gamma_c) columns at gamma = {float(ds.gamma_mc.values[gc_index]):g}; "
                  f"wall time {ds.attrs['wall_time']:.1f} s)")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------- claims
+def long_context_claims(table) -> list[Check]:
+    rho = RHO
+    at = table.sel(rho=rho)
+    n = float(table["n"].values[-1])
+    cases = [case for case in table["mc_case"].values if float(table.mc_rho[case]) == rho]
+    mc = table.sel(mc_case=max(cases, key=lambda case: int(table.mc_dim[case])))
+    mc = mc.sel(n_mc=mc["n_mc"].values[-1])
+    n_mc, dim, start = float(mc.n_mc), int(mc.mc_dim), float(mc.mc_cosine_before)
+    checks = [equal("Critical gamma of equiangular tokens (MATH.md §7)", 2.0, at.critical_gamma,
+                    source="exact: 1 / (1 - rho) at rho = 1/2 is 2 in floating point"),
+              at_most("Formula against a direct SA layer (largest Gram error)", table.gram_error.max(),
+                      float(table["n_check"].max()) * EPSILON,
+                      source="round-off: the direct layer sums n terms per output: at most n eps (largest n checked)"),
+              close(f"Cosine at gamma_c for n = {n:g}", 0.8, at.cosine_at_critical.sel(n=n), 4 * math.log(n) * EPSILON,
+                    source="round-off: exp(-beta (1 - rho)) at beta (1 - rho) = log n carries log(n) eps, the cosine "
+                           "at most twice that (twice again for the rest); the finite-n term is O(1/n)"),
+              close(f"The midpoint crossing at n = {n:g} is the large-n asymptote (MATH.md §7)",
+                    midpoint_gamma(rho, n), at.gamma_half.sel(n=n), 1e-12,
+                    source="theory: gamma = log((n - 1) / x) / ((1 - rho) log n), x = sqrt((1 + rho) / rho) - 1, "
+                           "exact to O(1 / (n log n)); brentq's xtol = 1e-13 and the cosine's round-off: 1e-12"),
+              close(f"Monte Carlo (d = {dim}, n = {n_mc:g}): beta = 0 collapses every token onto the mean (cosine)",
+                    1.0, mc.mc_cosine.sel(gamma_mc=0.0), n_mc * EPSILON,
+                    source="round-off: every output is the same mean of n tokens: equal to within n eps")]
+    for gamma, label in ((4.0, "large gamma keeps the input cosine"), (2.0, "the cosine at gamma_c")):
+        beta = gamma * math.log(n_mc)
+        formula = float(one_layer_cosine(start, n_mc, beta))
+        spread = abs(float(iid_cosine_estimate(start, n_mc, beta, dim)) - formula)
+        checks.append(close(f"Monte Carlo (d = {dim}, n = {n_mc:g}): {label} (gamma = {gamma:g}) is the equiangular "
+                            f"formula's at the tokens' own cosine {start:.4f}", formula,
+                            mc.mc_cosine.sel(gamma_mc=gamma), spread,
+                            source="theory: i.i.d. tokens' cosines spread by (1 - rho) / sqrt(d) about rho, which "
+                                   "multiplies their weight on the others by at most exp(beta^2 (1 - rho)^2 / (2 d)) "
+                                   "(sub-Gaussian <z, z'>, MATH.md §7): the formula's change under that factor"))
+    return checks
 
 
 def main(argv=None) -> xr.Dataset:

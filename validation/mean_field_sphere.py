@@ -77,8 +77,9 @@ from meanfield.solvers.lagrangian import SHT_EPSILON
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 from meanfield.solvers.sphere import make_sphere_basis
-from .mean_field import _colours, _frames, fit_with_spread
-from .harness import progress_bar, save_figure, study_main, write_dataset
+from .claims import Check, within_errors
+from .harness import (curve_colours, fit_with_spread, progress_bar, save_figure, saved_frames, study_main,
+                      write_dataset)
 
 INIT = "vmf:1@45,0+vmf:1@-30,150"
 BETA = 4.0
@@ -134,7 +135,7 @@ def pde_coefficients(beta: float, attention: str, times, lmax: int) -> np.ndarra
     require(run.attrs["stop_reason"] == "completed",
             f"PDE run (beta = {beta:g}) stopped early: {run.attrs['stop_reason']}")
     basis = make_sphere_basis(lmax)
-    return np.stack([basis.analyse(frame) for frame in _frames(run, "density", times)])
+    return np.stack([basis.analyse(frame) for frame in saved_frames(run, "density", times)])
 
 
 def particle_errors(rho_lm: np.ndarray, law, beta: float, attention: str, times, n: int, seed: int):
@@ -142,7 +143,7 @@ def particle_errors(rho_lm: np.ndarray, law, beta: float, attention: str, times,
     run = simulate(dim=3, n=n, attention=attention, beta=beta, init=law, seed=seed,
                    t_final=float(max(times)), save_every=SAVE_EVERY, rtol=PARTICLE_RTOL, collapse_tol=0.0)
     require(run.attrs["stop_reason"] == "completed", f"particle run stopped early: {run.attrs['stop_reason']}")
-    positions, weights = _frames(run, "positions", times), run["weights"].values
+    positions, weights = saved_frames(run, "positions", times), run["weights"].values
     lmax = lmax_of(rho_lm[0])
     errors = [negative_sobolev_norm(sphere_point_coefficients(positions[i], weights, lmax), rho_lm[i])
               for i in range(len(times))]
@@ -227,7 +228,7 @@ def plot_study(ds: xr.Dataset) -> Figure:
     fig = Figure(figsize=(7.5, 6.2), layout="constrained")
     ax = fig.subplots()
     n = ds["n"].values.astype(float)
-    for time, colour in zip(ds["time"].values, _colours(ds.sizes["time"])):
+    for time, colour in zip(ds["time"].values, curve_colours(ds.sizes["time"])):
         at = ds.sel(time=time)
         rms, err = at["error_rms"].values, at["error"].values
         ax.errorbar(n, rms, yerr=(rms - err.min(axis=-1), err.max(axis=-1) - rms), fmt="o", color=colour, ms=4,
@@ -264,6 +265,20 @@ def format_table(ds: xr.Dataset) -> str:
                  + ", ".join(f"n={int(n)}: {s:.2f} s" for n, s in zip(ds["n"].values, seconds))
                  + f"; PDE {ds.attrs['pde_seconds']:.1f} s")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------- claims
+def mean_field_sphere_claims(ds) -> list[Check]:
+    seeds = ds.sizes["seed"]
+    checks = [within_errors(f"i.i.d. tokens on S^2: H^-2 error falls like n^-1/2 (fitted slope, t = {float(t):g})",
+                            -0.5, ds.slope.sel(time=t), ds.slope_stderr.sel(time=t),
+                            "one-seed slope spread / sqrt(seeds)", dof=seeds - 1) for t in ds["time"].values[:2]]
+    ratios = ((ds.error.sel(time=0.0) / ds.iid_theory) ** 2).values.ravel()
+    checks.append(within_errors("t = 0: mean square error equals the i.i.d. expectation (mean over sizes and seeds of "
+                                "error^2 / expectation)", 1.0, ratios.mean(),
+                                ratios.std(ddof=1) / math.sqrt(ratios.size),
+                                "spread of the (n, seed) ratios / sqrt(count)", dof=ratios.size - 1))
+    return checks
 
 
 def main(argv=None) -> xr.Dataset:

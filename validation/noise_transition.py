@@ -46,6 +46,7 @@ from meanfield.solvers.runloop import COMPLETED, run
 from meanfield.solvers.stationary import circle_stationary_near
 from meanfield.solvers.steppers import make_stepper
 
+from .claims import Check, at_least, at_most
 from .harness import progress_bar, save_figure, study_main, write_dataset
 
 CLUSTER_KAPPA = 5.0
@@ -177,6 +178,31 @@ def format_table(ds: xr.Dataset) -> str:
             lines.append(f"{beta:5g} {ratio:8.3g} {parts} {float(np.nanmax(cell.fixed_point_gap.values)) if np.any(np.isfinite(cell.fixed_point_gap.values)) else math.nan:16.3g}")
     lines.append("(* not stationary by the time limit)")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------- claims
+def noise_claims(ds) -> list[Check]:
+    ratios = ds["ratio"].values
+    above_ratio, below_ratio = (1.2 if 1.2 in ratios else ratios.max()), (0.7 if 0.7 in ratios else ratios.min())
+    clustered = ds.order.sel(ratio=below_ratio)
+    rule = (f"theory: a run stops once r moves by less than STATIONARY_TOL = {STATIONARY_TOL:g} (relative, "
+            f"or absolute below UNIFORM_LEVEL = {UNIFORM_LEVEL:g}) over a chunk of 20 relaxation times")
+    return [at_most(f"nu = {above_ratio:g} nu_c: both starts relax to the uniform state (largest order parameter)",
+                    ds.order.sel(ratio=above_ratio).max(), STATIONARY_TOL * UNIFORM_LEVEL,
+                    source=rule + "; above nu_c every mode decays (MATH.md §2.3), so r ends below the rule's step"),
+            at_least(f"nu = {below_ratio:g} nu_c: both starts end clustered (smallest order parameter)",
+                     clustered.min(), UNIFORM_LEVEL, "> 0 (clustered)",
+                     source=f"theory: below nu_c the uniform state is unstable (MATH.md §2.3): r stays above "
+                            f"UNIFORM_LEVEL = {UNIFORM_LEVEL:g}, the level the study calls uniform"),
+            at_most(f"nu = {below_ratio:g} nu_c: no hysteresis (order parameter of the two starts)",
+                    abs(ds.order.sel(ratio=below_ratio, start="perturbed")
+                        - ds.order.sel(ratio=below_ratio, start="clustered")).max(),
+                    2 * STATIONARY_TOL * float(clustered.max()),
+                    source=rule + ": two runs to one stationary state end within twice that of each other"),
+            at_most(f"nu = {below_ratio:g} nu_c: the end state is the zero-flux fixed point (largest gap / mean)",
+                    ds.fixed_point_gap.sel(ratio=below_ratio).max(), STATIONARY_TOL,
+                    source=rule + ", so the density is within about that of the stationary state; Newton-Krylov "
+                                  "solves the zero-flux equation to f_tol = 1e-12")]
 
 
 def main(argv=None) -> xr.Dataset:

@@ -62,6 +62,7 @@ from meanfield.theory import dominant_mode, growth_rates
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 
+from .claims import EPSILON, FALSE_ALARM, Check, at_least, at_most, below, equal, fraction, standard_errors
 from .harness import progress_bar, save_figure, study_main, write_dataset
 
 EPS = 1e-4
@@ -304,6 +305,69 @@ def plot_study(early, through, structured, clusters_through, clusters_structured
 
 def format_table(ds: xr.Dataset) -> str:
     return "\n".join(f"{name:>42}: {ds[name].values}" for name in ds.data_vars)
+
+
+# --------------------------------------------------------------------------------------------- claims
+def scheme_claims(ds) -> list[Check]:
+    n, rtol, epsilon_fv = int(ds.attrs["resolution"]), float(ds.rtol), float(ds.fv_relative_error)
+    beta = float(ds.attrs["beta"])
+    refined = ("measured convergence: the same gap at N/2 from the same start; a convergent scheme's gap falls "
+               "when h halves (second order: by 4; less where the limiter clips extrema and at the time step's floor)")
+    checks = [below("Finite volume against spectral before formation (largest difference)", ds.fv_vs_spectral,
+                    float(ds.fv_vs_spectral_coarse), source=refined),
+              below("Finite volume against spectral before formation (L1)", ds.fv_vs_spectral_l1,
+                    float(ds.fv_vs_spectral_l1_coarse), source=refined),
+              at_most("Lagrangian against spectral before formation (largest difference)", ds.lagrangian_vs_spectral,
+                      10 * rtol,
+                      source="measured convergence: both are spectrally accurate for a band-limited start "
+                             "(solvers/lagrangian.py), so the gap is their time-integration error, proportional to "
+                             "rtol (2.5e-6, 2.4e-8 at rtol = 1e-6, 1e-8; N = 128, 256): 10 rtol"),
+              equal(f"Clusters formed from a perturbation at beta = {beta:g} (k*)",
+                    dominant_mode(Model("sa", beta, 0.0, 2)), ds.perturbed_clusters,
+                    source="exact: counts; k* = argmax lambda_k (MATH.md §2.3)")]
+    for label in ("perturbed", "structured"):
+        count, smallest = int(ds[f"{label}_clusters"]), float(ds[f"{label}_min_cluster_mass"])
+        steps = int(ds[f"{label}_fv_steps"])
+        checks += [fraction(f"{label}: finite-volume and Lagrangian runs complete",
+                            [str(ds[f"{label}_{scheme}_stop_reason"].values) == "completed"
+                             for scheme in ("fv", "lagrangian")],
+                            source="exact: a run's stop reason is 'completed' or it is not"),
+                   at_least(f"{label}: finite-volume density stays non-negative (smallest value)",
+                            ds[f"{label}_fv_min_density"], 0.0, "≥ 0",
+                            source="theory: every forward-Euler stage keeps cell averages >= 0 under the CFL step and "
+                                   "SSP-RK3 combines stages convexly (solvers/finite_volume.py)"),
+                   at_most(f"{label}: finite-volume mass error", ds[f"{label}_fv_mass_error"],
+                           (n + 10 * math.sqrt(3 * steps)) * EPSILON,
+                           source=f"round-off: telescoping fluxes; each of 3 stages x {steps} steps rounds the mass by "
+                                  f"~eps, a random walk (10 of its sd), plus N eps for the sum"),
+                   at_most(f"{label}: Lagrangian mass error", ds[f"{label}_lagrangian_mass_error"], n * EPSILON,
+                           source="round-off: the N weights never change; their sum rounds by at most N eps"),
+                   below(f"{label}: Lagrangian cluster centres against finite volume (largest gap, rad)",
+                         ds[f"{label}_lagrangian_centre_gap"], epsilon_fv * math.pi / (count * smallest),
+                         source=f"theory: both conserve mass; the finite-volume density error before formation, "
+                                f"{epsilon_fv:.3g} of the perturbation (L1), misplaces that fraction of mass at "
+                                f"formation, moving a cluster of mass >= {smallest:.3g} by at most that x pi / K over "
+                                f"its mass (K = {count}; the gap does not converge cleanly with N, the Lagrangian's "
+                                f"cluster masses being whole node weights: perturbed 8.6e-3, 8.3e-3, 2.6e-3 and "
+                                f"structured 1.3e-3, 3.8e-4, 7.1e-4 at N = 128, 256, 512, fv clusters read at "
+                                f"their points)"),
+                   below(f"{label}: Lagrangian cluster masses against finite volume (largest gap)",
+                         ds[f"{label}_lagrangian_mass_gap"], epsilon_fv,
+                         source=f"theory: both conserve mass; the finite-volume density error before formation, "
+                                f"{epsilon_fv:.3g} of the perturbation (L1), bounds the mass it puts in a wrong basin")]
+    count = int(ds["structured_clusters"])
+    z = standard_errors(tests=count)
+    checks += [below("Particles' cluster masses against the PDE's (largest gap)", ds.structured_particles_mass_gap,
+                     z * float(ds.structured_particles_mass_stderr),
+                     source=f"standard error: {z:.2f} x {float(ds.structured_particles_mass_stderr):.3g} (a cluster's "
+                            f"token count is binomial, sd sqrt(m (1 - m) / n); normal, p = {FALSE_ALARM:g} / {count} "
+                            f"clusters)"),
+               below("Particles' cluster centres against the PDE's (largest gap, rad)",
+                     ds.structured_particles_centre_gap, z * float(ds.structured_particles_centre_stderr),
+                     source=f"standard error: {z:.2f} x {float(ds.structured_particles_centre_stderr):.3g} (spread of "
+                            f"a cluster's tokens at t = 0 / sqrt(count), its centre taken as their mean; normal, "
+                            f"p = {FALSE_ALARM:g} / {count} clusters)")]
+    return checks
 
 
 def main(argv=None) -> xr.Dataset:

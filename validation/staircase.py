@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from meanfield.cluster_dynamics import cluster_history, merge_time_estimate, plateau_estimate
+from meanfield.cluster_dynamics import MERGE_DISTANCE, cluster_history, merge_time_estimate, plateau_estimate
 from meanfield.model import Model
 from meanfield.plotting import legend_below
 from meanfield.storage import save_run
@@ -42,6 +42,7 @@ from meanfield.solvers.clusters import frame_clusters
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 
+from .claims import Check, at_most, below, equal, fraction, within_errors
 from .harness import progress_bar, save_figure, study_main, write_dataset
 
 FULL = {"betas": (4.0, 6.0, 9.0, 12.0), "nodes": 512, "tokens": 2048, "sphere_beta": 9.0, "sphere_lmax": 31,
@@ -282,6 +283,35 @@ def format_table(table: xr.Dataset) -> str:
                  f"{table.attrs['slope_against_merge_estimate']:.3f} ± "
                  f"{table.attrs['slope_against_merge_estimate_stderr']:.3f} (theory 1)")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------- claims
+def staircase_claims(table) -> list[Check]:
+    lagrangian = table.source.values == "lagrangian"
+    rtol = float(np.max(table.rtol.values))
+    beta = float(np.min(table.beta.values[lagrangian]))
+    attrs = table.attrs
+    return [fraction("Lagrangian runs end in one cluster", table.final_count.values[lagrangian] == 1,
+                     source="theory: the K-point ODE from t_ref merges every pair before t_final (MATH.md §5)"),
+            equal("Lagrangian runs: as many merges as the K-point ODE (MATH.md §5)",
+                  table.merges_theory.values[lagrangian], table.merges_run.values[lagrangian],
+                  source="exact: counts of merges"),
+            below("Lagrangian merge times against the K-point ODE (largest relative error)",
+                  np.nanmax(table.merge_rel_err.values[lagrangian]), 30 * rtol,
+                  source="measured convergence: the error is the run's time-integration error, proportional to its "
+                         "rtol (8.7e-8, 8.6e-10 at rtol = 1e-8, 1e-10 for beta = 4; 9.4e-8, 1.7e-9 for beta = 9): "
+                         "30 rtol"),
+            at_most("Lagrangian plateau energy is the K-point energy (largest relative gap)",
+                    np.nanmax(table.plateau_energy_gap.values[lagrangian]),
+                    beta * MERGE_DISTANCE ** 2 / 4 + 30 * rtol,
+                    source=f"theory: the K-point ODE joins a pair at MERGE_DISTANCE = {MERGE_DISTANCE:g} rad, when "
+                           f"the run's pair is still that far apart: a relative energy deficit <= beta d^2 / 4 "
+                           f"(MATH.md §5; smallest beta, {beta:g}), plus the merge-time error 30 rtol"),
+            within_errors("First merges follow the two-cluster plateau law exp(beta (1 - cos D)) / ((m_a/m_b + "
+                          "m_b/m_a) beta sin^2 D) (slope of log merge time against log law, all circle runs)", 1.0,
+                          attrs["slope_against_merge_estimate"], attrs["slope_against_merge_estimate_stderr"],
+                          "least-squares standard error: the other clusters scatter the runs about the law",
+                          dof=int(attrs["slope_against_merge_estimate_dof"]))]
 
 
 def main(argv=None) -> xr.Dataset:

@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from meanfield.validation.bench_circle import fitted_exponent, format_table, scaling_fits
+from meanfield.validation.bench_circle import format_table, scaling_fits
+from meanfield.validation.harness import fitted_exponent
 
 
 def test_fitted_exponent_recovers_a_power_law():

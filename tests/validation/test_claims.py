@@ -1,4 +1,5 @@
-"""Claims can fail where it matters (validation/registry.py; DESIGN.md "Validation").
+"""Claims can fail where it matters (each study module's claims function, validation/claims.py; DESIGN.md
+"Validation").
 
 Each study's claims function gets a small synthetic result that agrees with the theory (every claim
 passes) and then the same result with one number wrong -- a fitted slope of 0, a growth rate 5 % off,
@@ -13,8 +14,17 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from meanfield.validation import registry
-from meanfield.validation.registry import SOURCE_KINDS, Check, close, standard_errors
+from meanfield.validation.claims import SOURCE_KINDS, Check, close, standard_errors
+from meanfield.validation.cluster_formation import cluster_formation_claims
+from meanfield.validation.gaussian import gaussian_claims
+from meanfield.validation.growth_rates import growth_claims
+from meanfield.validation.long_context import long_context_claims
+from meanfield.validation.mean_field import mean_field_claims
+from meanfield.validation.metastability import metastability_claims
+from meanfield.validation.noise_transition import noise_claims
+from meanfield.validation.normalization import normalization_claims
+from meanfield.validation.scheme_comparison import scheme_claims
+from meanfield.validation.staircase import staircase_claims
 
 
 def one(checks: list[Check], words: str) -> Check:
@@ -44,9 +54,9 @@ def test_every_claim_names_the_source_of_its_tolerance():
 def test_a_growth_rate_five_percent_off_fails():
     table = xr.Dataset({"relative_error": (("case", "mode"), [[3e-7, 1e-8]]),
                         "tolerance": (("case", "mode"), [[4e-7, 1e-7]])})
-    assert all_pass(registry.growth_claims(table))
-    assert not all_pass(registry.growth_claims(table.copy(data={"relative_error": [[3e-7, 0.05]],
-                                                                "tolerance": [[4e-7, 1e-7]]})))
+    assert all_pass(growth_claims(table))
+    assert not all_pass(growth_claims(table.copy(data={"relative_error": [[3e-7, 0.05]],
+                                                       "tolerance": [[4e-7, 1e-7]]})))
 
 
 # ------------------------------------------------------------------------------------------- mean-field
@@ -62,11 +72,11 @@ def _mean_field(slope_iid=-0.52, slope_quadrature=-1.0 - 1e-7, scale=math.pi / 2
 
 
 def test_mean_field_slopes_and_the_quadrature_constant_can_fail():
-    assert all_pass(registry.mean_field_claims(_mean_field()))
-    assert not one(registry.mean_field_claims(_mean_field(slope_iid=0.0)), "n^-1/2").passed
-    assert not one(registry.mean_field_claims(_mean_field(slope_iid=-1.0)), "n^-1/2").passed
-    assert not one(registry.mean_field_claims(_mean_field(slope_quadrature=-0.98)), "n^-1 (").passed
-    assert not one(registry.mean_field_claims(_mean_field(scale=math.pi)), "t = 0").passed
+    assert all_pass(mean_field_claims(_mean_field()))
+    assert not one(mean_field_claims(_mean_field(slope_iid=0.0)), "n^-1/2").passed
+    assert not one(mean_field_claims(_mean_field(slope_iid=-1.0)), "n^-1/2").passed
+    assert not one(mean_field_claims(_mean_field(slope_quadrature=-0.98)), "n^-1 (").passed
+    assert not one(mean_field_claims(_mean_field(scale=math.pi)), "t = 0").passed
 
 
 # ------------------------------------------------------------------------------------ cluster-formation
@@ -77,11 +87,11 @@ def _formation(slope=-0.5, power=1.0):
 
 
 def test_initial_amplitudes_of_the_wrong_size_or_exponent_fail():
-    assert all_pass(registry.cluster_formation_claims(_formation()))
+    assert all_pass(cluster_formation_claims(_formation()))
     # the former claim: A(0) sqrt(n) anywhere in (0.1, 3); a flat amplitude or one 3x too large passed it
-    assert not one(registry.cluster_formation_claims(_formation(slope=0.0)), "slope").passed
-    assert not one(registry.cluster_formation_claims(_formation(slope=-1.0)), "slope").passed
-    assert not one(registry.cluster_formation_claims(_formation(power=9.0)), "n A_k(0)^2").passed
+    assert not one(cluster_formation_claims(_formation(slope=0.0)), "slope").passed
+    assert not one(cluster_formation_claims(_formation(slope=-1.0)), "slope").passed
+    assert not one(cluster_formation_claims(_formation(power=9.0)), "n A_k(0)^2").passed
 
 
 # ---------------------------------------------------------------------------------------- metastability
@@ -100,10 +110,10 @@ def _metastability(t_formed=(18.25, 4.0), gap=4.9e-5):
 
 
 def test_formation_times_and_plateau_energies_off_the_theory_fail():
-    assert all_pass(registry.metastability_claims(_metastability()))
-    late = registry.metastability_claims(_metastability(t_formed=(18.25, 3.7 + 2 / 0.664)))
+    assert all_pass(metastability_claims(_metastability()))
+    late = metastability_claims(_metastability(t_formed=(18.25, 3.7 + 2 / 0.664)))
     assert not one(late, "particles: formation time").passed            # two e-folds of mode k* late
-    assert not one(registry.metastability_claims(_metastability(gap=1e-3)), "Plateau energy").passed
+    assert not one(metastability_claims(_metastability(gap=1e-3)), "Plateau energy").passed
 
 
 # ---------------------------------------------------------------------------------------------- schemes
@@ -123,13 +133,13 @@ def _schemes(centre_gap=0.0097, fv_coarse=8.7e-3, lagrangian=2e-8, particles_mas
 
 
 def test_scheme_gaps_that_do_not_converge_fail():
-    assert all_pass(registry.scheme_claims(_schemes()))
+    assert all_pass(scheme_claims(_schemes()))
     grid = 2 * math.pi / 256
     # the former tolerance, 1.5 cells, let a centre gap of 1.4 cells pass
-    assert not one(registry.scheme_claims(_schemes(centre_gap=1.4 * grid)), "perturbed: Lagrangian cluster centres").passed
-    assert not one(registry.scheme_claims(_schemes(fv_coarse=3.0e-3)), "Finite volume against spectral before formation (la").passed
-    assert not one(registry.scheme_claims(_schemes(lagrangian=1.5e-4)), "Lagrangian against spectral").passed
-    assert not one(registry.scheme_claims(_schemes(particles_mass=0.05)), "cluster masses against the PDE").passed
+    assert not one(scheme_claims(_schemes(centre_gap=1.4 * grid)), "perturbed: Lagrangian cluster centres").passed
+    assert not one(scheme_claims(_schemes(fv_coarse=3.0e-3)), "Finite volume against spectral before formation (la").passed
+    assert not one(scheme_claims(_schemes(lagrangian=1.5e-4)), "Lagrangian against spectral").passed
+    assert not one(scheme_claims(_schemes(particles_mass=0.05)), "cluster masses against the PDE").passed
 
 
 # ---------------------------------------------------------------------------------------------- staircase
@@ -158,12 +168,12 @@ def test_merge_times_without_the_exponential_law_fail():
 
     scatter = iter([1.5, 1.4, 1.1, 1.2, 1.7, 1.1])
     follows = slope_against_merge_estimate(_staircase_rows(lambda law: next(scatter) * law))
-    assert all_pass(registry.staircase_claims(_staircase(*follows)))
+    assert all_pass(staircase_claims(_staircase(*follows)))
     scatter = iter([1.5, 1.4, 1.1, 1.2, 1.7, 1.1])
     flat = slope_against_merge_estimate(_staircase_rows(lambda law: 300.0 * next(scatter)))
     assert abs(flat[0]) < 0.1                        # the former claim "slope > 0" let a fitted 0.05 pass
-    assert not one(registry.staircase_claims(_staircase(*flat)), "plateau law").passed
-    assert not one(registry.staircase_claims(_staircase(*follows, merge_error=1e-5)), "merge times").passed
+    assert not one(staircase_claims(_staircase(*flat)), "plateau law").passed
+    assert not one(staircase_claims(_staircase(*follows, merge_error=1e-5)), "merge times").passed
 
 
 # ----------------------------------------------------------------------------------------------- gaussian
@@ -180,11 +190,11 @@ def _gaussian(sample=(-0.55, -0.45, -0.53, -1.05)):
 
 
 def test_a_gaussian_rate_outside_its_bootstrap_errors_fails():
-    assert all_pass(registry.gaussian_claims(_gaussian()))
+    assert all_pass(gaussian_claims(_gaussian()))
     # "falls at least like n^-1/2: slope < -0.4" let -1.0 (or -2.0) pass; n^-1 for softmax now fails
-    assert not one(registry.gaussian_claims(_gaussian(sample=(-1.0, -0.45, -0.53, -1.05))),
+    assert not one(gaussian_claims(_gaussian(sample=(-1.0, -0.45, -0.53, -1.05))),
                    "softmax: error against the sample").passed
-    half = registry.gaussian_claims(_gaussian(sample=(-0.55, -0.45, -0.53, -0.5)))
+    half = gaussian_claims(_gaussian(sample=(-0.55, -0.45, -0.53, -0.5)))
     assert not one(half, "sinkhorn: error against the sample").passed
 
 
@@ -205,9 +215,9 @@ def _long_context(half=None):
 
 
 def test_the_midpoint_crossing_off_its_asymptote_fails():
-    assert all_pass(registry.long_context_claims(_long_context()))
+    assert all_pass(long_context_claims(_long_context()))
     # the former window (2, 2.02) let 2.019 pass; the asymptote is 2.01505
-    assert not one(registry.long_context_claims(_long_context(half=2.019)), "midpoint").passed
+    assert not one(long_context_claims(_long_context(half=2.019)), "midpoint").passed
 
 
 # ------------------------------------------------------------------------------------------- normalization
@@ -231,12 +241,12 @@ def _normalization(post_rate=1.999995, pre_exponent=2.0642, peri_speed=0.0869):
 
 
 def test_late_time_laws_and_speeds_off_the_theory_fail():
-    assert all_pass(registry.normalization_claims(_normalization()))
+    assert all_pass(normalization_claims(_normalization()))
     # the former tolerances: exponent 2 +- 0.1 let 2.09 pass, though the window's own correction is 0.064
-    assert not one(registry.normalization_claims(_normalization(pre_exponent=2.09)), "pre: late-time").passed
-    assert not one(registry.normalization_claims(_normalization(post_rate=1.9)), "post: late-time").passed
+    assert not one(normalization_claims(_normalization(pre_exponent=2.09)), "pre: late-time").passed
+    assert not one(normalization_claims(_normalization(post_rate=1.9)), "post: late-time").passed
     # "Peri-LN faster than Post-LN: ratio > 1.3" let 1.35 pass; the same tokens predict 1.4718
-    assert not one(registry.normalization_claims(_normalization(peri_speed=0.05904 * 1.35)), "Peri-LN").passed
+    assert not one(normalization_claims(_normalization(peri_speed=0.05904 * 1.35)), "Peri-LN").passed
 
 
 # -------------------------------------------------------------------------------------------- noise-transition
@@ -247,5 +257,5 @@ def test_a_uniform_end_state_below_the_threshold_fails():
                            "fixed_point_gap": (("beta", "ratio", "start"), [[[1e-9, 1e-9], [np.nan, np.nan]]])},
                           coords={"beta": [1.0], "ratio": [0.7, 1.2], "start": ["perturbed", "clustered"]})
 
-    assert all_pass(registry.noise_claims(table(0.69)))
-    assert not one(registry.noise_claims(table(1e-8)), "end clustered").passed
+    assert all_pass(noise_claims(table(0.69)))
+    assert not one(noise_claims(table(1e-8)), "end clustered").passed

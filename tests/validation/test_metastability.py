@@ -5,8 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from meanfield.validation.metastability import format_table, run_study
-from meanfield.validation.registry import metastability_claims
+from meanfield.validation.metastability import format_table, metastability_claims, run_study
 
 
 #: The unit suite runs the quick preset at beta = 9 alone (the quick study, `meanfield validate metastability

@@ -8,7 +8,7 @@ import pytest
 import xarray as xr
 
 from meanfield.validation import phase_transitions as study
-from meanfield.validation.registry import phase_transition_claims
+from meanfield.validation.phase_transitions import phase_transition_claims
 
 
 def test_ramps_jumps_and_exponents():

@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 
-from meanfield.validation.registry import scheme_claims
-from meanfield.validation.scheme_comparison import band_limited_start, cell_averages_of_point_values, cluster_readout, run_study
+from meanfield.validation.scheme_comparison import (band_limited_start, cell_averages_of_point_values, cluster_readout,
+                                                    run_study, scheme_claims)
 
 
 def test_cell_averages_of_a_mode_carry_the_sinc_factor():

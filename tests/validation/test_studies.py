@@ -3,8 +3,7 @@
 import numpy as np
 
 from meanfield.validation.bench_circle import format_table, run_benchmark
-from meanfield.validation.growth_rates import format_table as growth_table, run_study
-from meanfield.validation.registry import growth_claims
+from meanfield.validation.growth_rates import format_table as growth_table, growth_claims, run_study
 
 
 def test_growth_study_quick_matches_theory():
