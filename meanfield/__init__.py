@@ -41,12 +41,7 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
   :func:`solve` and :func:`simulate_particles` ramps the noise (:mod:`meanfield.noise_schedule`).
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
-
-try:
-    __version__ = _version("meanfield")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0+unknown"
+from .version import __version__
 
 from . import causal_theory, gaussian, long_context
 from .causal_theory import end_slope, evolve_mode, green, lost_in_the_middle, mode_rates, profile_weights, psi, t_crit
@@ -57,13 +52,12 @@ from .cluster_detection import Clusters, clusters_in_frame, clusters_of_atoms, c
 from .diagnostics import detect_clusters, fit_growth_rates, interaction_energy
 from .errors import InputError
 from .geometry import sphere_area
-from .gaussian_cases import solve_case as solve_gaussian_case
 from .kernel_operator import KernelOperator
 from .kernels import band_limit, scaled_funk_hecke
 from .long_context import critical_gamma, limit_cosine, one_layer_cosine
 from .model import Model
 from .normalization import Normalization
-from .settings import Attention, Monitor, Saving, StepControl
+from .settings import Attention, Mask, Monitor, Saving, StepControl
 from .storage import load_run, save_run
 from .theory import (critical_noise, dominance_probabilities, dominant_mode, formation_time, growth_rates, law_leader,
                      typical_amplitude)
@@ -75,7 +69,8 @@ from .normalization_theory import (effective_growth_rate, equiangular_solution, 
 #: imported), each given as itself on first use, so ``help()`` and editors see its real signature and docstring.
 _SOLVER_ENTRY_POINTS = {"solve": ("meanfield.solvers.solve", "solve"), "simulate_particles": ("meanfield.solvers.particle_run", "simulate"),
                         "rerun": ("meanfield.solvers.rerun", "rerun"),
-                        "stationary_branch": ("meanfield.solvers.branch", "stationary_branch")}
+                        "stationary_branch": ("meanfield.solvers.branch", "stationary_branch"),
+                        "solve_gaussian_case": ("meanfield.solvers.gaussian_run", "solve_case")}
 
 
 def __getattr__(name: str):
@@ -91,6 +86,19 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'meanfield' has no attribute {name!r}")
 
 
+def _gaussian_getattr(name: str):
+    """``meanfield.gaussian.solve``: the Gaussian driver :func:`meanfield.solvers.gaussian_run.solve`, wired here (an
+    entry point of the layer rule) so that the model module :mod:`meanfield.gaussian` imports no solver."""
+    if name == "solve":
+        from .solvers.gaussian_run import solve as function
+        gaussian.solve = function
+        return function
+    raise AttributeError(f"module 'meanfield.gaussian' has no attribute {name!r}")
+
+
+gaussian.__getattr__ = _gaussian_getattr
+
+
 def plot_run(dataset, path=None, modes=None):
     """The standard figure of a run; see :func:`meanfield.plotting.plot_run` (imported lazily)."""
     from .plotting.runs import plot_run as _plot_run
@@ -101,4 +109,4 @@ __all__ = ["causal_theory", "end_slope", "evolve_mode", "green", "lost_in_the_mi
            "psi", "t_crit", "effective_growth_rate", "equiangular_solution", "initial_rate", "late_time_decay", "mode_amplitude_factor",
            "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "analysis", "Clusters", "clusters_in_frame", "clusters_of_atoms", "clusters_of_density", "wasserstein1_circle", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominance_probabilities", "dominant_mode", "formation_time", "law_leader", "typical_amplitude",
            "growth_rates", "KernelOperator", "solve_gaussian_case", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "rerun", "stationary_branch", "sphere_area",
-           "Attention", "Monitor", "Normalization", "Saving", "StepControl", "__version__"]
+           "Attention", "Mask", "Monitor", "Normalization", "Saving", "StepControl", "__version__"]

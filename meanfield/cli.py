@@ -231,20 +231,20 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
         if at_time is not None:
             at_time = check_number("--t", at_time, 0.0, low_closed=True)
     require(at_time is None or causal or normalization is not None, "--t needs --normalization or --mask causal")
-    scheme_options = {"--r0": r0, "--alpha": alpha, "--mix-switch": mix_switch, "--n": tokens}
+    normalization_options = {"--r0": r0, "--alpha": alpha, "--mix-switch": mix_switch, "--n": tokens}
     if normalization is None:
-        for option, value in scheme_options.items():
+        for option, value in normalization_options.items():
             require(value is None, f"{option} needs --normalization")
     else:
         from .normalization import Normalization
         from .normalization_theory import normalization_report, report_lines
-        scheme = Normalization(normalization, **{key: value for key, value in
-                                                 (("r0", r0), ("alpha", alpha), ("mix_switch", mix_switch))
-                                                 if value is not None})
+        chosen = Normalization(normalization, **{key: value for key, value in
+                                                  (("r0", r0), ("alpha", alpha), ("mix_switch", mix_switch))
+                                                  if value is not None})
         tokens = check_integer("--n", dim if tokens is None else tokens, 2)
         at_time = check_number("--t", 10.0 if at_time is None else at_time, 0.0, low_closed=True)
     degrees = np.arange(1, modes + 1)
-    report = None if normalization is None else normalization_report(scheme, model, degrees, tokens, at_time)
+    report = None if normalization is None else normalization_report(chosen, model, degrees, tokens, at_time)
     causal_part = causal_report(model, alibi, profile_width, modes, at_time, mask) if causal else None
     rates = growth_rates(model, degrees)
     k_star = dominant_mode(model)
@@ -658,7 +658,7 @@ def gaussian(attention, dim, case, seed, scaled, eps, t_final, save_every, out):
     Example:
       meanfield gaussian --attention softmax --dim 2 --case identity --t-final 0.4 --out gaussian.nc
     """
-    from .gaussian_cases import solve_case
+    from meanfield.solvers.gaussian_run import solve_case
 
     out = check_output_file(out, "--out", RUN_SUFFIXES)
     check_matrix_dim(dim)

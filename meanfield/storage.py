@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .version import __version__
 from .errors import InputError, require
 
 #: Attributes every run file carries (DESIGN.md).
@@ -54,7 +55,7 @@ VARIABLE_ATTRS = {
 
 
 def package_version() -> str:
-    from . import __version__
+    """The installed ``meanfield`` version (:mod:`meanfield.version`), recorded by every run."""
     return __version__
 
 

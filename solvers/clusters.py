@@ -54,10 +54,7 @@ from meanfield.cluster_detection import MIN_MASS
 from meanfield.cluster_dynamics import MERGE_DISTANCE, PointDynamics, angles_between
 from meanfield.errors import require
 from meanfield.limits import check_option
-# the linking lives in meanfield.point_groups (MATH.md §5); its public names stay importable from here
-from meanfield.point_groups import (LINK_NEIGHBOURS, SHARED_CHORD, SMALL_GROUP, SMALLEST_CELL, SORT_CANDIDATES,
-                                    TIGHT_RADIUS, apart_by_sorting, close_pairs, close_pairs_by_sorting, link_groups,
-                                    merge_points, pairs_within, sparse_links)
+from meanfield.point_groups import TIGHT_RADIUS, close_pairs, link_groups, merge_points
 
 from .trackers import Tracker
 

@@ -24,8 +24,9 @@ from meanfield.defaults import GAUSSIAN_DEFAULTS
 from meanfield.gaussian import (ATOL, BLOWUP_FACTOR, FINITE_TIME_GAP, RTOL, Head, blowup_event, covariance_norm,
                                 extrapolate_blowup, factor_rhs, initial_factor, positive_number, validated_problem)
 from meanfield.gaussian_cases import case_command, gaussian_case
-from meanfield.storage import build_run_dataset, package_version
+from meanfield.storage import build_run_dataset
 
+from .run_record import run_attrs
 from .runloop import run
 from .steppers import ScipyStepper
 from .trackers import StepRecorder
@@ -108,15 +109,13 @@ def solve(mean, cov, *, V, Q, K, t_final, attention: str = GAUSSIAN_DEFAULTS["at
     states = sol.y if save_every is None else sol.sol(times)
     settings = {"attention": attention, "dim": dim, "t_final": t_final, "save_every": save_every,
                 "scaled": bool(scaled), "eps": eps if attention == "sinkhorn" else None}
-    attrs = {"geometry": "gaussian", "attention": attention, "scaled": bool(scaled), "t_final": t_final,
-             "eps": eps if attention == "sinkhorn" else "none",
-             "dim": dim, "heads": len(heads), "stop_reason": stop_reason, "blowup_time": blowup_time,
-             "stepper": "scipy solve_ivp DOP853 on (alpha, L), Sigma = L L^T", "rtol": RTOL, "atol": ATOL,
-             "blowup_factor": BLOWUP_FACTOR, "package_version": package_version(),
-             "command": "meanfield.gaussian.solve(mean, cov, V=V, Q=Q, K=K, "
-                        + ", ".join(f"{key}={value!r}" for key, value in settings.items() if value is not None) + ")",
-             "t_reached": float(sol.t[-1]), "steps": record.steps,
-             "rejected_steps": record.rejected_steps, "wall_time": record.wall_time}
+    model = {"attention": attention, "scaled": bool(scaled), "t_final": t_final,
+             "eps": eps if attention == "sinkhorn" else "none", "dim": dim, "heads": len(heads)}
+    command = ("meanfield.gaussian.solve(mean, cov, V=V, Q=Q, K=K, "
+               + ", ".join(f"{key}={value!r}" for key, value in settings.items() if value is not None) + ")")
+    attrs = run_attrs(model, record, "gaussian", command, stop_reason=stop_reason, blowup_time=blowup_time,
+                      stepper="scipy solve_ivp DOP853 on (alpha, L), Sigma = L L^T", rtol=RTOL, atol=ATOL,
+                      blowup_factor=BLOWUP_FACTOR, t_reached=float(sol.t[-1]))
     return moments_dataset(np.asarray(times), states, dim, attrs)
 
 

@@ -67,8 +67,6 @@ DEFAULT_BLOCK_BYTES = 4 * 2 ** 20
 MIN_BLOCK_ROWS = 16
 
 
-KERNELS = ("dot", "l2", "sinkhorn")
-
 #: Sinkhorn: largest marginal error accepted (max norm, relative to the weights).
 SINKHORN_TOL = 1e-12
 #: Sinkhorn: half-steps (row or column updates) allowed before giving up.

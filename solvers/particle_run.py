@@ -41,7 +41,7 @@ from meanfield.normalization import Normalization
 from meanfield.sampling import sample_tokens
 from meanfield.qkv import QKV_CHOICES
 from meanfield.settings import Attention, Mask, Saving, StepControl, check_mask, gather, gather_attention
-from meanfield.storage import build_run_dataset, package_version
+from meanfield.storage import build_run_dataset
 from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
 
@@ -49,6 +49,7 @@ from . import checkpoint
 from .clusters import ClusterTracker, closing_distance, resolve_collapse_tol
 from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
 from .particles import ParticleScheme
+from .run_record import restart_attrs, run_attrs
 from .runloop import run_switching
 from .solve import (add_schedule_records, add_tracker_records, check_seed, finish_dataset, given, init_label,
                     run_clock, run_command, save_targets, schedule_command, user_trackers)
@@ -322,15 +323,12 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         settings["nu_schedule"] = schedule.spec
     typed = None if positions_given or (schedule is not None and not schedule.segments) else init
     attrs_scheme = chosen_normalization.as_attrs()
-    attrs = dict(settings, **attrs_scheme, **thread_attrs(scheme.interaction_path != "harmonic" or dim != 3),
-                 geometry="particles", scheme="particles", package_version=package_version(),
-                 command=run_command(["particles"], schedule_command(settings, schedule), typed, changes),
-                 stop_reason=record.stop_reason, t_start=t_start, restart="exact" if exact else "none",
-                 override=changes,
-                 t_reached=record.t_reached, wall_time=record.wall_time,
-                 steps=record.steps, rejected_steps=record.rejected_steps, dt_max=dt_max,
-                 interaction=type(scheme.interaction).__name__, interaction_path=scheme.interaction_path,
-                 collapse_tol_used=tol)
+    attrs = run_attrs(dict(settings, **attrs_scheme), record, "particles",
+                      run_command(["particles"], schedule_command(settings, schedule), typed, changes),
+                      **thread_attrs(scheme.interaction_path != "harmonic" or dim != 3), scheme="particles",
+                      **restart_attrs(t_start, "exact" if exact else "none", changes), dt_max=dt_max,
+                      interaction=type(scheme.interaction).__name__, interaction_path=scheme.interaction_path,
+                      collapse_tol_used=tol)
     dataset = build_run_dataset(record.times, record.frames, dims, coords, attrs)
     dataset["weights"] = ("particle", scheme.token_weights, {"long_name": "token weights (sum 1)"})
     if scheme.heads is not None:  # several heads: Q, K, V with a leading head axis

@@ -57,9 +57,9 @@ import math
 
 import numpy as np
 
+from meanfield.point_groups import TIGHT_RADIUS
 from meanfield.cluster_dynamics import as_unit_vectors, snap_to_poles
 
-from .clusters import TIGHT_RADIUS
 
 #: Largest standard deviation (in cells) of the five-cell window of a cluster handed over to a point.
 HANDOVER_WIDTH = 1.2

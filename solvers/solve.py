@@ -24,7 +24,7 @@ from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
 from meanfield.settings import Monitor, Saving, StepControl, check_run_length, check_save_log, gather
-from meanfield.storage import build_run_dataset, package_version
+from meanfield.storage import build_run_dataset
 from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
 
@@ -36,6 +36,7 @@ from .causal_init import causal_initial_state
 from .contract import conform
 from .initial_state import initial_state
 from .normalized_velocity import density_normalization
+from .run_record import restart_attrs, run_attrs
 from .runloop import log_save_times, run_switching
 from .steppers import make_stepper
 
@@ -433,17 +434,14 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     if schedule is not None:    # runs with a constant nu keep their attributes and command line as before
         settings["nu_schedule"] = schedule.spec
     typed = init if schedule is None or schedule.segments else None     # a Python function: `meanfield rerun FILE`
-    attrs = dict(settings, **thread_attrs(discretisation.uses_blas),
-                 geometry=geometry, package_version=package_version(),
-                 command=run_command(["solve", geometry], schedule_command(settings, schedule), typed, changes),
-                 stop_reason=record.stop_reason,
-                 t_start=t_start, restart="exact" if exact else ("remap" if source is not None else "none"),
-                 override=changes,
-                 t_reached=record.t_reached, wall_time=record.wall_time, steps=record.steps,
-                 rejected_steps=record.rejected_steps, atol=time_stepper.atol,
-                 transform_backend=discretisation.basis.backend,
-                 pointwise_kernel=discretisation.pointwise_kernel, dealiased_modes=band,
-                 dominant_mode=k_star, **normalization.as_attrs())
+    attrs = run_attrs(settings, record, geometry,
+                      run_command(["solve", geometry], schedule_command(settings, schedule), typed, changes),
+                      **thread_attrs(discretisation.uses_blas),
+                      **restart_attrs(t_start, "exact" if exact else ("remap" if source is not None else "none"),
+                                      changes),
+                      atol=time_stepper.atol, transform_backend=discretisation.basis.backend,
+                      pointwise_kernel=discretisation.pointwise_kernel, dealiased_modes=band,
+                      dominant_mode=k_star, **normalization.as_attrs())
     dataset = build_run_dataset(record.times, record.frames, discretisation.dims(), discretisation.coords(), attrs)
     for name, variable in discretisation.static_variables().items():  # e.g. the Lagrangian nodes' weights
         dataset[name] = variable

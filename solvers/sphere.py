@@ -44,7 +44,7 @@ import ducc0
 import numpy as np
 
 from meanfield.errors import require
-from meanfield.harmonics import m_major_layout, point_mass_coefficients  # point_mass_coefficients: re-exported
+from meanfield.harmonics import m_major_layout
 from meanfield.model import Model
 from meanfield.threads import ducc0_threads
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.spatial import cKDTree
 
-from meanfield.solvers.clusters import apart_by_sorting, link_groups
+from meanfield.point_groups import apart_by_sorting, link_groups
 
 
 @pytest.mark.parametrize("n, chord", [(500, 1e-13), (500, 0.05), (20000, 1e-6), (20000, 1e-3), (20000, 0.2)])
@@ -29,7 +29,7 @@ def test_a_planted_pair_is_found_whatever_lies_between_in_the_first_coordinate()
 
 
 def test_pairs_within_finds_every_close_pair_of_a_brute_force_search():
-    from meanfield.solvers.clusters import pairs_within
+    from meanfield.point_groups import pairs_within
 
     rng = np.random.default_rng(5)
     centres = rng.standard_normal((40, 3))

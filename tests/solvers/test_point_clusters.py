@@ -180,7 +180,8 @@ def test_zonal_fv_follows_its_rings_to_one_pole_point(zonal_staircase_run):
 
 
 def test_zonal_fv_merges_follow_the_k_ring_ode_from_their_own_rings(zonal_staircase_run):
-    from meanfield.solvers.clusters import MIN_CLUSTER_MASS, TIGHT_RADIUS
+    from meanfield.point_groups import TIGHT_RADIUS
+    from meanfield.solvers.clusters import MIN_CLUSTER_MASS
 
     ds = zonal_staircase_run
     grid = ds["mass"].values - np.nansum(ds["point_mass"].values, axis=1)

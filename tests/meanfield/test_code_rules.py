@@ -1,0 +1,113 @@
+"""The rules the code itself keeps (DESIGN.md "Layout"): the layer rule ``meanfield <- solvers <- validation`` with no
+import cycle, checked by import-linter against the contracts in pyproject.toml; and ruff's lint configuration there.
+
+import-linter reads the package from the file system: the test lays out the installed tree (``meanfield/`` with
+``solvers/`` and ``validation/`` inside, as the wheel holds them) out of symbolic links in a temporary folder and
+lints that, so the check sees exactly what a user imports."""
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name, path=str(BIN)) or shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed: `make test` installs it with the test extras (pyproject.toml)")
+    return path
+
+
+def installed_tree(folder: Path) -> Path:
+    """``folder/meanfield``: links to every entry of ``meanfield/``, and ``solvers`` and ``validation`` inside it."""
+    package = folder / "meanfield"
+    package.mkdir()
+    for entry in (ROOT / "meanfield").iterdir():
+        if entry.name != "__pycache__":
+            (package / entry.name).symlink_to(entry)
+    for name in ("solvers", "validation"):
+        (package / name).symlink_to(ROOT / name)
+    return package
+
+
+def lint_imports(folder: Path):
+    return subprocess.run([_tool("lint-imports"), str(ROOT / "pyproject.toml"), "--no-cache"], capture_output=True,
+                          text=True, cwd=folder, env=dict(os.environ, PYTHONPATH=str(folder)))
+
+
+def test_the_layer_rule_and_no_cycles_hold(tmp_path):
+    installed_tree(tmp_path)
+    done = lint_imports(tmp_path)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert "3 kept, 0 broken" in done.stdout, done.stdout[-3000:]
+
+
+@pytest.mark.parametrize("extra, broken", [
+    ({"zz_model.py": "def f():\n    from meanfield.solvers import solve\n"}, "imported only by validation"),
+    ({"zz_model.py": "from meanfield.validation import registry\n"}, "imported only by the command line"),
+    ({"zz_one.py": "from . import zz_two\n", "zz_two.py": "from . import zz_one\n"}, "no import cycle"),
+])
+def test_each_contract_catches_its_violation(tmp_path, extra, broken):
+    """A lower layer reaching up (even inside a function), or two modules importing each other, breaks the check."""
+    package = installed_tree(tmp_path)
+    for name, text in extra.items():
+        (package / name).write_text(text)
+    done = lint_imports(tmp_path)
+    assert done.returncode != 0 and "1 broken" in done.stdout, done.stdout[-3000:]
+    assert f"{broken}" in done.stdout.split("Broken contracts")[-1], done.stdout[-3000:]
+
+
+def test_the_linted_tree_is_the_installed_package(tmp_path):
+    """What the contracts check is the package Python imports (a broken layout would let them pass on nothing)."""
+    installed_tree(tmp_path)
+    code = "import meanfield.solvers.solve, meanfield.validation.registry as r, meanfield; print(meanfield.__file__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).parent == tmp_path / "meanfield"
+
+
+def test_ruff_passes_on_the_whole_tree():
+    done = subprocess.run([_tool("ruff"), "check", "--no-cache", "meanfield", "solvers", "validation", "tests",
+                           "docs/examples", "setup.py"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-6000:]
+
+
+def _imports_of_the_package_itself(path: Path, package_dir: Path):
+    """The import statements of ``path`` (at any depth) that load ``meanfield/__init__.py`` for a name it defines:
+    ``import meanfield`` or ``from meanfield import X`` (``from . import X`` inside ``meanfield/``) where ``X`` is
+    not a module or subpackage."""
+    def is_module(name):
+        return (package_dir / f"{name}.py").exists() or (package_dir / name / "__init__.py").exists() \
+            or name in ("solvers", "validation")
+
+    inside = path.parent == package_dir
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and any(alias.name == "meanfield" for alias in node.names):
+            yield node.lineno, "import meanfield"
+        elif isinstance(node, ast.ImportFrom):
+            own = node.module == "meanfield" and node.level == 0 or (inside and node.level == 1 and not node.module)
+            names = [alias.name for alias in node.names if not is_module(alias.name)]
+            if own and names:
+                yield node.lineno, f"from {node.module or '.'} import {', '.join(names)}"
+
+
+def test_no_module_imports_the_package_init_for_a_name():
+    """Only the entry points (cli, demo, __init__) may: the package's __init__ imports half the package, so a module
+    that takes a name from it depends on everything (storage once took ``__version__`` so)."""
+    package_dir = ROOT / "meanfield"
+    found = []
+    for folder in ("meanfield", "solvers", "validation"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.relative_to(ROOT).as_posix() in ("meanfield/__init__.py", "meanfield/cli.py", "meanfield/demo.py"):
+                continue
+            found += [f"{path.relative_to(ROOT)}:{line}: {text}" for line, text in
+                      _imports_of_the_package_itself(path, package_dir)]
+    assert not found, "\n".join(found)
