@@ -1,7 +1,7 @@
 """Benchmark of causal circle particles (MATH.md §8): the prefix-sum path against the masked direct sum.
 
 A measurement, not a test: it asserts nothing about speed.  One right-hand side of
-``ParticleScheme(Model("sa", 9, dim=2), n, mask="causal", alibi=1)`` (``Q = K = V = I``, tokens i.i.d. uniform on
+``ParticleScheme(Model("sa", 9, dim=2), n, mask=Mask("causal", 1))`` (``Q = K = V = I``, tokens i.i.d. uniform on
 the circle, seeded) on the ``O(n M)`` path of decaying prefix sums
 (:class:`meanfield.solvers.causal_interaction.CausalCircleInteraction`) and, up to :data:`DIRECT_MAX` tokens, on the
 masked ``O(n^2)`` direct sum (:class:`meanfield.solvers.causal_interaction.CausalDirectInteraction`), both on one core
@@ -19,6 +19,7 @@ import argparse
 import numpy as np
 
 from meanfield.model import Model
+from meanfield.settings import Attention, Mask
 from meanfield.solvers.particles import ParticleScheme
 from meanfield.threads import use_threads
 from meanfield.validation.bench_particles import time_calls, timing_for
@@ -33,7 +34,7 @@ SIZES = (1000, 10000, 100000, 1000000)
 
 
 def _scheme(n: int, path: str) -> ParticleScheme:
-    return ParticleScheme(Model("sa", BETA, 0.0, 2), n, mask=MASK, alibi=ALIBI, interaction_path=path)
+    return ParticleScheme(Model("sa", BETA, 0.0, 2), n, Attention("sa", interaction=path), mask=Mask(MASK, ALIBI))
 
 
 def _tokens(n: int) -> np.ndarray:

@@ -4,7 +4,7 @@ This is a measurement, not a test: it prints ratios and asserts nothing about sp
 Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weights.
 
 1. **Direct right-hand side vs its floor.**  One call of
-   ``ParticleScheme(Model(attention, beta=4, dim=3), n, interaction_path="direct").rhs(x, 0.0)``
+   ``ParticleScheme(Model(attention, beta=4, dim=3), n, Attention(attention, interaction="direct")).rhs(x, 0.0)``
    (``DirectInteraction`` with the default ``block_bytes``, then the tangent projection)
    divided by the cost of the unavoidable ``n^2`` work: one ``(n, 3) @ (3, n)`` GEMM
    forming all the logits into a preallocated ``n x n`` array plus ``np.exp`` on that
@@ -20,7 +20,7 @@ Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weigh
    loop's rows must agree with the engine's output (from a timed call) to ``1e-12``
    relative: ``max_i |v_loop_i - v_engine_i| / max_i |v_engine_i|``.
 3. **Circle: O(n M) Fourier path vs direct.**  ``ParticleScheme(Model("sa", beta, dim=2), n)``
-   (``CircleFourierInteraction``) against the same scheme with ``fast_circle=False``, at
+   (``CircleFourierInteraction``) against the direct path (``interaction="direct"``), at
    ``beta = 4`` and ``16``: speedup and the same relative difference as above
    (``CIRCLE_SIZES``: without 16000, to keep the run short).
 4. **Block size.**  The SA right-hand side of table 1 at ``BLOCK_N`` tokens for several
@@ -31,9 +31,9 @@ Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weigh
 
 5. **Normalisation schemes** (MATH.md §6): every scheme's SA right-hand side (direct path) against Post-LN's.
 6. **S^2: spherical-harmonic path vs direct** (issue 14 item 1).  ``ParticleScheme(Model("sa", 4, dim=3), n,
-   interaction_path="harmonic")`` (:class:`meanfield.solvers.interaction.SphereHarmonicInteraction`, accuracy 1e-12,
-   ducc0 on one thread) at ``n = 1e3 .. 1e6`` (quick: to 1e5): time per right-hand side, speedup over the
-   direct path and the largest relative difference (as in table 2).  The direct path is timed up to
+   Attention("sa", interaction="harmonic"))`` (:class:`meanfield.solvers.interaction.SphereHarmonicInteraction`,
+   accuracy 1e-12, ducc0 on one thread) at ``n = 1e3 .. 1e6`` (quick: to 1e5): time per right-hand side, speedup
+   over the direct path and the largest relative difference (as in table 2).  The direct path is timed up to
    :data:`DIRECT_MAX` tokens; beyond, its time is extrapolated as ``n^2`` from the largest measured size
    (the ``direct`` column says ``extrap``) and the difference is not measured.
 7. **Scaling**: the time per right-hand side of both paths against ``n``, with the exponent ``p`` of
@@ -67,6 +67,7 @@ import numpy as np  # noqa: E402
 
 from meanfield.model import Model  # noqa: E402
 from meanfield.normalization import SCHEMES, Normalization  # noqa: E402
+from meanfield.settings import Attention  # noqa: E402
 from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
 from meanfield.solvers.interaction import DEFAULT_BLOCK_BYTES, SPHERE_ACCURACY  # noqa: E402
 from meanfield.solvers.particles import ParticleScheme  # noqa: E402
@@ -264,7 +265,8 @@ def _recording(fn, store: dict, key: str):
 def _rhs_row(n: int, timing: dict) -> tuple[dict, dict]:
     """Direct SA and USA right-hand sides at ``n`` tokens in S^2 vs GEMM + exp; also the outputs."""
     x = sphere_tokens(n, 3)
-    schemes = {a: ParticleScheme(Model(a, beta=BETA, dim=3), n, interaction_path="direct") for a in ("sa", "usa")}
+    schemes = {a: ParticleScheme(Model(a, beta=BETA, dim=3), n, Attention(a, interaction="direct"))
+               for a in ("sa", "usa")}
     outputs = {}
     calls = [_recording(lambda s=s: s.rhs(x, 0.0), outputs, a) for a, s in schemes.items()]
     sa, usa, base = time_calls(calls + [gemm_exp_baseline(x, BETA)], timing)
@@ -293,7 +295,7 @@ def _circle_row(n: int, beta: float, timing: dict) -> dict:
     theta = np.random.default_rng([SEED, n]).uniform(0.0, 2.0 * math.pi, n)
     x = np.stack((np.cos(theta), np.sin(theta)), axis=-1)[None]
     fast = ParticleScheme(Model("sa", beta=beta, dim=2), n)
-    direct = ParticleScheme(Model("sa", beta=beta, dim=2), n, fast_circle=False)
+    direct = ParticleScheme(Model("sa", beta=beta, dim=2), n, Attention("sa", interaction="direct"))
     outputs = {}
     fast_call = _recording(lambda: fast.rhs(x, 0.0), outputs, "fast")
     direct_call = _recording(lambda: direct.rhs(x, 0.0), outputs, "direct")
@@ -309,7 +311,7 @@ def _circle_row(n: int, beta: float, timing: dict) -> dict:
 def _block_rows(n: int, timing: dict) -> list[dict]:
     """SA right-hand side at ``n`` tokens for each of :data:`BLOCK_SIZES`."""
     x = sphere_tokens(n, 3)
-    schemes = [ParticleScheme(Model("sa", beta=BETA, dim=3), n, interaction_path="direct", block_bytes=b)
+    schemes = [ParticleScheme(Model("sa", beta=BETA, dim=3), n, Attention("sa", interaction="direct"), block_bytes=b)
                for b in BLOCK_SIZES]
     *seconds, floor = time_calls([lambda s=s: s.rhs(x, 0.0) for s in schemes]
                                  + [blocked_gemm_exp_baseline(x, BETA)], timing)
@@ -329,7 +331,7 @@ def _normalization_rows(n: int, timing: dict) -> list[dict]:
     schemes, states = [], []
     for name in SCHEMES:
         scheme = Normalization(name)
-        schemes.append(ParticleScheme(Model("sa", beta=BETA, dim=3), n, interaction_path="direct",
+        schemes.append(ParticleScheme(Model("sa", beta=BETA, dim=3), n, Attention("sa", interaction="direct"),
                                       normalization=scheme))
         states.append(np.concatenate((x, np.full((1, n, 1), scheme.r0)), -1) if scheme.carries_radius else x)
     seconds = time_calls([lambda s=s, u=u: s.rhs(u, 0.5) for s, u in zip(schemes, states)], timing)
@@ -347,7 +349,7 @@ class SphereTimes:
     def time(self, path: str, n: int) -> float:
         if (path, n) not in self.seconds:
             x = sphere_tokens(n, 3)
-            scheme = ParticleScheme(Model("sa", beta=BETA, dim=3), n, interaction_path=path)
+            scheme = ParticleScheme(Model("sa", beta=BETA, dim=3), n, Attention("sa", interaction=path))
             store = {}
             call = _recording(lambda: scheme.rhs(x, 0.0), store, "v")
             if path == "harmonic":
@@ -490,7 +492,7 @@ def main(argv=None) -> None:
     tables = run_benchmark(quick=args.quick)
     print(f"particle engine benchmark, times per call in ms, DEFAULT_BLOCK_BYTES = {DEFAULT_BLOCK_BYTES / MIB:g} MiB")
     print(header())
-    print(f"\n1. direct rhs on S^2 (beta = {BETA:g}, interaction_path='direct') / (n x n GEMM + n^2 exp, "
+    print(f"\n1. direct rhs on S^2 (beta = {BETA:g}, interaction='direct') / (n x n GEMM + n^2 exp, "
           f"preallocated n x n array)")
     print(format_table(tables["rhs"], RHS_COLUMNS))
     print(f"\n2. per-particle Python loop (numpy over j) vs engine, SA, beta = {BETA:g}; "
@@ -498,7 +500,7 @@ def main(argv=None) -> None:
     print(format_table(tables["loop"], LOOP_COLUMNS))
     bad = [row["n"] for row in tables["loop"] if not row["max_rel_diff"] <= LOOP_TOL]
     print(f"loop agrees with engine to {LOOP_TOL:g}: " + ("yes" if not bad else f"NO at n = {bad}"))
-    print("\n3. circle SA: O(n M) Fourier path vs direct (fast_circle=False); speedup = direct / Fourier")
+    print("\n3. circle SA: O(n M) Fourier path vs direct (interaction='direct'); speedup = direct / Fourier")
     print(format_table(tables["circle"], CIRCLE_COLUMNS))
     print(f"\n4. block size, SA rhs on S^2 at n = {QUICK_BLOCK_N if args.quick else BLOCK_N} "
           f"(first row: the default); logits = one block of logits; floor = GEMM + exp in "

@@ -53,6 +53,7 @@ from matplotlib.figure import Figure
 from meanfield.errors import require
 from meanfield.gaussian import solve as solve_moments
 from meanfield.model import Model
+from meanfield.settings import Attention
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.solvers.particles import ParticleScheme
 from meanfield.solvers.runloop import run
@@ -134,11 +135,11 @@ def evolve_particles(problem: dict, kind: str, x: np.ndarray, t_final: float, rt
     n, dim = x.shape[1], x.shape[2]
     model = Model("sa", beta=BETA, dim=dim)
     if heads == 1:
-        scheme = ParticleScheme(model, n, problem["Q"][0], problem["K"][0], problem["V"][0], sphere=False,
-                                kernel=kernel, sinkhorn_eps=SINKHORN_EPS)
+        attention = Attention("sa", Q=problem["Q"][0], K=problem["K"][0], V=problem["V"][0], kernel=kernel,
+                              sinkhorn_eps=SINKHORN_EPS)
     else:
-        scheme = ParticleScheme(model, n, sphere=False, kernel=kernel,
-                                heads=list(zip(problem["Q"], problem["K"], problem["V"])))
+        attention = Attention("sa", kernel=kernel, heads=list(zip(problem["Q"], problem["K"], problem["V"])))
+    scheme = ParticleScheme(model, n, attention, sphere=False)
     record = run(scheme, make_stepper("dopri5", scheme, rtol=rtol), x, t_final, t_final, scheme_frames=False)
     require(record.stop_reason == "completed", f"particle run stopped early: {record.stop_reason}")
     return record.state

@@ -186,6 +186,7 @@ def simulate_chunk(settings: SweepSettings, dim: int, index: int, beta: float) -
     Raises ``KeyboardInterrupt`` if the run loop was interrupted (never store a partial chunk
     as finished); any other early stop is recorded in ``attrs["stop_reason"]`` with NaN after it.
     """
+    from meanfield.settings import Attention
     from meanfield.solvers.particles import ParticleScheme
     from meanfield.solvers.runloop import run
     from meanfield.solvers.trackers import Observer
@@ -193,7 +194,8 @@ def simulate_chunk(settings: SweepSettings, dim: int, index: int, beta: float) -
 
     x = initial_tokens(settings, dim, index)
     model = Model(attention="sa", beta=float(beta), nu=0.0, dim=x.shape[-1])
-    scheme = ParticleScheme(model, settings.n, fast_circle=False)
+    # the direct sum on the circle (not its Fourier path); S^2 and above: the default path
+    scheme = ParticleScheme(model, settings.n, Attention("sa", interaction="direct" if model.dim == 2 else "auto"))
     observer = Observer(lambda y: {"clustered": clustered_fraction(y, settings.delta)})
     stepper = make_stepper(settings.stepper, scheme, rtol=settings.rtol)
     record = run(scheme, stepper, x, settings.t_final, settings.t_final / (settings.n_times - 1), trackers=[observer],
