@@ -157,7 +157,7 @@ def mean_field_density(kappa: float):
 
 def mean_field_errors(sizes, seeds: int, positions: int) -> tuple[np.ndarray, xr.Dataset]:
     """``W1`` per window between causal particles and the kinetic PDE at ``t_final`` (shape (n, seed, window))."""
-    from meanfield import simulate_particles
+    from meanfield.solvers.particle_run import simulate as simulate_particles
 
     p = MEAN_FIELD
     pde = solve("circle", beta=p["beta"], resolution=256, mask="causal", alibi=p["alibi"], positions=positions,
@@ -382,7 +382,8 @@ def causal_clustering(n: int, beta: float, seed: int = 1, metastable_t: float = 
     """Two particle runs (SA, ``Q = K = V = I``, circle, uniform i.i.d. tokens, mask causal): the metastable run at
     ``beta`` (token 1's drift, the cluster count per frame, the centres of the last frame) and the consensus run at
     :data:`CONSENSUS` ``beta`` (every token's final distance to token 1)."""
-    from meanfield import clusters_in_frame, simulate_particles
+    from meanfield.cluster_detection import clusters_in_frame
+    from meanfield.solvers.particle_run import simulate as simulate_particles
 
     runs = {}
     for name, b, t_final in (("metastable", beta, metastable_t), ("consensus", CONSENSUS["beta"], consensus_t)):

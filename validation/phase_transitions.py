@@ -202,7 +202,7 @@ def _pde_half(spec: str, t_final: float, init) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _particle_half(spec: str, t_final: float, init, n: int) -> tuple[np.ndarray, np.ndarray]:
-    from meanfield import simulate_particles
+    from meanfield.solvers.particle_run import simulate as simulate_particles
     tokens = simulate_particles(dim=2, n=n, attention="usa", beta=LOOP["beta"], init=init, seed=1, resolution=256,
                                 nu_schedule=spec, t_final=t_final, save_every=t_final / LOOP_FRAMES)
     return tokens["nu"].values, np.abs(np.mean(np.exp(1j * tokens["theta"].values), axis=1))
