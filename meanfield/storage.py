@@ -96,7 +96,7 @@ def build_run_dataset(times, frames: list[dict], dims: dict, coords: dict, attrs
 # ------------------------------------------------------------------------------------------ safe writes
 #: Suffixes of run files.
 RUN_SUFFIXES = (".nc",)
-#: Suffixes of movies (:mod:`meanfield.movie`).
+#: Suffixes of movies (:mod:`meanfield.plotting.movie`).
 MOVIE_SUFFIXES = (".gif", ".mp4")
 
 

@@ -132,6 +132,12 @@ class CausalKinetic(Scheme):
             self.active = slice(0, self.active.size)
         self._source = None
 
+    def follow_noise_schedule(self, schedule) -> None:
+        """The noise ``nu(t)`` of every slice (:meth:`meanfield.solvers.contract.Scheme.follow_noise_schedule` of
+        the slice scheme, whose ``linear`` the kinetic PDE shares)."""
+        self.slice.follow_noise_schedule(schedule)
+        self.linear, self.noise_schedule = self.slice.linear, schedule
+
     # -- state <-> density ------------------------------------------------------------------------
     def state_from_density(self, density: np.ndarray) -> np.ndarray:
         """The coefficients of every slice of ``density`` (shape ``(N_S,) + one slice's grid``); records the

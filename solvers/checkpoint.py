@@ -118,7 +118,7 @@ def _variable_name(path: str, prefix: str = PREFIX) -> str:
 def _encode(value: np.ndarray):
     value = np.asarray(value)  # not ascontiguousarray: that turns a scalar into shape (1,)
     dtype = value.dtype
-    if dtype == bool:
+    if dtype == np.bool_:
         raw = value.astype(np.int64)
     elif np.issubdtype(dtype, np.complexfloating):
         raw = value.astype(np.complex128).view(np.float64)
@@ -242,12 +242,6 @@ def restore_checked(source, fresh_scheme, scheme, stepper) -> np.ndarray:
                        f"{source.attrs.get('scheme', '')} run ({type(exc).__name__}: {str(exc)[:80]})")
     require(bool(np.all(np.isfinite(change))), f"{label}: its restart state gives a right-hand side that is not finite")
     return restore(checkpoint, scheme, stepper)
-
-
-def without_checkpoint(dataset):
-    """The Dataset without its restart and initial records (for comparisons and plots)."""
-    names = [name for name in dataset.data_vars if name.startswith((PREFIX, INITIAL))]
-    return dataset.drop_vars(names)
 
 
 def run_file(init):

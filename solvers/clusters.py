@@ -125,6 +125,18 @@ def frame_clusters(dataset, index: int, merge_distance: float = MERGE_DISTANCE, 
     return centres[keep], masses[keep]
 
 
+class ClosingPairsStep:
+    """What the schemes whose step is bounded by approaching pairs share (particles, Lagrangian nodes; MATH.md §5):
+    the pairs closer than ``closing_within`` (rad) bound the step (:func:`closing_rate`), the distance set from the
+    stepper's tolerance (:func:`closing_distance`) by the contract's ``follow_stepper``."""
+
+    closing_within = CLOSING_DISTANCE
+
+    def follow_stepper(self, stepper) -> None:
+        """The pairs whose approach bounds the step: those within the stepper's tolerance."""
+        self.closing_within = closing_distance(stepper.rtol)
+
+
 class NodeCollapse:
     """Which node carries each original node (``owner``), and the merging of coincident unit vectors."""
 

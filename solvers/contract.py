@@ -58,6 +58,25 @@ overrides what it needs:
     points ``basis.theta``; elsewhere none (the zonal finite volumes declare their own)
 ``largest_mode()``
     a PDE scheme's band (``basis.kmax`` on the circle, ``basis.lmax`` otherwise)
+``build_options``
+    keyword settings its constructor takes beyond the common ones (``()``; the Lagrangian schemes'
+    ``("collapse_tol",)``): the PDE driver passes these and refuses them for the other schemes
+``radius_per_node``, ``checked_normalization(normalization)``
+    whether it carries a radius per node (``False``; the Lagrangian schemes ``True``), and the class's check of
+    a run's normalisation (MATH.md §6): all six with a radius, else those on the sphere (one-line refusal)
+``follow_noise_schedule(schedule)``
+    let the noise follow ``nu(t)`` (refused in one line; the spectral and Galerkin schemes override it)
+``follow_stepper(stepper)``
+    adjust to the stepper that will advance it (nothing; the Lagrangian and particle schemes bound their step by
+    the closing pairs at the stepper's tolerance)
+``trackers()``
+    its own trackers, run before the user's (``[]``; the Lagrangian and finite-volume schemes' cluster
+    bookkeeping)
+``run_attrs()``, ``variable_attrs()``
+    attributes it adds to its run's Dataset and to its variables (``{}``; e.g. ``collapse_tol_used``, the
+    finite volumes' ``cell_methods``)
+
+The PDE driver (:mod:`meanfield.solvers.solve`) asks a scheme only through these: it names no scheme.
 
 :func:`conform` is what the callers use instead of probing with ``getattr``: every scheme of the
 package inherits :class:`Scheme` and is returned as it is; an object outside it (a user's own
@@ -114,6 +133,45 @@ class Scheme:
     restart_fields: tuple = ()
     after_switch = False
     noise_schedule = None
+    #: keyword settings its constructor takes beyond the common ones (``model, resolution, backend, normalization``
+    #: and the monitor's), e.g. ``("collapse_tol",)``: the driver passes these and refuses them for other schemes
+    build_options: tuple = ()
+    #: whether it carries a radius per node, hence all six normalisations of MATH.md §6 (else those on the sphere)
+    radius_per_node = False
+
+    @classmethod
+    def checked_normalization(cls, normalization):
+        """The run's :class:`meanfield.normalization.Normalization` if the scheme carries it (MATH.md §6); else one
+        line naming what does (:func:`meanfield.solvers.normalized_velocity.density_normalization`)."""
+        if cls.radius_per_node:
+            return normalization
+        from .normalized_velocity import density_normalization
+        return density_normalization(normalization)
+
+    def follow_noise_schedule(self, schedule) -> None:
+        """Let the noise follow ``schedule`` (:mod:`meanfield.noise_schedule`): by default refused in one line (the
+        spectral and Galerkin schemes override it, :class:`meanfield.solvers.density_scheme.DensityScheme`)."""
+        from meanfield.errors import require
+
+        require(False, f"--nu-schedule needs --scheme spectral (circle, sphere) or galerkin (zonal) (got --scheme "
+                       f"{self.name}); it takes a constant --nu")
+
+    def follow_stepper(self, stepper) -> None:
+        """Adjust to the time stepper that will advance it (e.g. the pair distance whose approach bounds a
+        Lagrangian or particle step, :func:`meanfield.solvers.clusters.closing_distance`): by default nothing."""
+
+    def trackers(self) -> list:
+        """Its own trackers (:mod:`meanfield.solvers.trackers`), run before the user's: by default none (the
+        Lagrangian and finite-volume schemes keep the cluster bookkeeping of :mod:`meanfield.solvers.clusters`)."""
+        return []
+
+    def run_attrs(self) -> dict:
+        """Attributes it adds to its run's Dataset, read after the run: by default none."""
+        return {}
+
+    def variable_attrs(self) -> dict:
+        """Attributes it adds to its frames' variables, ``{variable: {name: value}}``: by default none."""
+        return {}
 
     def adaptive_dt(self, cfl: float) -> float:
         """The step cap of an adaptive stepper: by default the stability bound."""
@@ -183,6 +241,8 @@ def conform(scheme):
             value = hasattr(cls, "state_from_cell_averages")
         elif isinstance(value, types.FunctionType):
             value = types.MethodType(value, scheme)
+        elif isinstance(value, classmethod):
+            value = types.MethodType(value.__func__, cls)
         setattr(scheme, name, value)
     scheme._conformed = True
     return scheme

@@ -91,6 +91,7 @@ import math
 import numpy as np
 from scipy.special import roots_legendre
 
+from meanfield.cluster_detection import clusters_of_density
 from meanfield.errors import require
 from meanfield.gegenbauer import normalised_gegenbauer
 from meanfield.geometry import laplace_eigenvalue, sphere_area
@@ -98,6 +99,7 @@ from meanfield.fourier_series import CIRCLE_NORM, dealiased_band
 from meanfield.kernels import band_limit
 from meanfield.model import Model
 
+from .clusters import ClusterTracker
 from .density_scheme import DensityScheme
 from .fourier import FourierBasis
 from .normalized_velocity import VelocityNormalization
@@ -250,6 +252,27 @@ class _FiniteVolumeScheme(DensityScheme):
         self.positivity_tol = positivity_tol
         self.resolution_tol = resolution_tol
         self.initial_mass = None
+
+    def trackers(self) -> list:
+        """Without noise, the cluster bookkeeping (:class:`meanfield.solvers.clusters.ClusterTracker`) of the
+        clusters of each frame's density on the scheme's own cells (:mod:`meanfield.cluster_detection`; the frames
+        put the points' mass in their cells; zonal: rings on S^{d-1}); with noise none."""
+        if not self.clusters.enabled:
+            return []
+        grid = self.dims()["density"][0]
+        centres = self.coords()[grid][1]
+        where = {"theta": centres} if self.geometry == "circle" else {"polar": centres, "dim": self.model.dim}
+
+        def counter(scheme, state, record):
+            density = (record if record is not None else scheme.frame(state))["density"]
+            return clusters_of_density(density, geometry=self.geometry, volumes=scheme.fv.volumes, **where)
+
+        dim = self.model.dim if self.geometry == "zonal" else None
+        return [ClusterTracker(self.model.beta, dim=dim, counter=counter)]
+
+    def variable_attrs(self) -> dict:
+        """The density is cell averages: CF ``cell_methods`` ``"<grid>: mean"``."""
+        return {"density": {"cell_methods": f"{next(iter(self.dims()['density']))}: mean"}}
 
     def static_variables(self) -> dict:
         """``cell_volume`` on the density's grid: the exact surface measure of each cell (circle: its arc; zonal:

@@ -134,7 +134,7 @@ from meanfield.normalization import Normalization
 from meanfield.theory import fastest_growth_rate
 from meanfield.threads import NONUNIFORM_THREADS
 
-from .clusters import CLOSING_DISTANCE, NodeCollapse, closing_rate, resolve_collapse_tol
+from .clusters import ClosingPairsStep, ClusterTracker, NodeCollapse, closing_rate, resolve_collapse_tol
 from .contract import Scheme
 from .fourier import FourierBasis
 from .interaction import CircleFourierInteraction, SphereHarmonicInteraction
@@ -169,7 +169,7 @@ def _check_normalization(normalization, collapse_tol) -> Normalization:
     return normalization
 
 
-class _Lagrangian(Scheme):
+class _Lagrangian(ClosingPairsStep, Scheme):
     """What the circle and sphere schemes share: records, checks and the resolution decision."""
 
     name = "lagrangian"
@@ -188,8 +188,19 @@ class _Lagrangian(Scheme):
     after_switch = False
     #: mutable fields an exact restart carries (:mod:`meanfield.solvers.checkpoint`)
     restart_fields = ("node_weights", "weights", "collapser.owner", "collapser.merged", "_density_floor")
-    #: S^2: pairs closer than this (rad) bound the step (:func:`meanfield.solvers.clusters.closing_distance`)
-    closing_within = CLOSING_DISTANCE
+    #: merges of nodes closer than ``collapse_tol`` (MATH.md §5); a radius per node, so every normalisation (§6)
+    build_options = ("collapse_tol",)
+    radius_per_node = True
+
+    def trackers(self) -> list:
+        """The cluster bookkeeping of the nodes (:class:`meanfield.solvers.clusters.ClusterTracker`), counted at the
+        run's own resolution: ``N`` cells on the circle, ``2 (L + 1)`` around a great circle of S^2."""
+        cells = self.resolution if self.geometry == "circle" else 2 * (self.resolution + 1)
+        return [ClusterTracker(self.model.beta, cells=cells)]
+
+    def run_attrs(self) -> dict:
+        """``collapse_tol_used``: the merge distance the run applied (MATH.md §5)."""
+        return {"collapse_tol_used": self.collapser.tol}
 
     def static_variables(self) -> dict:
         """Time-independent variables of the Dataset: the nodes' weights (quadrature masses)."""

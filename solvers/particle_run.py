@@ -46,13 +46,13 @@ from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
 
 from . import checkpoint
-from .clusters import ClusterTracker, closing_distance, resolve_collapse_tol
+from .clusters import ClusterTracker, resolve_collapse_tol
 from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
 from .particles import ParticleScheme
-from .run_record import restart_attrs, run_attrs
 from .runloop import run_switching
-from .solve import (add_schedule_records, add_tracker_records, check_seed, finish_dataset, given, init_label,
-                    run_clock, run_command, save_targets, schedule_command, user_trackers)
+from .run_record import (add_schedule_records, add_tracker_records, finish_dataset, init_label, restart_attrs, run_attrs,
+                         run_command, schedule_command)
+from .run_setup import draw_seed, given, run_clock, save_targets, user_trackers
 from .steppers import make_stepper
 from .trackers import ModeAmplitudes
 
@@ -263,7 +263,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     if (chosen_normalization.carries_radius or heads is not None or mask != "none") and collapse_tol is None:
         collapse_tol = 0.0  # merges are for one head on the sphere without radii or mask (meanfield.solvers.clusters)
     tol = resolve_collapse_tol(collapse_tol, model.nu)
-    seed = check_seed(seed)
+    seed = draw_seed(seed)
     check_option("--n", n)
     check_particle_size(n, dim, t_final, save_every, save_log, resolution, t_start)
     label = init_label(init)
@@ -289,7 +289,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     if dt_max is None:
         dt_max = PARTICLE_DEFAULTS["noise_dt_max"] if model.nu > 0 or schedule is not None else math.inf
     time_stepper = make_stepper(stepper, scheme, **dict(step.stepper_options(), dt_max=dt_max))
-    scheme.closing_within = closing_distance(time_stepper.rtol)
+    scheme.follow_stepper(time_stepper)
     if exact:
         state = checkpoint.restore_checked(source, particle_scheme, scheme, time_stepper)
     else:  # onto the sphere; tokens already on it to rounding are kept bit for bit

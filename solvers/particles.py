@@ -69,7 +69,7 @@ from meanfield.settings import Attention, Mask
 from meanfield.seeding import stream
 
 from .causal_interaction import CausalCircleInteraction, CausalDirectInteraction, token_positions
-from .clusters import CLOSING_DISTANCE, NodeCollapse, closing_rate
+from .clusters import ClosingPairsStep, NodeCollapse, closing_rate
 from .contract import Scheme
 from .interaction import (SPHERE_ACCURACY, CircleFourierInteraction, DirectInteraction,
                           SphereHarmonicInteraction)
@@ -133,7 +133,7 @@ def normalised_weights(weights, n: int) -> np.ndarray:
     return weights / weights.sum()
 
 
-class ParticleScheme(Scheme):
+class ParticleScheme(ClosingPairsStep, Scheme):
     """Right-hand side, post-step map and checks for particle runs; see the module docstring.
 
     ``model``
@@ -352,8 +352,6 @@ class ParticleScheme(Scheme):
                             for q, k, v in heads)
         return cfl / max(lipschitz * self.max_speed, 1e-300)
 
-    #: pairs closer than this (rad) bound the step (:func:`meanfield.solvers.clusters.closing_distance` of the rtol)
-    closing_within = CLOSING_DISTANCE
     #: the last accepted state the collapse looked at (the step bound reuses its close pairs)
     _accepted = None
 

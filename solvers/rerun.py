@@ -36,7 +36,8 @@ from meanfield.threads import available_cores, thread_count, use_threads
 
 from . import checkpoint
 from .particle_run import recorded_matrices, simulate
-from .solve import RERUN_COMMAND, solve
+from .run_record import RERUN_COMMAND
+from .solve import solve
 
 #: Attributes copied from the re-run file onto the new run (they describe how the original started).
 KEPT_ATTRS = ("init", "command", "restart", "override")

@@ -1,16 +1,27 @@
-"""The attributes every run records (DESIGN.md "Data contract"), built in one place for the PDE, particle, causal
-and Gaussian drivers (:mod:`meanfield.solvers.solve`, :mod:`meanfield.solvers.particle_run`,
-:mod:`meanfield.solvers.gaussian_run`).
+"""What a run records, built in one place for the PDE, particle, causal and Gaussian drivers
+(:mod:`meanfield.solvers.solve`, :mod:`meanfield.solvers.particle_run`, :mod:`meanfield.solvers.gaussian_run`;
+DESIGN.md "Data contract").
 
-A run's attributes are the settings that re-run it, then what every run says of itself (``geometry``,
-``package_version``, the reproducing ``command``, ``stop_reason``, ``t_reached``, ``wall_time``, ``steps``,
-``rejected_steps``), then what its driver and its scheme add (the clock it started from, thread counts, the
-transform backend, ...), which may also refine a common one (the Gaussian driver classifies its own stop).
+- :func:`run_attrs`: a run's attributes are the settings that re-run it, then what every run says of itself
+  (``geometry``, ``package_version``, the reproducing ``command``, ``stop_reason``, ``t_reached``, ``wall_time``,
+  ``steps``, ``rejected_steps``), then what its driver and its scheme add (the clock it started from, thread counts,
+  the transform backend, ...), which may also refine a common one (the Gaussian driver classifies its own stop);
+  :func:`restart_attrs`: where a continued run started.
+- the ``command`` (:func:`run_command`, :func:`canonical_command`; :data:`RERUN_COMMAND` when the start cannot be
+  typed) and the ``init`` label (:func:`init_label`);
+- the records added after the run: the trackers' (:func:`add_tracker_records`), a noise schedule's
+  (:func:`add_schedule_records`), the restart record and the record of the start (:func:`finish_dataset`).
 """
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
+
+from meanfield.initial.kinds import describe_init
 from meanfield.storage import package_version
+
+from . import checkpoint
 
 
 def run_attrs(settings: dict, record, geometry: str, command: str, **specific) -> dict:
@@ -27,3 +38,64 @@ def restart_attrs(t_start: float, restart: str, override: str) -> dict:
     """Where a continued run started (``t_start``), how (``restart``: ``exact``, ``remap`` or ``none``) and which
     recorded settings it was told to change (``override``; :mod:`meanfield.solvers.continuation`)."""
     return {"t_start": t_start, "restart": restart, "override": override}
+
+
+#: The ``command`` of a run whose start cannot be typed: FILE is the file that holds the run (:mod:`meanfield.solvers.rerun`).
+RERUN_COMMAND = "meanfield rerun FILE"
+
+
+def canonical_command(subcommand: list[str], settings: dict) -> str:
+    """The ``meanfield`` command line (``subcommand`` words, then flags) that reproduces a run."""
+    words = ["meanfield", *subcommand]
+    for key, value in settings.items():
+        if value is not None:
+            words += [f"--{key.replace('_', '-')}", str(value)]
+    return shlex.join(words)
+
+
+def run_command(subcommand: list[str], settings: dict, init, changes: str) -> str:
+    """The ``command`` attribute: the command line of the run when its start can be typed (a text spec or a run
+    file's path), else :data:`RERUN_COMMAND`, which repeats it from the record of its start in its own file."""
+    if not isinstance(init, (str, Path)):
+        return RERUN_COMMAND
+    return canonical_command(subcommand, settings) + (" --override" if changes else "")
+
+
+def schedule_command(settings: dict, schedule) -> dict:
+    """The settings of the run's ``command``: with a schedule, ``--nu-schedule SPEC`` instead of ``--nu``."""
+    if schedule is None:
+        return settings
+    return {key: value for key, value in settings.items() if key != "nu"}
+
+
+def init_label(init) -> str:
+    """What the ``init`` attribute records: the spec or path, or a description of an in-memory value."""
+    return str(init) if isinstance(init, (str, Path)) else describe_init(init)
+
+
+def add_tracker_records(dataset, trackers):
+    """The variables and attributes the run's trackers (:mod:`meanfield.solvers.trackers`) add, e.g. the merges and the
+    bookkeeping settings of :class:`meanfield.solvers.clusters.ClusterTracker`."""
+    for tracker in trackers:
+        for name, variable in tracker.variables().items():
+            dataset[name] = variable
+        dataset.attrs.update(tracker.attrs())
+    return dataset
+
+
+def add_schedule_records(dataset, schedule):
+    """A run that followed a noise schedule: the variable ``nu(time)`` (the noise at each frame) and the attribute
+    ``nu_schedule`` (its spec); returns the dataset."""
+    if schedule is not None:
+        dataset["nu"] = ("time", schedule.values(dataset["time"].values),
+                         {"long_name": "noise strength nu(t) at the frame", "nu_schedule": schedule.spec})
+        dataset.attrs["nu_schedule"] = schedule.spec
+    return dataset
+
+
+def finish_dataset(dataset, record, scheme, stepper, start: checkpoint.Checkpoint):
+    """The flag of an off-schedule last frame, the restart record and the record of the run's ``start``
+    (:func:`meanfield.solvers.checkpoint.capture` before the first step; :mod:`meanfield.solvers.rerun`)."""
+    dataset.attrs["last_frame_off_schedule"] = int(record.off_schedule)
+    checkpoint.add_to_dataset(dataset, start, checkpoint.INITIAL)
+    return checkpoint.add_to_dataset(dataset, checkpoint.capture(scheme, stepper, record.state, record.t_reached))

@@ -9,35 +9,30 @@ the run works from the objects.  Schemes are looked up in :data:`SCHEMES` by geo
 from __future__ import annotations
 
 import importlib
-import math
-import shlex
-from pathlib import Path
 
 import numpy as np
 
 from meanfield.defaults import SOLVE_DEFAULTS, geometry_default
 from meanfield.errors import require
-from meanfield.initial.kinds import describe_init
 from meanfield.limits import MAX_ZONAL_DIM, check_solve_size
-from meanfield.limits import check_seed as _check_seed_range
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
-from meanfield.settings import Monitor, Saving, StepControl, check_run_length, check_save_log, gather
+from meanfield.settings import Monitor, Saving, StepControl, gather
 from meanfield.storage import build_run_dataset
 from meanfield.theory import dominant_mode
 from meanfield.threads import thread_attrs
 
 from . import checkpoint
-from .clusters import ClusterTracker, closing_distance
 from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
 from .causal import CausalKinetic, check_causal, continues_causal
 from .causal_init import causal_initial_state
 from .contract import conform
 from .initial_state import initial_state
-from .normalized_velocity import density_normalization
-from .run_record import restart_attrs, run_attrs
-from .runloop import log_save_times, run_switching
+from .run_record import (add_schedule_records, add_tracker_records, finish_dataset, init_label, restart_attrs, run_attrs,
+                         run_command, schedule_command)
+from .run_setup import draw_seed, given, run_clock, save_targets, user_trackers
+from .runloop import run_switching
 from .steppers import make_stepper
 
 
@@ -45,37 +40,6 @@ def scheme_class(geometry: str, name: str):
     """The scheme class registered as ``name`` for ``geometry`` (see :data:`SCHEMES`)."""
     module, _, cls = SCHEMES[geometry][name].partition(":")
     return getattr(importlib.import_module(module), cls)
-
-
-def save_targets(t_final: float, save_log: int | None):
-    """The run loop's save times for a log axis, or ``None`` for the regular cadence."""
-    return None if save_log is None else log_save_times(t_final, save_log)
-
-
-def add_tracker_records(dataset, trackers):
-    """The variables and attributes the run's trackers (:mod:`meanfield.solvers.trackers`) add, e.g. the merges and the
-    bookkeeping settings of :class:`meanfield.solvers.clusters.ClusterTracker`."""
-    for tracker in trackers:
-        for name, variable in tracker.variables().items():
-            dataset[name] = variable
-        dataset.attrs.update(tracker.attrs())
-    return dataset
-
-
-def check_seed(seed) -> int:
-    """An integer in ``[0, 2**63 - 1]`` (:func:`meanfield.limits.check_seed`); ``None`` draws one from
-    fresh entropy, so that the run records the seed it used and its ``command`` repeats it."""
-    seed = _check_seed_range(seed)
-    return int(np.random.SeedSequence().entropy % 2**63) if seed is None else int(seed)
-
-
-def canonical_command(subcommand: list[str], settings: dict) -> str:
-    """The ``meanfield`` command line (``subcommand`` words, then flags) that reproduces a run."""
-    words = ["meanfield", *subcommand]
-    for key, value in settings.items():
-        if value is not None:
-            words += [f"--{key.replace('_', '-')}", str(value)]
-    return shlex.join(words)
 
 
 def _source_settings(source, geometry: str, scheme, resolution, dim):
@@ -90,93 +54,26 @@ def _source_settings(source, geometry: str, scheme, resolution, dim):
     return scheme, resolution, dim
 
 
-def start_time(source) -> float:
-    """The clock of a continued run: the file's restart time, or the time of its last frame."""
-    if source is None:
-        return 0.0
-    if "restart_time" in source.attrs:
-        return float(source.attrs["restart_time"])
-    return float(source["time"].values[-1])
+def build_options(cls, **options) -> dict:
+    """The settings among ``options`` that the scheme class takes (its ``build_options``, the contract of
+    :mod:`meanfield.solvers.contract`); one given to a scheme that does not take it is refused in one line."""
+    for name, value in options.items():
+        require(value is None or name in cls.build_options,
+                f"--{name.replace('_', '-')} applies to --scheme "
+                f"{' or '.join(sorted(scheme_names(lambda scheme: name in scheme.build_options)))} only "
+                f"(got --scheme {cls.name})")
+    return {name: value for name, value in options.items() if name in cls.build_options}
 
 
-def inherited_cadence(source, save_every, save_log):
-    """``(save_every, save_log)``; when neither is given, a continued run saves as its file did."""
-    if source is None or save_every is not None or save_log is not None:
-        return save_every, save_log
-    every, per_decade = source.attrs.get("save_every"), source.attrs.get("save_log")
-    if isinstance(per_decade, (int, np.integer)) and not isinstance(per_decade, bool):
-        return None, int(per_decade)
-    if isinstance(every, (float, np.floating)) and math.isfinite(every) and every > 0:
-        return float(every), None
-    return None, None
-
-
-def init_label(init) -> str:
-    """What the ``init`` attribute records: the spec or path, or a description of an in-memory value."""
-    return str(init) if isinstance(init, (str, Path)) else describe_init(init)
-
-
-#: The ``command`` of a run whose start cannot be typed: FILE is the file that holds the run (:mod:`meanfield.solvers.rerun`).
-RERUN_COMMAND = "meanfield rerun FILE"
-
-
-def run_command(subcommand: list[str], settings: dict, init, changes: str) -> str:
-    """The ``command`` attribute: the command line of the run when its start can be typed (a text spec or a run
-    file's path), else :data:`RERUN_COMMAND`, which repeats it from the record of its start in its own file."""
-    if not isinstance(init, (str, Path)):
-        return RERUN_COMMAND
-    return canonical_command(subcommand, settings) + (" --override" if changes else "")
-
-
-def finish_dataset(dataset, record, scheme, stepper, start: checkpoint.Checkpoint):
-    """The flag of an off-schedule last frame, the restart record and the record of the run's ``start``
-    (:func:`meanfield.solvers.checkpoint.capture` before the first step; :mod:`meanfield.solvers.rerun`)."""
-    dataset.attrs["last_frame_off_schedule"] = int(record.off_schedule)
-    checkpoint.add_to_dataset(dataset, start, checkpoint.INITIAL)
-    return checkpoint.add_to_dataset(dataset, checkpoint.capture(scheme, stepper, record.state, record.t_reached))
-
-
-def follow_schedule(discretisation, schedule) -> None:
-    """Let the noise of ``discretisation`` follow ``schedule`` (:mod:`meanfield.noise_schedule`): the spectral and
-    Galerkin schemes (:meth:`meanfield.solvers.density_scheme.DensityScheme.follow_noise_schedule`), and the
-    causal kinetic PDE through its slice scheme (its ``linear`` is the slice's)."""
-    if isinstance(discretisation, CausalKinetic):
-        discretisation.slice.follow_noise_schedule(schedule)
-        discretisation.linear, discretisation.noise_schedule = discretisation.slice.linear, schedule
-    else:
-        discretisation.follow_noise_schedule(schedule)
-
-
-def add_schedule_records(dataset, schedule):
-    """A run that followed a noise schedule: the variable ``nu(time)`` (the noise at each frame) and the attribute
-    ``nu_schedule`` (its spec); returns the dataset."""
-    if schedule is not None:
-        dataset["nu"] = ("time", schedule.values(dataset["time"].values),
-                         {"long_name": "noise strength nu(t) at the frame", "nu_schedule": schedule.spec})
-        dataset.attrs["nu_schedule"] = schedule.spec
-    return dataset
-
-
-def schedule_command(settings: dict, schedule) -> dict:
-    """The settings of the run's ``command``: with a schedule, ``--nu-schedule SPEC`` instead of ``--nu``."""
-    if schedule is None:
-        return settings
-    return {key: value for key, value in settings.items() if key != "nu"}
-
-
-def check_normalization(normalization: Normalization, scheme: str) -> Normalization:
-    """The run's :class:`Normalization` (MATH.md §6; :func:`meanfield.settings.gather_normalization` checked its
-    parameters): the density schemes take ``post``, ``ngpt`` and ``lnscale``, the Lagrangian schemes all six
-    (one-line refusals)."""
-    if scheme == "lagrangian":
-        return normalization
-    return density_normalization(normalization)
+def scheme_names(predicate) -> set:
+    """The names of the registered schemes whose classes satisfy ``predicate`` (for a refusal's line)."""
+    return {name for geometry, table in SCHEMES.items() for name in table if predicate(scheme_class(geometry, name))}
 
 
 def build_scheme(geometry: str, scheme: str, model: Model, resolution: int, backend, monitor: Monitor,
-                 normalization: Normalization, collapse_tol):
-    """The discretisation ``scheme`` of ``geometry`` (:data:`SCHEMES`), checked against the contract."""
-    options = {"collapse_tol": collapse_tol} if scheme == "lagrangian" else {}
+                 normalization: Normalization, options: dict):
+    """The discretisation ``scheme`` of ``geometry`` (:data:`SCHEMES`), checked against the contract; ``options``
+    are its own settings (:func:`build_options`)."""
     return conform(scheme_class(geometry, scheme)(model, resolution, backend=backend, normalization=normalization,
                                                   **monitor.scheme_options(), **options))
 
@@ -185,63 +82,8 @@ def build_causal(geometry: str, scheme: str, model: Model, resolution: int, back
                  normalization: Normalization, causal: tuple) -> CausalKinetic:
     """The causal kinetic PDE (MATH.md §8) on ``causal = (alibi, positions)`` slices of the ordinary ``scheme``."""
     alibi, positions = causal
-    one = build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization, None)
+    one = build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization, {})
     return CausalKinetic(one, positions, alibi)
-
-
-def cluster_trackers(discretisation, model: Model, geometry: str) -> list:
-    """The cluster bookkeeping (:class:`meanfield.solvers.clusters.ClusterTracker`) of the schemes that carry clusters
-    as points: Lagrangian nodes, and finite volumes without noise (zonal: rings on S^{d-1})."""
-    if discretisation.name == "lagrangian":   # the nodes, counted at the run's own resolution
-        cells = discretisation.resolution if geometry == "circle" else 2 * (discretisation.resolution + 1)
-        return [ClusterTracker(model.beta, cells=cells)]
-    if discretisation.name == "fv" and discretisation.clusters.enabled:
-        return [ClusterTracker(model.beta, dim=model.dim if geometry == "zonal" else None,
-                               counter=density_clusters(discretisation, geometry, model.dim))]
-    return []
-
-
-def density_clusters(discretisation, geometry: str, dim: int):
-    """``counter(scheme, state, record)``: the clusters of a frame's density on the scheme's own cells
-    (:mod:`meanfield.cluster_detection`), for the finite volumes, whose frames put the points' mass in their cells."""
-    from meanfield.cluster_detection import clusters_of_density
-
-    grid = discretisation.dims()["density"][0]
-    centres = discretisation.coords()[grid][1]
-    where = {"theta": centres} if geometry == "circle" else {"polar": centres, "dim": dim}
-
-    def counter(scheme, state, record):
-        density = (record if record is not None else scheme.frame(state))["density"]
-        return clusters_of_density(density, geometry=geometry, volumes=scheme.fv.volumes, **where)
-
-    return counter
-
-
-def run_clock(source, saving: Saving):
-    """``(t_start, t_final, save_every, save_log)`` of a run: a continued run starts at its file's time and,
-    unless told otherwise, saves as its file did; ``save_every`` is ``None`` on a log axis."""
-    t_start = start_time(source)
-    save_every, save_log = inherited_cadence(source, saving.save_every, saving.save_log)
-    save_log = check_save_log(save_log, save_every)
-    t_final, save_every = check_run_length(saving.t_final, save_every, t_start)
-    return t_start, t_final, (None if save_log is not None else save_every), save_log
-
-
-def given(**settings) -> dict:
-    """The keyword settings a caller gave (``None``: not given), for :func:`meanfield.settings.gather`."""
-    return {name: value for name, value in settings.items() if value is not None}
-
-
-def user_trackers(trackers) -> list:
-    """``trackers=``: :class:`meanfield.solvers.trackers.Tracker` instances, run after the package's own (one-line refusal
-    of anything else)."""
-    from .trackers import Tracker
-
-    trackers = list(trackers or ())
-    for tracker in trackers:
-        require(isinstance(tracker, Tracker), f"trackers must be meanfield.solvers.trackers.Tracker instances "
-                                              f"(got {type(tracker).__name__})")
-    return trackers
 
 
 def solve(geometry: str = "circle", *, attention: str | None = None, beta: float | None = None,
@@ -371,9 +213,6 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
             f"coefficients leave double precision; `meanfield particles` and `meanfield theory` go to --dim 4096")
     resolution = geometry_default(geometry, "resolution") if resolution is None else resolution
     nu, schedule, schedule_change = resolve_schedule(source, nu, nu_schedule, override)
-    require(schedule is None or scheme in ("spectral", "galerkin"),
-            f"--nu-schedule needs --scheme spectral (circle, sphere) or galerkin (zonal) (got --scheme {scheme}); "
-            f"it takes a constant --nu")
     kept, changes = resolve_model(source, {"attention": attention, "beta": beta, "nu": nu}, SOLVE_DEFAULTS, override)
     changes = joined(changes, schedule_change)
     normalization, normalization_change = resolve_normalization(source, normalization, normalization_parameters,
@@ -381,45 +220,44 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     changes = joined(changes, normalization_change)
     model = Model(dim=dim, **kept)
     t_start, t_final, save_every, save_log = run_clock(source, saving)
-    seed = check_seed(seed)
-    lagrangian = scheme == "lagrangian"
-    require(collapse_tol is None or lagrangian,
-            f"--collapse-tol applies to --scheme lagrangian only (got --scheme {scheme})")
+    seed = draw_seed(seed)
+    chosen = scheme_class(geometry, scheme)
+    options = build_options(chosen, collapse_tol=collapse_tol)
     check_solve_size(geometry, scheme, resolution, model.dim, t_final, save_every, save_log, t_start,
                      1 if causal is None else causal[1])
-    if source is not None and not normalization_change and scheme != "lagrangian" and not normalization.on_the_sphere:
+    if source is not None and not normalization_change and not chosen.radius_per_node \
+            and not normalization.on_the_sphere:
         require(False, f"{checkpoint.source_label(source)} ran --normalization {normalization.name}, which a --scheme "
-                       f"{scheme} run cannot carry on (no radius per node): continue it with --scheme lagrangian, or "
+                       f"{scheme} run cannot carry on (no radius per node): continue it with --scheme "
+                       f"{' or '.join(sorted(scheme_names(lambda cls: cls.radius_per_node)))}, or "
                        f"give --normalization post --override")
-    normalization = check_normalization(normalization, scheme)
+    normalization = chosen.checked_normalization(normalization)
     if causal is None:
-        discretisation = build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization,
-                                      collapse_tol)
+        discretisation = build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization, options)
     else:
         discretisation = build_causal(geometry, scheme, model, resolution, backend, monitor, normalization, causal)
     if schedule is not None:
-        follow_schedule(discretisation, schedule)
+        discretisation.follow_noise_schedule(schedule)
     stepper = discretisation.default_stepper if step.stepper is None else step.stepper
     k_star, band = dominant_mode(model), discretisation.largest_mode()
     require(k_star <= band,
             f"--resolution {resolution} keeps modes up to {band}, below the dominant mode "
             f"{k_star} at beta = {model.beta:g}; increase --resolution")
     time_stepper = make_stepper(stepper, discretisation, **step.stepper_options())
-    if discretisation.name == "lagrangian":     # the pairs whose approach bounds the step (meanfield.solvers.clusters)
-        discretisation.closing_within = closing_distance(time_stepper.rtol)
+    discretisation.follow_stepper(time_stepper)
     exact = source is not None and checkpoint.continues_exactly(source, geometry, scheme,
                                                                   discretisation.resolution, dim, normalization)
     exact = exact and (continues_causal(source, *causal) if causal is not None else "mask" not in source.attrs)
     if exact:
         fresh = (lambda: build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization,
-                                      collapse_tol)) if causal is None else \
+                                      options)) if causal is None else \
             (lambda: build_causal(geometry, scheme, model, resolution, backend, monitor, normalization, causal))
         state = checkpoint.restore_checked(source, fresh, discretisation, time_stepper)
     elif causal is not None:
         state = causal_initial_state(source if source is not None else init, geometry, discretisation, seed)
     else:
         state = initial_state(source if source is not None else init, geometry, discretisation, seed)
-    trackers = cluster_trackers(discretisation, model, geometry) + extra
+    trackers = discretisation.trackers() + extra
     start = checkpoint.capture(discretisation, time_stepper, state, t_start)
     record = run_switching(discretisation, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
                            normalization.mix_switch if normalization.name == "mix" else None, t_start,
@@ -445,9 +283,8 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     dataset = build_run_dataset(record.times, record.frames, discretisation.dims(), discretisation.coords(), attrs)
     for name, variable in discretisation.static_variables().items():  # e.g. the Lagrangian nodes' weights
         dataset[name] = variable
-    if lagrangian:
-        dataset.attrs["collapse_tol_used"] = discretisation.collapser.tol
-    if scheme == "fv":  # the density of a finite-volume run is cell averages (CF cell_methods)
-        dataset["density"].attrs["cell_methods"] = f"{next(iter(discretisation.dims()['density']))}: mean"
+    dataset.attrs.update(discretisation.run_attrs())
+    for name, extra_attrs in discretisation.variable_attrs().items():
+        dataset[name].attrs.update(extra_attrs)
     add_schedule_records(dataset, schedule)
     return finish_dataset(add_tracker_records(dataset, trackers), record, discretisation, time_stepper, start)

@@ -43,3 +43,9 @@ def test_the_sdist_and_wheel_install_only_meanfield(tmp_path):
     assert top_level == {"meanfield", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
     assert any(name.startswith("meanfield/solvers/_circle_kernel") and name.endswith(".so") for name in names)
     assert {"meanfield/solvers/solve.py", "meanfield/validation/harness.py", "meanfield/cli.py"} <= set(names)
+    # every module of the three folders, subpackages included (a package missing from pyproject's list is not built)
+    root = REPOSITORY
+    installed = {"meanfield": "meanfield", "solvers": "meanfield/solvers", "validation": "meanfield/validation"}
+    expected = {f"{installed[folder]}/{path.relative_to(root / folder).as_posix()}"
+                for folder in installed for path in (root / folder).rglob("*.py")}
+    assert not expected - set(names), sorted(expected - set(names))

@@ -20,9 +20,9 @@ from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.noise_schedule import FunctionSchedule, NoiseSchedule, as_schedule
 from meanfield.plotting import theory_curves
-from meanfield.solvers.checkpoint import without_checkpoint
+from meanfield.solvers.checkpoint import INITIAL, PREFIX
 from meanfield.solvers.particles import ParticleScheme
-from meanfield.solvers.solve import RERUN_COMMAND
+from meanfield.solvers.run_record import RERUN_COMMAND
 from meanfield.solvers.steppers import make_stepper
 from meanfield.theory import critical_noise, growth_rates
 
@@ -34,6 +34,11 @@ CIRCLE = dict(attention="usa", beta=4.0, resolution=64, init="perturbed:1e-3", s
 
 
 # --------------------------------------------------------------------------------------------- the schedule
+
+def without_checkpoint(dataset):
+    """The Dataset without its restart and initial records."""
+    return dataset.drop_vars([name for name in dataset.data_vars if name.startswith((PREFIX, INITIAL))])
+
 def test_a_spec_gives_its_values_and_exact_integrals():
     schedule = NoiseSchedule.parse(" ramp:0.3>0.1@0..500 , ramp:0.1>0.3@500..1000")
     assert schedule.spec == LOOP and NoiseSchedule.parse(schedule.spec) == schedule

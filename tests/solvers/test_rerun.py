@@ -16,7 +16,7 @@ import xarray as xr
 import meanfield
 from meanfield.cli import main
 from meanfield.errors import InputError
-from meanfield.solvers.solve import RERUN_COMMAND
+from meanfield.solvers.run_record import RERUN_COMMAND
 
 THETA = 2 * math.pi * np.arange(128) / 128
 BUMPY = (1 + 0.02 * np.cos(3 * THETA) + 0.01 * np.sin(5 * THETA)) / (2 * math.pi)
