@@ -18,7 +18,8 @@ from meanfield.solvers.runloop import run
 from meanfield.solvers.solve import solve
 from meanfield.solvers.steppers import make_stepper
 from meanfield.analysis import wasserstein1_circle
-from meanfield.validation.mean_field import INIT, fit_line
+from meanfield.validation.harness import fit_line
+from meanfield.validation.mean_field import INIT
 
 
 def frames_of(scheme, init: str, t_final: float, save_every: float, rtol: float = 1e-10) -> dict:
