@@ -33,11 +33,12 @@ def run_demo(out_dir="meanfield-demo", resolution: int = 1024, progress: bool = 
 
     ``resolution`` is checked (an integer >= 8 that fits in memory) before anything is printed.
     """
-    from meanfield.solvers.solve import solve
+    from meanfield.solvers.solve import scheme_class, solve
     from .plotting.runs import plot_run
 
     check_integer("--resolution", resolution, 8)
-    check_solve_size("circle", DEMO_CASE["scheme"], resolution, 2, DEMO_CASE["t_final"], DEMO_CASE["save_every"])
+    check_solve_size(scheme_class("circle", DEMO_CASE["scheme"]), f"the circle {DEMO_CASE['scheme']} scheme", resolution,
+                     2, DEMO_CASE["t_final"], DEMO_CASE["save_every"])
     model = Model(DEMO_CASE["attention"], DEMO_CASE["beta"], DEMO_CASE["nu"], 2)
     k_star, t_form = dominant_mode(model), formation_time(model, DEMO_EPS)
     echo(f"SA attention, beta = {model.beta:g}, start perturbed:{DEMO_EPS:g}, N = {resolution}")

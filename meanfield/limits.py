@@ -55,12 +55,6 @@ MAX_MATRIX_ENTRY = 1e100
 #: Physical memory assumed where the operating system does not say.
 FALLBACK_MEMORY = 8 * 2 ** 30
 
-#: Work bytes per grid value of the schemes whose memory grows with the number of grid values.
-WORK_BYTES_PER_VALUE = {("circle", "spectral"): 400, ("circle", "fv"): 600, ("circle", "lagrangian"): 2000,
-                        ("sphere", "spectral"): 400, ("sphere", "lagrangian"): 2500,
-                        ("zonal", "galerkin"): 400, ("zonal", "fv"): 400}
-#: Work bytes per squared resolution of the zonal schemes (dense Gegenbauer matrices).
-WORK_BYTES_PER_RESOLUTION_SQUARED = {("zonal", "galerkin"): 200, ("zonal", "fv"): 64}
 #: Saved values per grid value and frame (density, node positions, amplitudes), 8 bytes each.
 FRAME_VALUES_PER_GRID_VALUE = 3
 #: Particle work bytes per token and coordinate (``n (d + 2)``), and per circle grid point sampled from.
@@ -274,35 +268,26 @@ def check_frames(t_final: float, save_every: float | None, save_log: int | None,
 
 
 # ------------------------------------------------------------------------------------------ PDE runs
-def grid_values(geometry: str, scheme: str, resolution: int) -> int:
-    """Values of one density frame (an upper estimate): circle ``N``; sphere the dealiased
-    Gauss–Legendre grid ``(3(L+1)/2) x (3L+2)`` (meanfield.solvers.sphere); zonal the polar grid."""
-    if geometry == "sphere":
-        return (3 * (resolution + 1) // 2 + 1) * (3 * resolution + 4)
-    if geometry == "zonal" and scheme != "fv":
-        return 3 * (resolution + 1) // 2 + 1
-    return resolution
+def solve_work_bytes(memory, resolution: int) -> float:
+    """Estimated peak bytes of a PDE scheme's work arrays (table in the module docstring), from what the scheme
+    class declares (:class:`meanfield.solvers.contract.Scheme`): ``work_bytes_per_value`` per value of a frame
+    (``frame_values(resolution)``) and ``work_bytes_per_resolution_squared``."""
+    return (BASE_BYTES + memory.work_bytes_per_value * memory.frame_values(resolution)
+            + memory.work_bytes_per_resolution_squared * float(resolution) ** 2)
 
 
-def solve_work_bytes(geometry: str, scheme: str, resolution: int) -> float:
-    """Estimated peak bytes of a PDE scheme's work arrays (table in the module docstring)."""
-    key = (geometry, scheme)
-    return (BASE_BYTES + WORK_BYTES_PER_VALUE.get(key, 2000) * grid_values(geometry, scheme, resolution)
-            + WORK_BYTES_PER_RESOLUTION_SQUARED.get(key, 0) * float(resolution) ** 2)
-
-
-def check_solve_size(geometry: str, scheme: str, resolution, dim, t_final: float, save_every: float | None,
+def check_solve_size(memory, label: str, resolution, dim, t_final: float, save_every: float | None,
                      save_log: int | None = None, t_start: float = 0.0, positions: int = 1) -> None:
     """A PDE run's ``resolution`` and ``dim`` within range and its memory within :func:`memory_budget`;
-    ``positions``: the slices of a causal kinetic run (MATH.md §8), each a density of that resolution."""
+    ``memory``: the scheme class (:func:`solve_work_bytes`), ``label`` how refusals name it; ``positions``: the
+    slices of a causal kinetic run (MATH.md §8), each a density of that resolution."""
     check_dim(dim)
     check_option("--resolution", resolution)
-    check_fits("--resolution", int(resolution), lambda r: solve_work_bytes(geometry, scheme, r),
-               f"the {geometry} {scheme} scheme")
-    work = lambda count: BASE_BYTES + count * (solve_work_bytes(geometry, scheme, int(resolution)) - BASE_BYTES)
+    check_fits("--resolution", int(resolution), lambda r: solve_work_bytes(memory, r), label)
+    work = lambda count: BASE_BYTES + count * (solve_work_bytes(memory, int(resolution)) - BASE_BYTES)
     if positions > 1:
         check_fits("--positions", int(positions), work, f"--resolution {resolution} at each position")
-    frame = 8.0 * FRAME_VALUES_PER_GRID_VALUE * grid_values(geometry, scheme, int(resolution)) * positions
+    frame = 8.0 * FRAME_VALUES_PER_GRID_VALUE * memory.frame_values(int(resolution)) * positions
     check_frames(t_final, save_every, save_log, frame, work(positions), t_start)
 
 

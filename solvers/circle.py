@@ -53,6 +53,8 @@ class CircleSpectral(DensityScheme):
     ``kernel``: the pointwise work compiled (``"auto"``: where :mod:`meanfield.solvers.circle_kernel` covers
     it; ``"compiled"``; ``"numpy"``): the same bits either way, recorded as ``pointwise_kernel``.
     """
+    #: memory estimate (meanfield.limits.check_solve_size): work bytes per frame value
+    work_bytes_per_value = 400
 
     geometry = "circle"
     name = "spectral"

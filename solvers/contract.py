@@ -61,6 +61,9 @@ overrides what it needs:
 ``build_options``
     keyword settings its constructor takes beyond the common ones (``()``; the Lagrangian schemes'
     ``("collapse_tol",)``): the PDE driver passes these and refuses them for the other schemes
+``work_bytes_per_value``, ``work_bytes_per_resolution_squared``, ``frame_values(resolution)``
+    its memory estimate, checked before anything is allocated (``2000``, ``0``, ``resolution``;
+    :func:`meanfield.limits.check_solve_size`)
 ``radius_per_node``, ``checked_normalization(normalization)``
     whether it carries a radius per node (``False``; the Lagrangian schemes ``True``), and the class's check of
     a run's normalisation (MATH.md §6): all six with a radius, else those on the sphere (one-line refusal)
@@ -138,6 +141,15 @@ class Scheme:
     build_options: tuple = ()
     #: whether it carries a radius per node, hence all six normalisations of MATH.md §6 (else those on the sphere)
     radius_per_node = False
+    #: its memory estimate (:func:`meanfield.limits.check_solve_size`, measured in the table there): work bytes per
+    #: value of a frame and per squared resolution (dense degree-by-degree matrices)
+    work_bytes_per_value = 2000
+    work_bytes_per_resolution_squared = 0
+
+    @classmethod
+    def frame_values(cls, resolution: int) -> int:
+        """Values of one density frame at ``resolution`` (an upper estimate): by default ``resolution``."""
+        return resolution
 
     @classmethod
     def checked_normalization(cls, normalization):

@@ -421,6 +421,8 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
 
     ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (MATH.md §6).
     """
+    #: memory estimate (meanfield.limits.check_solve_size): work bytes per frame value
+    work_bytes_per_value = 600
 
     geometry = "circle"
 
@@ -611,6 +613,8 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
     initial data (values at its Gauss–Jacobi nodes) and the degrees reported in ``mode_amplitude``.
     ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (MATH.md §6).
     """
+    #: memory estimate (meanfield.limits.check_solve_size): work bytes per frame value and per squared resolution
+    work_bytes_per_value, work_bytes_per_resolution_squared = 400, 64
 
     geometry = "zonal"
 

@@ -139,7 +139,7 @@ from .contract import Scheme
 from .fourier import FourierBasis
 from .interaction import CircleFourierInteraction, SphereHarmonicInteraction
 from .particles import SPHERE_TOL
-from .sphere import make_sphere_basis
+from .sphere import dealiased_grid_values, make_sphere_basis
 
 NUFFT_EPSILON = 1e-13
 #: Relative band limit of the kernel: modes with ``kappa_l / kappa_0`` below this are dropped.
@@ -247,6 +247,8 @@ class CircleLagrangian(_Lagrangian):
     under a normalisation that carries a radius (Pre, Mix, Peri-LN; MATH.md §6) the angles followed by
     the nodes' radii ``r_j(t)`` (shape ``(2N,)``, ``r_j(0) = r0``).
     """
+    #: memory estimate (meanfield.limits.check_solve_size): work bytes per frame value
+    work_bytes_per_value = 2000
 
     geometry = "circle"
     area = 2 * math.pi
@@ -494,6 +496,9 @@ class SphereLagrangian(_Lagrangian):
     ``nthreads``: ducc0 threads of the grid basis (default :func:`meanfield.threads.ducc0_threads`); the
     non-uniform transforms run on :data:`meanfield.threads.NONUNIFORM_THREADS` (one: bit for bit).
     """
+    #: memory estimate (meanfield.limits.check_solve_size): work bytes per frame value (the dealiased grid's)
+    work_bytes_per_value = 2500
+    frame_values = staticmethod(dealiased_grid_values)
 
     geometry = "sphere"
     area = 4 * math.pi

@@ -223,8 +223,8 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     seed = draw_seed(seed)
     chosen = scheme_class(geometry, scheme)
     options = build_options(chosen, collapse_tol=collapse_tol)
-    check_solve_size(geometry, scheme, resolution, model.dim, t_final, save_every, save_log, t_start,
-                     1 if causal is None else causal[1])
+    check_solve_size(chosen, f"the {geometry} {scheme} scheme", resolution, model.dim, t_final, save_every,
+                     save_log, t_start, 1 if causal is None else causal[1])
     if source is not None and not normalization_change and not chosen.radius_per_node \
             and not normalization.on_the_sphere:
         require(False, f"{checkpoint.source_label(source)} ran --normalization {normalization.name}, which a --scheme "

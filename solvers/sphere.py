@@ -61,6 +61,12 @@ def _dealiased_grid(lmax: int) -> tuple[int, int]:
     return nlat, nlon
 
 
+def dealiased_grid_values(lmax: int) -> int:
+    """Values of one density frame of degree ``lmax`` (an upper estimate): the dealiased Gauss–Legendre grid
+    ``(3(L+1)/2 + 1) x (3L + 4)``."""
+    return (3 * (lmax + 1) // 2 + 1) * (3 * lmax + 4)
+
+
 class SphereBasis:
     """Spherical harmonics of degree ``<= lmax`` on a dealiased Gauss–Legendre grid (ducc0).
 
@@ -241,6 +247,9 @@ class SphereSpectral(DensityScheme):
     :class:`SphereBasis` (``frame()["density"]`` is on that grid, ``lat`` descending from
     the north pole).  ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (MATH.md §6).
     """
+    #: memory estimate (meanfield.limits.check_solve_size): work bytes per frame value (the dealiased grid's)
+    work_bytes_per_value = 400
+    frame_values = staticmethod(dealiased_grid_values)
 
     geometry = "sphere"
     name = "spectral"

@@ -109,6 +109,13 @@ class ZonalGalerkin(DensityScheme):
 
     ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (MATH.md §6).
     """
+    #: memory estimate (meanfield.limits.check_solve_size): work bytes per frame value (the polar quadrature grid's) and per squared resolution (dense Gegenbauer matrices)
+    work_bytes_per_value, work_bytes_per_resolution_squared = 400, 200
+
+    @staticmethod
+    def frame_values(resolution: int) -> int:
+        """The polar quadrature grid of degree ``resolution``: ``3 (L + 1) / 2 + 1`` values."""
+        return 3 * (resolution + 1) // 2 + 1
 
     geometry = "zonal"
     name = "galerkin"
