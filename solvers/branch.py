@@ -22,6 +22,7 @@ state's, by a root search of ``F(a) - F_uniform(nu(a))``, on the stable part.  `
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import xarray as xr
@@ -32,6 +33,7 @@ from meanfield.errors import require
 from meanfield.model import Model
 from meanfield.theory import critical_noise
 
+from .run_record import run_attrs
 from .stationary import Point, StationaryProblem, SymmetricBasis, fixed_amplitude, newton
 
 #: The relative amplitudes (degree-1 term's largest value over the mean) of the fixed-amplitude phase.
@@ -258,6 +260,7 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
     meanfield.InputError
         One line naming the parameter.
     """
+    started = time.perf_counter()
     model = Model(attention, beta, 0.0, dim)
     require(isinstance(max_points, (int, np.integer)) and max_points >= AMPLITUDE_POINTS + 2,
             f"max_points must be an integer >= {AMPLITUDE_POINTS + 2} (got {max_points!r})")
@@ -287,11 +290,14 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
                         {"long_name": "largest real parts of the linearised PDE's eigenvalues"}),
          "stable": ("point", stable.astype(np.int8))},
         coords={"point": np.arange(len(points)), "degree": branch.basis.degrees, "rank": np.arange(eigenvalues)},
-        attrs={"attention": attention, "beta": float(beta), "dim": int(dim), "lmax": int(branch.basis.lmax),
-               "nu_sharp": branch.nu_sharp, "curvature": curvature,
-               "transition": "continuous" if curvature < 0 else "first-order",
-               "nu_sn": folds[0][0] if folds else math.nan, "nu_c": nu_c,
-               "stop_reason": branch.stop_reason})
+        attrs=run_attrs({"attention": attention, "beta": float(beta), "dim": int(dim), "lmax": int(branch.basis.lmax)},
+                        "circle" if dim == 2 else "zonal",
+                        f"meanfield.stationary_branch({attention!r}, {float(beta)!r}, {int(dim)}, lmax={lmax!r}, "
+                        f"nu_range={nu_range!r}, max_points={max_points!r}, eigenvalues={eigenvalues!r})",
+                        stop_reason=branch.stop_reason, wall_time=time.perf_counter() - started,
+                        nu_sharp=branch.nu_sharp, curvature=curvature,
+                        transition="continuous" if curvature < 0 else "first-order",
+                        nu_sn=folds[0][0] if folds else math.nan, nu_c=nu_c))
 
 
 # ------------------------------------------------------------------------------------------------ tricritical

@@ -26,7 +26,7 @@ from meanfield.gaussian import (ATOL, BLOWUP_FACTOR, FINITE_TIME_GAP, RTOL, Head
 from meanfield.gaussian_cases import case_command, gaussian_case
 from meanfield.storage import build_run_dataset
 
-from .run_record import run_attrs
+from .run_record import loop_attrs, run_attrs
 from .runloop import run
 from .steppers import ScipyStepper
 from .trackers import StepRecorder
@@ -113,9 +113,10 @@ def solve(mean, cov, *, V, Q, K, t_final, attention: str = GAUSSIAN_DEFAULTS["at
              "eps": eps if attention == "sinkhorn" else "none", "dim": dim, "heads": len(heads)}
     command = ("meanfield.gaussian.solve(mean, cov, V=V, Q=Q, K=K, "
                + ", ".join(f"{key}={value!r}" for key, value in settings.items() if value is not None) + ")")
-    attrs = run_attrs(model, record, "gaussian", command, stop_reason=stop_reason, blowup_time=blowup_time,
-                      stepper="scipy solve_ivp DOP853 on (alpha, L), Sigma = L L^T", rtol=RTOL, atol=ATOL,
-                      blowup_factor=BLOWUP_FACTOR, t_reached=float(sol.t[-1]))
+    attrs = run_attrs(model, "gaussian", command, **dict(loop_attrs(record), stop_reason=stop_reason,
+                                                         t_reached=float(sol.t[-1])),
+                      blowup_time=blowup_time, stepper="scipy solve_ivp DOP853 on (alpha, L), Sigma = L L^T",
+                      rtol=RTOL, atol=ATOL, blowup_factor=BLOWUP_FACTOR)
     return moments_dataset(np.asarray(times), states, dim, attrs)
 
 

@@ -50,8 +50,8 @@ from .clusters import ClusterTracker, resolve_collapse_tol
 from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
 from .particles import ParticleScheme
 from .runloop import run_switching
-from .run_record import (add_schedule_records, add_tracker_records, finish_dataset, init_label, restart_attrs, run_attrs,
-                         run_command, schedule_command)
+from .run_record import (add_schedule_records, add_tracker_records, finish_dataset, init_label, loop_attrs,
+                         restart_attrs, run_attrs, run_command, schedule_command)
 from .run_setup import draw_seed, given, run_clock, save_targets, user_trackers
 from .steppers import make_stepper
 from .trackers import ModeAmplitudes
@@ -323,9 +323,9 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         settings["nu_schedule"] = schedule.spec
     typed = None if positions_given or (schedule is not None and not schedule.segments) else init
     attrs_scheme = chosen_normalization.as_attrs()
-    attrs = run_attrs(dict(settings, **attrs_scheme), record, "particles",
+    attrs = run_attrs(dict(settings, **attrs_scheme), "particles",
                       run_command(["particles"], schedule_command(settings, schedule), typed, changes),
-                      **thread_attrs(scheme.interaction_path != "harmonic" or dim != 3), scheme="particles",
+                      **loop_attrs(record), **thread_attrs(scheme.interaction_path != "harmonic" or dim != 3), scheme="particles",
                       **restart_attrs(t_start, "exact" if exact else "none", changes), dt_max=dt_max,
                       interaction=type(scheme.interaction).__name__, interaction_path=scheme.interaction_path,
                       collapse_tol_used=tol)

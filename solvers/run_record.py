@@ -1,10 +1,11 @@
 """What a run records, built in one place for the PDE, particle, causal and Gaussian drivers
-(:mod:`meanfield.solvers.solve`, :mod:`meanfield.solvers.particle_run`, :mod:`meanfield.solvers.gaussian_run`;
+(:mod:`meanfield.solvers.solve`, :mod:`meanfield.solvers.particle_run`, :mod:`meanfield.solvers.gaussian_run`,
+the stationary branch of :mod:`meanfield.solvers.branch`;
 DESIGN.md "Data contract").
 
 - :func:`run_attrs`: a run's attributes are the settings that re-run it, then what every run says of itself
-  (``geometry``, ``package_version``, the reproducing ``command``, ``stop_reason``, ``t_reached``, ``wall_time``,
-  ``steps``, ``rejected_steps``), then what its driver and its scheme add (the clock it started from, thread counts,
+  (``geometry``, ``package_version``, the reproducing ``command``, ``stop_reason``, ``wall_time``; a time-stepped
+  run also ``t_reached``, ``steps``, ``rejected_steps``, :func:`loop_attrs`), then what its driver and its scheme add (the clock it started from, thread counts,
   the transform backend, ...), which may also refine a common one (the Gaussian driver classifies its own stop);
   :func:`restart_attrs`: where a continued run started.
 - the ``command`` (:func:`run_command`, :func:`canonical_command`; :data:`RERUN_COMMAND` when the start cannot be
@@ -24,14 +25,20 @@ from meanfield.storage import package_version
 from . import checkpoint
 
 
-def run_attrs(settings: dict, record, geometry: str, command: str, **specific) -> dict:
-    """The attributes of a run: ``settings``, the common ones read off the run loop's ``record``
-    (:class:`meanfield.solvers.runloop.RunRecord`), then ``specific`` (module docstring)."""
+def run_attrs(settings: dict, geometry: str, command: str, *, stop_reason: str, wall_time: float, **specific) -> dict:
+    """The attributes of a run (module docstring): ``settings``, then ``geometry``, ``package_version``, ``command``,
+    ``stop_reason`` and ``wall_time``, then ``specific`` (for a time-stepped run :func:`loop_attrs` among them)."""
     attrs = dict(settings, geometry=geometry, package_version=package_version(), command=command,
-                 stop_reason=record.stop_reason, t_reached=record.t_reached, wall_time=record.wall_time,
-                 steps=record.steps, rejected_steps=record.rejected_steps)
+                 stop_reason=stop_reason, wall_time=wall_time)
     attrs.update(specific)
     return attrs
+
+
+def loop_attrs(record) -> dict:
+    """What the run loop's ``record`` (:class:`meanfield.solvers.runloop.RunRecord`) says of a time-stepped run: its
+    ``stop_reason``, ``t_reached``, ``wall_time``, ``steps`` and ``rejected_steps``."""
+    return {"stop_reason": record.stop_reason, "t_reached": record.t_reached, "wall_time": record.wall_time,
+            "steps": record.steps, "rejected_steps": record.rejected_steps}
 
 
 def restart_attrs(t_start: float, restart: str, override: str) -> dict:

@@ -29,8 +29,8 @@ from .causal import CausalKinetic, check_causal, continues_causal
 from .causal_init import causal_initial_state
 from .contract import conform
 from .initial_state import initial_state
-from .run_record import (add_schedule_records, add_tracker_records, finish_dataset, init_label, restart_attrs, run_attrs,
-                         run_command, schedule_command)
+from .run_record import (add_schedule_records, add_tracker_records, finish_dataset, init_label, loop_attrs,
+                         restart_attrs, run_attrs, run_command, schedule_command)
 from .run_setup import draw_seed, given, run_clock, save_targets, user_trackers
 from .runloop import run_switching
 from .steppers import make_stepper
@@ -272,9 +272,9 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     if schedule is not None:    # runs with a constant nu keep their attributes and command line as before
         settings["nu_schedule"] = schedule.spec
     typed = init if schedule is None or schedule.segments else None     # a Python function: `meanfield rerun FILE`
-    attrs = run_attrs(settings, record, geometry,
+    attrs = run_attrs(settings, geometry,
                       run_command(["solve", geometry], schedule_command(settings, schedule), typed, changes),
-                      **thread_attrs(discretisation.uses_blas),
+                      **loop_attrs(record), **thread_attrs(discretisation.uses_blas),
                       **restart_attrs(t_start, "exact" if exact else ("remap" if source is not None else "none"),
                                       changes),
                       atol=time_stepper.atol, transform_backend=discretisation.basis.backend,
