@@ -111,3 +111,19 @@ def test_no_module_imports_the_package_init_for_a_name():
             found += [f"{path.relative_to(ROOT)}:{line}: {text}" for line, text in
                       _imports_of_the_package_itself(path, package_dir)]
     assert not found, "\n".join(found)
+
+
+def test_the_pde_driver_names_no_scheme():
+    """solvers/solve.py asks a scheme only through the contract (DESIGN.md "Scheme contract"): no scheme name appears
+    in its code (docstrings aside), so adding a scheme is its module and a line in meanfield/schemes.py."""
+    from meanfield.schemes import SCHEMES
+
+    names = {name for table in SCHEMES.values() for name in table}
+    tree = ast.parse((ROOT / "solvers" / "solve.py").read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    named = [(node.lineno, node.value) for node in ast.walk(tree) if isinstance(node, ast.Constant)
+             and isinstance(node.value, str) and id(node) not in docstrings
+             and any(name in node.value.replace("-", " ").split() or node.value == name for name in names)]
+    assert not named, named
