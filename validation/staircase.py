@@ -5,7 +5,9 @@ the same beta from i.i.d. tokens, and S^2 at one beta with Lagrangian nodes) one
 ``t_final`` on a log time axis with coincident nodes collapsing (:mod:`meanfield.solvers.clusters`).  Then:
 
 * ``t_ref``: the first saved frame at which the clusters are points (the run's energy equals the
-  point-cluster energy to 1e-8 relative) -- "just after formation";
+  point-cluster energy to 1e-8 relative, and the points linked within 1e-3 rad that carry >= 1 % of the mass are
+  the one definition's clusters, :mod:`meanfield.cluster_detection`: a pair still closing inside one of its
+  cells is not yet a plateau) -- "just after formation";
 * the count there against the dominant mode ``k*`` of the linear theory (MATH.md §2.3);
 * every later merge of the run against :func:`meanfield.cluster_dynamics.cluster_history`, the
   K-point ODE started from the clusters at ``t_ref`` (same 1e-3 rad definition of a merge);
@@ -72,7 +74,8 @@ def reference_frame(run) -> int:
     """The first frame at which the clusters are points (see the module docstring); the last if none."""
     gap = np.abs(run["energy"].values - run["cluster_energy"].values) / run["energy"].values
     candidates = np.nonzero((gap <= POINT_TOL) & (run["cluster_count"].values > 0) & (run.time.values > 0))[0]
-    first = next((int(i) for i in candidates if frame_clusters(run, int(i))[1].size > 0), None)  # points of >= 1 %
+    counts = run["cluster_count"].values     # the points (>= 1 % each) are the one definition's clusters
+    first = next((int(i) for i in candidates if frame_clusters(run, int(i))[1].size == counts[i]), None)
     return run.sizes["time"] - 1 if first is None else first
 
 
