@@ -47,12 +47,11 @@ def classify_stop(status: int, message, sol, dim: int):
 
 
 def save_times(sol, save_every):
+    """The saved times: every accepted step (``save_every`` ``None``), else a regular grid ending at the last step."""
     if save_every is None:
         return sol.t
     times = np.arange(0.0, sol.t[-1], save_every)
     return times if math.isclose(times[-1], sol.t[-1]) else np.append(times, sol.t[-1])
-
-
 
 
 def solve(mean, cov, *, V, Q, K, t_final, attention: str = GAUSSIAN_DEFAULTS["attention"],
@@ -117,7 +116,7 @@ def solve(mean, cov, *, V, Q, K, t_final, attention: str = GAUSSIAN_DEFAULTS["at
                                                          t_reached=float(sol.t[-1])),
                       blowup_time=blowup_time, stepper="scipy solve_ivp DOP853 on (alpha, L), Sigma = L L^T",
                       rtol=RTOL, atol=ATOL, blowup_factor=BLOWUP_FACTOR)
-    return moments_dataset(np.asarray(times), states, dim, attrs)
+    return moments_dataset(np.asarray(times), states, moments, attrs)
 
 
 @dataclass
@@ -160,14 +159,16 @@ class GaussianMoments:
         return {"i": np.arange(self.dim), "j": np.arange(self.dim)}
 
 
-def moments_dataset(times: np.ndarray, states: np.ndarray, dim: int, attrs: dict) -> xr.Dataset:
+def moments_dataset(times: np.ndarray, states: np.ndarray, moments: GaussianMoments, attrs: dict) -> xr.Dataset:
+    """The run's Dataset: ``mean(time, i)`` and ``covariance(time, i, j)`` = ``L L^T`` (symmetrised) of ``states``,
+    on the dims and coordinates of ``moments``."""
+    dim = moments.dim
     means = states[:dim].T
     factors = states[dim:].T.reshape(-1, dim, dim)
     covariances = factors @ np.swapaxes(factors, 1, 2)
     covariances = 0.5 * (covariances + np.swapaxes(covariances, 1, 2))  # exact symmetry of L L^T
     frames = [{"mean": mean, "covariance": covariance} for mean, covariance in zip(means, covariances)]
-    dims = {"mean": ("i",), "covariance": ("i", "j")}
-    return build_run_dataset(times, frames, dims, {"i": np.arange(dim), "j": np.arange(dim)}, attrs)
+    return build_run_dataset(times, frames, moments.dims(), moments.coords(), attrs)
 
 
 def solve_case(case: str = GAUSSIAN_DEFAULTS["case"], dim: int = GAUSSIAN_DEFAULTS["dim"],

@@ -325,7 +325,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     attrs_scheme = chosen_normalization.as_attrs()
     attrs = run_attrs(dict(settings, **attrs_scheme), "particles",
                       run_command(["particles"], schedule_command(settings, schedule), typed, changes),
-                      **loop_attrs(record), **thread_attrs(scheme.interaction_path != "harmonic" or dim != 3), scheme="particles",
+                      **loop_attrs(record), **thread_attrs(scheme.interaction_path != "harmonic" or dim != 3),
+                      scheme="particles",
                       **restart_attrs(t_start, "exact" if exact else "none", changes), dt_max=dt_max,
                       interaction=type(scheme.interaction).__name__, interaction_path=scheme.interaction_path,
                       collapse_tol_used=tol)

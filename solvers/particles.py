@@ -76,7 +76,6 @@ from .interaction import (SPHERE_ACCURACY, CircleFourierInteraction, DirectInter
 
 #: Tokens further than this from the unit sphere mean the run has lost validity.
 SPHERE_TOL = 1e-10
-#: ``interaction_path`` choices (module docstring).
 #: S^2 auto choice: the harmonic path from this many tokens on (band <= 40; measured crossover, one core,
 #: SA: direct/harmonic = 0.6 at n = 256, 1.1-1.7 at 512, 6-11 at 1024 for beta = 1, 4, 16)
 HARMONIC_MIN_N = 512
@@ -189,7 +188,6 @@ class ParticleScheme(ClosingPairsStep, Scheme):
         self.mask, self.alibi = mask.kind, mask.alibi
         dim = model.dim
         self.model, self.n, self.dim, self.sphere = model, int(n), dim, sphere
-        self.attention = attention
         kernel, sinkhorn_eps, interaction_path = attention.kernel, attention.sinkhorn_eps, attention.interaction
         Q, K, V, heads = attention.matrices(dim, seed)
         require(sphere is False or kernel == "dot",

@@ -232,10 +232,14 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
                        f"{' or '.join(sorted(scheme_names(lambda cls: cls.radius_per_node)))}, or "
                        f"give --normalization post --override")
     normalization = chosen.checked_normalization(normalization)
-    if causal is None:
-        discretisation = build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization, options)
-    else:
-        discretisation = build_causal(geometry, scheme, model, resolution, backend, monitor, normalization, causal)
+
+    def build():
+        """The run's discretisation, built afresh (an exact continuation checks its record against a fresh one)."""
+        if causal is None:
+            return build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization, options)
+        return build_causal(geometry, scheme, model, resolution, backend, monitor, normalization, causal)
+
+    discretisation = build()
     if schedule is not None:
         discretisation.follow_noise_schedule(schedule)
     stepper = discretisation.default_stepper if step.stepper is None else step.stepper
@@ -249,10 +253,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
                                                                   discretisation.resolution, dim, normalization)
     exact = exact and (continues_causal(source, *causal) if causal is not None else "mask" not in source.attrs)
     if exact:
-        fresh = (lambda: build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization,
-                                      options)) if causal is None else \
-            (lambda: build_causal(geometry, scheme, model, resolution, backend, monitor, normalization, causal))
-        state = checkpoint.restore_checked(source, fresh, discretisation, time_stepper)
+        state = checkpoint.restore_checked(source, build, discretisation, time_stepper)
     elif causal is not None:
         state = causal_initial_state(source if source is not None else init, geometry, discretisation, seed)
     else:

@@ -138,7 +138,7 @@ def best_times(fns, target: float = 0.2, repeats: int = 5) -> list[float]:
 
 def fitted_exponent(sizes, times) -> float:
     """The exponent ``p`` of the least-squares fit ``log time = p log N + c``."""
-    return float(np.polyfit(np.log(np.asarray(sizes, float)), np.log(np.asarray(times, float)), 1)[0])
+    return fit_line(np.log(np.asarray(sizes, float)), np.log(np.asarray(times, float)))[0]
 
 
 def column_table(rows: list[dict], columns) -> str:

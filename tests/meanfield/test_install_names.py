@@ -49,3 +49,15 @@ def test_the_sdist_and_wheel_install_only_meanfield(tmp_path):
     expected = {f"{installed[folder]}/{path.relative_to(root / folder).as_posix()}"
                 for folder in installed for path in (root / folder).rglob("*.py")}
     assert not expected - set(names), sorted(expected - set(names))
+
+
+def test_pyproject_lists_every_package_of_the_three_folders():
+    """Every folder with an ``__init__.py`` is a package in pyproject's list: one left out is installed only by
+    chance (setuptools' package data from an egg-info), so a subpackage must be named (meanfield.plotting was not)."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    roots = {"meanfield": "meanfield", "solvers": "meanfield.solvers", "validation": "meanfield.validation"}
+    found = {".".join([roots[folder], *init.parent.relative_to(REPOSITORY / folder).parts])
+             for folder in roots for init in (REPOSITORY / folder).rglob("__init__.py")}
+    assert found == listed, (sorted(found - listed), sorted(listed - found))

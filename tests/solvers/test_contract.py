@@ -132,3 +132,30 @@ def test_a_stepper_does_not_keep_its_scheme_alive():
         del scheme, stepper
         gc.collect()
         assert ref() is None, name
+
+
+@pytest.mark.parametrize("geometry, name", REGISTERED, ids=[f"{g}-{n}" for g, n in REGISTERED])
+def test_what_a_scheme_declares_is_what_its_run_records(geometry, name):
+    """The PDE driver asks the scheme, not its name (DESIGN.md "Scheme contract"): its trackers' variables, its run
+    and variable attributes reach the Dataset, and only a scheme whose ``build_options`` hold ``collapse_tol``
+    takes it (the finite volumes' cell averages are CF ``<grid>: mean``; the Lagrangian nodes record
+    ``collapse_tol_used``; both count clusters)."""
+    from meanfield.errors import InputError
+    from meanfield.solvers.solve import solve
+
+    cls = scheme_class(geometry, name)
+    init = {"circle": "vonmises:1@0", "sphere": "perturbed:0.01", "zonal": "vmf:1"}[geometry]
+    settings = dict(scheme=name, beta=2.0, init=init, t_final=0.05, resolution=16 if geometry != "circle" else 32,
+                    seed=0)
+    run = solve(geometry, **settings)
+    scheme = _scheme(geometry, name)
+    for variable, attrs in scheme.variable_attrs().items():
+        assert {key: run[variable].attrs[key] for key in attrs} == attrs
+    assert ("cell_methods" in run["density"].attrs) == (name == "fv")
+    assert set(scheme.run_attrs()) <= set(run.attrs) and ("collapse_tol_used" in run.attrs) == (name == "lagrangian")
+    assert ("cluster_count" in run) == bool(scheme.trackers()) == (name in ("fv", "lagrangian"))
+    if "collapse_tol" in cls.build_options:
+        assert solve(geometry, collapse_tol=0.0, **settings).attrs["collapse_tol_used"] == 0.0
+    else:
+        with pytest.raises(InputError, match="^--collapse-tol applies to --scheme lagrangian only"):
+            solve(geometry, collapse_tol=0.0, **settings)
