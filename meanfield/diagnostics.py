@@ -1,8 +1,8 @@
 """Diagnostics of densities and runs: clusters and fitted growth rates.
 
 Cluster detection: :func:`detect_clusters` is the package's one definition of a cluster
-(:mod:`meanfield.cluster_detection`: connected arcs where the density exceeds ``level = 2`` times its
-mean, holding at least 1 % of the mass; masses of basins that tile the circle) on a circle grid.
+(:mod:`meanfield.cluster_detection`: the basins of the maxima of the attention field ``K * rho`` at the model's
+``beta`` that stand out, MATH.md §10) for a circle density on its grid.
 
 Interaction energy on the circle (MATH.md §2.1): ``E = (2 pi^2 / beta) sum_k I_|k|(beta) |rho_hat_k|^2``,
 computed scaled by ``exp(-beta)`` so that it never overflows.
@@ -14,18 +14,16 @@ import math
 
 import numpy as np
 
-from .cluster_detection import LEVEL, Clusters, clusters_of_density
+from .cluster_detection import Clusters, clusters_in_frame, clusters_of_density
 from .errors import require
 from . import fourier_series
 from .kernel_operator import KernelOperator
 
-DEFAULT_CLUSTER_LEVEL = LEVEL
 
-
-def detect_clusters(density: np.ndarray, level: float = DEFAULT_CLUSTER_LEVEL) -> Clusters:
-    """Clusters of a circle density sampled on ``theta_j = 2 pi j / N``: the package's one definition
-    (:mod:`meanfield.cluster_detection`) on the grid's cells; ``.angles`` are the centres in ``[0, 2 pi)``."""
-    return clusters_of_density(density, level=level)
+def detect_clusters(density: np.ndarray, beta: float) -> Clusters:
+    """Clusters of a circle density sampled on ``theta_j = 2 pi j / N`` at inverse temperature ``beta``: the
+    package's one definition (:mod:`meanfield.cluster_detection`); ``.angles`` are the centres in ``[0, 2 pi)``."""
+    return clusters_of_density(density, beta=beta)
 
 
 def empirical_coefficients(theta: np.ndarray, weights: np.ndarray, modes) -> np.ndarray:
@@ -58,9 +56,9 @@ def interaction_energy(density: np.ndarray, beta: float, scaled: bool = True) ->
     return value if scaled else value * math.exp(beta) if beta < 709 else math.inf
 
 
-def cluster_counts(dataset, level: float = DEFAULT_CLUSTER_LEVEL) -> np.ndarray:
-    """Number of clusters in every saved frame of a circle run."""
-    return np.array([detect_clusters(frame, level).count for frame in np.asarray(dataset["density"].values)])
+def cluster_counts(dataset) -> np.ndarray:
+    """Number of clusters in every saved frame of a run (:func:`meanfield.cluster_detection.clusters_in_frame`)."""
+    return np.array([clusters_in_frame(dataset, index).count for index in range(dataset.sizes["time"])])
 
 
 def fit_growth_rates(dataset, modes, t_max: float | None = None) -> np.ndarray:

@@ -1,0 +1,332 @@
+"""The attention field ``A = K * mu`` of a measure, sampled finely enough to see its maxima (MATH.md §10).
+
+Both attentions move a token up ``A(x) = int exp(beta <x, y>) dmu(y)`` (MATH.md §2, §10), so the clusters of a
+measure are read off ``A`` (:mod:`meanfield.cluster_detection`).  A measure is given as weighted *masses at
+places*: tokens, Lagrangian nodes and point clusters are their own places; a density is the mass of each grid
+node or cell (quadrature weight or cell volume times its value) at that node; a mixture is both at once.  Each
+geometry is an object that turns those masses into ``A`` on its own sampling graph:
+
+* :class:`CircleField` — Fourier sums ``c_k = sum_j w_j exp(-i k theta_j)`` (ducc0's NUFFT for many masses), then
+  ``A = sum_k exp(-beta) I_k(beta) c_k exp(i k theta)`` on a uniform grid (MATH.md §2.1);
+* :class:`SphereField` — point-mass coefficients ``mu_lm`` (ducc0's adjoint non-uniform synthesis), then
+  ``A = sum exp(-beta) kappa_l mu_lm Y_lm`` on a Gauss–Legendre grid (MATH.md §2.2);
+* :class:`ZonalField` — zonal rings on S^{d-1}: Gegenbauer sums ``g_l``, then ``A`` along the polar angle;
+* :class:`AtomField` — atoms on S^{d-1}, ``d >= 4`` (no practical grid): ``A`` at the atoms themselves by the
+  direct sum, on the graph of each atom's nearest neighbours.
+
+Every field is stored ``exp(-beta)``-scaled (``sum_j w_j exp(beta (<x, y_j> - 1))``, no overflow at any beta).  With
+it each field gives the *concentration* ``c = -Laplace A / ((d - 1) beta A)`` at its nodes (zonal rings: the polar
+second derivative, ``-A_thth / (beta A)``): 1 at a point mass, ``1 / (1 + beta s^2)`` at a cluster of angular
+spread ``s``, ``O(eps)`` at a perturbation ``eps`` of the uniform state (MATH.md §10).
+
+Sampling.  ``A`` is band-limited: its degrees above the kernel's band limit ``M(beta)`` (MATH.md §2.1) are below
+1e-13 of its mean.  The grids sample it at least at that band and with a spacing of at most
+:data:`SPACING` ``/ sqrt(beta)`` (a tenth of the kernel's width on the circle and zonal rings, a fifth on S^2), so
+maxima, saddles and basins are those of ``A`` and not of the grid the measure came on.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import require
+from .kernels import band_limit, scaled_funk_hecke
+
+#: Sampling spacing in units of the kernel's width ``1 / sqrt(beta)``: circle and zonal rings; S^2 twice this.
+SPACING = 0.1
+#: The sampled band: degrees whose kernel coefficient is above this fraction of degree 0's.
+BAND_TOL = 1e-13
+#: Fewest sampling nodes around a great circle.
+MIN_NODES = 64
+#: Neighbours of each atom in :class:`AtomField`'s graph.
+ATOM_NEIGHBOURS = 12
+#: Atoms closer than this (rad) are one node of :class:`AtomField` (they move together for ever, MATH.md §5).
+SAME_PLACE = 1e-9
+#: Above this many masses the circle's Fourier sums use ducc0's NUFFT (exact to 1e-13), below it direct sums.
+NUFFT_FROM = 4096
+
+
+def _nodes_around(beta: float, spacing: float) -> int:
+    """Sampling nodes around a great circle: the band twice over and ``spacing / sqrt(beta)`` apart, even."""
+    band = band_limit(beta, 2, BAND_TOL)
+    wanted = max(MIN_NODES, 2 * band + 2, int(math.ceil(2 * math.pi * math.sqrt(max(beta, 1.0)) / spacing)))
+    return wanted + (wanted % 2)
+
+
+class SampledField:
+    """``A`` (``exp(-beta)``-scaled) and its concentration at the nodes of a sampling graph.
+
+    ``directions``: the nodes as unit vectors (zonal: ``(cos th, sin th)`` in a meridian half-plane);
+    ``neighbours``: ``(nodes, K)`` indices, a node's own index padding the rows with fewer neighbours;
+    ``values``: ``A``; ``concentration``: ``c``; ``place``: which node each given mass sits at.
+    """
+
+    dim: int
+
+    def __init__(self, beta: float, directions, neighbours, values, concentration, place):
+        self.beta = float(beta)
+        self.directions = directions
+        self.neighbours = neighbours
+        self.values = values
+        self.concentration = concentration
+        self.place = place
+
+    def refine(self, node: int) -> np.ndarray:
+        """The maximum of ``A`` near ``node`` as a unit vector (the node's own direction unless refined)."""
+        return self.directions[node]
+
+
+# ------------------------------------------------------------------------------------------------ circle
+class CircleField(SampledField):
+    """``A`` on ``N`` equal arcs of the circle from masses at angles (module docstring)."""
+
+    dim = 2
+
+    def __init__(self, angles, masses, beta: float, nodes: int | None = None):
+        angles = np.mod(np.asarray(angles, dtype=float), 2 * math.pi)
+        masses = np.asarray(masses, dtype=float)
+        n = _nodes_around(beta, SPACING) if nodes is None else int(nodes)
+        band = min(band_limit(beta, 2, BAND_TOL), n // 2 - 1)
+        self.coefficients = self._sums(angles, masses, band) * _circle_multipliers(band, beta)
+        k = np.arange(band + 1)
+        values = np.fft.irfft(self.coefficients, n) * n
+        second = -np.fft.irfft(self.coefficients * k * k, n) * n
+        self.step = 2 * math.pi / n
+        theta = self.step * np.arange(n)
+        directions = np.stack((np.cos(theta), np.sin(theta)), axis=-1)
+        index = np.arange(n)
+        neighbours = np.stack((np.roll(index, 1), np.roll(index, -1)), axis=-1)
+        place = np.rint(angles / self.step).astype(np.intp) % n
+        super().__init__(beta, directions, neighbours, values, _concentration(second, values, beta), place)
+
+    @staticmethod
+    def _sums(angles: np.ndarray, masses: np.ndarray, band: int) -> np.ndarray:
+        """``c_k = sum_j w_j exp(-i k theta_j)``, ``k = 0 .. band``."""
+        if angles.size < NUFFT_FROM:
+            return np.exp(-1j * np.outer(np.arange(band + 1), angles)) @ masses
+        import ducc0
+
+        full = ducc0.nufft.nu2u(points=masses.astype(complex), coord=angles[:, None], forward=True,
+                                epsilon=1e-13, nthreads=1, out=np.empty(2 * band + 2, dtype=complex))
+        return full[band + 1:]      # the centred layout: index band + 1 + k holds mode k
+
+    def series_at(self, theta: float, derivative: int = 0) -> float:
+        """``d^derivative A / d theta^derivative`` at ``theta`` from the series (exact)."""
+        k = np.arange(self.coefficients.size)
+        terms = self.coefficients * (1j * k) ** derivative * np.exp(1j * k * theta)
+        weights = np.where(k == 0, 1.0, 2.0)
+        return float(np.sum(weights * terms).real)
+
+    def refine(self, node: int) -> np.ndarray:
+        """Newton's method on ``A'`` from the node (a few steps, kept within a node spacing)."""
+        theta = self.step * node
+        for _ in range(8):
+            second = self.series_at(theta, 2)
+            if second >= 0:
+                break
+            move = -self.series_at(theta, 1) / second
+            if abs(move) > self.step:
+                break
+            theta += move
+            if abs(move) < 1e-14:
+                break
+        return np.array([math.cos(theta), math.sin(theta)])
+
+
+def _circle_multipliers(band: int, beta: float) -> np.ndarray:
+    """``exp(-beta) I_k(beta)``, ``k = 0 .. band``: ``exp(beta cos t) = sum_k I_k(beta) e^{ikt}`` (MATH.md §2.1)."""
+    from scipy.special import ive
+
+    return ive(np.arange(band + 1), beta)
+
+
+def _concentration(second: np.ndarray, values: np.ndarray, beta: float) -> np.ndarray:
+    """``-second / (beta A)`` where ``A > 0`` (0 elsewhere)."""
+    positive = values > 0
+    return np.where(positive, -second / (beta * np.where(positive, values, 1.0)), 0.0)
+
+
+# ------------------------------------------------------------------------------------------------ S^2
+class SphereField(SampledField):
+    """``A`` on a Gauss–Legendre grid of S^2 from masses at unit vectors (module docstring)."""
+
+    dim = 3
+
+    def __init__(self, points, masses, beta: float, lmax: int | None = None):
+        import ducc0
+
+        from .harmonics import SHT_EPSILON, m_major_layout, point_mass_coefficients, sphere_locations
+
+        points = np.asarray(points, dtype=float)
+        masses = np.asarray(masses, dtype=float)
+        if lmax is None:
+            lmax = max(band_limit(beta, 3, BAND_TOL), _nodes_around(beta, 2 * SPACING) // 2, MIN_NODES // 2)
+        nlat, nlon = lmax + 2, 2 * lmax + 2
+        loc, _ = sphere_locations(points)
+        mu = point_mass_coefficients(masses, loc, lmax, SHT_EPSILON)[0]
+        degree, _ = m_major_layout(lmax)
+        alm = mu * scaled_funk_hecke(degree, beta, 3)
+        maps = np.empty((2, nlat, nlon))
+        kw = dict(lmax=lmax, geometry="GL", spin=0, nthreads=1)
+        ducc0.sht.synthesis_2d(alm=alm[None], map=maps[0:1], **kw)
+        ducc0.sht.synthesis_2d(alm=(-degree * (degree + 1.0) * alm)[None], map=maps[1:2], **kw)
+        colatitude = np.asarray(ducc0.misc.GL_thetas(nlat), dtype=float)
+        longitude = 2 * math.pi * np.arange(nlon) / nlon
+        self.colatitude, self.lon_step, self.shape = colatitude, 2 * math.pi / nlon, (nlat, nlon)
+        sin_c = np.sin(colatitude)[:, None]
+        directions = np.stack(np.broadcast_arrays(sin_c * np.cos(longitude), sin_c * np.sin(longitude),
+                                                  np.cos(colatitude)[:, None]), axis=-1).reshape(-1, 3)
+        values = maps[0].reshape(-1)
+        concentration = _concentration(maps[1].reshape(-1) / 2.0, values, beta)
+        row = np.clip(np.searchsorted(colatitude, loc[:, 0]), 1, nlat - 1)
+        row -= (loc[:, 0] - colatitude[row - 1]) < (colatitude[row] - loc[:, 0])
+        column = np.rint(loc[:, 1] / self.lon_step).astype(np.intp) % nlon
+        super().__init__(beta, directions, _lat_lon_neighbours(nlat, nlon), values, concentration,
+                         row * nlon + column)
+
+    def refine(self, node: int) -> np.ndarray:
+        """A parabola through the node and its two neighbours along the row and along the meridian."""
+        nlat, nlon = self.shape
+        row, column = divmod(int(node), nlon)
+        grid = self.values.reshape(nlat, nlon)
+        theta = self.colatitude[row]
+        if 0 < row < nlat - 1:
+            theta += _parabola_offset(grid[row - 1, column], grid[row, column], grid[row + 1, column]) \
+                * 0.5 * (self.colatitude[row + 1] - self.colatitude[row - 1])
+        phi = self.lon_step * (column + _parabola_offset(grid[row, column - 1], grid[row, column],
+                                                         grid[row, (column + 1) % nlon]))
+        return np.array([math.sin(theta) * math.cos(phi), math.sin(theta) * math.sin(phi), math.cos(theta)])
+
+
+def _parabola_offset(left: float, centre: float, right: float) -> float:
+    """The vertex of the parabola through three equally spaced values, in spacings from the centre (|.| <= 1/2)."""
+    curvature = left - 2 * centre + right
+    if curvature >= 0:
+        return 0.0
+    return float(np.clip(0.5 * (left - right) / curvature, -0.5, 0.5))
+
+
+def _lat_lon_neighbours(nlat: int, nlon: int) -> np.ndarray:
+    """The 8 neighbours of each node of a ``(nlat, nlon)`` latitude–longitude grid (longitudes wrap), and across the
+    pole for the polar rows (the node half way round), padded with the node itself."""
+    row, column = np.divmod(np.arange(nlat * nlon), nlon)
+    table = []
+    for dr in (-1, 0, 1):
+        for dc in (-1, 0, 1):
+            if dr == dc == 0:
+                continue
+            r, c = row + dr, (column + dc) % nlon
+            inside = (r >= 0) & (r < nlat)
+            table.append(np.where(inside, np.clip(r, 0, nlat - 1) * nlon + c, row * nlon + column))
+    polar = (row == 0) | (row == nlat - 1)
+    table.append(np.where(polar, row * nlon + (column + nlon // 2) % nlon, row * nlon + column))
+    return np.stack(table, axis=-1)
+
+
+# ------------------------------------------------------------------------------------------------ zonal rings
+class ZonalField(SampledField):
+    """``A`` of zonal rings on S^{dim-1} along the polar angle, poles included (module docstring)."""
+
+    dim = 2     # the nodes are points of a meridian half-plane
+
+    def __init__(self, polar, masses, beta: float, dim: int, nodes: int | None = None):
+        from .gegenbauer import normalised_gegenbauer
+
+        polar = np.clip(np.asarray(polar, dtype=float), 0.0, math.pi)
+        masses = np.asarray(masses, dtype=float)
+        lmax = band_limit(beta, dim, BAND_TOL)
+        count = (_nodes_around(beta, SPACING) // 2 + 1) if nodes is None else int(nodes)
+        self.step = math.pi / (count - 1)
+        theta = self.step * np.arange(count)
+        g = normalised_gegenbauer(np.cos(polar), lmax, dim).T @ masses
+        series = g * scaled_funk_hecke(np.arange(lmax + 1), beta, dim)
+        # one more node beyond each pole, by symmetry, for the second difference there
+        outer = np.concatenate(([-self.step], theta, [math.pi + self.step]))
+        on_outer = normalised_gegenbauer(np.cos(outer), lmax, dim) @ series
+        values = on_outer[1:-1]
+        second = (on_outer[:-2] - 2 * values + on_outer[2:]) / self.step ** 2
+        self.ambient_dim = int(dim)
+        directions = np.stack((np.cos(theta), np.sin(theta)), axis=-1)
+        index = np.arange(count)
+        neighbours = np.stack((np.maximum(index - 1, 0), np.minimum(index + 1, count - 1)), axis=-1)
+        place = np.rint(polar / self.step).astype(np.intp)
+        super().__init__(beta, directions, neighbours, values, _concentration(second, values, beta), place)
+
+    def refine(self, node: int) -> np.ndarray:
+        node = int(node)
+        theta = self.step * node
+        if 0 < node < self.values.size - 1:
+            theta += self.step * _parabola_offset(*self.values[node - 1:node + 2])
+        return np.array([math.cos(theta), math.sin(theta)])
+
+
+# ------------------------------------------------------------------------------------------------ atoms, d >= 4
+class AtomField(SampledField):
+    """``A`` at the atoms themselves on S^{d-1} (any ``d``; used for ``d >= 4``), by the direct sum in blocks
+    (module docstring).  Coincident atoms (within :data:`SAME_PLACE` rad) are one node carrying their summed mass;
+    each node is joined to its :data:`ATOM_NEIGHBOURS` nearest nodes within the kernel's width ``1 / sqrt(beta)``
+    (the field's own scale: the ascent never jumps across a gap wider than that)."""
+
+    def __init__(self, points, masses, beta: float, block: int = 2048):
+        from scipy.spatial import cKDTree
+
+        from .point_groups import link_groups, merge_points
+
+        points = np.asarray(points, dtype=float)
+        masses = np.asarray(masses, dtype=float)
+        self.dim, self.beta = points.shape[1], float(beta)
+        labels, count = link_groups(np.ascontiguousarray(points), SAME_PLACE)
+        nodes, node_masses = merge_points(points, masses, labels, count)
+        self.points, self.masses = nodes, node_masses
+        values, laplace = np.empty(count), np.empty(count)
+        for start in range(0, count, block):
+            values[start:start + block], laplace[start:start + block] = self._sums(nodes[start:start + block])
+        k = min(ATOM_NEIGHBOURS + 1, count)
+        reach = 2 * math.sin(min(math.pi, 1.0 / math.sqrt(self.beta)) / 2)
+        distance, neighbours = cKDTree(nodes).query(nodes, k=k, distance_upper_bound=reach)
+        neighbours = np.asarray(neighbours).reshape(count, k)
+        neighbours = np.where(np.isfinite(np.asarray(distance).reshape(count, k)), neighbours,
+                              np.arange(count)[:, None])
+        super().__init__(beta, nodes, neighbours, values,
+                         _concentration(laplace / (self.dim - 1), values, beta), labels)
+
+    def _sums(self, x: np.ndarray):
+        """``A`` and ``Laplace A`` at ``x``: ``sum_j w_j e^{beta(<x,y_j>-1)}`` and
+        ``sum_j w_j e^{beta(<x,y_j>-1)} (beta^2 (1 - <x,y_j>^2) - beta (d - 1) <x,y_j>)``."""
+        cosine = np.clip(x @ self.points.T, -1.0, 1.0)
+        kernel = np.exp(self.beta * (cosine - 1.0)) * self.masses
+        shape = self.beta ** 2 * (1.0 - cosine ** 2) - self.beta * (self.dim - 1) * cosine
+        return kernel.sum(axis=1), (kernel * shape).sum(axis=1)
+
+    def refine(self, node: int) -> np.ndarray:
+        """Mean-shift steps from the atom, ``x <- P(sum_j w_j e^{beta <x, y_j>} y_j)`` (each step raises ``A``),
+        over the atoms within the kernel's reach."""
+        x = self.points[int(node)]
+        near = (self.points @ x) > 1.0 - 40.0 / self.beta
+        points, masses = self.points[near], self.masses[near]
+        for _ in range(20):
+            pull = (masses * np.exp(self.beta * (points @ x - 1.0))) @ points
+            norm = np.linalg.norm(pull)
+            if norm == 0:
+                break
+            new = pull / norm
+            if np.linalg.norm(new - x) < 1e-14:
+                x = new
+                break
+            x = new
+        return x
+
+
+def field_of(places, masses, beta: float, *, geometry: str, dim: int) -> SampledField:
+    """The sampled field of ``masses`` at ``places`` (angles on the circle, polar angles of zonal rings, unit vectors
+    elsewhere) for ``geometry`` in ``circle``, ``sphere`` (S^2), ``zonal`` (rings on S^{dim-1}), ``atoms`` (S^{dim-1})."""
+    require(beta > 0, f"clusters are read off the attention field at beta > 0 (got beta = {beta:g})")
+    if geometry == "circle":
+        return CircleField(places, masses, beta)
+    if geometry == "sphere":
+        return SphereField(places, masses, beta)
+    if geometry == "zonal":
+        return ZonalField(places, masses, beta, dim)
+    return AtomField(places, masses, beta)
