@@ -42,8 +42,9 @@ BAND_TOL = 1e-13
 MIN_NODES = 64
 #: Neighbours of each atom in :class:`AtomField`'s graph.
 ATOM_NEIGHBOURS = 12
-#: Atoms closer than this (rad) are one node of :class:`AtomField` (they move together for ever, MATH.md §5).
-SAME_PLACE = 1e-9
+#: Atoms closer than this many kernel widths ``1 / sqrt(beta)`` are one node of :class:`AtomField` (the field differs
+#: across them by about ``1e-6`` of itself).
+SAME_PLACE = 1e-3
 #: Above this many masses the circle's Fourier sums use ducc0's NUFFT (exact to 1e-13), below it direct sums.
 NUFFT_FROM = 4096
 
@@ -76,6 +77,10 @@ class SampledField:
     def refine(self, node: int) -> np.ndarray:
         """The maximum of ``A`` near ``node`` as a unit vector (the node's own direction unless refined)."""
         return self.directions[node]
+
+    def peak(self, node: int) -> tuple[np.ndarray, float]:
+        """The refined maximum near ``node`` and the concentration there (the node's, unless known exactly)."""
+        return self.refine(node), float(self.concentration[node])
 
 
 # ------------------------------------------------------------------------------------------------ circle
@@ -118,6 +123,12 @@ class CircleField(SampledField):
         terms = self.coefficients * (1j * k) ** derivative * np.exp(1j * k * theta)
         weights = np.where(k == 0, 1.0, 2.0)
         return float(np.sum(weights * terms).real)
+
+    def peak(self, node: int) -> tuple[np.ndarray, float]:
+        """The refined maximum and its exact concentration ``-A'' / (beta A)`` from the series."""
+        direction = self.refine(node)
+        theta = math.atan2(direction[1], direction[0])
+        return direction, -self.series_at(theta, 2) / (self.beta * self.series_at(theta))
 
     def refine(self, node: int) -> np.ndarray:
         """Newton's method on ``A'`` from the node (a few steps, kept within a node spacing)."""
@@ -187,17 +198,24 @@ class SphereField(SampledField):
                          row * nlon + column)
 
     def refine(self, node: int) -> np.ndarray:
-        """A parabola through the node and its two neighbours along the row and along the meridian."""
-        nlat, nlon = self.shape
-        row, column = divmod(int(node), nlon)
-        grid = self.values.reshape(nlat, nlon)
-        theta = self.colatitude[row]
-        if 0 < row < nlat - 1:
-            theta += _parabola_offset(grid[row - 1, column], grid[row, column], grid[row + 1, column]) \
-                * 0.5 * (self.colatitude[row + 1] - self.colatitude[row - 1])
-        phi = self.lon_step * (column + _parabola_offset(grid[row, column - 1], grid[row, column],
-                                                         grid[row, (column + 1) % nlon]))
-        return np.array([math.sin(theta) * math.cos(phi), math.sin(theta) * math.sin(phi), math.cos(theta)])
+        """The vertex of the quadratic fitted (least squares) to ``A`` at the node and its neighbours, in the tangent
+        plane at the node (kept when it lies within a grid spacing; the node otherwise)."""
+        x = self.directions[node]
+        around = np.unique(np.append(self.neighbours[node], node))
+        e1 = np.cross(x, [0.0, 0.0, 1.0] if abs(x[2]) < 0.9 else [1.0, 0.0, 0.0])
+        e1 /= np.linalg.norm(e1)
+        e2 = np.cross(x, e1)
+        u, v = self.directions[around] @ e1, self.directions[around] @ e2
+        design = np.stack((np.ones_like(u), u, v, u * u, u * v, v * v), axis=1)
+        coef, *_ = np.linalg.lstsq(design, self.values[around], rcond=None)
+        hessian = np.array([[2 * coef[3], coef[4]], [coef[4], 2 * coef[5]]])
+        if around.size < 6 or np.any(np.linalg.eigvalsh(hessian) >= 0):
+            return x
+        step = np.linalg.solve(hessian, -coef[1:3])
+        if np.hypot(*step) > np.max(np.hypot(u, v)):
+            return x
+        moved = x + step[0] * e1 + step[1] * e2
+        return moved / np.linalg.norm(moved)
 
 
 def _parabola_offset(left: float, centre: float, right: float) -> float:
@@ -277,7 +295,7 @@ class AtomField(SampledField):
         points = np.asarray(points, dtype=float)
         masses = np.asarray(masses, dtype=float)
         self.dim, self.beta = points.shape[1], float(beta)
-        labels, count = link_groups(np.ascontiguousarray(points), SAME_PLACE)
+        labels, count = link_groups(np.ascontiguousarray(points), SAME_PLACE / math.sqrt(self.beta))
         nodes, node_masses = merge_points(points, masses, labels, count)
         self.points, self.masses = nodes, node_masses
         values, laplace = np.empty(count), np.empty(count)

@@ -493,9 +493,8 @@ def _report_clusters(dataset):
     if "density" in dataset or "positions" in dataset:
         causal = "s" in dataset.dims        # a causal kinetic run: the last token's slice (MATH.md §8)
         clusters = clusters_in_frame(dataset.isel(s=-1) if causal else dataset)
-        where = f"atoms at {clusters.cells} cells around a great circle" if "positions" in dataset else "grid cells"
-        click.echo(f"clusters in the last frame{' at s = 1' if causal else ''}: {clusters.count} (> 2 x uniform "
-                   f"density, >= 1 % of the mass; {where})")
+        click.echo(f"clusters in the last frame{' at s = 1' if causal else ''}: {clusters.count} (maxima of the "
+                   f"attention field K * mu standing out, >= 1 % of the mass; MATH.md §10)")
     if "merge_time" not in dataset:
         return
     click.echo(f"{dataset.sizes['merge']} merges (centres within {dataset.attrs['merge_distance']:g} rad)")

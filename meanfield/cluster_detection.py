@@ -115,7 +115,7 @@ def _saddles(field: SampledField, basin: np.ndarray):
 def _stands_out(field: SampledField, peak: int, saddle: float, prominence: float, concentration: float) -> tuple:
     top = float(field.values[peak])
     rise = 1.0 - saddle / top if top > 0 else 0.0
-    return rise >= prominence or float(field.concentration[peak]) >= concentration, rise
+    return rise >= prominence or field.peak(peak)[1] >= concentration, rise
 
 
 def clusters_of_field(field: SampledField, masses: np.ndarray, *, prominence: float = PROMINENCE,
@@ -174,9 +174,10 @@ def clusters_of_field(field: SampledField, masses: np.ndarray, *, prominence: fl
         cluster_of_basin[final == t] = index
     labels = cluster_of_basin[basin[field.place]]
     dim = field.directions.shape[1]
-    centres = np.array([field.refine(peaks[t]) for t in kept]).reshape(-1, dim)
+    found = [field.peak(peaks[t]) for t in kept]
+    centres = np.array([direction for direction, _ in found]).reshape(-1, dim)
     return Clusters(centres, np.bincount(labels[labels >= 0], masses[labels >= 0], minlength=len(kept)),
-                    np.array([float(field.concentration[peaks[t]]) for t in kept]),
+                    np.array([value for _, value in found]),
                     np.array([closed[t] for t in kept]),
                     np.bincount(labels[labels >= 0], minlength=len(kept)), labels, field.beta)
 
@@ -185,7 +186,7 @@ def _checked(masses, prominence: float, concentration: float, min_mass: float) -
     masses = np.asarray(masses, dtype=float)
     require(masses.size >= 1 and bool(np.all(np.isfinite(masses))),
             "cluster detection needs finite masses (a finite density)")
-    require(bool(np.all(masses >= 0)) and masses.sum() > 0, "cluster detection needs non-negative masses, not all 0")
+    require(masses.sum() > 0, "cluster detection needs a positive total mass")
     require(0 < prominence < 1, f"prominence must be in (0, 1) (got {prominence:g})")
     require(0 < concentration <= 1, f"concentration must be in (0, 1] (got {concentration:g})")
     require(0 < min_mass < 1, f"min_mass must be in (0, 1) (got {min_mass:g})")
@@ -205,7 +206,8 @@ def clusters_of_masses(places, masses, beta: float, *, geometry: str, dim: int =
 
 # ------------------------------------------------------------------------------------------------ densities
 def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta=None, lat=None, lon=None,
-                        polar=None, volumes=None, dim: int | None = None, **thresholds) -> Clusters:
+                        polar=None, volumes=None, dim: int | None = None, prominence: float = PROMINENCE,
+                        concentration: float = CONCENTRATION, min_mass: float = MIN_MASS) -> Clusters:
     """The clusters of a density on its grid or cells (module docstring).
 
     Parameters
@@ -235,6 +237,7 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
     Clusters
         ``count``, ``centres``, ``masses``, ``concentrations``, ``prominences``, ``basin_sizes``, ``labels``.
     """
+    thresholds = dict(prominence=prominence, concentration=concentration, min_mass=min_mass)
     density = np.asarray(density, dtype=float)
     require(geometry in ("circle", "sphere", "zonal"), f"geometry must be circle, sphere or zonal (got {geometry!r})")
     require(bool(np.all(np.isfinite(density))), "cluster detection needs a finite density")
@@ -265,7 +268,8 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
 
 # ------------------------------------------------------------------------------------------------ atoms
 def clusters_of_atoms(points, weights=None, *, beta: float, dim: int | None = None, zonal: bool = False,
-                      **thresholds) -> Clusters:
+                      prominence: float = PROMINENCE, concentration: float = CONCENTRATION,
+                      min_mass: float = MIN_MASS) -> Clusters:
     """The clusters of weighted atoms (tokens, nodes, point clusters) on S^{d-1} (module docstring).
 
     Parameters
@@ -289,6 +293,7 @@ def clusters_of_atoms(points, weights=None, *, beta: float, dim: int | None = No
     Clusters
         ``count``, ``centres``, ``masses``, ``concentrations``, ``prominences``, ``basin_sizes``, ``labels``.
     """
+    thresholds = dict(prominence=prominence, concentration=concentration, min_mass=min_mass)
     points = np.asarray(points, dtype=float)
     require(points.ndim in (1, 2) and points.shape[0] >= 1, "points must be (n,) angles or (n, d) unit vectors")
     n = points.shape[0]
@@ -315,7 +320,8 @@ def _run_beta(run) -> float:
     return float(beta)
 
 
-def clusters_in_frame(run, index: int = -1, **thresholds) -> Clusters:
+def clusters_in_frame(run, index: int = -1, *, prominence: float = PROMINENCE, concentration: float = CONCENTRATION,
+                      min_mass: float = MIN_MASS) -> Clusters:
     """The clusters of frame ``index`` of a run file, whatever produced it (module docstring).
 
     Parameters
@@ -333,6 +339,7 @@ def clusters_in_frame(run, index: int = -1, **thresholds) -> Clusters:
         Of the density on its grid or cells for PDE runs (a finite-volume run's point clusters are in their cells), of the atoms
         (``positions``, ``weights``) for particle and Lagrangian runs: the count ``cluster_count`` records.
     """
+    thresholds = dict(prominence=prominence, concentration=concentration, min_mass=min_mass)
     geometry, beta = run.attrs.get("geometry"), _run_beta(run)
     if "positions" in run and "weights" in run:
         points = np.asarray(run["positions"].values[index], dtype=float)

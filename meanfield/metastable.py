@@ -76,7 +76,8 @@ def linearised_density(coefficients: np.ndarray, model: Model, t: float, points:
 def linear_formation_time(coefficients: np.ndarray, model: Model, count: int, points: int,
                           tol: float = 1e-6) -> float:
     """First time the linearised solution of all growing modes (:func:`linearised_density`) shows ``count``
-    clusters (:func:`meanfield.diagnostics.detect_clusters`: runs above twice the mean), MATH.md §2.3-2.4.
+    clusters (:func:`meanfield.diagnostics.detect_clusters`: the maxima of ``K * rho`` that stand out, MATH.md §10),
+    MATH.md §2.3-2.4.
 
     Unlike :func:`refined_formation_time` (mode ``k*`` alone) it sees the other modes of the start: with a
     near tie (MATH.md §2.4) clusters cross the level one after another.  Found by a scan of steps
@@ -87,7 +88,9 @@ def linear_formation_time(coefficients: np.ndarray, model: Model, count: int, po
     rate = float(np.max(growth_rates(model, np.arange(1, min(coefficients.size, points // 2 + 1)))))
     if rate <= 0:
         return math.inf
-    enough = lambda t: detect_clusters(linearised_density(coefficients, model, t, points)).count >= count
+    def enough(t):
+        density = linearised_density(coefficients, model, t, points)
+        return detect_clusters(density, model.beta).count >= count
     step, t = 0.01 / rate, 0.0
     while not enough(t):
         t += step

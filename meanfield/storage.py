@@ -46,9 +46,9 @@ VARIABLE_ATTRS = {
     "density_resolved": {"long_name": "1: density is the flow map's band-limited projection (resolved); "
                                       "0: unresolved, density holds non-negative mass-exact cell averages"},
     "flow_map_tail": {"long_name": "top-sixth spectral tail of the Lagrangian node displacement"},
-    "cluster_count": {"long_name": "number of clusters: connected cells more than twice as dense as uniform with "
-                                   "mass >= min_cluster_mass, atoms at cluster_cells cells around a great circle "
-                                   "(meanfield.cluster_detection)"},
+    "cluster_count": {"long_name": "number of clusters: basins of the maxima of the attention field K * mu that "
+                                   "stand out (prominence >= 1/2 or concentration >= 1/4), with mass >= "
+                                   "min_cluster_mass (meanfield.cluster_detection, MATH.md section 10)"},
     "cluster_energy": {"long_name": "exp(-beta) E of the clusters collapsed to points (MATH.md section 5): "
                                     "the energy of a plateau"},
 }

@@ -15,9 +15,8 @@ Bookkeeping (:class:`ClusterTracker`, one definition used by the solvers and the
 :mod:`meanfield.cluster_dynamics`):
 
 * ``cluster_count(time)`` counts the clusters of every frame by the package's one definition
-  (:mod:`meanfield.cluster_detection`: connected cells more than twice as dense as uniform, holding at least
-  ``min_mass`` = :data:`MIN_CLUSTER_MASS` = 1e-2 of the mass; atoms binned at ``cluster_cells`` cells around a
-  great circle, finite volumes on their own cells), and ``cluster_energy(time)`` is the point-cluster energy of
+  (:mod:`meanfield.cluster_detection`: the basins of the maxima of the attention field ``K * mu`` that stand out,
+  holding at least ``min_mass`` = :data:`MIN_CLUSTER_MASS` = 1e-2 of the mass; MATH.md §10), and ``cluster_energy(time)`` is the point-cluster energy of
   MATH.md §5 of the groups of atoms linked within 1e-3 rad (``exp(-beta)`` scaled, like ``energy``), the value the
   energy takes on a plateau; it is NaN while more than :data:`MAX_ENERGY_ATOMS` atoms or
   :data:`MAX_ENERGY_GROUPS` groups remain (clusters not yet collapsed; the grouping and an O(K^2) sum not paid);
@@ -173,20 +172,19 @@ class ClusterTracker(Tracker):
     """
 
     def __init__(self, beta: float, merge_distance: float = MERGE_DISTANCE, min_mass: float = MIN_CLUSTER_MASS,
-                 dim: int | None = None, counter=None, cells: int | None = None):
+                 dim: int | None = None, counter=None):
         self.beta, self.merge_distance, self.min_mass = beta, merge_distance, min_mass
         #: the energy of the groups: points, or zonal rings on S^{dim-1} given as (cos th, sin th) (``dim``)
         self.dynamics = PointDynamics(beta, "sa", dim)
         self.merges: list[tuple[float, float, float, int]] = []
         #: ``counter(scheme, state, record)``: the clusters of a state (``record``: its frame, or ``None``) by the
-        #: package's one definition (:mod:`meanfield.cluster_detection`); default: the scheme's atoms at ``cells``
+        #: package's one definition (:mod:`meanfield.cluster_detection`); default: the scheme's weighted atoms
         self.counter = counter if counter is not None else self._atom_clusters
-        self.cells = cells
 
     def _atom_clusters(self, scheme, state, record):
         from meanfield.cluster_detection import clusters_of_atoms
 
-        return clusters_of_atoms(scheme.points(state), scheme.weights, cells=self.cells, min_mass=self.min_mass)
+        return clusters_of_atoms(scheme.points(state), scheme.weights, beta=self.beta, min_mass=self.min_mass)
 
     def groups(self, points: np.ndarray, weights: np.ndarray):
         """Centres and masses of the groups linked at ``merge_distance``."""
@@ -244,9 +242,8 @@ class ClusterTracker(Tracker):
         return t0 + high * (t1 - t0)
 
     def attrs(self) -> dict:
-        """The bookkeeping's settings (``cluster_cells``: the resolution atoms were counted at, 0 for a grid's own)."""
-        return {"merge_distance": self.merge_distance, "min_cluster_mass": self.min_mass,
-                "cluster_cells": int(self.cells or 0)}
+        """The bookkeeping's settings."""
+        return {"merge_distance": self.merge_distance, "min_cluster_mass": self.min_mass}
 
     def variables(self) -> dict:
         """``merge_time(merge)``, ``merge_mass_a``, ``merge_mass_b``, ``clusters_after_merge``."""

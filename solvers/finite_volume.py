@@ -265,7 +265,8 @@ class _FiniteVolumeScheme(DensityScheme):
 
         def counter(scheme, state, record):
             density = (record if record is not None else scheme.frame(state))["density"]
-            return clusters_of_density(density, geometry=self.geometry, volumes=scheme.fv.volumes, **where)
+            return clusters_of_density(density, beta=self.model.beta, geometry=self.geometry,
+                                       volumes=scheme.fv.volumes, **where)
 
         dim = self.model.dim if self.geometry == "zonal" else None
         return [ClusterTracker(self.model.beta, dim=dim, counter=counter)]

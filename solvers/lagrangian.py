@@ -193,10 +193,9 @@ class _Lagrangian(ClosingPairsStep, Scheme):
     radius_per_node = True
 
     def trackers(self) -> list:
-        """The cluster bookkeeping of the nodes (:class:`meanfield.solvers.clusters.ClusterTracker`), counted at the
-        run's own resolution: ``N`` cells on the circle, ``2 (L + 1)`` around a great circle of S^2."""
-        cells = self.resolution if self.geometry == "circle" else 2 * (self.resolution + 1)
-        return [ClusterTracker(self.model.beta, cells=cells)]
+        """The cluster bookkeeping of the nodes (:class:`meanfield.solvers.clusters.ClusterTracker`): the clusters of
+        the weighted nodes' attention field (:mod:`meanfield.cluster_detection`)."""
+        return [ClusterTracker(self.model.beta)]
 
     def run_attrs(self) -> dict:
         """``collapse_tol_used``: the merge distance the run applied (MATH.md §5)."""

@@ -32,7 +32,6 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from meanfield.cluster_detection import atom_resolution
 from meanfield.defaults import CAUSAL_DEFAULTS, MASKS, PARTICLE_DEFAULTS
 from meanfield.errors import require
 from meanfield.limits import check_option, check_particle_size
@@ -297,7 +296,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         state = np.where(np.abs(norms - 1.0) <= 8 * np.finfo(float).eps, positions, positions / norms)[None]
         if scheme.carries_radius:
             state = np.concatenate((state, np.full((1, n, 1), chosen_normalization.r0)), axis=-1)
-    trackers = [ClusterTracker(model.beta, cells=atom_resolution(n, dim))] if tol > 0 else []
+    trackers = [ClusterTracker(model.beta)] if tol > 0 else []
     dims, coords = scheme.dims(), scheme.coords()
     if dim == 2:  # mode amplitudes of the tokens on the circle
         modes = np.arange(max(16, 2 * dominant_mode(model)) + 1)

@@ -124,7 +124,7 @@ def _formation_readout(times, densities, energies, amplitudes, coefficients, mod
     rate = float(growth_rates(model, [k])[0])
     counts, found_clusters = [], []
     for density in densities:
-        clusters = detect_clusters(density)
+        clusters = detect_clusters(density, model.beta)
         counts.append(clusters.count)
         found_clusters.append(clusters)
     found = plateaus(times, counts, energies, min_duration=1.0 / rate)

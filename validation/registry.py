@@ -201,6 +201,9 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
     benchmark("bench-cluster-schemes", "bench_cluster_schemes",
               "Benchmark: finite-volume rhs vs its FFTs and the spectral rhs; Lagrangian O(N M) vs direct O(N^2).",
               "Fewer sizes and shorter timings."),
+    benchmark("bench-clusters", "bench_clusters",
+              "Benchmark: counting the clusters of one frame against one right-hand side of the same state (circle fv "
+              "N = 512, S^2 particles n = 1e5, 1e6; SA, beta = 9; issue 32).", "S^2 at n = 1e5 only, shorter timings."),
     benchmark("bench-causal", "bench_causal",
               "Benchmark: one causal kinetic-PDE right-hand side against N_S ordinary ones; causal circle particles, "
               "prefix sums against the masked direct sum.", "Fewer sizes and shorter timings.",

@@ -193,7 +193,7 @@ def centre_standard_error(start: np.ndarray, end: np.ndarray, weights: np.ndarra
 
 
 def _cluster_comparison(runs: dict) -> dict:
-    reference = detect_clusters(runs["fv"].density.values[-1])
+    reference = detect_clusters(runs["fv"].density.values[-1], float(runs["fv"].attrs["beta"]))
     if "point_mass" in runs["fv"]:                  # clusters handed over to points: read at their own positions
         theta, weights = fv_tokens(runs["fv"])
         fv = cluster_readout(theta[-1], weights[-1], reference.angles)

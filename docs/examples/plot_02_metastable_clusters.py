@@ -37,7 +37,7 @@ run = mf.solve("circle", attention="sa", beta=9.0, resolution=1024, init="pertur
 fitted = mf.fit_growth_rates(run, modes[:6], t_max=6.0)
 for k, measured, predicted in zip(modes[:6], fitted, rates[:6]):
     print(f"mode {k}: fitted rate {measured:.4f}, theory {predicted:.4f}")
-print("clusters at the end:", mf.detect_clusters(run["density"].values[-1]).count)
+print("clusters at the end:", mf.clusters_in_frame(run).count)
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
 left.plot(modes, rates, "o-")

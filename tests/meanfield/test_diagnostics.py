@@ -14,7 +14,7 @@ from meanfield.initial import circle_density
 def test_three_separated_clusters():
     n = 1024
     density = circle_density("vonmises:200@1+vonmises:200@3+vonmises:200@5", n)
-    clusters = detect_clusters(density)
+    clusters = detect_clusters(density, 9.0)
     assert clusters.count == 3
     assert np.allclose(np.sort(clusters.angles), [1, 3, 5], atol=2 * math.pi / n)
     assert np.allclose(clusters.masses, 1 / 3, atol=1e-6)
@@ -23,20 +23,20 @@ def test_three_separated_clusters():
 
 def test_cluster_across_theta_zero_counts_once():
     density = circle_density("vonmises:100@0.01+vonmises:100@3", 512)
-    clusters = detect_clusters(density)
+    clusters = detect_clusters(density, 9.0)
     assert clusters.count == 2
     assert min(abs(clusters.angles - 0.01).min(), abs(clusters.angles - 0.01 - 2 * math.pi).min()) < 0.02
 
 
 def test_uniform_and_weak_perturbations_have_no_cluster():
-    assert detect_clusters(circle_density("uniform", 128)).count == 0
-    # MATH.md §2.4 law, seed 1: the peak is 1.84 x the mean, below the cluster level 2 (the density's minimum 0.07 x)
-    strong = circle_density("perturbed:0.07", 128, seed=1)
-    assert 1.8 < np.max(strong) * 2 * math.pi < 2.0 and detect_clusters(strong).count == 0
+    assert detect_clusters(circle_density("uniform", 128), 9.0).count == 0
+    # MATH.md §2.4 law, seed 1, eps = 0.01: a peak 1.12 x the mean is no cluster of the field at beta = 9
+    weak = circle_density("perturbed:0.01", 128, seed=1)
+    assert np.max(weak) * 2 * math.pi > 1.05 and detect_clusters(weak, 9.0).count == 0
 
 
 def test_single_cluster_holds_all_the_mass():
-    clusters = detect_clusters(circle_density("vonmises:30@2", 256))
+    clusters = detect_clusters(circle_density("vonmises:30@2", 256), 9.0)
     assert clusters.count == 1 and clusters.masses[0] == pytest.approx(1.0, abs=1e-12)
     assert abs(clusters.angles[0] - 2.0) < 2 * math.pi / 256
 

@@ -34,12 +34,18 @@ def test_refined_formation_time_is_the_linear_threshold_crossing():
 
 
 def test_linear_formation_time_of_one_mode_is_the_threshold_crossing_and_a_second_mode_moves_it():
-    """One mode k: its k maxima reach twice the mean together, when 2 pi |a_k| exp(lambda_k t) = 1/2 (a real a_k
-    puts the maxima on grid points, where the clusters are read)."""
+    """One mode k, density ``(1 + 2 a cos k theta) / 2 pi``: the field is ``I_0 + 2 a I_k cos k theta`` (scaled), so
+    its k maxima stand out together, first by concentration (MATH.md §10): ``2 a k^2 I_k / (beta (I_0 + 2 a I_k))
+    = 1/4`` at ``a = beta I_0 / ((8 k^2 - 2 beta) I_k)`` (before the prominence's ``a = I_0 / (6 I_k)``), with
+    ``a = 2 pi |a_k| exp(lambda_k t)``."""
+    from scipy.special import ive
+
     model, n = Model("sa", 9.0, 0.0, 2), 128
     coefficients = np.zeros(n // 2 + 1, dtype=complex)
     coefficients[0], coefficients[4] = 1 / (2 * math.pi), 1e-4 / (2 * math.pi)
-    expected = refined_formation_time(coefficients[4], growth_rates(model, [4])[0])        # 12.09
+    a_star = 9.0 * ive(0, 9.0) / ((8 * 16 - 2 * 9.0) * ive(4, 9.0))
+    assert a_star < ive(0, 9.0) / (6 * ive(4, 9.0))
+    expected = math.log(a_star / 1e-4) / growth_rates(model, [4])[0]                        # 10.84
     assert linear_formation_time(coefficients, model, 4, n) == pytest.approx(expected, abs=1e-5)
     assert linear_formation_time(coefficients, model, 1, n) == pytest.approx(expected, abs=1e-5)
     # mode 5 as large: the pattern is no longer k-fold symmetric, one maximum crosses first, all four later
@@ -96,5 +102,5 @@ def test_smoothed_density_is_non_negative_with_the_tokens_mass():
 def test_one_point_mass_is_one_cluster_after_smoothing():
     from meanfield.diagnostics import detect_clusters
     density = smoothed_density(np.array([1.0]), np.array([1.0]), 0.05, 1024)
-    assert detect_clusters(density).count == 1
+    assert detect_clusters(density, 9.0).count == 1
     assert density.max() == pytest.approx(1 / (math.sqrt(2 * math.pi) * 0.05), rel=1e-3)

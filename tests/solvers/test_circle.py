@@ -59,7 +59,7 @@ def test_run_stops_when_resolution_is_lost_and_keeps_its_frames(clustering_run):
     assert 0 < times[-1] - times[-2] < 0.25 and clustering_run.attrs["last_frame_off_schedule"] == 1
     density = clustering_run["density"].values
     assert np.all(density >= -1e-6 / (2 * math.pi))
-    assert detect_clusters(density[-1]).count == 4  # k* = 4 at beta = 9
+    assert detect_clusters(density[-1], 9.0).count == 4  # k* = 4 at beta = 9
 
 
 def test_nu_positive_mass_and_stepper_agreement():
@@ -100,7 +100,7 @@ def test_von_mises_bump_contracts_and_stays_centred():
     coeffs = np.fft.rfft(ds["density"].values[-1], norm="forward")
     rotated = coeffs * np.exp(2.0j * np.arange(coeffs.size))  # symmetric about theta = 2: real
     assert np.max(np.abs(rotated.imag)) < 1e-14
-    assert detect_clusters(ds["density"].values[-1]).count == 1
+    assert detect_clusters(ds["density"].values[-1], 4.0).count == 1
 
 
 class _Interrupting:

@@ -102,12 +102,12 @@ def test_clustering_run_forms_the_dominant_mode_number_of_clusters(clustering_ru
     k_star = dominant_mode(model)
     assert k_star == 4
     times = clustering_run["time"].values
-    counts = np.array([detect_clusters(frame).count for frame in clustering_run["density"].values])
+    counts = np.array([detect_clusters(frame, 9.0).count for frame in clustering_run["density"].values])
     formed = times >= 1.5 * formation_time(model, 1e-4)
     assert np.all(counts[formed] == k_star)       # formed by 1.5 x the predicted time, and kept to t = 60
     assert np.all(counts[~formed] <= k_star)
     first = np.argmax(counts == k_star)
-    assert detect_clusters(clustering_run["density"].values[first]).masses.sum() == pytest.approx(1.0, rel=1e-12)
+    assert detect_clusters(clustering_run["density"].values[first], 9.0).masses.sum() == pytest.approx(1.0, rel=1e-12)
 
 
 def test_clustering_run_energy_grows(clustering_run):

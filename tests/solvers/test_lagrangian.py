@@ -121,7 +121,7 @@ def test_beta9_runs_ten_formation_times_with_four_clusters():
     lost = int(np.argmin(resolved))
     assert resolved[0] and not resolved[-1] and not resolved[lost:].any()
     assert np.all(ds["density"].values >= 0)
-    counts = np.array([detect_clusters(frame).count for frame in ds["density"].values])
+    counts = np.array([detect_clusters(frame, float(ds.attrs["beta"])).count for frame in ds["density"].values])
     formed = int(np.argmax(counts >= 2))
     # resolved until clusters have formed (seed 0 draws mode 4 at 1.6 x its typical amplitude: both at 11.69)
     assert times[formed] <= times[lost] < 1.5 * t_form and times[formed] < 1.5 * t_form

@@ -164,11 +164,11 @@ def zonal_staircase_run():
 def test_zonal_fv_follows_its_rings_to_one_pole_point(zonal_staircase_run):
     ds = zonal_staircase_run
     assert ds.attrs["stop_reason"] == "completed"
-    # three rings become points (mass >= 1 %); they form within two cells of one another, so the package's
-    # cluster definition (meanfield.cluster_detection, on the grid's cells) sees two clusters at most, then one
+    # three rings become points (mass >= 1 %); they form within two cells (0.1 rad) of one another, far inside the
+    # kernel's width 1 / sqrt(beta) = 0.5 rad: one hill of the attention field, one cluster (MATH.md §10)
     heavy_points = np.sum(np.nan_to_num(ds["point_mass"].values) >= 1e-2, axis=1)
     assert int(np.max(heavy_points)) == 3
-    assert int(np.max(ds["cluster_count"].values)) == 2 and int(ds["cluster_count"].values[-1]) == 1
+    assert int(np.max(ds["cluster_count"].values)) == 1 and int(ds["cluster_count"].values[-1]) == 1
     y, m = ds["point_position"].values[-1], ds["point_mass"].values[-1]
     kept = ~np.isnan(y)
     assert list(y[kept]) == [0.0]                                   # one point, exactly on the pole (not past it)
