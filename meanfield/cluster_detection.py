@@ -8,12 +8,11 @@ Both attentions move a token up the attention field ``A = K * mu`` (USA: velocit
    :mod:`meanfield.attention_field`, which resolves ``A`` at a tenth of the kernel's width).
 2. **Standing out.**  The maxima are taken from the lowest to the highest along the saddles that join their
    basins, highest saddle first (the order in which a falling level separates them).  Where a maximum meets a
-   higher one over a saddle of height ``s``, it *stands out* when either
-   - its *prominence* ``1 - s / A_max`` is at least :data:`PROMINENCE` (1/2): the field falls to half its peak
-     before it can rise to a higher one; or
-   - its *concentration* ``c = -Laplace A / ((d - 1) beta A)`` at the maximum is at least :data:`CONCENTRATION`
-     (1/2): the mass under it is narrower than the kernel (``c = 1`` for a point, ``1 / (1 + beta s^2)`` for a
-     cluster of angular spread ``s``, ``O(eps)`` for a perturbation ``eps`` of the uniform state).
+   higher one over a saddle of height ``s``, it *stands out* when either its *prominence* ``1 - s / A_max`` is at
+   least :data:`PROMINENCE` (1/2: the field falls to half its peak before it can rise to a higher one), or its
+   *concentration* ``c = -Laplace A / ((d - 1) beta A)`` at the maximum is at least :data:`CONCENTRATION` (1/4: the
+   mass under it is at most ``sqrt(3)`` kernel widths wide; ``c = 1`` for a point, about ``1 / (1 + beta s^2)`` for a
+   cluster of angular spread ``s``, ``O(eps)`` for a perturbation ``eps`` of the uniform state).
    A maximum that does not stand out is no cluster of its own: its basin joins the basin across that saddle.
    The highest maximum of each connected piece is measured against the lowest value of ``A`` on the piece.
 3. **Enough mass.**  A basin that stands out is a cluster when it holds at least :data:`MIN_MASS` (1 %) of the
@@ -37,7 +36,7 @@ import numpy as np
 from .attention_field import SampledField, field_of
 from .errors import require
 
-#: A maximum stands out when the field falls below this fraction of its peak... (1 - PROMINENCE) before a higher one.
+#: A maximum stands out when its prominence ``1 - saddle / peak`` is at least this ...
 PROMINENCE = 0.5
 #: ... or when its concentration ``-Laplace A / ((d - 1) beta A)`` is at least this.
 CONCENTRATION = 0.25
