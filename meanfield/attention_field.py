@@ -6,8 +6,9 @@ places*: tokens, Lagrangian nodes and point clusters are their own places; a den
 node or cell (quadrature weight or cell volume times its value) at that node; a mixture is both at once.  Each
 geometry is an object that turns those masses into ``A`` on its own sampling graph:
 
-* :class:`CircleField` — Fourier sums ``c_k = sum_j w_j exp(-i k theta_j)`` (ducc0's NUFFT for many masses), then
-  ``A = sum_k exp(-beta) I_k(beta) c_k exp(i k theta)`` on a uniform grid (MATH.md §2.1);
+* :class:`CircleField` — Fourier coefficients ``mu_hat_k = sum_j w_j exp(-i k theta_j) / 2 pi`` (ducc0's NUFFT), then
+  ``A = sum_k exp(-beta) kappa_k mu_hat_k exp(i k theta)``, ``kappa_k = 2 pi I_k(beta)``, on a uniform grid
+  (MATH.md §2.1);
 * :class:`SphereField` — point-mass coefficients ``mu_lm`` (ducc0's adjoint non-uniform synthesis), then
   ``A = sum exp(-beta) kappa_l mu_lm Y_lm`` on a Gauss–Legendre grid (MATH.md §2.2);
 * :class:`ZonalField` — zonal rings on S^{d-1}: Gegenbauer sums ``g_l``, then ``A`` along the polar angle;
@@ -23,11 +24,15 @@ Sampling.  ``A`` is band-limited: its degrees above the kernel's band limit ``M(
 1e-13 of its mean.  The grids sample it at least at that band and with a spacing of at most
 :data:`SPACING` ``/ sqrt(beta)`` (a tenth of the kernel's width on the circle and zonal rings, a fifth on S^2), so
 maxima, saddles and basins are those of ``A`` and not of the grid the measure came on.
+
+:data:`FIELDS` names the field of each geometry (``circle``, ``sphere``, ``zonal``, ``atoms``); every field is made
+as ``Field(places, masses, beta, dim)``.
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -45,13 +50,12 @@ ATOM_NEIGHBOURS = 12
 #: Atoms closer than this many kernel widths ``1 / sqrt(beta)`` are one node of :class:`AtomField` (the field differs
 #: across them by about ``1e-6`` of itself).
 SAME_PLACE = 1e-3
-#: Above this many masses the circle's Fourier sums use ducc0's NUFFT (exact to 1e-13), below it direct sums.
-NUFFT_FROM = 4096
+#: Accuracy of the circle's NUFFT sums.
+NUFFT_EPSILON = 1e-13
 
 
-def _nodes_around(beta: float, spacing: float) -> int:
+def _nodes_around(band: int, beta: float, spacing: float) -> int:
     """Sampling nodes around a great circle: the band twice over and ``spacing / sqrt(beta)`` apart, even."""
-    band = band_limit(beta, 2, BAND_TOL)
     wanted = max(MIN_NODES, 2 * band + 2, int(math.ceil(2 * math.pi * math.sqrt(max(beta, 1.0)) / spacing)))
     return wanted + (wanted % 2)
 
@@ -63,8 +67,6 @@ class SampledField:
     ``neighbours``: ``(nodes, K)`` indices, a node's own index padding the rows with fewer neighbours;
     ``values``: ``A``; ``concentration``: ``c``; ``place``: which node each given mass sits at.
     """
-
-    dim: int
 
     def __init__(self, beta: float, directions, neighbours, values, concentration, place):
         self.beta = float(beta)
@@ -85,17 +87,15 @@ class SampledField:
 
 # ------------------------------------------------------------------------------------------------ circle
 class CircleField(SampledField):
-    """``A`` on ``N`` equal arcs of the circle from masses at angles (module docstring)."""
+    """``A`` on ``N`` equal arcs of the circle from masses at angles (module docstring; ``dim`` is 2)."""
 
-    dim = 2
-
-    def __init__(self, angles, masses, beta: float, nodes: int | None = None):
+    def __init__(self, angles, masses, beta: float, dim: int = 2):
         angles = np.mod(np.asarray(angles, dtype=float), 2 * math.pi)
         masses = np.asarray(masses, dtype=float)
-        n = _nodes_around(beta, SPACING) if nodes is None else int(nodes)
-        band = min(band_limit(beta, 2, BAND_TOL), n // 2 - 1)
-        self.coefficients = self._sums(angles, masses, band) * _circle_multipliers(band, beta)
+        band = band_limit(beta, 2, BAND_TOL)
+        n = _nodes_around(band, beta, SPACING)
         k = np.arange(band + 1)
+        self.coefficients = self._coefficients(angles, masses, band) * scaled_funk_hecke(k, beta, 2)
         values = np.fft.irfft(self.coefficients, n) * n
         second = -np.fft.irfft(self.coefficients * k * k, n) * n
         self.step = 2 * math.pi / n
@@ -107,15 +107,13 @@ class CircleField(SampledField):
         super().__init__(beta, directions, neighbours, values, _concentration(second, values, beta), place)
 
     @staticmethod
-    def _sums(angles: np.ndarray, masses: np.ndarray, band: int) -> np.ndarray:
-        """``c_k = sum_j w_j exp(-i k theta_j)``, ``k = 0 .. band``."""
-        if angles.size < NUFFT_FROM:
-            return np.exp(-1j * np.outer(np.arange(band + 1), angles)) @ masses
+    def _coefficients(angles: np.ndarray, masses: np.ndarray, band: int) -> np.ndarray:
+        """``mu_hat_k = sum_j w_j exp(-i k theta_j) / 2 pi``, ``k = 0 .. band`` (MATH.md §2.1; ducc0's NUFFT)."""
         import ducc0
 
         full = ducc0.nufft.nu2u(points=masses.astype(complex), coord=angles[:, None], forward=True,
-                                epsilon=1e-13, nthreads=1, out=np.empty(2 * band + 2, dtype=complex))
-        return full[band + 1:]      # the centred layout: index band + 1 + k holds mode k
+                                epsilon=NUFFT_EPSILON, nthreads=1, out=np.empty(2 * band + 2, dtype=complex))
+        return full[band + 1:] / (2 * math.pi)      # the centred layout: index band + 1 + k holds mode k
 
     def series_at(self, theta: float, derivative: int = 0) -> float:
         """``d^derivative A / d theta^derivative`` at ``theta`` from the series (exact)."""
@@ -146,13 +144,6 @@ class CircleField(SampledField):
         return np.array([math.cos(theta), math.sin(theta)])
 
 
-def _circle_multipliers(band: int, beta: float) -> np.ndarray:
-    """``exp(-beta) I_k(beta)``, ``k = 0 .. band``: ``exp(beta cos t) = sum_k I_k(beta) e^{ikt}`` (MATH.md §2.1)."""
-    from scipy.special import ive
-
-    return ive(np.arange(band + 1), beta)
-
-
 def _concentration(second: np.ndarray, values: np.ndarray, beta: float) -> np.ndarray:
     """``-second / (beta A)`` where ``A > 0`` (0 elsewhere)."""
     positive = values > 0
@@ -161,19 +152,17 @@ def _concentration(second: np.ndarray, values: np.ndarray, beta: float) -> np.nd
 
 # ------------------------------------------------------------------------------------------------ S^2
 class SphereField(SampledField):
-    """``A`` on a Gauss–Legendre grid of S^2 from masses at unit vectors (module docstring)."""
+    """``A`` on a Gauss–Legendre grid of S^2 from masses at unit vectors (module docstring; ``dim`` is 3)."""
 
-    dim = 3
-
-    def __init__(self, points, masses, beta: float, lmax: int | None = None):
+    def __init__(self, points, masses, beta: float, dim: int = 3):
         import ducc0
 
         from .harmonics import SHT_EPSILON, m_major_layout, point_mass_coefficients, sphere_locations
 
         points = np.asarray(points, dtype=float)
         masses = np.asarray(masses, dtype=float)
-        if lmax is None:
-            lmax = max(band_limit(beta, 3, BAND_TOL), _nodes_around(beta, 2 * SPACING) // 2, MIN_NODES // 2)
+        band = band_limit(beta, 3, BAND_TOL)
+        lmax = max(band, _nodes_around(band, beta, 2 * SPACING) // 2, MIN_NODES // 2)
         nlat, nlon = lmax + 2, 2 * lmax + 2
         loc, _ = sphere_locations(points)
         mu = point_mass_coefficients(masses, loc, lmax, SHT_EPSILON)[0]
@@ -226,6 +215,7 @@ def _parabola_offset(left: float, centre: float, right: float) -> float:
     return float(np.clip(0.5 * (left - right) / curvature, -0.5, 0.5))
 
 
+@lru_cache(maxsize=8)
 def _lat_lon_neighbours(nlat: int, nlon: int) -> np.ndarray:
     """The 8 neighbours of each node of a ``(nlat, nlon)`` latitude–longitude grid (longitudes wrap), and across the
     pole for the polar rows (the node half way round), padded with the node itself."""
@@ -240,22 +230,23 @@ def _lat_lon_neighbours(nlat: int, nlon: int) -> np.ndarray:
             table.append(np.where(inside, np.clip(r, 0, nlat - 1) * nlon + c, row * nlon + column))
     polar = (row == 0) | (row == nlat - 1)
     table.append(np.where(polar, row * nlon + (column + nlon // 2) % nlon, row * nlon + column))
-    return np.stack(table, axis=-1)
+    table = np.stack(table, axis=-1)
+    table.flags.writeable = False       # shared by every field on this grid
+    return table
 
 
 # ------------------------------------------------------------------------------------------------ zonal rings
 class ZonalField(SampledField):
-    """``A`` of zonal rings on S^{dim-1} along the polar angle, poles included (module docstring)."""
+    """``A`` of zonal rings on S^{dim-1} along the polar angle, poles included (module docstring); the nodes are points
+    ``(cos th, sin th)`` of a meridian half-plane."""
 
-    dim = 2     # the nodes are points of a meridian half-plane
-
-    def __init__(self, polar, masses, beta: float, dim: int, nodes: int | None = None):
+    def __init__(self, polar, masses, beta: float, dim: int):
         from .gegenbauer import normalised_gegenbauer
 
         polar = np.clip(np.asarray(polar, dtype=float), 0.0, math.pi)
         masses = np.asarray(masses, dtype=float)
         lmax = band_limit(beta, dim, BAND_TOL)
-        count = (_nodes_around(beta, SPACING) // 2 + 1) if nodes is None else int(nodes)
+        count = _nodes_around(lmax, beta, SPACING) // 2 + 1
         self.step = math.pi / (count - 1)
         theta = self.step * np.arange(count)
         g = normalised_gegenbauer(np.cos(polar), lmax, dim).T @ masses
@@ -265,7 +256,6 @@ class ZonalField(SampledField):
         on_outer = normalised_gegenbauer(np.cos(outer), lmax, dim) @ series
         values = on_outer[1:-1]
         second = (on_outer[:-2] - 2 * values + on_outer[2:]) / self.step ** 2
-        self.ambient_dim = int(dim)
         directions = np.stack((np.cos(theta), np.sin(theta)), axis=-1)
         index = np.arange(count)
         neighbours = np.stack((np.maximum(index - 1, 0), np.minimum(index + 1, count - 1)), axis=-1)
@@ -287,7 +277,7 @@ class AtomField(SampledField):
     each node is joined to its :data:`ATOM_NEIGHBOURS` nearest nodes within the kernel's width ``1 / sqrt(beta)``
     (the field's own scale: the ascent never jumps across a gap wider than that)."""
 
-    def __init__(self, points, masses, beta: float, block: int = 2048):
+    def __init__(self, points, masses, beta: float, dim: int | None = None, block: int = 2048):
         from scipy.spatial import cKDTree
 
         from .point_groups import link_groups, merge_points
@@ -337,14 +327,13 @@ class AtomField(SampledField):
         return x
 
 
+#: The field of each geometry: ``circle`` (angles), ``sphere`` (S^2, unit vectors), ``zonal`` (polar angles of
+#: rings on S^{dim-1}), ``atoms`` (unit vectors on S^{dim-1}, any dim).
+FIELDS = {"circle": CircleField, "sphere": SphereField, "zonal": ZonalField, "atoms": AtomField}
+
+
 def field_of(places, masses, beta: float, *, geometry: str, dim: int) -> SampledField:
-    """The sampled field of ``masses`` at ``places`` (angles on the circle, polar angles of zonal rings, unit vectors
-    elsewhere) for ``geometry`` in ``circle``, ``sphere`` (S^2), ``zonal`` (rings on S^{dim-1}), ``atoms`` (S^{dim-1})."""
+    """The sampled field of ``masses`` at ``places`` for ``geometry`` (a name of :data:`FIELDS`)."""
     require(beta > 0, f"clusters are read off the attention field at beta > 0 (got beta = {beta:g})")
-    if geometry == "circle":
-        return CircleField(places, masses, beta)
-    if geometry == "sphere":
-        return SphereField(places, masses, beta)
-    if geometry == "zonal":
-        return ZonalField(places, masses, beta, dim)
-    return AtomField(places, masses, beta)
+    require(geometry in FIELDS, f"geometry must be one of {', '.join(FIELDS)} (got {geometry!r})")
+    return FIELDS[geometry](places, masses, beta, dim)

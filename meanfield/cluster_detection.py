@@ -111,12 +111,6 @@ def _saddles(field: SampledField, basin: np.ndarray):
     return pairs[order], heights[order]
 
 
-def _stands_out(field: SampledField, peak: int, saddle: float, prominence: float, concentration: float) -> tuple:
-    top = float(field.values[peak])
-    rise = 1.0 - saddle / top if top > 0 else 0.0
-    return rise >= prominence or field.peak(peak)[1] >= concentration, rise
-
-
 def clusters_of_field(field: SampledField, masses: np.ndarray, *, prominence: float = PROMINENCE,
                       concentration: float = CONCENTRATION, min_mass: float = MIN_MASS) -> Clusters:
     """The clusters (module docstring) of ``masses`` sitting at ``field.place`` on the sampled ``field``."""
@@ -130,6 +124,19 @@ def clusters_of_field(field: SampledField, masses: np.ndarray, *, prominence: fl
     piece = np.arange(count)            # union-find over connected pieces
     top = np.arange(count)              # the undecided territory at the top of each piece (by its root)
     closed: dict[int, float] = {}       # territory -> its prominence, for the ones that stand out
+    refined: dict[int, tuple] = {}      # peak node -> (refined maximum, its concentration), each computed once
+
+    def peak_of(t):
+        node = int(peaks[t])
+        if node not in refined:
+            refined[node] = field.peak(node)
+        return refined[node]
+
+    def stands_out(t, saddle):
+        """Whether territory ``t``'s maximum stands out over ``saddle`` (module docstring), and its prominence."""
+        top_value = float(field.values[peaks[t]])
+        rise = 1.0 - saddle / top_value if top_value > 0 else 0.0
+        return rise >= prominence or peak_of(t)[1] >= concentration, rise
 
     def find(a):
         while piece[a] != a:
@@ -152,28 +159,29 @@ def clusters_of_field(field: SampledField, masses: np.ndarray, *, prominence: fl
         if field.values[peaks[ta]] < field.values[peaks[tb]] or (
                 field.values[peaks[ta]] == field.values[peaks[tb]] and peaks[ta] < peaks[tb]):
             pa, pb, ta, tb, a, b = pb, pa, tb, ta, b, a                  # the lower piece is pb, its top tb
-        stands, rise = _stands_out(field, peaks[tb], float(height), prominence, concentration)
+        stands, rise = stands_out(tb, float(height))
         if stands:
             closed[tb] = rise
         else:
             owner[tb] = territory(a)                                     # its basin joins the one across the saddle
         piece[pb] = pa
-    for root in {find(e) for e in range(count)}:                         # each piece's highest maximum
-        members = np.nonzero(np.array([find(e) for e in range(count)]) == root)[0]
-        lowest = float(np.min(field.values[np.isin(basin, members)]))
-        stands, rise = _stands_out(field, peaks[top[root]], lowest, prominence, concentration)
+    roots = np.array([find(e) for e in range(count)])
+    lowest = np.full(count, np.inf)
+    np.minimum.at(lowest, roots[basin], field.values)                    # the lowest A on each piece
+    for root in np.unique(roots):                                        # each piece's highest maximum
+        stands, rise = stands_out(top[root], float(lowest[root]))
         if stands:
             closed[top[root]] = rise
     final = np.array([territory(e) for e in range(count)])
-    total = float(masses.sum())
-    kept = [t for t in closed if np.sum(basin_mass[final == t]) >= min_mass * total]
-    kept.sort(key=lambda t: (-np.sum(basin_mass[final == t]), peaks[t]))
+    territory_mass = np.bincount(final, basin_mass, minlength=count)
+    kept = [t for t in closed if territory_mass[t] >= min_mass * float(masses.sum())]
+    kept.sort(key=lambda t: (-territory_mass[t], peaks[t]))
     cluster_of_basin = np.full(count, -1)
     for index, t in enumerate(kept):
         cluster_of_basin[final == t] = index
     labels = cluster_of_basin[basin[field.place]]
     dim = field.directions.shape[1]
-    found = [field.peak(peaks[t]) for t in kept]
+    found = [peak_of(t) for t in kept]
     centres = np.array([direction for direction, _ in found]).reshape(-1, dim)
     return Clusters(centres, np.bincount(labels[labels >= 0], masses[labels >= 0], minlength=len(kept)),
                     np.array([value for _, value in found]),

@@ -80,14 +80,17 @@ def test_k_separated_points_are_k_clusters_as_tokens_and_as_weighted_nodes(dim, 
 
 def test_the_causal_run_counts_its_distinct_points():
     """Issue 32: `particles --mask causal --n 200 --beta 64` ends with its tokens at distinct points of masses
-    0.06 .. 0.34; the old definition counted 4 of 6.  Every distinct point holding >= 1 % is a cluster."""
+    0.06 .. 0.34; the old definition counted 4 of 6.  Here (seed 0, t = 200) the tokens make 6 groups more than
+    4 / sqrt(beta) apart, of masses 0.34, 0.33, 0.12, 0.09, 0.06, 0.06: 6 clusters with those masses."""
     run = mf.simulate_particles(dim=2, n=200, beta=64.0, mask="causal", seed=0, t_final=200.0, save_every=200.0,
                                 progress=False)
     angles = np.mod(np.arctan2(run["positions"].values[-1][:, 1], run["positions"].values[-1][:, 0]), 2 * math.pi)
     order = np.sort(angles)
     gaps = np.diff(np.concatenate((order, [order[0] + 2 * math.pi])))
     groups = np.count_nonzero(gaps > 4 / math.sqrt(64.0))
-    assert clusters_in_frame(run).count == groups >= 4
+    clusters = clusters_in_frame(run)
+    assert clusters.count == groups == 6
+    assert clusters.masses == pytest.approx([0.34, 0.33, 0.12, 0.09, 0.06, 0.06], abs=1e-12)
 
 
 @pytest.mark.parametrize("beta", [6.0, 9.0])
