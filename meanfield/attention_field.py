@@ -80,6 +80,10 @@ class SampledField:
         """The maximum of ``A`` near ``node`` as a unit vector (the node's own direction unless refined)."""
         return self.directions[node]
 
+    def ascent_roots(self) -> np.ndarray:
+        """Each node's local maximum by steepest ascent on the graph (ties broken towards the larger index)."""
+        return steepest_ascent(self.values, self.neighbours)
+
     def peak(self, node: int) -> tuple[np.ndarray, float]:
         """The refined maximum near ``node`` and the concentration there (the node's, unless known exactly)."""
         return self.refine(node), float(self.concentration[node])
@@ -90,58 +94,100 @@ class CircleField(SampledField):
     """``A`` on ``N`` equal arcs of the circle from masses at angles (module docstring; ``dim`` is 2)."""
 
     def __init__(self, angles, masses, beta: float, dim: int = 2):
-        angles = np.mod(np.asarray(angles, dtype=float), 2 * math.pi)
+        raw = np.asarray(angles, dtype=float)
+        angles = np.mod(raw, 2 * math.pi)
         masses = np.asarray(masses, dtype=float)
-        band = band_limit(beta, 2, BAND_TOL)
-        n = _nodes_around(band, beta, SPACING)
+        band, n, multipliers = _circle_sampling(float(beta))
+        self.coefficients = self._coefficients(raw, masses, band) * multipliers
         k = np.arange(band + 1)
-        self.coefficients = self._coefficients(angles, masses, band) * scaled_funk_hecke(k, beta, 2)
         values = np.fft.irfft(self.coefficients, n) * n
         second = -np.fft.irfft(self.coefficients * k * k, n) * n
         self.step = 2 * math.pi / n
-        theta = self.step * np.arange(n)
-        directions = np.stack((np.cos(theta), np.sin(theta)), axis=-1)
-        index = np.arange(n)
-        neighbours = np.stack((np.roll(index, 1), np.roll(index, -1)), axis=-1)
+        directions, neighbours = _circle_graph(n)
         place = np.rint(angles / self.step).astype(np.intp) % n
         super().__init__(beta, directions, neighbours, values, _concentration(second, values, beta), place)
 
     @staticmethod
     def _coefficients(angles: np.ndarray, masses: np.ndarray, band: int) -> np.ndarray:
-        """``mu_hat_k = sum_j w_j exp(-i k theta_j) / 2 pi``, ``k = 0 .. band`` (MATH.md §2.1; ducc0's NUFFT)."""
+        """``mu_hat_k = sum_j w_j exp(-i k theta_j) / 2 pi``, ``k = 0 .. band`` (MATH.md §2.1): an FFT when the
+        places are an equispaced grid ``theta_0 + 2 pi j / n`` (a grid's nodes or cells; exact, the sums being
+        ``n``-periodic in ``k``), ducc0's NUFFT otherwise."""
+        n = angles.size
+        if n >= 2 and abs(angles[1] - angles[0] - 2 * math.pi / n) <= 1e-12 and np.allclose(
+                angles, angles[0] + (2 * math.pi / n) * np.arange(n), rtol=0.0, atol=1e-12):
+            k = np.arange(band + 1)
+            return np.fft.fft(masses)[k % n] * np.exp(-1j * k * angles[0]) / (2 * math.pi)
         import ducc0
 
-        full = ducc0.nufft.nu2u(points=masses.astype(complex), coord=angles[:, None], forward=True,
-                                epsilon=NUFFT_EPSILON, nthreads=1, out=np.empty(2 * band + 2, dtype=complex))
+        full = ducc0.nufft.nu2u(points=masses.astype(complex), coord=np.mod(angles, 2 * math.pi)[:, None],
+                                forward=True, epsilon=NUFFT_EPSILON, nthreads=1,
+                                out=np.empty(2 * band + 2, dtype=complex))
         return full[band + 1:] / (2 * math.pi)      # the centred layout: index band + 1 + k holds mode k
 
-    def series_at(self, theta: float, derivative: int = 0) -> float:
-        """``d^derivative A / d theta^derivative`` at ``theta`` from the series (exact)."""
-        k = np.arange(self.coefficients.size)
-        terms = self.coefficients * (1j * k) ** derivative * np.exp(1j * k * theta)
-        weights = np.where(k == 0, 1.0, 2.0)
-        return float(np.sum(weights * terms).real)
+    def series_at(self, theta: float) -> tuple[float, float, float]:
+        """``A``, ``A'`` and ``A''`` at ``theta`` from the series (exact)."""
+        if not hasattr(self, "_weighted"):
+            k = np.arange(self.coefficients.size)
+            self._weighted = np.where(k == 0, 1.0, 2.0) * self.coefficients
+            self._ik = 1j * k
+        terms = self._weighted * np.exp(self._ik * theta)
+        first = terms * self._ik
+        return float(terms.sum().real), float(first.sum().real), float((first * self._ik).sum().real)
 
     def peak(self, node: int) -> tuple[np.ndarray, float]:
-        """The refined maximum and its exact concentration ``-A'' / (beta A)`` from the series."""
-        direction = self.refine(node)
-        theta = math.atan2(direction[1], direction[0])
-        return direction, -self.series_at(theta, 2) / (self.beta * self.series_at(theta))
-
-    def refine(self, node: int) -> np.ndarray:
-        """Newton's method on ``A'`` from the node (a few steps, kept within a node spacing)."""
+        """The refined maximum (Newton's method on ``A'`` from the node, a few steps kept within a node spacing) and
+        its exact concentration ``-A'' / (beta A)`` from the series."""
         theta = self.step * node
+        value, first, second = self.series_at(theta)
         for _ in range(8):
-            second = self.series_at(theta, 2)
-            if second >= 0:
-                break
-            move = -self.series_at(theta, 1) / second
+            move = -first / second if second < 0 else math.inf
             if abs(move) > self.step:
                 break
             theta += move
+            value, first, second = self.series_at(theta)
             if abs(move) < 1e-14:
                 break
-        return np.array([math.cos(theta), math.sin(theta)])
+        return np.array([math.cos(theta), math.sin(theta)]), -second / (self.beta * value)
+
+    def refine(self, node: int) -> np.ndarray:
+        """The refined maximum near ``node`` (:meth:`peak`)."""
+        return self.peak(node)[0]
+
+
+@lru_cache(maxsize=16)
+def _circle_sampling(beta: float) -> tuple[int, int, np.ndarray]:
+    """The circle field's band, node count and kernel multipliers ``exp(-beta) kappa_k``, ``k = 0 .. band``."""
+    band = band_limit(beta, 2, BAND_TOL)
+    multipliers = scaled_funk_hecke(np.arange(band + 1), beta, 2)
+    multipliers.setflags(write=False)
+    return band, _nodes_around(band, beta, SPACING), multipliers
+
+
+@lru_cache(maxsize=16)
+def _circle_graph(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n`` equispaced nodes of the circle as unit vectors and each one's two neighbours (read-only)."""
+    theta = 2 * math.pi * np.arange(n) / n
+    directions = np.stack((np.cos(theta), np.sin(theta)), axis=-1)
+    index = np.arange(n)
+    neighbours = np.stack((np.roll(index, 1), np.roll(index, -1)), axis=-1)
+    directions.setflags(write=False)
+    neighbours.setflags(write=False)
+    return directions, neighbours
+
+
+def steepest_ascent(values: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
+    """The node each node reaches by moving to its highest neighbour while one is higher (value, then index)."""
+    n = values.size
+    key = np.lexsort((np.arange(n), values))          # a strict order: value, then index
+    rank = np.empty(n, dtype=np.intp)
+    rank[key] = np.arange(n)
+    candidates = np.concatenate((np.arange(n)[:, None], neighbours), axis=1)
+    up = candidates[np.arange(n), np.argmax(rank[candidates], axis=1)]
+    while True:
+        nxt = up[up]
+        if np.array_equal(nxt, up):
+            return up
+        up = nxt
 
 
 def _concentration(second: np.ndarray, values: np.ndarray, beta: float) -> np.ndarray:
@@ -275,7 +321,17 @@ class AtomField(SampledField):
     """``A`` at the atoms themselves on S^{d-1} (any ``d``; used for ``d >= 4``), by the direct sum in blocks
     (module docstring).  Coincident atoms (within :data:`SAME_PLACE` rad) are one node carrying their summed mass;
     each node is joined to its :data:`ATOM_NEIGHBOURS` nearest nodes within the kernel's width ``1 / sqrt(beta)``
-    (the field's own scale: the ascent never jumps across a gap wider than that)."""
+    (the field's own scale: the ascent never jumps across a gap wider than that).
+
+    A maximum of ``A`` need not sit at an atom (tokens spread evenly around a point have their maximum between
+    them, at no atom).  So the ascent on the atoms is continued off them: from each atom where it stops, mean-shift
+    steps ``x <- P(sum_j w_j e^{beta <x, y_j>} y_j)`` (each raises ``A``, MATH.md §10) climb to a maximum of ``A``;
+    maxima reached from several atoms (within :data:`SAME_PLACE`) are one, and each is a node of the graph above
+    the atoms that climbed to it."""
+
+    #: Mean-shift steps: at most this many, and stop once no maximum moves by more than :data:`SHIFT_TOL` rad.
+    MAX_SHIFTS = 200
+    SHIFT_TOL = 1e-10
 
     def __init__(self, points, masses, beta: float, dim: int | None = None, block: int = 2048):
         from scipy.spatial import cKDTree
@@ -284,21 +340,38 @@ class AtomField(SampledField):
 
         points = np.asarray(points, dtype=float)
         masses = np.asarray(masses, dtype=float)
-        self.dim, self.beta = points.shape[1], float(beta)
-        labels, count = link_groups(np.ascontiguousarray(points), SAME_PLACE / math.sqrt(self.beta))
+        self.dim, self.beta, self.block = points.shape[1], float(beta), block
+        same = SAME_PLACE / math.sqrt(self.beta)
+        labels, count = link_groups(np.ascontiguousarray(points), same)
         nodes, node_masses = merge_points(points, masses, labels, count)
         self.points, self.masses = nodes, node_masses
-        values, laplace = np.empty(count), np.empty(count)
-        for start in range(0, count, block):
-            values[start:start + block], laplace[start:start + block] = self._sums(nodes[start:start + block])
+        values, laplace = self._field_at(nodes)
         k = min(ATOM_NEIGHBOURS + 1, count)
         reach = 2 * math.sin(min(math.pi, 1.0 / math.sqrt(self.beta)) / 2)
         distance, neighbours = cKDTree(nodes).query(nodes, k=k, distance_upper_bound=reach)
         neighbours = np.asarray(neighbours).reshape(count, k)
         neighbours = np.where(np.isfinite(np.asarray(distance).reshape(count, k)), neighbours,
                               np.arange(count)[:, None])
-        super().__init__(beta, nodes, neighbours, values,
-                         _concentration(laplace / (self.dim - 1), values, beta), labels)
+        tops = np.unique(steepest_ascent(values, neighbours))
+        modes = self._climb(nodes[tops])
+        mode_labels, mode_count = link_groups(np.ascontiguousarray(modes), same)
+        modes = merge_points(modes, np.ones(tops.size), mode_labels, mode_count)[0]
+        mode_values, mode_laplace = self._field_at(modes)
+        up = np.arange(count)                       # each atom's way up off the atoms: itself, or its maximum
+        up[tops] = count + mode_labels
+        neighbours = np.concatenate((neighbours, up[:, None]), axis=1)
+        mode_rows = np.repeat(np.arange(count, count + mode_count)[:, None], k + 1, axis=1)
+        super().__init__(beta, np.concatenate((nodes, modes)), np.concatenate((neighbours, mode_rows)),
+                         np.concatenate((values, mode_values)),
+                         _concentration(np.concatenate((laplace, mode_laplace)) / (self.dim - 1),
+                                        np.concatenate((values, mode_values)), beta), labels)
+
+    def _field_at(self, x: np.ndarray):
+        """``A`` and ``Laplace A`` at the unit vectors ``x``, in blocks (:meth:`_sums`)."""
+        values, laplace = np.empty(x.shape[0]), np.empty(x.shape[0])
+        for start in range(0, x.shape[0], self.block):
+            values[start:start + self.block], laplace[start:start + self.block] = self._sums(x[start:start + self.block])
+        return values, laplace
 
     def _sums(self, x: np.ndarray):
         """``A`` and ``Laplace A`` at ``x``: ``sum_j w_j e^{beta(<x,y_j>-1)}`` and
@@ -308,22 +381,17 @@ class AtomField(SampledField):
         shape = self.beta ** 2 * (1.0 - cosine ** 2) - self.beta * (self.dim - 1) * cosine
         return kernel.sum(axis=1), (kernel * shape).sum(axis=1)
 
-    def refine(self, node: int) -> np.ndarray:
-        """Mean-shift steps from the atom, ``x <- P(sum_j w_j e^{beta <x, y_j>} y_j)`` (each step raises ``A``),
-        over the atoms within the kernel's reach."""
-        x = self.points[int(node)]
-        near = (self.points @ x) > 1.0 - 40.0 / self.beta
-        points, masses = self.points[near], self.masses[near]
-        for _ in range(20):
-            pull = (masses * np.exp(self.beta * (points @ x - 1.0))) @ points
-            norm = np.linalg.norm(pull)
-            if norm == 0:
-                break
-            new = pull / norm
-            if np.linalg.norm(new - x) < 1e-14:
-                x = new
-                break
+    def _climb(self, x: np.ndarray) -> np.ndarray:
+        """Mean-shift steps from the rows of ``x`` (class docstring) to the maxima of ``A`` they lead to."""
+        x = x.copy()
+        for _ in range(self.MAX_SHIFTS):
+            pull = (np.exp(self.beta * (np.clip(x @ self.points.T, -1.0, 1.0) - 1.0)) * self.masses) @ self.points
+            norm = np.linalg.norm(pull, axis=1, keepdims=True)
+            new = np.where(norm > 0, pull / np.where(norm > 0, norm, 1.0), x)
+            moved = float(np.max(np.linalg.norm(new - x, axis=1)))
             x = new
+            if moved < self.SHIFT_TOL:
+                break
         return x
 
 

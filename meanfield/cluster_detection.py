@@ -51,7 +51,7 @@ class Clusters:
     ``centres``: ``(k, d)`` unit vectors (zonal rings: ``(cos th, sin th)``, ``th`` the polar angle); ``masses``:
     their basins' masses; ``concentrations`` and ``prominences`` at their maxima; ``basin_sizes``: how many of the
     given masses (atoms, grid nodes, cells) each basin holds; ``labels``: the cluster of each given mass (-1: none);
-    ``beta``: the field's inverse temperature.
+    ``beta``: the field's inverse temperature; ``weights``: the given masses (one per label).
     """
 
     centres: np.ndarray
@@ -61,6 +61,7 @@ class Clusters:
     basin_sizes: np.ndarray
     labels: np.ndarray
     beta: float
+    weights: np.ndarray
 
     @property
     def count(self) -> int:
@@ -74,22 +75,6 @@ class Clusters:
 
 
 # ------------------------------------------------------------------------------------------------ the observable
-def _ascent_roots(field: SampledField) -> np.ndarray:
-    """Each node's local maximum by steepest ascent on the graph (ties broken towards the larger index)."""
-    values, table = field.values, field.neighbours
-    n = values.size
-    key = np.lexsort((np.arange(n), values))          # a strict order: value, then index
-    rank = np.empty(n, dtype=np.intp)
-    rank[key] = np.arange(n)
-    candidates = np.concatenate((np.arange(n)[:, None], table), axis=1)
-    up = candidates[np.arange(n), np.argmax(rank[candidates], axis=1)]
-    while True:
-        nxt = up[up]
-        if np.array_equal(nxt, up):
-            return up
-        up = nxt
-
-
 def _saddles(field: SampledField, basin: np.ndarray):
     """For each pair of touching basins ``(a, b)``, ``a < b``: the highest pass between them (the highest
     ``min(A(u), A(v))`` over the graph's edges ``u`` in ``a``, ``v`` in ``b``), highest first."""
@@ -112,10 +97,13 @@ def _saddles(field: SampledField, basin: np.ndarray):
 
 
 def clusters_of_field(field: SampledField, masses: np.ndarray, *, prominence: float = PROMINENCE,
-                      concentration: float = CONCENTRATION, min_mass: float = MIN_MASS) -> Clusters:
-    """The clusters (module docstring) of ``masses`` sitting at ``field.place`` on the sampled ``field``."""
+                      concentration: float = CONCENTRATION, min_mass: float = MIN_MASS,
+                      refine: bool = True) -> Clusters:
+    """The clusters (module docstring) of ``masses`` sitting at ``field.place`` on the sampled ``field``.
+    ``refine=False``: centres at the sampling nodes of the maxima (and concentrations there, unless a decision
+    needed the exact value), for a caller that needs the count, masses and labels only."""
     masses = np.asarray(masses, dtype=float)
-    roots = _ascent_roots(field)
+    roots = field.ascent_roots()
     peaks, basin = np.unique(roots, return_inverse=True)            # elementary basins 0 .. p-1
     count = peaks.size
     node_mass = np.bincount(field.place, masses, minlength=field.values.size)
@@ -181,12 +169,13 @@ def clusters_of_field(field: SampledField, masses: np.ndarray, *, prominence: fl
         cluster_of_basin[final == t] = index
     labels = cluster_of_basin[basin[field.place]]
     dim = field.directions.shape[1]
-    found = [peak_of(t) for t in kept]
+    found = [peak_of(t) if refine or int(peaks[t]) in refined else
+             (field.directions[peaks[t]], float(field.concentration[peaks[t]])) for t in kept]
     centres = np.array([direction for direction, _ in found]).reshape(-1, dim)
     return Clusters(centres, np.bincount(labels[labels >= 0], masses[labels >= 0], minlength=len(kept)),
                     np.array([value for _, value in found]),
                     np.array([closed[t] for t in kept]),
-                    np.bincount(labels[labels >= 0], minlength=len(kept)), labels, field.beta)
+                    np.bincount(labels[labels >= 0], minlength=len(kept)), labels, field.beta, masses)
 
 
 def _checked(masses, prominence: float, concentration: float, min_mass: float) -> np.ndarray:
@@ -201,20 +190,23 @@ def _checked(masses, prominence: float, concentration: float, min_mass: float) -
 
 
 def clusters_of_masses(places, masses, beta: float, *, geometry: str, dim: int = 2, prominence: float = PROMINENCE,
-                       concentration: float = CONCENTRATION, min_mass: float = MIN_MASS) -> Clusters:
+                       concentration: float = CONCENTRATION, min_mass: float = MIN_MASS,
+                       refine: bool = True) -> Clusters:
     """The clusters of ``masses`` at ``places`` (the module docstring; :func:`meanfield.attention_field.field_of`
     says what ``places`` are for each ``geometry``)."""
     masses = _checked(masses, prominence, concentration, min_mass)
     require(isinstance(beta, (int, float, np.floating)) and math.isfinite(beta) and beta > 0,
             f"beta must be a finite number > 0 for clusters (got {beta!r})")
     field = field_of(places, masses, float(beta), geometry=geometry, dim=dim)
-    return clusters_of_field(field, masses, prominence=prominence, concentration=concentration, min_mass=min_mass)
+    return clusters_of_field(field, masses, prominence=prominence, concentration=concentration, min_mass=min_mass,
+                             refine=refine)
 
 
 # ------------------------------------------------------------------------------------------------ densities
 def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta=None, lat=None, lon=None,
-                        polar=None, volumes=None, dim: int | None = None, prominence: float = PROMINENCE,
-                        concentration: float = CONCENTRATION, min_mass: float = MIN_MASS) -> Clusters:
+                        polar=None, volumes=None, dim: int | None = None, points=None, point_masses=None,
+                        prominence: float = PROMINENCE, concentration: float = CONCENTRATION,
+                        min_mass: float = MIN_MASS, refine: bool = True) -> Clusters:
     """The clusters of a density on its grid or cells (module docstring).
 
     Parameters
@@ -236,15 +228,22 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
         latitude row; zonal ``(polar,)``.
     dim : int, optional
         Zonal: the ambient dimension.
+    points, point_masses : array, optional
+        Circle and zonal cells: point clusters (angles; polar angles of rings) whose masses the density already
+        holds in the cells that contain them (a finite-volume frame's ``point_position``, ``point_mass``; NaN slots
+        unused): they are taken out of their cells and put at their own places.  The labels then cover the cells
+        followed by the point slots.
     prominence, concentration, min_mass : float
         The thresholds (module docstring).
+    refine : bool
+        Refine the centres between sampling nodes (:func:`clusters_of_field`).
 
     Returns
     -------
     Clusters
         ``count``, ``centres``, ``masses``, ``concentrations``, ``prominences``, ``basin_sizes``, ``labels``.
     """
-    thresholds = dict(prominence=prominence, concentration=concentration, min_mass=min_mass)
+    thresholds = dict(prominence=prominence, concentration=concentration, min_mass=min_mass, refine=refine)
     density = np.asarray(density, dtype=float)
     require(geometry in ("circle", "sphere", "zonal"), f"geometry must be circle, sphere or zonal (got {geometry!r})")
     require(bool(np.all(np.isfinite(density))), "cluster detection needs a finite density")
@@ -270,13 +269,29 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
         places, volumes = np.asarray(polar, dtype=float), np.asarray(volumes, dtype=float)
         require(places.shape == density.shape == volumes.shape, "polar and volumes must match the density's grid")
         masses = density * volumes
+    if points is not None and point_masses is not None:
+        require(geometry != "sphere", "point clusters are given on the circle or as zonal rings")
+        places, masses = _points_out_of_cells(places, masses, np.asarray(points, dtype=float),
+                                              np.asarray(point_masses, dtype=float), geometry == "circle")
     return clusters_of_masses(places, masses, beta, geometry=geometry, dim=int(dim), **thresholds)
+
+
+def _points_out_of_cells(centres, masses, points, point_masses, periodic: bool):
+    """The cells' masses without the points they hold, followed by the points at their places (unused NaN slots:
+    no mass); the cells are equal, so a point's cell is the one with the nearest centre."""
+    used = np.isfinite(points) & np.isfinite(point_masses)
+    points, point_masses = np.where(used, points, centres[0]), np.where(used, point_masses, 0.0)
+    spacing = (centres[-1] - centres[0]) / (centres.size - 1)
+    cell = np.rint((points - centres[0]) / spacing).astype(np.intp)
+    cell = np.mod(cell, centres.size) if periodic else np.clip(cell, 0, centres.size - 1)
+    return (np.concatenate((centres, points)),
+            np.concatenate((masses - np.bincount(cell, point_masses, minlength=centres.size), point_masses)))
 
 
 # ------------------------------------------------------------------------------------------------ atoms
 def clusters_of_atoms(points, weights=None, *, beta: float, dim: int | None = None, zonal: bool = False,
                       prominence: float = PROMINENCE, concentration: float = CONCENTRATION,
-                      min_mass: float = MIN_MASS) -> Clusters:
+                      min_mass: float = MIN_MASS, refine: bool = True) -> Clusters:
     """The clusters of weighted atoms (tokens, nodes, point clusters) on S^{d-1} (module docstring).
 
     Parameters
@@ -294,13 +309,15 @@ def clusters_of_atoms(points, weights=None, *, beta: float, dim: int | None = No
         The atoms are zonal rings (or are read as their zonal average).
     prominence, concentration, min_mass : float
         The thresholds (module docstring).
+    refine : bool
+        Refine the centres between sampling nodes (:func:`clusters_of_field`).
 
     Returns
     -------
     Clusters
         ``count``, ``centres``, ``masses``, ``concentrations``, ``prominences``, ``basin_sizes``, ``labels``.
     """
-    thresholds = dict(prominence=prominence, concentration=concentration, min_mass=min_mass)
+    thresholds = dict(prominence=prominence, concentration=concentration, min_mass=min_mass, refine=refine)
     points = np.asarray(points, dtype=float)
     require(points.ndim in (1, 2) and points.shape[0] >= 1, "points must be (n,) angles or (n, d) unit vectors")
     n = points.shape[0]
@@ -321,8 +338,8 @@ def clusters_of_atoms(points, weights=None, *, beta: float, dim: int | None = No
 
 
 # ------------------------------------------------------------------------------------------------ run files
-def _run_beta(run) -> float:
-    beta = run.attrs.get("beta")
+def _run_beta(attrs) -> float:
+    beta = attrs.get("beta")
     require(beta is not None, "clusters of a run file need its beta attribute (not a meanfield run?)")
     return float(beta)
 
@@ -346,25 +363,45 @@ def clusters_in_frame(run, index: int = -1, *, prominence: float = PROMINENCE, c
         Of the density on its grid or cells for PDE runs (a finite-volume run's point clusters are in their cells), of the atoms
         (``positions``, ``weights``) for particle and Lagrangian runs: the count ``cluster_count`` records.
     """
-    thresholds = dict(prominence=prominence, concentration=concentration, min_mass=min_mass)
-    geometry, beta = run.attrs.get("geometry"), _run_beta(run)
-    if "positions" in run and "weights" in run:
-        points = np.asarray(run["positions"].values[index], dtype=float)
+    def value(name):
+        if name not in run:
+            return None
+        variable = run[name]
+        return variable.values[index] if "time" in variable.dims else variable.values
+
+    return clusters_of_variables(value, run.attrs, prominence=prominence, concentration=concentration,
+                                 min_mass=min_mass)
+
+
+def clusters_of_variables(value, attrs, *, prominence: float = PROMINENCE, concentration: float = CONCENTRATION,
+                          min_mass: float = MIN_MASS, refine: bool = True) -> Clusters:
+    """The clusters of one frame given by its variables: ``value(name)`` is the frame's array of the run variable
+    ``name`` (``positions``, ``weights``, ``density``, ``theta``, ``lat``, ``lon``, ``polar``, ``cell_volume``,
+    ``quadrature_weight``, ``node_theta``) or ``None``; ``attrs`` the run's ``geometry``, ``beta`` and ``dim``.
+    What :func:`clusters_in_frame` reads from a file and a run's cluster tracker from a state's frame (``refine``:
+    :func:`clusters_of_field`)."""
+    thresholds = dict(prominence=prominence, concentration=concentration, min_mass=min_mass, refine=refine)
+    geometry, beta = attrs.get("geometry"), _run_beta(attrs)
+    positions, weights = value("positions"), value("weights")
+    if positions is not None and weights is not None:
+        points = np.asarray(positions, dtype=float)
         zonal = geometry == "zonal"
-        return clusters_of_atoms(points if not zonal else np.asarray(run["node_theta"].values[index]),
-                                 run["weights"].values, beta=beta, dim=int(run.attrs.get("dim", points.shape[-1])),
-                                 zonal=zonal, **thresholds)
-    require("density" in run, "clusters_in_frame needs a run with density, or positions and weights")
-    density = np.asarray(run["density"].values[index], dtype=float)
-    volumes = run["cell_volume"].values if "cell_volume" in run else (
-        run["quadrature_weight"].values if "quadrature_weight" in run else None)
+        return clusters_of_atoms(points if not zonal else np.asarray(value("node_theta")), weights, beta=beta,
+                                 dim=int(attrs.get("dim", points.shape[-1])), zonal=zonal, **thresholds)
+    density = value("density")
+    require(density is not None, "clusters_in_frame needs a run with density, or positions and weights")
+    density = np.asarray(density, dtype=float)
+    volumes = value("cell_volume")
+    volumes = value("quadrature_weight") if volumes is None else volumes
+    points = dict(points=value("point_position"), point_masses=value("point_mass"))
     if geometry == "circle":
-        return clusters_of_density(density, beta=beta, theta=run["theta"].values, volumes=volumes, **thresholds)
+        return clusters_of_density(density, beta=beta, theta=value("theta"), volumes=volumes, **points,
+                                   **thresholds)
     if geometry == "sphere":
         require(volumes is not None, "a sphere run needs quadrature_weight for its clusters (older files lack it)")
-        return clusters_of_density(density, beta=beta, geometry="sphere", lat=run["lat"].values,
-                                   lon=run["lon"].values, volumes=volumes, **thresholds)
+        return clusters_of_density(density, beta=beta, geometry="sphere", lat=value("lat"), lon=value("lon"),
+                                   volumes=volumes, **thresholds)
     require(geometry == "zonal" and volumes is not None,
             "a zonal run needs quadrature_weight or cell_volume for its clusters (older files lack them)")
-    return clusters_of_density(density, beta=beta, geometry="zonal", polar=run["polar"].values, volumes=volumes,
-                               dim=int(run.attrs["dim"]), **thresholds)
+    return clusters_of_density(density, beta=beta, geometry="zonal", polar=value("polar"), volumes=volumes,
+                               dim=int(attrs["dim"]), **points, **thresholds)

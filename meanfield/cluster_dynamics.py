@@ -228,6 +228,35 @@ class ClusterHistory:
                 return self.dynamics.energy(as_unit_vectors(points), masses)
         return self.plateaus[-1][2]
 
+    def observed_merges(self) -> list[tuple[float, int]]:
+        """``(time, count after)`` of every merge the package's cluster observable sees (MATH.md §10: the count of
+        the points' attention field falls), located by bisection on each segment's dense output, as a run's cluster
+        tracker locates them on its stepper's: the times to set against a run's ``merge_time``.  The ODE joins two
+        points later, at ``merge_distance``; the observable joins them once they are one hill of ``A``."""
+        from .cluster_detection import clusters_of_atoms
+
+        zonal = self.dynamics.dim is not None
+
+        def count(solution, masses, t):
+            points = as_unit_vectors(solution(t).reshape(masses.size, -1))
+            polar = np.abs(np.arctan2(points[:, 1], points[:, 0])) if zonal else None
+            return clusters_of_atoms(polar if zonal else points, masses, beta=self.beta, dim=self.dynamics.dim,
+                                     zonal=zonal, refine=False).count
+
+        found = []
+        for t0, t1, solution, masses in self.segments:
+            start, end = count(solution, masses, t0), count(solution, masses, t1)
+            for after in range(start - 1, end - 1, -1):     # the first time the count is at most `after`
+                low, high = t0, t1
+                while high - low > 1e-12 * max(1.0, abs(high)):
+                    middle = 0.5 * (low + high)
+                    if count(solution, masses, middle) <= after:
+                        high = middle
+                    else:
+                        low = middle
+                found.append((high, after))
+        return found
+
     def approach_times(self, distance: float = MERGE_DISTANCE, min_mass: float = 0.0) -> list:
         """The times at which two points of mass ``>= min_mass`` come within ``distance`` (from above), found
         by bisection on each segment's dense output: the run trackers' definition of a merge

@@ -50,7 +50,8 @@ import math
 import numpy as np
 
 from meanfield.cluster_detection import MIN_MASS
-from meanfield.cluster_dynamics import MERGE_DISTANCE, PointDynamics, angles_between
+from meanfield.cluster_dynamics import MERGE_DISTANCE, PointDynamics
+from meanfield.cluster_lineage import FORMATION, MERGE, ClusterLineage
 from meanfield.errors import require
 from meanfield.limits import check_option
 from meanfield.point_groups import TIGHT_RADIUS, close_pairs, link_groups, merge_points
@@ -162,29 +163,101 @@ class NodeCollapse:
         return merge_points(points, weights, labels, count)
 
 
-class ClusterTracker(Tracker):
-    """Cluster count, point-cluster energy and merges of a run (module docstring).
+class StateClusters:
+    """The clusters of a scheme's states by the package's one definition (MATH.md §10): the variables a state's frame
+    would save (the scheme's ``cluster_variables``), with its coordinates and static variables, read as a run file's
+    frame is read (:func:`meanfield.cluster_detection.clusters_of_variables`), so the count a run records is the
+    count of its saved frame."""
 
-    Works with any scheme that has ``points(state)`` (the nodes as unit vectors, shape ``(K, d)``)
-    and ``weights`` (their masses).  A tracker of the run loop (:mod:`meanfield.solvers.trackers`): ``frame`` adds
-    ``cluster_count`` and ``cluster_energy``, ``after_step`` finds the merges, ``variables()`` returns the
-    Dataset's ``merge`` variables and ``attrs()`` the settings.
+    def __init__(self, scheme, beta: float, min_mass: float):
+        self.fixed = {name: spec[1] for name, spec in {**scheme.coords(), **scheme.static_variables()}.items()}
+        self.attrs = {"geometry": getattr(scheme, "geometry", None), "beta": beta, "dim": scheme.model.dim}
+        self.min_mass = min_mass
+
+    def __call__(self, scheme, state, record: dict | None = None, refine: bool = False):
+        from meanfield.cluster_detection import clusters_of_variables
+
+        record = dict(scheme.cluster_variables(state) if record is None else record)
+        if "positions" in record:         # a dense-output state lies off the sphere by the step's error
+            positions = np.asarray(record["positions"], dtype=float)
+            record["positions"] = positions / np.linalg.norm(positions, axis=-1, keepdims=True)
+        return clusters_of_variables(lambda name: record[name] if name in record else self.fixed.get(name),
+                                     self.attrs, min_mass=self.min_mass, refine=refine)
+
+
+def dense_state(stepper, before, after, fraction: float):
+    """The state at ``fraction`` of the last step: the stepper's dense output, or (a stepper with a linear part,
+    which has none) the straight line between the step's ends."""
+    try:
+        return stepper.dense(fraction)
+    except (RuntimeError, AttributeError):
+        return before + fraction * (after - before)
+
+
+class ClusterTracker(Tracker):
+    """Cluster count, identities, events and point-cluster energy of a run (module docstring).
+
+    Works with every scheme that has a ``model`` and ``cluster_variables(state)`` (the variables its clusters
+    read: a density on the scheme's grid or cells, or the positions of its atoms).  A tracker of the run loop
+    (:mod:`meanfield.solvers.trackers`): ``after_step`` follows the clusters from step to step
+    (:class:`meanfield.cluster_lineage.ClusterLineage`) and locates each event inside the step, ``frame`` adds
+    ``cluster_count`` and ``cluster_energy``, ``variables()`` returns the Dataset's events, merges and per-frame
+    cluster table and ``attrs()`` the settings and the formation time.
     """
 
     def __init__(self, beta: float, merge_distance: float = MERGE_DISTANCE, min_mass: float = MIN_CLUSTER_MASS,
-                 dim: int | None = None, counter=None):
+                 dim: int | None = None, energy: bool = True):
         self.beta, self.merge_distance, self.min_mass = beta, merge_distance, min_mass
         #: the energy of the groups: points, or zonal rings on S^{dim-1} given as (cos th, sin th) (``dim``)
-        self.dynamics = PointDynamics(beta, "sa", dim)
-        self.merges: list[tuple[float, float, float, int]] = []
-        #: ``counter(scheme, state, record)``: the clusters of a state (``record``: its frame, or ``None``) by the
-        #: package's one definition (:mod:`meanfield.cluster_detection`); default: the scheme's weighted atoms
-        self.counter = counter if counter is not None else self._atom_clusters
+        self.dynamics = PointDynamics(beta, "sa", dim) if energy else None
+        self.lineage = None
+        self.view = None
+        self.t = math.nan
+        self.table: list = []            # (ids, masses, centres) of every saved frame
+        self._continuing = False
+        self._resumed = None             # (ids of the last frame, next id, formation time) of a continued file
 
-    def _atom_clusters(self, scheme, state, record):
-        from meanfield.cluster_detection import clusters_of_atoms
+    def resume(self, source) -> None:
+        """An exact continuation keeps the ids of the file's last frame, its next id and its formation time."""
+        if "cluster_id" not in source:
+            return
+        ids = np.asarray(source["cluster_id"].values)
+        last = ids[-1][ids[-1] >= 0]
+        numbered = np.concatenate([ids.ravel(), np.asarray(source["event_cluster_a"].values).ravel()
+                                   if "event_cluster_a" in source else np.zeros(0, dtype=int)])
+        self._resumed = (last, int(numbered.max(initial=-1)) + 1,
+                         float(source.attrs.get("formation_time", math.nan)))
+    def start(self, scheme, stepper, state, t: float, schedule) -> None:
+        """The clusters of the first state; a run continued from where this tracker stopped (Mix-LN's second leg,
+        whose first frame the loop drops) keeps its lineage."""
+        self.view = StateClusters(scheme, self.beta, self.min_mass)
+        self._continuing = self.lineage is not None and t == self.t
+        if not self._continuing:
+            self.lineage, self.t = ClusterLineage(self.view(scheme, state)), float(t)
+            if self._resumed is not None and self._resumed[0].size == self.lineage.ids.size:
+                self.lineage.ids, self.lineage.next_id = self._resumed[0].copy(), self._resumed[1]
 
-        return clusters_of_atoms(scheme.points(state), scheme.weights, beta=self.beta, min_mass=self.min_mass)
+    def after_step(self, scheme, stepper, before, t0: float, after, t1: float) -> None:
+        later = self.view(scheme, after)
+        earlier, known = self.lineage.latest, {0.0: self.lineage.latest, 1.0: later}
+
+        def at(fraction):
+            if fraction not in known:
+                known[fraction] = self.view(scheme, dense_state(stepper, before, after, fraction))
+            return known[fraction]
+
+        def locate(change):
+            low, high = 0.0, 1.0
+            while (high - low) * (t1 - t0) > 1e-10 * max(1.0, abs(t1)) and high - low > 1e-15:
+                middle = 0.5 * (low + high)
+                if change.happened(earlier, at(middle), later):
+                    high = middle
+                else:
+                    low = middle
+            return t0 + high * (t1 - t0)
+
+        self.lineage.advance(later, locate)
+        self.t = float(t1)
 
     def groups(self, points: np.ndarray, weights: np.ndarray):
         """Centres and masses of the groups linked at ``merge_distance``."""
@@ -192,65 +265,77 @@ class ClusterTracker(Tracker):
         return merge_points(points, weights, labels, count)
 
     def frame(self, scheme, state, record: dict) -> dict:
-        """``cluster_count``: the clusters of the frame (:mod:`meanfield.cluster_detection`); ``cluster_energy``: the
-        point energy (MATH.md §5) of the groups linked within ``merge_distance``, once at most
-        :data:`MAX_ENERGY_ATOMS` atoms remain and they make at most :data:`MAX_ENERGY_GROUPS` groups."""
-        energy = math.nan
-        if scheme.weights.size <= MAX_ENERGY_ATOMS:      # more atoms: clusters not collapsed yet; no grouping paid
-            centres, masses = self.groups(scheme.points(state), scheme.weights)
-            energy = self.dynamics.energy(centres, masses) if masses.size <= MAX_ENERGY_GROUPS else math.nan
-        return {"cluster_count": self.counter(scheme, state, record).count, "cluster_energy": energy}
-
-    def after_step(self, scheme, stepper, before, t0: float, after, t1: float) -> None:
-        weights, start_points = scheme.weights, scheme.points(before)
-        labels, count = link_groups(start_points, TIGHT_RADIUS, remember=True)
-        masses = np.bincount(labels, weights, minlength=count)
-        tight = np.nonzero(masses >= self.min_mass)[0]
-        if tight.size < 2:
-            return
-
-        def centres(points):
-            return merge_points(points, weights, labels, count)[0][tight]
-
-        start, end = angles_between(centres(start_points)), angles_between(centres(scheme.points(after)))
-        a_list, b_list = np.nonzero(np.triu((start >= self.merge_distance) & (end < self.merge_distance), 1))
-        if a_list.size == 0:
-            return
-        found = []
-        for a, b in zip(a_list, b_list):
-            time = self._locate(lambda fraction: centres(scheme.points(stepper.dense(fraction)))[[a, b]], t0, t1)
-            found.append((time, float(masses[tight[a]]), float(masses[tight[b]])))
-        after_count = self.counter(scheme, after, None).count     # the clusters at the end of the step
-        for index, (time, mass_a, mass_b) in enumerate(sorted(found)):  # one more left for each later merge
-            self.merges.append((time, mass_a, mass_b, max(after_count + len(found) - 1 - index, 1)))
-
-    def _locate(self, pair_at, t0: float, t1: float) -> float:
-        """The time in ``[t0, t1]`` when the two centres ``pair_at(fraction)`` come within ``merge_distance``
-        (bisection on the dense output)."""
-        def gap(fraction):
-            return float(angles_between(pair_at(fraction))[0, 1]) - self.merge_distance
-
-        low, high = 0.0, 1.0
-        for _ in range(60):
-            middle = 0.5 * (low + high)
-            if gap(middle) < 0:
-                high = middle
-            else:
-                low = middle
-            if (high - low) * (t1 - t0) <= 1e-12 * max(1.0, t1):
-                break
-        return t0 + high * (t1 - t0)
+        """``cluster_count``: the clusters of the latest state (:mod:`meanfield.cluster_detection`), the frame's;
+        ``cluster_energy``: the point energy (MATH.md §5) of the groups linked within ``merge_distance``, once at
+        most :data:`MAX_ENERGY_ATOMS` atoms remain and they make at most :data:`MAX_ENERGY_GROUPS` groups."""
+        latest = self.lineage.latest
+        if self._continuing:
+            self._continuing = False
+        else:                             # the centres refined between sampling nodes (the steps' are not)
+            refined = self.view(scheme, state, refine=True)
+            centres = refined.centres if refined.count == latest.count else latest.centres
+            self.table.append((self.lineage.ids.copy(), latest.masses.copy(), centres.copy()))
+        found = {"cluster_count": latest.count}
+        if self.dynamics is not None:
+            energy = math.nan
+            if scheme.weights.size <= MAX_ENERGY_ATOMS:   # more atoms: clusters not collapsed yet; no grouping paid
+                centres, masses = self.groups(scheme.points(state), scheme.weights)
+                energy = self.dynamics.energy(centres, masses) if masses.size <= MAX_ENERGY_GROUPS else math.nan
+            found["cluster_energy"] = energy
+        return found
 
     def attrs(self) -> dict:
-        """The bookkeeping's settings."""
-        return {"merge_distance": self.merge_distance, "min_cluster_mass": self.min_mass}
+        """The bookkeeping's settings and ``formation_time``: the first formation event's time (NaN: none)."""
+        formed = [event.time for event in self.lineage.events if event.kind == FORMATION]
+        earlier = self._resumed[2] if self._resumed is not None else math.nan
+        return {"merge_distance": self.merge_distance, "min_cluster_mass": self.min_mass,
+                "formation_time": earlier if math.isfinite(earlier) else (formed[0] if formed else math.nan)}
 
     def variables(self) -> dict:
-        """``merge_time(merge)``, ``merge_mass_a``, ``merge_mass_b``, ``clusters_after_merge``."""
-        merges = np.array(self.merges, dtype=float).reshape(-1, 4)
-        attrs = {"definition": f"first time two cluster centres come within {self.merge_distance:g} rad"}
-        return {"merge_time": ("merge", merges[:, 0], dict(attrs, long_name="time of the merge")),
-                "merge_mass_a": ("merge", merges[:, 1], {"long_name": "mass of the first merging cluster"}),
-                "merge_mass_b": ("merge", merges[:, 2], {"long_name": "mass of the second merging cluster"}),
-                "clusters_after_merge": ("merge", merges[:, 3].astype(int),
-                                         {"long_name": "number of clusters after the merge"})}
+        """The events (``event_time(event)``, ``event_kind``, ``event_cluster_a``/``_b``, ``event_mass_a``/``_b``,
+        ``clusters_after_event``), the merges among them (``merge_time(merge)``, ``merge_mass_a``, ``merge_mass_b``,
+        ``clusters_after_merge``) and every frame's clusters (``cluster_id(time, cluster)``, ``cluster_mass``,
+        ``cluster_centre(time, cluster, centre_component)``; -1 and NaN in unused slots)."""
+        events = self.lineage.events
+        merges = [event for event in events if event.kind == MERGE]
+        definition = {"definition": "the attention field's clusters (MATH.md §10): two become one; located on the "
+                                    "stepper's dense output"}
+        found = {
+            "event_time": ("event", np.array([e.time for e in events], dtype=float),
+                           {"long_name": "time of the cluster event"}),
+            "event_kind": ("event", np.array([e.kind for e in events], dtype=str),
+                           {"long_name": "formation, merge or dissolution"}),
+            "event_cluster_a": ("event", np.array([e.id_a for e in events], dtype=int),
+                                {"long_name": "id of the cluster that formed, survives the merge or dissolves"}),
+            "event_cluster_b": ("event", np.array([e.id_b for e in events], dtype=int),
+                                {"long_name": "id of the cluster merged into cluster a (-1: none)"}),
+            "event_mass_a": ("event", np.array([e.mass_a for e in events], dtype=float),
+                             {"long_name": "mass of cluster a just before the event (formation: just after)"}),
+            "event_mass_b": ("event", np.array([e.mass_b for e in events], dtype=float),
+                             {"long_name": "mass of cluster b just before the merge"}),
+            "clusters_after_event": ("event", np.array([e.count_after for e in events], dtype=int),
+                                     {"long_name": "number of clusters after the event"}),
+            "merge_time": ("merge", np.array([e.time for e in merges], dtype=float),
+                           dict(definition, long_name="time of the merge")),
+            "merge_mass_a": ("merge", np.array([e.mass_a for e in merges], dtype=float),
+                             {"long_name": "mass of the surviving cluster"}),
+            "merge_mass_b": ("merge", np.array([e.mass_b for e in merges], dtype=float),
+                             {"long_name": "mass of the cluster merged into it"}),
+            "clusters_after_merge": ("merge", np.array([e.count_after for e in merges], dtype=int),
+                                     {"long_name": "number of clusters after the merge"})}
+        return {**found, **self._table_variables()}
+
+    def _table_variables(self) -> dict:
+        width = max([ids.size for ids, _, _ in self.table] + [1])
+        component = max([centres.shape[1] for _, _, centres in self.table if centres.ndim == 2] + [2])
+        frames = len(self.table)
+        ids, masses = np.full((frames, width), -1), np.full((frames, width), np.nan)
+        centres = np.full((frames, width, component), np.nan)
+        for row, (frame_ids, frame_masses, frame_centres) in enumerate(self.table):
+            ids[row, :frame_ids.size], masses[row, :frame_masses.size] = frame_ids, frame_masses
+            centres[row, :frame_ids.size] = frame_centres.reshape(frame_ids.size, component)
+        return {"cluster_id": (("time", "cluster"), ids, {"long_name": "cluster id (kept from frame to frame)"}),
+                "cluster_mass": (("time", "cluster"), masses, {"long_name": "mass of the cluster's basin"}),
+                "cluster_centre": (("time", "cluster", "centre_component"), centres,
+                                   {"long_name": "cluster position: the maximum of the attention field (unit "
+                                                 "vector; zonal rings: (cos, sin) of the polar angle)"})}

@@ -73,8 +73,10 @@ overrides what it needs:
     adjust to the stepper that will advance it (nothing; the Lagrangian and particle schemes bound their step by
     the closing pairs at the stepper's tolerance)
 ``trackers()``
-    its own trackers, run before the user's (``[]``; the Lagrangian and finite-volume schemes' cluster
+    its own trackers, run before the user's (``[]``; the density, Lagrangian and particle schemes' cluster
     bookkeeping)
+``cluster_variables(state)``
+    the frame variables its clusters are read from (its whole ``frame``; the atom schemes: the positions)
 ``run_attrs()``, ``variable_attrs()``
     attributes it adds to its run's Dataset and to its variables (``{}``; e.g. ``collapse_tol_used``, the
     finite volumes' ``cell_methods``)
@@ -173,9 +175,14 @@ class Scheme:
         Lagrangian or particle step, :func:`meanfield.solvers.clusters.closing_distance`): by default nothing."""
 
     def trackers(self) -> list:
-        """Its own trackers (:mod:`meanfield.solvers.trackers`), run before the user's: by default none (the
-        Lagrangian and finite-volume schemes keep the cluster bookkeeping of :mod:`meanfield.solvers.clusters`)."""
+        """Its own trackers (:mod:`meanfield.solvers.trackers`), run before the user's: by default none (the density,
+        Lagrangian and particle schemes keep the cluster bookkeeping of :mod:`meanfield.solvers.clusters`)."""
         return []
+
+    def cluster_variables(self, state: np.ndarray) -> dict:
+        """The frame variables the clusters of ``state`` are read from (MATH.md §10;
+        :class:`meanfield.solvers.clusters.StateClusters`): by default its whole frame."""
+        return self.frame(state)
 
     def run_attrs(self) -> dict:
         """Attributes it adds to its run's Dataset, read after the run: by default none."""

@@ -30,6 +30,13 @@ class DensityScheme(Scheme):
     #: a noise schedule (:meth:`follow_noise_schedule`); ``None``: it cannot (finite volume)
     noise_operator = None
 
+    def trackers(self) -> list:
+        """The cluster bookkeeping of every frame's density (:class:`meanfield.solvers.clusters.ClusterTracker`:
+        count, identities and events of the attention field's clusters, MATH.md §10)."""
+        from .clusters import ClusterTracker
+
+        return [ClusterTracker(self.model.beta, energy=False)]
+
     def follow_noise_schedule(self, schedule) -> None:
         """Let the noise follow ``schedule`` (:class:`meanfield.noise_schedule.NoiseSchedule`): ``linear`` becomes
         the noise operator for ``nu = 1``, which the steppers scale by ``nu(t)`` through exact integrating factors

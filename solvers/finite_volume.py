@@ -91,7 +91,6 @@ import math
 import numpy as np
 from scipy.special import roots_legendre
 
-from meanfield.cluster_detection import clusters_of_density
 from meanfield.errors import require
 from meanfield.gegenbauer import normalised_gegenbauer
 from meanfield.geometry import laplace_eigenvalue, sphere_area
@@ -254,22 +253,11 @@ class _FiniteVolumeScheme(DensityScheme):
         self.initial_mass = None
 
     def trackers(self) -> list:
-        """Without noise, the cluster bookkeeping (:class:`meanfield.solvers.clusters.ClusterTracker`) of the
-        clusters of each frame's density on the scheme's own cells (:mod:`meanfield.cluster_detection`; the frames
-        put the points' mass in their cells; zonal: rings on S^{d-1}); with noise none."""
-        if not self.clusters.enabled:
-            return []
-        grid = self.dims()["density"][0]
-        centres = self.coords()[grid][1]
-        where = {"theta": centres} if self.geometry == "circle" else {"polar": centres, "dim": self.model.dim}
-
-        def counter(scheme, state, record):
-            density = (record if record is not None else scheme.frame(state))["density"]
-            return clusters_of_density(density, beta=self.model.beta, geometry=self.geometry,
-                                       volumes=scheme.fv.volumes, **where)
-
+        """The cluster bookkeeping (:class:`meanfield.solvers.clusters.ClusterTracker`) of each frame's density on the
+        scheme's own cells (the frames put the points' mass in their cells); without noise also the point energy
+        of the handed-over points (zonal: rings on S^{d-1})."""
         dim = self.model.dim if self.geometry == "zonal" else None
-        return [ClusterTracker(self.model.beta, dim=dim, counter=counter)]
+        return [ClusterTracker(self.model.beta, dim=dim, energy=self.clusters.enabled)]
 
     def variable_attrs(self) -> dict:
         """The density is cell averages: CF ``cell_methods`` ``"<grid>: mean"``."""

@@ -462,6 +462,10 @@ class CircleLagrangian(_Lagrangian):
     def _density_tail_of(self, coeffs: np.ndarray) -> float:
         return float(np.max(np.abs(coeffs[self._density_tail])) / abs(coeffs[0]))
 
+    def cluster_variables(self, state: np.ndarray) -> dict:
+        """What its clusters read: the nodes' positions, one per original node (:meth:`frame`'s ``positions``)."""
+        return {"positions": self.unit_vectors(self.expand(self.angles(state)))}
+
     def frame(self, state: np.ndarray) -> dict:
         theta = self.angles(state)
         coeffs = self.coefficients(theta)
@@ -677,6 +681,10 @@ class SphereLagrangian(_Lagrangian):
     def energy_from(self, mu_band: np.ndarray) -> float:
         """``exp(-beta) E = (1 / 2 beta) sum_{l,m} exp(-beta) kappa_l |mu_lm|^2`` (MATH.md §2.2)."""
         return self.interaction.kernel_operator.energy(mu_band, self.interaction.multiplicity)
+
+    def cluster_variables(self, state: np.ndarray) -> dict:
+        """What its clusters read: the nodes' positions, one per original node (:meth:`frame`'s ``positions``)."""
+        return {"positions": self.points(state)[self.collapser.owner]}
 
     def frame(self, state: np.ndarray) -> dict:
         b = self.basis

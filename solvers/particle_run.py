@@ -296,7 +296,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         state = np.where(np.abs(norms - 1.0) <= 8 * np.finfo(float).eps, positions, positions / norms)[None]
         if scheme.carries_radius:
             state = np.concatenate((state, np.full((1, n, 1), chosen_normalization.r0)), axis=-1)
-    trackers = [ClusterTracker(model.beta)] if tol > 0 else []
+    trackers = [ClusterTracker(model.beta, energy=tol > 0)]
     dims, coords = scheme.dims(), scheme.coords()
     if dim == 2:  # mode amplitudes of the tokens on the circle
         modes = np.arange(max(16, 2 * dominant_mode(model)) + 1)
@@ -304,6 +304,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         dims["mode_amplitude"] = ("mode",)
         coords["mode"] = ("mode", modes)
     trackers += extra
+    for tracker in trackers if exact else ():
+        tracker.resume(source)
     switch = chosen_normalization.mix_switch if chosen_normalization.name == "mix" else None
     start = checkpoint.capture(scheme, time_stepper, state, t_start)
     record = run_switching(scheme, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
@@ -330,7 +332,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
                       interaction=type(scheme.interaction).__name__, interaction_path=scheme.interaction_path,
                       collapse_tol_used=tol)
     dataset = build_run_dataset(record.times, record.frames, dims, coords, attrs)
-    dataset["weights"] = ("particle", scheme.token_weights, {"long_name": "token weights (sum 1)"})
+    for name, variable in scheme.static_variables().items():
+        dataset[name] = variable
     if scheme.heads is not None:  # several heads: Q, K, V with a leading head axis
         for index, name in enumerate(("Q", "K", "V")):
             dataset[name] = (("head", "row", "column"), np.stack([head[index] for head in scheme.heads]))

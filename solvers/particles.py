@@ -435,6 +435,14 @@ class ParticleScheme(ClosingPairsStep, Scheme):
             return 0.5 * np.sum(mean * mean, axis=-1)
         return self.interaction.scaled_energy(x)
 
+    def cluster_variables(self, x: np.ndarray) -> dict:
+        """What its clusters read (MATH.md §10): the tokens' directions, one per original token."""
+        return {"positions": self.directions(x[:, self.collapser.owner] if self.collapser.merged else x)[0]}
+
+    def static_variables(self) -> dict:
+        """``weights(particle)``: the tokens' masses (sum 1)."""
+        return {"weights": ("particle", self.token_weights.copy(), {"long_name": "token weights (sum 1)"})}
+
     def frame(self, x: np.ndarray) -> dict:
         tokens = x[:, self.collapser.owner] if self.collapser.merged else x
         record = {"positions": self.directions(tokens)[0].copy()}

@@ -259,6 +259,8 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     else:
         state = initial_state(source if source is not None else init, geometry, discretisation, seed)
     trackers = discretisation.trackers() + extra
+    for tracker in trackers if exact else ():
+        tracker.resume(source)
     start = checkpoint.capture(discretisation, time_stepper, state, t_start)
     record = run_switching(discretisation, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
                            normalization.mix_switch if normalization.name == "mix" else None, t_start,

@@ -18,7 +18,9 @@ A tracker is an object the loop calls at fixed points of a run (py-pde's tracker
 ``finish(record)``
     when the run ends, however it ends;
 ``variables()``, ``attrs()``
-    what it adds to the run's Dataset.
+    what it adds to the run's Dataset;
+``resume(source)``
+    before ``start`` of an exact continuation of the run file ``source`` (carry what it recorded there).
 
 :class:`Tracker` gives every call a default that does nothing.  The loop always runs the
 :class:`ValidityMonitor` (the scheme's ``validity``: finiteness, positivity, resolution), the
@@ -71,6 +73,9 @@ class Tracker:
 
     def attrs(self) -> dict:
         return {}
+
+    def resume(self, source) -> None:
+        pass
 
 
 @dataclass

@@ -162,7 +162,8 @@ def analyse(run: xr.Dataset, beta: float, k: int) -> dict:
         angles, masses = point_clusters(run, start)
         history = cluster_history(angles, masses, beta, "sa", t_start=t_ref, t_final=float(run.time.values[-1]),
                                   rtol=KPOINT_RTOL, atol=KPOINT_ATOL)
-        row.update(t_ref=t_ref, count_at_ref=int(masses.size), kpoint_merge_time=_padded(history.merge_times))
+        row.update(t_ref=t_ref, count_at_ref=int(masses.size),
+                   kpoint_merge_time=_padded([time for time, _ in history.observed_merges()]))
     return row
 
 

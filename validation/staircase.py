@@ -86,17 +86,18 @@ def analyse(run, source: str, beta: float) -> dict:
     t_ref = float(run.time[start])
     centres, masses = frame_clusters(run, start)
     theory = cluster_history(centres, masses, beta, t_start=t_ref, t_final=float(run.time[-1]))
+    kpoint = [time for time, _ in theory.observed_merges()]   # the run's merges: the observable's (MATH.md §10)
     measured = run["merge_time"].values
     measured = measured[measured > t_ref]
-    paired = min(measured.size, len(theory.merge_times))
-    errors = np.abs(measured[:paired] / np.array(theory.merge_times[:paired]) - 1.0) if paired else np.array([])
+    paired = min(measured.size, len(kpoint))
+    errors = np.abs(measured[:paired] / np.array(kpoint[:paired]) - 1.0) if paired else np.array([])
     plateau_gap = _plateau_energy_gap(run, theory)
     return {"source": source, "beta": beta, "k_star": dominant_mode(model), "t_ref": t_ref,
             "count_at_ref": int(run["cluster_count"].values[start]), "final_count": int(run["cluster_count"].values[-1]),
-            "merges_run": int(measured.size), "merges_theory": len(theory.merge_times),
+            "merges_run": int(measured.size), "merges_theory": len(kpoint),
             "merge_rel_err": float(errors.max()) if errors.size else math.nan,
             "first_merge_run": float(measured[0]) if measured.size else math.nan,
-            "first_merge_theory": float(theory.merge_times[0]) if theory.merge_times else math.nan,
+            "first_merge_theory": float(kpoint[0]) if kpoint else math.nan,
             "plateau_estimate": plateau_estimate(centres, beta),
             "merge_estimate": merge_time_estimate(centres, masses, beta), "plateau_energy_gap": plateau_gap,
             "rtol": float(run.attrs["rtol"]), "stop_reason": run.attrs["stop_reason"],

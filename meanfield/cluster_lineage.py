@@ -1,0 +1,138 @@
+"""Cluster identities over time: which cluster of one state each cluster of the next one continues (MATH.md §10).
+
+Two states ``mu_0`` (earlier) and ``mu_1`` whose masses sit at the same places (the nodes of a grid, the cells, the
+original tokens or nodes of a run) have clusters labelled place by place (:class:`meanfield.cluster_detection.Clusters`,
+``labels``).  The *destination* of a cluster ``i`` of ``mu_0`` is the cluster of ``mu_1`` that holds the larger part
+of its mass (``-1``: most of it lies in no cluster).  Read cluster by cluster of ``mu_1``:
+
+* one cluster of ``mu_0`` goes there: the same cluster, it keeps its id;
+* none: a **formation** (a new id);
+* two or more: **merges**; the heaviest keeps its id and each other one merges into it (one event per pair).
+
+A cluster of ``mu_0`` whose destination is ``-1`` **dissolves** (noise spreading it below the thresholds).  Each
+event carries the two ids, their masses just before, the time (located between the two states by the caller: on a
+run's dense output, :class:`meanfield.solvers.clusters.ClusterTracker`) and the count just after it, so that the
+count of every state is the first state's count plus formations minus merges and dissolutions up to its time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cluster_detection import Clusters
+from .errors import require
+
+FORMATION, MERGE, DISSOLUTION = "formation", "merge", "dissolution"
+#: How each kind of event changes the count.
+COUNT_CHANGE = {FORMATION: +1, MERGE: -1, DISSOLUTION: -1}
+
+
+@dataclass(frozen=True)
+class ClusterEvent:
+    """One event (module docstring): ``id_a`` the cluster that formed, survives the merge or dissolves; ``id_b`` the
+    one merged into it (``-1`` otherwise); their masses just before (a formation: the new cluster's mass just
+    after); ``count_after`` the count once it happened."""
+
+    time: float
+    kind: str
+    id_a: int
+    id_b: int
+    mass_a: float
+    mass_b: float
+    count_after: int
+
+
+def destinations(earlier: Clusters, later: Clusters) -> np.ndarray:
+    """For each cluster of ``earlier``, the cluster of ``later`` holding the larger part of its mass (the earlier
+    masses at its places), or ``-1`` when the larger part lies in no cluster; both labelled on the same places."""
+    require(earlier.labels.shape == later.labels.shape,
+            f"cluster identities need the same places in both states (got {earlier.labels.size} and "
+            f"{later.labels.size})")
+    rows, columns = earlier.count, later.count + 1
+    inside = earlier.labels >= 0
+    overlap = np.bincount(earlier.labels[inside] * columns + later.labels[inside] + 1,
+                          np.abs(earlier.weights[inside]), minlength=rows * columns).reshape(rows, columns)
+    return np.argmax(overlap, axis=1) - 1
+
+
+@dataclass(frozen=True)
+class Change:
+    """An event found between two states, before its time is located: ``kind``, the earlier clusters involved
+    (``a``, ``b``; indices into the earlier state), or the later cluster that formed (``formed``)."""
+
+    kind: str
+    a: int = -1
+    b: int = -1
+    formed: int = -1
+
+    def happened(self, earlier: Clusters, at: Clusters, later: Clusters) -> bool:
+        """Whether the change has happened by the state whose clusters are ``at`` (between ``earlier`` and
+        ``later``): the pair shares a destination; the cluster has none; the places of the new cluster lie mostly
+        in a cluster that continues none of the earlier ones."""
+        going = destinations(earlier, at)
+        if self.kind == MERGE:
+            return bool(going[self.a] == going[self.b] != -1)
+        if self.kind == DISSOLUTION:
+            return bool(going[self.a] == -1)
+        places = later.labels == self.formed
+        share = np.bincount(at.labels[places] + 1, np.abs(later.weights[places]), minlength=at.count + 1)
+        holder = int(np.argmax(share)) - 1
+        return holder != -1 and holder not in set(going.tolist())
+
+
+class ClusterLineage:
+    """The ids of the clusters of successive states and the events between them (module docstring).
+
+    ``ids``: the id of each cluster of the latest state (its order); ``events``: every :class:`ClusterEvent` so far,
+    in time order.
+    """
+
+    def __init__(self, first: Clusters):
+        self.latest = first
+        self.ids = np.arange(first.count)
+        self.next_id = first.count
+        self.events: list[ClusterEvent] = []
+
+    def changes(self, later: Clusters) -> tuple[list[Change], np.ndarray]:
+        """The changes from the latest state to ``later`` (unlocated) and the id of each cluster of ``later``
+        (``-1`` for the ones that formed, numbered when they are recorded)."""
+        earlier = self.latest
+        going = destinations(earlier, later)
+        found: list[Change] = []
+        ids = np.full(later.count, -1)
+        for j in range(later.count):
+            sources = np.flatnonzero(going == j)
+            if sources.size == 0:
+                found.append(Change(FORMATION, formed=j))
+                continue
+            keeper = sources[np.argmax(earlier.masses[sources])]
+            ids[j] = self.ids[keeper]
+            found += [Change(MERGE, int(keeper), int(other)) for other in sources if other != keeper]
+        found += [Change(DISSOLUTION, int(i)) for i in np.flatnonzero(going == -1)]
+        return found, ids
+
+    def advance(self, later: Clusters, locate) -> list[ClusterEvent]:
+        """Move to the state whose clusters are ``later``; ``locate(change)`` gives the time of each change (between
+        the two states).  Returns the new events (also appended to ``events``)."""
+        earlier = self.latest
+        found, ids = self.changes(later)
+        timed = sorted(((float(locate(change)), index, change) for index, change in enumerate(found)),
+                       key=lambda item: item[:2])
+        count, new = earlier.count, []
+        for time, _, change in timed:
+            count += COUNT_CHANGE[change.kind]
+            if change.kind == FORMATION:
+                ids[change.formed] = self.next_id
+                self.next_id += 1
+                event = ClusterEvent(time, FORMATION, int(ids[change.formed]), -1,
+                                     float(later.masses[change.formed]), 0.0, count)
+            else:
+                b = int(self.ids[change.b]) if change.kind == MERGE else -1
+                event = ClusterEvent(time, change.kind, int(self.ids[change.a]), b, float(earlier.masses[change.a]),
+                                     float(earlier.masses[change.b]) if change.kind == MERGE else 0.0, count)
+            new.append(event)
+        self.events += new
+        self.latest, self.ids = later, ids
+        return new
