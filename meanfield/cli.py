@@ -497,7 +497,7 @@ def _report_clusters(dataset):
                    f"attention field K * mu standing out, >= 1 % of the mass; MATH.md §10)")
     if "merge_time" not in dataset:
         return
-    click.echo(f"{dataset.sizes['merge']} merges (centres within {dataset.attrs['merge_distance']:g} rad)")
+    click.echo(f"{dataset.sizes['merge']} merges (two clusters of the attention field become one; MATH.md §10)")
     for time, a, b, after in zip(*(dataset[name].values for name in
                                    ("merge_time", "merge_mass_a", "merge_mass_b", "clusters_after_merge"))):
         click.echo(f"  t = {time:.8g}: masses {a:.4f} + {b:.4f} -> {after} cluster{'s' if after != 1 else ''} left")
@@ -713,6 +713,35 @@ def plot(run, output, movie):
     if movie is not None:
         write_movie(dataset, movie)
         click.echo(f"wrote {movie}")
+
+
+# --------------------------------------------------------------------------------------------- clusters
+@cli.command()
+@click.argument("run", type=click.Path(dir_okay=False))
+@click.option("--frame", type=int, default=None, help="Saved frame (negative: from the end) [default: the last].")
+@click.option("--time", "time_", type=float, default=None, help="The saved frame nearest this time.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
+def clusters(run, frame, time_, as_json):
+    """The clusters of a frame of a run file (id, position, mass, basin size) and the run's cluster events.
+
+    Clusters are the maxima of the attention field K * mu that stand out, holding >= 1 % of the mass (MATH.md
+    §10); ids and events (formation, merge, dissolution) are those the run recorded.
+
+    Exit status: 0, or 2 on bad input.
+
+    \b
+    Example:
+      meanfield clusters run.nc
+      meanfield clusters run.nc --time 150 --json
+    """
+    import json
+
+    from .cluster_report import cluster_table, format_table, frame_index
+    from .storage import load_run
+
+    dataset = load_run(run)
+    table = cluster_table(dataset, frame_index(dataset, frame, time_))
+    click.echo(json.dumps(table, indent=1) if as_json else format_table(table))
 
 
 # --------------------------------------------------------------------------------------------- demo

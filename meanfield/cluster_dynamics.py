@@ -7,8 +7,9 @@ noise; their centres follow the weighted particle system
     USA:  dy_a/dt = P_{y_a}( sum_b m_b exp(beta <y_a, y_b>) y_b )
 
 on ``S^{d-1}`` (any ``d``; on the circle pass angles).  :func:`cluster_history` integrates it and
-locates every *merge*: the first time two centres come within ``merge_distance`` (1e-3 rad, the
-same definition the run bookkeeping of :mod:`meanfield.solvers.clusters` uses).  Two merged points are
+joins two points the first time they come within ``merge_distance`` (1e-3 rad; its ``merge_times``);
+:meth:`ClusterHistory.observed_merges` dates the merges as runs do, by the cluster observable on the dense
+output (MATH.md §10: two points become one hill of the attention field, earlier).  Two joined points are
 replaced by one point carrying the summed mass at their weighted mean direction (their internal
 motion conserves that mean to leading order), and the integration goes on with ``K - 1`` points,
 until one point is left or ``t_final``.  Integration: SciPy's DOP853 with an event per pair

@@ -11,23 +11,27 @@ it a few tens of time units after they form (nodes contract like ``exp(-t)``), a
 by that much changes nothing a double-precision run can resolve.  ``owner`` maps every original
 node to the node that now carries it, so frames still report one position per original node.
 
-Bookkeeping (:class:`ClusterTracker`, one definition used by the solvers and the theory of
-:mod:`meanfield.cluster_dynamics`):
+Bookkeeping (:class:`ClusterTracker`, run by every density, Lagrangian and particle scheme; one definition used by
+the solvers and the theory of :mod:`meanfield.cluster_dynamics`):
 
-* ``cluster_count(time)`` counts the clusters of every frame by the package's one definition
+* the clusters of the state at the end of every accepted step, by the package's one definition
   (:mod:`meanfield.cluster_detection`: the basins of the maxima of the attention field ``K * mu`` that stand out,
-  holding at least ``min_mass`` = :data:`MIN_CLUSTER_MASS` = 1e-2 of the mass; MATH.md §10), and ``cluster_energy(time)`` is the point-cluster energy of
-  MATH.md §5 of the groups of atoms linked within 1e-3 rad (``exp(-beta)`` scaled, like ``energy``), the value the
-  energy takes on a plateau; it is NaN while more than :data:`MAX_ENERGY_ATOMS` atoms or
-  :data:`MAX_ENERGY_GROUPS` groups remain (clusters not yet collapsed; the grouping and an O(K^2) sum not paid);
-* a *merge* is the first time two cluster centres come within 1e-3 rad.  A cluster is followed
-  for merges once it is *tight*: its nodes linked within :data:`meanfield.point_groups.TIGHT_RADIUS` (1e-6 rad,
-  reached a few tens of time units after formation; merges of the loose fragments of a forming cluster
-  are not merges of clusters), with mass >= ``min_mass``; its centre is its nodes' weighted mean
-  direction.  After every step the pairs of tight clusters whose centres were >= 1e-3 apart at
-  its start and are < 1e-3 apart at its end are located inside the step by bisection on the
-  stepper's dense output, and recorded with the two masses and the cluster count after the merge (the
-  clusters at the end of that step by the one definition, one more for each later merge within the step).
+  holding at least ``min_mass`` = :data:`MIN_CLUSTER_MASS` = 1e-2 of the mass; MATH.md §10), read from the
+  variables its frame would save (:class:`StateClusters`; ``cluster_variables`` of the scheme);
+* *identities and events* (:mod:`meanfield.cluster_lineage`): each cluster continues the one of the previous step
+  whose mass its basin mostly holds; a formation, a merge (two become one: the heavier keeps its id) or a dissolution
+  found between two steps is located inside the step by bisection on the stepper's dense output (the straight line
+  between the step's ends for a stepper with a linear part, which has none), the observable applied to each
+  intermediate state, to 1e-10 of the time.  So ``cluster_count(time)`` is the first frame's count plus the events'
+  changes up to each frame, and a merge is dated when the count falls;
+* ``cluster_energy(time)`` (schemes with points): the point-cluster energy of MATH.md §5 of the groups of atoms
+  linked within ``merge_distance`` = 1e-3 rad (``exp(-beta)`` scaled, like ``energy``), the value the energy takes
+  on a plateau; it is NaN while more than :data:`MAX_ENERGY_ATOMS` atoms or :data:`MAX_ENERGY_GROUPS` groups remain
+  (clusters not yet collapsed; the grouping and an O(K^2) sum not paid).
+
+Cost: one count per accepted step (centres not refined between sampling nodes; refined once per saved frame) and
+about 35 per event; counting costs a few right-hand sides on the circle's finite volumes at N = 512 and less than
+one for S^2 particles (``meanfield validate bench-clusters``).
 
 Step bound after collapse (:func:`closing_rate`): two distinct nodes that are about to coincide
 contract at the rate ``|v_i - v_j| / |x_i - x_j|`` (~1 inside a cluster); an explicit step must
@@ -37,8 +41,7 @@ relative to each other by far more than the tolerance and the error control reso
 
 Cost when nothing happens.  Every check is vectorised and starts from the pairs closer than a chord
 (:func:`meanfield.point_groups.close_pairs`: one sort of the first coordinate, then one-coordinate filters, no tree
-unless the state is clustered), found once per accepted state for the collapse check, the next step's merge check
-and its step bound (:class:`meanfield.memo.ArrayMemo`); with no close pair each check ends there.
+unless the state is clustered), found once per accepted state for the collapse check and the next step's bound (:class:`meanfield.memo.ArrayMemo`); with no close pair each check ends there.
 At n = 1e6 tokens on S^2 that is about 0.15 s per step against 3 s of right-hand sides
 (``meanfield validate bench-particles``, table 8).
 """

@@ -32,8 +32,8 @@ new cell takes that cell's mass at the cell centroid (a mass-weighted mean, as i
 Merges.  Points closer than :data:`MERGE_DISTANCE` (1e-6 rad, the cluster bookkeeping's tight radius
 :data:`meanfield.solvers.clusters.TIGHT_RADIUS`) become one point with the summed mass at the weighted mean position.
 Their mutual attraction conserves that mean, and the rest of the state sees the pair as one point up to
-``O(D^2)`` (``1e-12``); the merge itself (the first time they come within 1e-3 rad) has been recorded by
-then.  The nodes' collapse distance (``5.7e-14``) is not used: two points at order-one positions hover about
+``O(D^2)`` (``1e-12``); the merge itself (the two clusters' field becoming one hill, MATH.md §10) has been
+recorded long before.  The nodes' collapse distance (``5.7e-14``) is not used: two points at order-one positions hover about
 there, their velocity difference lost in the round-off of the sums, and the exponential approach from 1e-6
 down would cost as many steps again.
 

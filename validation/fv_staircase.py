@@ -11,7 +11,8 @@ stayed pinned to their cells and never merged.  What is measured (the claims are
 * ``t_ref`` of an fv run: the first saved frame at which its grid is empty (the points carry the whole
   mass to :data:`EMPTY_GRID`); from then on the run's right-hand side is the K-point ODE alone.  The
   clusters there (the points, grouped at the bookkeeping's 1e-3 rad) start
-  :func:`meanfield.cluster_dynamics.cluster_history` (DOP853, rtol 1e-11): ``kpoint_merge_time``,
+  :func:`meanfield.cluster_dynamics.cluster_history` (DOP853, rtol 1e-11): ``kpoint_merge_time`` (its merges
+  dated by the cluster observable, :meth:`meanfield.cluster_dynamics.ClusterHistory.observed_merges`),
   to set against the run's own merges after ``t_ref`` (``merge_time``); ``grid_mass_end`` is the mass
   left on the grid in the last frame (0 once every cluster is a point);
 * merge times of all four runs (the Lagrangian ones after the fv run's ``t_ref``): the fv at ``N`` against

@@ -157,6 +157,10 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
     folder_study("staircase", "staircase",
                  "The metastable staircase: formation, every merge and one cluster (circle at several beta, "
                  "particles, S^2) against the K-point ODE of MATH.md §5.", "staircase_claims"),
+    folder_study("cluster-events", "cluster_events",
+                 "Cluster counts and events of every scheme on the same data (three bumps; the circle and S^2 "
+                 "staircases): counts alike frame by frame, falls only at merges (MATH.md §10).",
+                 "cluster_events_claims"),
     folder_study("fv-staircase", "fv_staircase",
                  "Finite-volume clusters handed over to points (circle, SA): merges against the K-point ODE from the "
                  "run's own clusters and against the Lagrangian scheme, the start at two resolutions.",

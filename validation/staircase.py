@@ -10,7 +10,8 @@ the same beta from i.i.d. tokens, and S^2 at one beta with Lagrangian nodes) one
   cells is not yet a plateau) -- "just after formation";
 * the count there against the dominant mode ``k*`` of the linear theory (MATH.md §2.3);
 * every later merge of the run against :func:`meanfield.cluster_dynamics.cluster_history`, the
-  K-point ODE started from the clusters at ``t_ref`` (same 1e-3 rad definition of a merge);
+  K-point ODE started from the clusters at ``t_ref``, its merges dated by the same cluster observable
+  (:meth:`meanfield.cluster_dynamics.ClusterHistory.observed_merges`, MATH.md §10);
 * the first merge against the plateau estimate ``exp(beta (1 - cos D))`` of the nearest pair at
   ``t_ref``: across beta, the fitted slope of ``log t_merge`` against beta beside the slope of the
   log of the estimate, and over all circle cases the slope of ``log t_merge`` against the log of the
