@@ -255,7 +255,8 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
             time = formation_time(model, eps, zonal=zonal)
             formed = math.isfinite(time)
             result.update(eps=eps, formation_time=time if formed else None,
-                          dominance=_dominance(model, eps, zonal) if formed else None)
+                          dominance=_dominance(model, eps, zonal) if formed else None,
+                          count_at_formation=_count_at_formation(model, eps, zonal) if formed else None)
         result.update(report or {})
         result.update(causal_part or {})
         click.echo(json.dumps(result))
@@ -275,11 +276,34 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
         ranked = ", ".join(f"{degree} ({probability:.3g})" for degree, probability in
                            zip(*_dominance(model, eps, zonal).values())) if math.isfinite(time) else \
             "none (the uniform state is linearly stable)"
-        click.echo(f"{'cluster count' if dim == 2 else 'degree'} at formation (probability): {ranked}")
+        click.echo(f"dominant {'mode' if dim == 2 else 'degree'} at formation (probability): {ranked}")
+        predicted = _count_at_formation(model, eps, zonal) if math.isfinite(time) else None
+        if predicted is not None:
+            click.echo(f"cluster count at formation (the cluster observable on the linear theory, MATH.md §10; "
+                       f"{predicted['draws']} draws of the law): " + ", ".join(
+                           f"{count} ({p:.3f} +- {e:.3f})" for count, p, e in
+                           zip(predicted["counts"], predicted["probabilities"], predicted["standard_errors"])))
     for line in report_lines(report, degrees) if report else ():
         click.echo(line)
     for line in causal_report_lines(causal_part, model) if causal else ():
         click.echo(line)
+
+
+#: Draws of the perturbed:EPS law behind ``theory --eps``'s predicted count at formation.
+THEORY_DRAWS = 400
+
+
+def _count_at_formation(model: Model, eps: float, zonal: bool) -> dict | None:
+    """The predicted count at formation (:func:`meanfield.formation_count.count_distribution`) on the circle, S^2 and
+    zonal S^{d-1}, or ``None`` on S^{d-1}, ``d >= 4``, without ``--zonal`` (no sampling of that law there)."""
+    from .formation_count import count_distribution
+
+    geometry = "circle" if model.dim == 2 else "zonal" if zonal else "sphere" if model.dim == 3 else None
+    if geometry is None:
+        return None
+    found = count_distribution(model, eps, geometry=geometry, draws=THEORY_DRAWS)
+    return {"draws": found.draws, "counts": found.counts.tolist(), "probabilities": found.probabilities.tolist(),
+            "standard_errors": found.standard_errors.tolist()}
 
 
 #: ``theory --tricritical`` bisects the curvature on this bracket of beta, for --dim up to this.

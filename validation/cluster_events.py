@@ -43,7 +43,7 @@ from .harness import progress_bar, save_figure, study_main, write_dataset
 
 QUICK = {"bump_cells": 512, "bump_tokens": 10_000, "fv_cells": 256, "nodes": 512, "tokens": 2048,
          "sphere_beta": 4.0, "sphere_lmax": 10, "sphere_t_final": 1e7}
-FULL = {"bump_cells": 512, "bump_tokens": 10_000, "fv_cells": 1024, "nodes": 2048, "tokens": 8192,
+FULL = {"bump_cells": 512, "bump_tokens": 10_000, "fv_cells": 1024, "nodes": 4096, "tokens": 8192,
         "sphere_beta": 9.0, "sphere_lmax": 31, "sphere_t_final": 1e9}
 #: Three bumps: the merge time's spread over each scheme's own resolutions is at most 9e-4 of it (measured, see
 #: tests/solvers/test_cluster_events.py); two schemes agree to twice that.

@@ -161,6 +161,10 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
                  "Cluster counts and events of every scheme on the same data (three bumps; the circle and S^2 "
                  "staircases): counts alike frame by frame, falls only at merges (MATH.md §10).",
                  "cluster_events_claims"),
+    folder_study("formation-count", "formation_count",
+                 "The cluster count at formation of runs (circle at two near ties, S^2 at two beta) against the "
+                 "distribution the linear theory predicts (MATH.md §2.4, §10), by a chi-square test.",
+                 "formation_count_claims"),
     folder_study("fv-staircase", "fv_staircase",
                  "Finite-volume clusters handed over to points (circle, SA): merges against the K-point ODE from the "
                  "run's own clusters and against the Lagrangian scheme, the start at two resolutions.",

@@ -34,7 +34,9 @@ def test_theory_json(capsys):
 def test_theory_table_marks_the_dominant_mode(capsys):
     code, out, _ = run_cli(capsys, "theory", "--beta", 9, "--eps", 1e-4)
     assert code == 0 and "dominant mode: 4" in out and "formation time from perturbed:0.0001: 12.9914" in out
-    assert "cluster count at formation (probability): 4 (0.734), 5 (0.254), 3 (0.012), 6 (0.000155)" in out
+    assert "dominant mode at formation (probability): 4 (0.734), 5 (0.254), 3 (0.012), 6 (0.000155)" in out
+    # the count itself: the cluster observable on the linear theory of 400 draws (meanfield.formation_count)
+    assert "400 draws of the law): 2 (0.003 +- 0.002), 3 (0.048 +- 0.011), 4 (0.840 +- 0.018), 5 (0.110 +- 0.016)" in out
 
 
 def test_theory_json_reports_the_dominance_probabilities(capsys):

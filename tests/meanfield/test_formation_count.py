@@ -1,0 +1,105 @@
+"""The predicted cluster count at formation (meanfield/formation_count.py; MATH.md §2.4, §10) and the study's test."""
+
+import math
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from meanfield.errors import InputError
+from meanfield.formation_count import (count_at_formation, count_distribution, law_pattern, linear_count)
+from meanfield.geometry import sphere_area
+from meanfield.initial.circle import perturbed_density as circle_start
+from meanfield.initial.zonal import perturbed_density as zonal_start
+from meanfield.model import Model
+from meanfield.theory import critical_noise, growth_rates
+from meanfield.validation.formation_count import chi_square_p_value, formation_count_claims
+
+
+@pytest.mark.parametrize("geometry, dim", [("circle", 2), ("sphere", 3), ("zonal", 5)])
+def test_the_pattern_is_the_runs_start(geometry, dim):
+    """The degrees of draw ``seed`` add up to the start of a run with ``--seed seed``: the prediction for a seed is
+    about that run's own start."""
+    eps, seed = 1e-3, 7
+    pattern = law_pattern(geometry, dim, seed)
+    rho0 = 1 / sphere_area(dim)
+    start = pattern.density(eps, np.zeros(pattern.parts.shape[0]), 0.0)
+    if geometry == "circle":
+        expected = circle_start(eps, pattern.places.size, seed)
+    elif geometry == "zonal":
+        from meanfield.solvers.zonal import ZonalBasis
+
+        basis = ZonalBasis(12, dim)
+        expected_at_nodes = zonal_start(eps, basis, seed)
+        coeffs = basis.interpolant_coeffs(expected_at_nodes)
+        expected = basis.polynomials(np.cos(pattern.places), coeffs.size - 1) @ coeffs
+    else:
+        from meanfield.solvers.sphere import make_sphere_basis
+        from meanfield.perturbation import sphere_noise, sphere_normals
+
+        basis = make_sphere_basis(12)
+        coeffs = math.sqrt(4 * math.pi) * sphere_noise(sphere_normals(seed), basis.degree_of_index, basis.m_of_index)
+        # the mean over the sphere's grid of both is rho0; their RMS deviations are the noise's, degree by degree
+        expected_rms = math.sqrt(np.sum(np.abs(coeffs) ** 2 * np.where(basis.m_of_index > 0, 2, 1)) / (4 * math.pi))
+        deviation = (start / rho0 - 1) / eps
+        assert np.sum(deviation * pattern.volumes) == pytest.approx(0.0, abs=1e-12)
+        assert math.sqrt(np.sum(deviation ** 2 * pattern.volumes) / (4 * math.pi)) == pytest.approx(expected_rms,
+                                                                                                   rel=1e-12)
+        return
+    assert np.max(np.abs(start - expected)) < 1e-13 * rho0 * 10
+
+
+def test_the_linear_solution_touches_zero_at_t0_and_stable_states_form_nothing():
+    model = Model("sa", 9.0, 0.0, 2)
+    count, t0 = linear_count(model, 1e-4, 0)
+    pattern = law_pattern("circle", 2, 0)
+    rates = growth_rates(model, np.arange(1, 17))
+    assert np.min(pattern.density(1e-4, rates, t0)) == pytest.approx(0.0, abs=1e-6 / (2 * math.pi))
+    assert np.min(pattern.density(1e-4, rates, t0 - 0.01)) > 0
+    assert count == 4 and 10 < t0 < 13        # seed 0's run forms 4 clusters (tests/solvers/test_cluster_events.py)
+    stable = Model("sa", 9.0, 1.01 * critical_noise(Model("sa", 9.0, 0.0, 2)), 2)
+    assert linear_count(stable, 1e-4, 0) == (0, math.inf)
+
+
+def test_a_draw_dominated_by_one_mode_counts_that_mode():
+    """Far past the near tie (beta = 4: k* = 3 grows much faster than 2 and 4) almost every draw counts k*."""
+    found = count_distribution(Model("sa", 4.0, 0.0, 2), 1e-4, draws=60)
+    assert found.probability(3) > 0.9 and found.draws == 60 and found.per_draw.size == 60
+    assert found.probabilities.sum() == pytest.approx(1.0)
+    assert found.standard_errors == pytest.approx(np.sqrt(found.probabilities * (1 - found.probabilities) / 60))
+
+
+def test_the_distribution_is_reproducible_and_checks_its_options():
+    model = Model("usa", 9.0, 0.0, 3)
+    first, again = (count_distribution(model, 1e-4, geometry="sphere", draws=20) for _ in range(2))
+    assert np.array_equal(first.per_draw, again.per_draw)
+    with pytest.raises(InputError, match="draws must be in"):
+        count_distribution(model, 1e-4, geometry="sphere", draws=0)
+    with pytest.raises(InputError, match="eps must be in"):
+        count_distribution(model, 2.0, geometry="sphere", draws=5)
+
+
+def _events(kinds, afters, counts):
+    return xr.Dataset({"event_kind": ("event", np.array(kinds, dtype=str)),
+                       "clusters_after_event": ("event", np.array(afters)),
+                       "cluster_count": ("time", np.array(counts))})
+
+
+def test_count_at_formation_is_the_count_before_the_first_merge():
+    assert count_at_formation(_events(["formation"] * 4 + ["merge", "merge"], [1, 2, 3, 4, 3, 2], [0, 4, 2])) == 4
+    assert count_at_formation(_events(["formation", "formation"], [1, 2], [0, 2])) == 2
+    assert count_at_formation(_events(["merge"], [2], [3, 2])) == 3      # clusters present from the start
+
+
+def test_the_chi_square_p_value_is_a_probability_that_can_fail():
+    p = np.array([0.0, 0.1, 0.8, 0.1])
+    statistic, value = chi_square_p_value(np.array([0, 1, 8, 1]), p)
+    assert statistic == pytest.approx(0.0) and value == 1.0
+    _, unlikely = chi_square_p_value(np.array([0, 6, 0, 4]), p)
+    assert unlikely < 1e-3
+    assert chi_square_p_value(np.array([1, 0, 9, 0]), p) == (math.inf, 0.0)       # a count never predicted
+    table = xr.Dataset({"geometry": ("case", ["circle", "sphere"]), "beta": ("case", [9.0, 7.0]),
+                        "p_value": ("case", [0.4, 0.2])})
+    assert all(check.passed for check in formation_count_claims(table))
+    table["p_value"] = ("case", [0.4, 0.005])
+    assert [check.passed for check in formation_count_claims(table)] == [True, False]

@@ -1,0 +1,157 @@
+"""The cluster count at formation: runs against the linear theory's predicted distribution (issue 32, MATH.md §2.4,
+§10): ``meanfield validate formation-count``.
+
+For each case (geometry, beta) the runs start from ``perturbed:1e-4`` with seeds ``0 .. seeds - 1`` (SA, no noise;
+Lagrangian nodes: 512 on the circle, degree ``sphere_lmax`` on S^2) and their count at formation is read from their
+events (:func:`meanfield.formation_count.count_at_formation`: the count just before the first merge).  The prediction
+is :func:`meanfield.formation_count.count_distribution` over ``draws`` other draws of the law (seeds from
+:data:`PREDICTION_SEEDS`, none a run's), with its Monte Carlo standard errors.
+
+Test: the chi-square statistic ``sum (O - E)^2 / E`` of the runs' counts against ``seeds x P``, its p-value by Monte
+Carlo (:data:`P_VALUE_SAMPLES` samples of ``seeds`` counts drawn from the predicted law; exact for small samples,
+where the chi-square law is not), a count never predicted giving ``p = 0``.  Cases: the circle at beta = 9 (near tie
+4 / 5) and 16 (near tie 5 / 6); S^2 at beta 7 and 9.  Also reported: how often a run's count is the prediction for
+its own seed (the same draw of the law).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from meanfield.formation_count import count_at_formation, count_distribution, linear_count
+from meanfield.model import Model
+from meanfield.solvers.solve import solve
+
+from .claims import Check, above
+from .harness import progress_bar, save_figure, study_main, write_dataset
+
+EPS = 1e-4
+#: The prediction's draws start at this seed, away from the runs' seeds 0 .. seeds - 1.
+PREDICTION_SEEDS = 100_000
+P_VALUE_SAMPLES = 20_000
+#: The chi-square test's level (issue 32).
+LEVEL = 0.01
+MAX_COUNT = 16
+
+QUICK = {"cases": (("circle", 9.0), ("circle", 16.0), ("sphere", 5.0)), "seeds": 10, "draws": 400,
+         "sphere_lmax": 15, "nodes": 512}
+FULL = {"cases": (("circle", 9.0), ("circle", 16.0), ("sphere", 7.0), ("sphere", 9.0)), "seeds": 10, "draws": 2000,
+        "sphere_lmax": 31, "nodes": 512}
+
+
+def chi_square_p_value(observed: np.ndarray, probabilities: np.ndarray, samples: int = P_VALUE_SAMPLES,
+                       seed: int = 0) -> tuple[float, float]:
+    """``(statistic, p)``: ``sum (O - E)^2 / E`` of the observed histogram against ``E = n p`` and the probability that
+    ``n`` counts drawn from ``probabilities`` give at least that statistic (Monte Carlo); an observed count with
+    ``p = 0`` gives ``(inf, 0)``."""
+    observed, probabilities = np.asarray(observed, dtype=float), np.asarray(probabilities, dtype=float)
+    n = observed.sum()
+    if np.any((probabilities == 0) & (observed > 0)):
+        return math.inf, 0.0
+    keep = probabilities > 0
+    expected = n * probabilities[keep]
+    statistic = float(np.sum((observed[keep] - expected) ** 2 / expected))
+    draws = np.random.default_rng(seed).multinomial(int(n), probabilities[keep] / probabilities[keep].sum(),
+                                                   size=samples)
+    simulated = np.sum((draws - expected) ** 2 / expected, axis=1)
+    return statistic, float(np.mean(simulated >= statistic - 1e-12))
+
+
+def _run(geometry: str, beta: float, seed: int, preset: dict):
+    if geometry == "circle":
+        return solve("circle", scheme="lagrangian", beta=beta, resolution=preset["nodes"], init=f"perturbed:{EPS:g}",
+                     seed=seed, t_final=80.0, save_every=1.0)
+    return solve("sphere", scheme="lagrangian", beta=beta, resolution=preset["sphere_lmax"], init=f"perturbed:{EPS:g}",
+                 seed=seed, t_final=60.0, save_every=1.0)
+
+
+def run_study(quick: bool = False, out_dir="formation-count-study") -> xr.Dataset:
+    preset = QUICK if quick else FULL
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    rows = []
+    with progress_bar(len(preset["cases"]) * preset["seeds"], "formation-count") as bar:
+        for geometry, beta in preset["cases"]:
+            model = Model("sa", beta, 0.0, 2 if geometry == "circle" else 3)
+            predicted = count_distribution(model, EPS, geometry=geometry, draws=preset["draws"],
+                                           first_seed=PREDICTION_SEEDS)
+            observed, own = [], []
+            for seed in range(preset["seeds"]):
+                observed.append(count_at_formation(_run(geometry, beta, seed, preset)))
+                own.append(linear_count(model, EPS, seed, geometry)[0])
+                bar.update()
+            histogram = np.bincount(observed, minlength=MAX_COUNT + 1)[:MAX_COUNT + 1]
+            probabilities = np.zeros(MAX_COUNT + 1)
+            inside = predicted.counts <= MAX_COUNT
+            probabilities[predicted.counts[inside]] = predicted.probabilities[inside]
+            errors = np.zeros(MAX_COUNT + 1)
+            errors[predicted.counts[inside]] = predicted.standard_errors[inside]
+            statistic, p_value = chi_square_p_value(histogram, probabilities)
+            rows.append({"geometry": geometry, "beta": beta, "observed": histogram, "predicted": probabilities,
+                         "predicted_stderr": errors, "chi_square": statistic, "p_value": p_value,
+                         "own_seed_agreement": float(np.mean(np.array(observed) == np.array(own)))})
+    table = xr.Dataset({key: (("case", "count") if np.ndim(rows[0][key]) else "case", [row[key] for row in rows])
+                        for key in rows[0]}, coords={"count": np.arange(MAX_COUNT + 1)},
+                       attrs={"study": "formation-count", "quick": int(quick), "eps": EPS, "seeds": preset["seeds"],
+                              "draws": preset["draws"], "wall_time": time.perf_counter() - start,
+                              "command": f"meanfield validate formation-count{' --quick' if quick else ''} "
+                                         f"--out-dir {out_dir}"})
+    write_dataset(table, out / "formation_count.nc")
+    plot_study(table, out / "formation_count.png")
+    return table
+
+
+def plot_study(table: xr.Dataset, path) -> None:
+    """Per case: the predicted distribution (bars with Monte Carlo error bars) and the runs' counts (dots)."""
+    import matplotlib.pyplot as plt
+
+    cases = table.sizes["case"]
+    fig, axes = plt.subplots(1, cases, figsize=(3.2 * cases, 3.2), constrained_layout=True, squeeze=False)
+    counts = table["count"].values
+    for ax, index in zip(axes[0], range(cases)):
+        row = table.isel(case=index)
+        seeds = int(row.observed.sum())
+        ax.bar(counts, seeds * row.predicted.values, yerr=seeds * row.predicted_stderr.values, color="0.8",
+               label="predicted (linear theory)")
+        ax.plot(counts, row.observed.values, "o", color="C3", label="runs")
+        shown = np.flatnonzero((row.predicted.values > 0) | (row.observed.values > 0))
+        ax.set(xlim=(shown.min() - 1, shown.max() + 1), xlabel="clusters at formation",
+               title=f"{str(row.geometry.values)}, beta = {float(row.beta):g}\np = {float(row.p_value):.2f}")
+    axes[0][0].set_ylabel(f"runs of {seeds} seeds")
+    axes[0][0].legend(fontsize=7)
+    save_figure(fig, path, dpi=110)
+
+
+def format_table(table: xr.Dataset) -> str:
+    lines = [f"{'case':>16} {'observed (count: runs)':>28} {'predicted P (count)':>40} {'chi2':>6} {'p':>6} {'own':>5}"]
+    for index in range(table.sizes["case"]):
+        row = table.isel(case=index)
+        observed = ", ".join(f"{c}: {int(n)}" for c, n in enumerate(row.observed.values) if n)
+        predicted = ", ".join(f"{c}: {p:.2f}" for c, p in enumerate(row.predicted.values) if p >= 0.005)
+        lines.append(f"{str(row.geometry.values) + ' beta ' + format(float(row.beta), 'g'):>16} {observed:>28} "
+                     f"{predicted:>40} {float(row.chi_square):6.2f} {float(row.p_value):6.3f} "
+                     f"{float(row.own_seed_agreement):5.2f}")
+    return "\n".join(lines)
+
+
+def formation_count_claims(table: xr.Dataset) -> list[Check]:
+    return [above(f"Count at formation, {str(row.geometry.values)} beta = {float(row.beta):g}: runs against the "
+                  f"predicted distribution (chi-square p-value)", float(row.p_value), LEVEL, f"> {LEVEL:g}",
+                  source=f"standard error: the chi-square test at level {LEVEL:g} (issue 32), p by Monte Carlo over "
+                         f"{P_VALUE_SAMPLES} samples of the predicted law")
+            for row in (table.isel(case=index) for index in range(table.sizes["case"]))]
+
+
+def main(argv=None) -> xr.Dataset:
+    return study_main(argv, __doc__.splitlines()[0], "formation-count-study", run_study, format_table,
+                      "formation_count")
+
+
+if __name__ == "__main__":
+    main()
