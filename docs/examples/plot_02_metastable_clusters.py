@@ -63,7 +63,8 @@ stairs = mf.solve("circle", scheme="lagrangian", attention="sa", beta=9.0, resol
 print("merges at t =", np.round(stairs["merge_time"].values, 1))
 
 # %%
-# The K-point ODE from the clusters present at t = 50: its merges should be the PDE's.
+# The K-point ODE from the clusters present at t = 50: its merges, dated by the same cluster observable
+# (MATH.md §10: two clusters become one hill of the attention field), should be the PDE's.
 start = stairs.sel(time=50.0, method="nearest")
 theta, weights = start["node_theta"].values, stairs["weights"].values
 centres, index = np.unique(np.round(theta, 9), return_inverse=True)
@@ -71,12 +72,13 @@ masses = np.bincount(index, weights=weights)
 big = masses > 1e-2
 history = mf.cluster_history(centres[big], masses[big] / masses[big].sum(), beta=9.0,
                              t_start=float(start.time))
-print("K-point ODE merges at t =", np.round(history.merge_times, 1))
+observed = history.observed_merges()
+print("K-point ODE merges at t =", np.round([time for time, _ in observed], 1))
 
 fig, ax = plt.subplots(figsize=(7, 3.2))
 ax.step(stairs["time"], stairs["cluster_count"], where="post", label="Lagrangian PDE")
-counts = [len(centres[big])] + list(history.count_after)
-ax.step([float(start.time)] + list(history.merge_times), counts, where="post", ls="--",
+counts = [len(centres[big])] + [after for _, after in observed]
+ax.step([float(start.time)] + [time for time, _ in observed], counts, where="post", ls="--",
         label="K-point ODE from t = 50")
 ax.set_xscale("symlog", linthresh=1.0)
 ax.set_xlabel("t")

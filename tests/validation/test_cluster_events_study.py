@@ -56,7 +56,7 @@ def test_claims_fail_on_a_broken_table():
                        attrs={"bumps_disagreements": 0, "bumps_merge_spread": 1e-4, "staircase_disagreements": 0,
                               "staircase_disagreements_strict": 0, "quick": 0})
     assert all(check.passed for check in cluster_events_claims(table))
-    for name, value in (("bumps_disagreements", 1), ("bumps_merge_spread", 0.05), ("staircase_disagreements_strict", 1)):
+    for name, value in (("bumps_disagreements", 1), ("bumps_merge_spread", 0.05), ("staircase_disagreements", 1)):
         broken = table.copy()
         broken.attrs[name] = value
         assert not all(check.passed for check in cluster_events_claims(broken)), name
