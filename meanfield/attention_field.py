@@ -329,9 +329,10 @@ class AtomField(SampledField):
     maxima reached from several atoms (within :data:`SAME_PLACE`) are one, and each is a node of the graph above
     the atoms that climbed to it."""
 
-    #: Mean-shift steps: at most this many, and stop once no maximum moves by more than :data:`SHIFT_TOL` rad.
+    #: Mean-shift steps: at most this many, and stop once no maximum moves by more than :data:`SHIFT_TOL` rad (the
+    #: maximum's value and concentration are then exact to its square, 1e-16).
     MAX_SHIFTS = 200
-    SHIFT_TOL = 1e-10
+    SHIFT_TOL = 1e-8
 
     def __init__(self, points, masses, beta: float, dim: int | None = None, block: int = 2048):
         from scipy.spatial import cKDTree

@@ -29,7 +29,7 @@ command line, ``cluster_count(time)`` of runs that track clusters, plot titles, 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -231,8 +231,9 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
     points, point_masses : array, optional
         Circle and zonal cells: point clusters (angles; polar angles of rings) whose masses the density already
         holds in the cells that contain them (a finite-volume frame's ``point_position``, ``point_mass``; NaN slots
-        unused): they are taken out of their cells and put at their own places.  The labels then cover the cells
-        followed by the point slots.
+        unused): they are taken out of their cells and put at their own places for the field.  The labels and
+        weights stay the cells' (a point counted in its cell, as the density holds it), so that they mean the same
+        places whatever slot a point occupies.
     prominence, concentration, min_mass : float
         The thresholds (module docstring).
     refine : bool
@@ -269,11 +270,16 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
         places, volumes = np.asarray(polar, dtype=float), np.asarray(volumes, dtype=float)
         require(places.shape == density.shape == volumes.shape, "polar and volumes must match the density's grid")
         masses = density * volumes
-    if points is not None and point_masses is not None:
-        require(geometry != "sphere", "point clusters are given on the circle or as zonal rings")
-        places, masses = _points_out_of_cells(places, masses, np.asarray(points, dtype=float),
-                                              np.asarray(point_masses, dtype=float), geometry == "circle")
-    return clusters_of_masses(places, masses, beta, geometry=geometry, dim=int(dim), **thresholds)
+    if points is None or point_masses is None:
+        return clusters_of_masses(places, masses, beta, geometry=geometry, dim=int(dim), **thresholds)
+    require(geometry != "sphere", "point clusters are given on the circle or as zonal rings")
+    cells = masses.size
+    mixed_places, mixed = _points_out_of_cells(places, masses, np.asarray(points, dtype=float),
+                                               np.asarray(point_masses, dtype=float), geometry == "circle")
+    found = clusters_of_masses(mixed_places, mixed, beta, geometry=geometry, dim=int(dim), **thresholds)
+    labels = found.labels[:cells]
+    return replace(found, labels=labels, weights=masses,
+                   basin_sizes=np.bincount(labels[labels >= 0], minlength=found.count))
 
 
 def _points_out_of_cells(centres, masses, points, point_masses, periodic: bool):

@@ -60,26 +60,26 @@ def destinations(earlier: Clusters, later: Clusters) -> np.ndarray:
 @dataclass(frozen=True)
 class Change:
     """An event found between two states, before its time is located: ``kind``, the earlier clusters involved
-    (``a``, ``b``; indices into the earlier state), or the later cluster that formed (``formed``)."""
+    (``a``, ``b``; indices into the earlier state), or the later cluster that formed (``formed``) and the rank of
+    that formation among the interval's (``rank``: the ``rank``-th new cluster, heaviest first)."""
 
     kind: str
     a: int = -1
     b: int = -1
     formed: int = -1
+    rank: int = 0
 
     def happened(self, earlier: Clusters, at: Clusters, later: Clusters) -> bool:
         """Whether the change has happened by the state whose clusters are ``at`` (between ``earlier`` and
-        ``later``): the pair shares a destination; the cluster has none; the places of the new cluster lie mostly
-        in a cluster that continues none of the earlier ones."""
+        ``later``): the pair shares a destination; the cluster has none; at least ``rank`` clusters of ``at``
+        continue none of the earlier ones (clusters forming in one interval are told apart by their number: the
+        first to form may hold, for a while, the places of all of them)."""
         going = destinations(earlier, at)
         if self.kind == MERGE:
             return bool(going[self.a] == going[self.b] != -1)
         if self.kind == DISSOLUTION:
             return bool(going[self.a] == -1)
-        places = later.labels == self.formed
-        share = np.bincount(at.labels[places] + 1, np.abs(later.weights[places]), minlength=at.count + 1)
-        holder = int(np.argmax(share)) - 1
-        return holder != -1 and holder not in set(going.tolist())
+        return at.count - np.unique(going[going >= 0]).size >= self.rank
 
 
 class ClusterLineage:
@@ -102,10 +102,10 @@ class ClusterLineage:
         going = destinations(earlier, later)
         found: list[Change] = []
         ids = np.full(later.count, -1)
-        for j in range(later.count):
+        for j in range(later.count):                  # heaviest first: the formations' ranks
             sources = np.flatnonzero(going == j)
             if sources.size == 0:
-                found.append(Change(FORMATION, formed=j))
+                found.append(Change(FORMATION, formed=j, rank=1 + sum(c.kind == FORMATION for c in found)))
                 continue
             keeper = sources[np.argmax(earlier.masses[sources])]
             ids[j] = self.ids[keeper]

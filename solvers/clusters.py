@@ -188,13 +188,29 @@ class StateClusters:
                                      self.attrs, min_mass=self.min_mass, refine=refine)
 
 
-def dense_state(stepper, before, after, fraction: float):
-    """The state at ``fraction`` of the last step: the stepper's dense output, or (a stepper with a linear part,
-    which has none) the straight line between the step's ends."""
+def dense_state(stepper, before, after, fraction: float, step=None, end_slope=None):
+    """The state at ``fraction`` of a step (``step``: the stepper's :attr:`last_step` then, ``end_slope`` the
+    right-hand side at its end when known; default its last step): the stepper's dense output, or, where it has none
+    (a linear part; a Hermite extension of an earlier step whose end slope is unknown), the straight line between
+    the step's ends."""
     try:
-        return stepper.dense(fraction)
-    except (RuntimeError, AttributeError):
+        return stepper.dense(fraction, step, end_slope)
+    except (RuntimeError, AttributeError, TypeError):
         return before + fraction * (after - before)
+
+
+def _same(a, b) -> bool:
+    """The same state: the same array, or equal values (a post-step hook may copy a state it leaves unchanged)."""
+    return a is b or (a.shape == b.shape and bool(np.array_equal(a, b)))
+
+
+def _bytes(item) -> int:
+    """Memory held by arrays in a (nested) tuple or list."""
+    if isinstance(item, np.ndarray):
+        return item.nbytes
+    if isinstance(item, (tuple, list)):
+        return sum(_bytes(part) for part in item)
+    return 0
 
 
 class ClusterTracker(Tracker):
@@ -208,6 +224,9 @@ class ClusterTracker(Tracker):
     cluster table and ``attrs()`` the settings and the formation time.
     """
 
+    #: Steps held for a later count (schemes whose clusters read the state alone) at most this much memory (bytes).
+    PENDING_BYTES = 256 * 2 ** 20
+
     def __init__(self, beta: float, merge_distance: float = MERGE_DISTANCE, min_mass: float = MIN_CLUSTER_MASS,
                  dim: int | None = None, energy: bool = True):
         self.beta, self.merge_distance, self.min_mass = beta, merge_distance, min_mass
@@ -219,6 +238,9 @@ class ClusterTracker(Tracker):
         self.table: list = []            # (ids, masses, centres) of every saved frame
         self._continuing = False
         self._resumed = None             # (ids of the last frame, next id, formation time) of a continued file
+        self.pending: list = []          # steps not counted yet: (before, t0, after, t1, the stepper's last_step)
+        self._pending_bytes = 0
+        self.stepper = None
 
     def resume(self, source) -> None:
         """An exact continuation keeps the ids of the file's last frame, its next id and its formation time."""
@@ -234,6 +256,10 @@ class ClusterTracker(Tracker):
         """The clusters of the first state; a run continued from where this tracker stopped (Mix-LN's second leg,
         whose first frame the loop drops) keeps its lineage."""
         self.view = StateClusters(scheme, self.beta, self.min_mass)
+        self.stepper, self.pending, self._pending_bytes, self._scheme = stepper, [], 0, scheme
+        #: count at saved frames only (the steps between kept for their dense output) when a state's clusters
+        #: depend on the state alone; else after every step (nodes merged by a collapse change the reading)
+        self.lazy = bool(getattr(scheme, "clusters_read_state_alone", True))
         self._continuing = self.lineage is not None and t == self.t
         if not self._continuing:
             self.lineage, self.t = ClusterLineage(self.view(scheme, state)), float(t)
@@ -241,26 +267,70 @@ class ClusterTracker(Tracker):
                 self.lineage.ids, self.lineage.next_id = self._resumed[0].copy(), self._resumed[1]
 
     def after_step(self, scheme, stepper, before, t0: float, after, t1: float) -> None:
-        later = self.view(scheme, after)
-        earlier, known = self.lineage.latest, {0.0: self.lineage.latest, 1.0: later}
+        step = getattr(stepper, "last_step", None)
+        self.pending.append((before, t0, after, t1, step))
+        self._pending_bytes += _bytes((before, after, step))
+        if not self.lazy or self._pending_bytes > self.PENDING_BYTES:
+            self._settle(scheme, after)
 
-        def at(fraction):
-            if fraction not in known:
-                known[fraction] = self.view(scheme, dense_state(stepper, before, after, fraction))
-            return known[fraction]
+    def _end_slope(self, scheme, index: int, steps: list, current):
+        """The right-hand side at the end of pending step ``index`` for its Hermite extension: the next step's first
+        stage when that step started from this one's end (nothing changed the state between), the scheme's rhs when
+        the state is still this step's end (``current``), else unknown (``None``)."""
+        before, t0, after, t1, step = steps[index]
+        if step is None or not _same(step[4], after):            # a post-step map moved the state
+            return None
+        if index + 1 < len(steps):
+            following = steps[index + 1]
+            return following[4][3][0] if following[4] is not None and _same(following[0], after) else None
+        return scheme.rhs(after, t1) if current is not None and _same(current, after) else None
+
+    def _settle(self, scheme, current=None) -> None:
+        """Count the state at the end of the pending steps and locate each event found since the last count: first
+        the step whose end shows it (bisection over the steps' ends), then the time inside it (bisection on that
+        step's dense output), the observable applied to each state tried."""
+        if not self.pending:
+            return
+        steps, self.pending, self._pending_bytes = self.pending, [], 0
+        earlier = self.lineage.latest
+        later = self.view(scheme, steps[-1][2])
+        ends = {len(steps) - 1: later}
+        inside: dict = {}                                       # (step, fraction) -> clusters, shared by the changes
+
+        def end(index):
+            if index not in ends:
+                ends[index] = self.view(scheme, steps[index][2])
+            return ends[index]
 
         def locate(change):
-            low, high = 0.0, 1.0
-            while (high - low) * (t1 - t0) > 1e-10 * max(1.0, abs(t1)) and high - low > 1e-15:
-                middle = 0.5 * (low + high)
-                if change.happened(earlier, at(middle), later):
-                    high = middle
-                else:
-                    low = middle
-            return t0 + high * (t1 - t0)
+            low, high = -1, len(steps) - 1                  # the end of `high` shows the change, that of `low` not
+            while high - low > 1:
+                middle = (low + high) // 2
+                low, high = (low, middle) if change.happened(earlier, end(middle), later) else (middle, high)
+            before, t0, after, t1, step = steps[high]
+            inside[(high, 1.0)] = end(high)
+
+            def at(fraction):
+                if (high, fraction) not in inside:
+                    if ("slope", high) not in inside:
+                        inside[("slope", high)] = self._end_slope(scheme, high, steps, current)
+                    state = dense_state(self.stepper, before, after, fraction, step, inside[("slope", high)])
+                    inside[(high, fraction)] = self.view(scheme, state)
+                return inside[(high, fraction)]
+
+            first, last = 0.0, 1.0
+            while (last - first) * (t1 - t0) > 1e-10 * max(1.0, abs(t1)) and last - first > 1e-15:
+                middle = 0.5 * (first + last)
+                first, last = (first, middle) if change.happened(earlier, at(middle), later) else (middle, last)
+            return t0 + last * (t1 - t0)
 
         self.lineage.advance(later, locate)
-        self.t = float(t1)
+        self.t = float(steps[-1][3])
+
+    def finish(self, record) -> None:
+        """Count what the run stepped since its last frame."""
+        if self.view is not None:
+            self._settle(self._scheme, getattr(record, "state", None))
 
     def groups(self, points: np.ndarray, weights: np.ndarray):
         """Centres and masses of the groups linked at ``merge_distance``."""
@@ -271,6 +341,7 @@ class ClusterTracker(Tracker):
         """``cluster_count``: the clusters of the latest state (:mod:`meanfield.cluster_detection`), the frame's;
         ``cluster_energy``: the point energy (MATH.md §5) of the groups linked within ``merge_distance``, once at
         most :data:`MAX_ENERGY_ATOMS` atoms remain and they make at most :data:`MAX_ENERGY_GROUPS` groups."""
+        self._settle(scheme, state)
         latest = self.lineage.latest
         if self._continuing:
             self._continuing = False

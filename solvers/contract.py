@@ -75,8 +75,10 @@ overrides what it needs:
 ``trackers()``
     its own trackers, run before the user's (``[]``; the density, Lagrangian and particle schemes' cluster
     bookkeeping)
-``cluster_variables(state)``
-    the frame variables its clusters are read from (its whole ``frame``; the atom schemes: the positions)
+``cluster_variables(state)``, ``clusters_read_state_alone``
+    the frame variables its clusters are read from (its whole ``frame``; the atom schemes: the positions), and
+    whether they depend on the state alone (``True``; the Lagrangian and particle schemes, whose collapse renumbers
+    nodes, ``False``)
 ``run_attrs()``, ``variable_attrs()``
     attributes it adds to its run's Dataset and to its variables (``{}``; e.g. ``collapse_tol_used``, the
     finite volumes' ``cell_methods``)
@@ -143,6 +145,9 @@ class Scheme:
     build_options: tuple = ()
     #: whether it carries a radius per node, hence all six normalisations of MATH.md §6 (else those on the sphere)
     radius_per_node = False
+    #: whether ``cluster_variables(state)`` reads the state alone (the cluster tracker then counts at saved frames and
+    #: keeps the steps between for their dense output); ``False`` when a collapse changes how a state is read
+    clusters_read_state_alone = True
     #: its memory estimate (:func:`meanfield.limits.check_solve_size`, measured in the table there): work bytes per
     #: value of a frame and per squared resolution (dense degree-by-degree matrices)
     work_bytes_per_value = 2000

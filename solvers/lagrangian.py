@@ -188,6 +188,8 @@ class _Lagrangian(ClosingPairsStep, Scheme):
     after_switch = False
     #: mutable fields an exact restart carries (:mod:`meanfield.solvers.checkpoint`)
     restart_fields = ("node_weights", "weights", "collapser.owner", "collapser.merged", "_density_floor")
+    #: a state's positions are read through ``collapser.owner``, which a collapse changes
+    clusters_read_state_alone = False
     #: merges of nodes closer than ``collapse_tol`` (MATH.md §5); a radius per node, so every normalisation (§6)
     build_options = ("collapse_tol",)
     radius_per_node = True

@@ -172,6 +172,8 @@ class ParticleScheme(ClosingPairsStep, Scheme):
     name = "particles"
     #: mutable fields an exact restart carries (:mod:`meanfield.solvers.checkpoint`; the noise generator too)
     restart_fields = ("token_weights", "weights", "collapser.owner", "collapser.merged")
+    #: a state's tokens are read through ``collapser.owner``, which a collapse changes
+    clusters_read_state_alone = False
 
     def __init__(self, model: Model, n: int, attention: Attention | None = None, *, weights=None,
                  sphere: bool = True, seed=None, collapse_tol: float = 0.0, normalization: Normalization | None = None,

@@ -122,12 +122,24 @@ class _Stepper:
     def restart(self) -> None:
         """Forget the stored slope of the current state (the scheme changed the state between steps)."""
 
-    def dense(self, fraction: float) -> np.ndarray:
-        """The last step's continuous extension at ``t + fraction h`` (``0 <= fraction <= 1``), before
-        the scheme's post-step map; cubic Hermite here, Dormand–Prince's interpolant in :class:`Dopri5`."""
+    @property
+    def last_step(self):
+        """What the dense output of the last step needs (:meth:`dense`'s ``step``): kept by a caller that wants
+        the continuous extension of a step after later ones (the stepper makes fresh arrays every step)."""
+        return self._last
+
+    def dense(self, fraction: float, step=None, end_slope=None) -> np.ndarray:
+        """The last step's (or an earlier ``step``'s, from :attr:`last_step`) continuous extension at
+        ``t + fraction h`` (``0 <= fraction <= 1``), before the scheme's post-step map; cubic Hermite here (an
+        earlier step needs its ``end_slope``, the right-hand side at its end: the scheme may have changed since),
+        Dormand–Prince's interpolant in :class:`Dopri5`."""
         if self.linear is not None:
             raise RuntimeError("dense output is implemented only without a linear part")
-        u, t, h, ks, new = self._last
+        u, t, h, ks, new = self._last if step is None else step
+        if step is not None:
+            if end_slope is None:
+                raise RuntimeError("the Hermite extension of an earlier step needs the slope at its end")
+            self._end_slope = (new, end_slope)
         if self._end_slope is None or self._end_slope[0] is not new:
             self._end_slope = (new, self.scheme.rhs(new, t + h))
         f0, f1 = ks[0], self._end_slope[1]
@@ -313,10 +325,10 @@ class Dopri5(LawsonRK):
         [0, -282668133 / 205662961, 2019193451 / 616988883, -1453857185 / 822651844],
         [0, 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423]])
 
-    def dense(self, fraction: float) -> np.ndarray:
+    def dense(self, fraction: float, step=None, end_slope=None) -> np.ndarray:
         if self.linear is not None:
             raise RuntimeError("dense output is implemented only without a linear part")
-        u, _, h, ks, _ = self._last
+        u, _, h, ks, _ = self._last if step is None else step
         weights = self.P @ (fraction ** np.arange(1, 5))
         out = u.copy()
         for w, k in zip(weights, ks):

@@ -98,3 +98,31 @@ def test_counts_move_only_at_events_and_frames_are_the_files_clusters(runs):
             assert clusters_in_frame(run, index).count == run["cluster_count"].values[index]
             ids = run["cluster_id"].values[index]
             assert (ids >= 0).sum() == run["cluster_count"].values[index]
+
+
+@pytest.mark.parametrize("scheme, stepper", [("fv", "ssprk3"), ("spectral", "dopri5"), ("fv", "rk4")])
+def test_counting_at_frames_dates_events_as_counting_every_step(monkeypatch, scheme, stepper):
+    """Schemes whose clusters read the state alone are counted at saved frames only, the steps between kept for
+    their dense output (Hermite steps need the next step's first slope); the events are those of counting after
+    every step, to the bisection's 1e-10.  A step located on the wrong side, or a straight line in place of the
+    dense output, is off by far more."""
+    from meanfield.solvers.contract import Scheme
+
+    if scheme == "fv":          # the three bumps' merge
+        settings = dict(init=three_bumps(2 * math.pi * np.arange(128) / 128), resolution=128, t_final=300.0,
+                        save_every=30.0)
+    else:                       # formation from a perturbed start, until the spectral scheme stops
+        settings = dict(init="perturbed:1e-2", seed=0, resolution=256, t_final=10.0, save_every=0.5)
+    settings.update(scheme=scheme, beta=6.0, stepper=stepper)
+    lazy = solve("circle", **settings)
+    monkeypatch.setattr(Scheme, "clusters_read_state_alone", False)
+    from meanfield.solvers.finite_volume import CircleFiniteVolume
+    from meanfield.solvers.circle import CircleSpectral
+
+    for cls in (CircleFiniteVolume, CircleSpectral):
+        monkeypatch.setattr(cls, "clusters_read_state_alone", False, raising=False)
+    eager = solve("circle", **settings)
+    assert lazy["cluster_count"].values.tolist() == eager["cluster_count"].values.tolist()
+    assert lazy["event_kind"].values.tolist() == eager["event_kind"].values.tolist()
+    assert lazy.sizes["merge"] == 1 and lazy.sizes["event"] >= 1
+    np.testing.assert_allclose(lazy["event_time"].values, eager["event_time"].values, rtol=1e-9)
