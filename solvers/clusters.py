@@ -14,24 +14,28 @@ node to the node that now carries it, so frames still report one position per or
 Bookkeeping (:class:`ClusterTracker`, run by every density, Lagrangian and particle scheme; one definition used by
 the solvers and the theory of :mod:`meanfield.cluster_dynamics`):
 
-* the clusters of the state at the end of every accepted step, by the package's one definition
+* the clusters of the state at every saved frame (schemes whose clusters read the state alone: spectral,
+  Galerkin, finite volume; the steps between are kept for their dense output) or at the end of every accepted step
+  (Lagrangian nodes and particles, whose collapse renumbers the nodes), by the package's one definition
   (:mod:`meanfield.cluster_detection`: the basins of the maxima of the attention field ``K * mu`` that stand out,
   holding at least ``min_mass`` = :data:`MIN_CLUSTER_MASS` = 1e-2 of the mass; MATH.md §10), read from the
   variables its frame would save (:class:`StateClusters`; ``cluster_variables`` of the scheme);
-* *identities and events* (:mod:`meanfield.cluster_lineage`): each cluster continues the one of the previous step
+* *identities and events* (:mod:`meanfield.cluster_lineage`): each cluster continues the one of the previous count
   whose mass its basin mostly holds; a formation, a merge (two become one: the heavier keeps its id) or a dissolution
-  found between two steps is located inside the step by bisection on the stepper's dense output (the straight line
-  between the step's ends for a stepper with a linear part, which has none), the observable applied to each
-  intermediate state, to 1e-10 of the time.  So ``cluster_count(time)`` is the first frame's count plus the events'
+  found between two counts is located first among the steps between (bisection over their ends), then inside its
+  step by bisection on the stepper's dense output (Hermite steps with the next step's first slope; the straight line
+  between the step's ends for a stepper with a linear part, or a step whose end slope is unknown), the observable
+  applied to each state tried, to 1e-10 of the time.  So ``cluster_count(time)`` is the first frame's count plus the events'
   changes up to each frame, and a merge is dated when the count falls;
 * ``cluster_energy(time)`` (schemes with points): the point-cluster energy of MATH.md §5 of the groups of atoms
   linked within ``merge_distance`` = 1e-3 rad (``exp(-beta)`` scaled, like ``energy``), the value the energy takes
   on a plateau; it is NaN while more than :data:`MAX_ENERGY_ATOMS` atoms or :data:`MAX_ENERGY_GROUPS` groups remain
   (clusters not yet collapsed; the grouping and an O(K^2) sum not paid).
 
-Cost: one count per accepted step (centres not refined between sampling nodes; refined once per saved frame) and
-about 35 per event; counting costs a few right-hand sides on the circle's finite volumes at N = 512 and less than
-one for S^2 particles (``meanfield validate bench-clusters``).
+Cost: one count per saved frame (Lagrangian and particles: per accepted step; centres not refined between sampling
+nodes but at frames) and about 35 per event; counting costs 9.5 right-hand sides on the circle's finite volumes at
+N = 512 and 0.7 for S^2 particles (``meanfield validate bench-clusters``); the steps kept for a later count hold at
+most :attr:`ClusterTracker.PENDING_BYTES` (counted early beyond that).
 
 Step bound after collapse (:func:`closing_rate`): two distinct nodes that are about to coincide
 contract at the rate ``|v_i - v_j| / |x_i - x_j|`` (~1 inside a cluster); an explicit step must
