@@ -49,7 +49,8 @@ class Clusters:
     """The clusters of one measure (module docstring), heaviest first.
 
     ``centres``: ``(k, d)`` unit vectors (zonal rings: ``(cos th, sin th)``, ``th`` the polar angle); ``masses``:
-    their basins' masses; ``concentrations`` and ``prominences`` at their maxima; ``basin_sizes``: how many of the
+    their basins' masses; ``concentrations`` and ``prominences`` at their maxima (NaN prominence: an isolated atom
+    cluster with no sampled value below it, which stands out by its concentration); ``basin_sizes``: how many of the
     given masses (atoms, grid nodes, cells) each basin holds; ``labels``: the cluster of each given mass (-1: none);
     ``beta``: the field's inverse temperature; ``weights``: the given masses (one per label).
     """
@@ -158,8 +159,8 @@ def clusters_of_field(field: SampledField, masses: np.ndarray, *, prominence: fl
     np.minimum.at(lowest, roots[basin], field.values)                    # the lowest A on each piece
     for root in np.unique(roots):                                        # each piece's highest maximum
         stands, rise = stands_out(top[root], float(lowest[root]))
-        if stands:
-            closed[top[root]] = rise
+        if stands:                # a piece with no lower node (an isolated atom and its maximum) has no measured
+            closed[top[root]] = rise if rise >= 1e-3 else math.nan      # prominence: it stood out by concentration
     final = np.array([territory(e) for e in range(count)])
     territory_mass = np.bincount(final, basin_mass, minlength=count)
     kept = [t for t in closed if territory_mass[t] >= min_mass * float(masses.sum())]

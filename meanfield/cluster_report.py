@@ -46,6 +46,11 @@ def _position(centre: np.ndarray, geometry: str | None) -> dict:
     return {"vector": centre.tolist()}
 
 
+def _finite(value) -> float | None:
+    """A number for JSON: ``None`` where it is not measured (NaN)."""
+    return float(value) if math.isfinite(value) else None
+
+
 def cluster_table(run, index: int) -> dict:
     """The clusters of frame ``index`` (ids from the run's record when it has one) and the run's events."""
     require("density" in run or "positions" in run,
@@ -61,7 +66,7 @@ def cluster_table(run, index: int) -> dict:
             ids = [int(value) for value in recorded]
     geometry = run.attrs.get("geometry")
     rows = [dict(id=ids[i], mass=float(clusters.masses[i]), basin_size=int(clusters.basin_sizes[i]),
-                 concentration=float(clusters.concentrations[i]), prominence=float(clusters.prominences[i]),
+                 concentration=float(clusters.concentrations[i]), prominence=_finite(clusters.prominences[i]),
                  **_position(clusters.centres[i], geometry)) for i in range(clusters.count)]
     events = []
     if "event_time" in run:
@@ -88,11 +93,14 @@ def format_table(table: dict) -> str:
                   "vector": "direction"}[where]
         lines.append(f"  {'id':>4}  {header:>22}  {'mass':>8}  {'basin':>7}  {'conc.':>6}  {'prom.':>6}")
         for row in table["clusters"]:
+            vector = " ".join(f"{v:+.3f}" for v in row.get("vector", [])[:3]) + (" ..." if len(row.get("vector", [])) > 3
+                                                                                   else "")
             position = (f"{row['lat']:8.3f}, {row['lon']:8.3f}" if where == "lat" else
-                        " ".join(f"{v:.3f}" for v in row["vector"])[:22] if where == "vector" else f"{row[where]:.6f}")
+                        vector if where == "vector" else f"{row[where]:.6f}")
             ident = "-" if row["id"] is None else str(row["id"])
+            prominence = "-" if row["prominence"] is None else f"{row['prominence']:6.3f}"
             lines.append(f"  {ident:>4}  {position:>22}  {row['mass']:8.4f}  {row['basin_size']:>7}  "
-                         f"{row['concentration']:6.3f}  {row['prominence']:6.3f}")
+                         f"{row['concentration']:6.3f}  {prominence:>6}")
     if table["formation_time"] is not None:
         lines.append(f"formation time (first cluster): {table['formation_time']:.8g}")
     if table["events"] is None:

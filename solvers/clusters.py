@@ -278,16 +278,18 @@ class ClusterTracker(Tracker):
             self._settle(scheme, after)
 
     def _end_slope(self, scheme, index: int, steps: list, current):
-        """The right-hand side at the end of pending step ``index`` for its Hermite extension: the next step's first
-        stage when that step started from this one's end (nothing changed the state between), the scheme's rhs when
-        the state is still this step's end (``current``), else unknown (``None``)."""
+        """The right-hand side at the end of pending step ``index`` (before the post-step map: at the stepper's
+        ``new``) for its Hermite extension: the next step's first stage when that step started from this one's end
+        unmoved, the scheme's rhs when nothing changed the scheme since (the last step, ``current`` still its end),
+        else unknown (``None``)."""
         before, t0, after, t1, step = steps[index]
-        if step is None or not _same(step[4], after):            # a post-step map moved the state
+        if step is None:
             return None
         if index + 1 < len(steps):
             following = steps[index + 1]
-            return following[4][3][0] if following[4] is not None and _same(following[0], after) else None
-        return scheme.rhs(after, t1) if current is not None and _same(current, after) else None
+            unmoved = following[4] is not None and _same(step[4], after) and _same(following[0], after)
+            return following[4][3][0] if unmoved else None
+        return scheme.rhs(step[4], t1) if current is not None and _same(current, after) else None
 
     def _settle(self, scheme, current=None) -> None:
         """Count the state at the end of the pending steps and locate each event found since the last count: first

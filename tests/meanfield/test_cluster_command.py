@@ -79,3 +79,23 @@ def test_a_file_that_is_no_run(capsys, tmp_path):
     bad.write_text("not netcdf")
     code, _, err = _cli(capsys, "clusters", bad)
     assert code == 2 and "not a readable netCDF file" in err
+
+
+def test_atoms_in_high_dimension_give_strict_json(capsys, tmp_path):
+    """Three far-apart points on S^4: the field is sampled at the atoms only, so no value lies below them and their
+    prominence is not measured (printed "-", JSON null, never NaN); they count by their concentration."""
+    points = np.eye(5)[:3]
+    run = simulate(dim=5, n=3, beta=9.0, positions=points, weights=[0.5, 0.3, 0.2], t_final=1.0, save_every=1.0)
+    path = tmp_path / "atoms.nc"
+    save_run(run, path)
+    code, out, _ = _cli(capsys, "clusters", path, "--json")
+
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    table = json.loads(out, parse_constant=refuse)
+    assert code == 0 and table["count"] == 3
+    assert all(row["prominence"] is None and row["concentration"] > 0.9 for row in table["clusters"])
+    assert [len(row["vector"]) for row in table["clusters"]] == [5, 5, 5]
+    code, out, _ = _cli(capsys, "clusters", path)
+    assert out.splitlines()[2].split()[-1] == "-" and " ..." in out.splitlines()[2]
