@@ -52,7 +52,9 @@ class Clusters:
     their basins' masses; ``concentrations`` and ``prominences`` at their maxima (NaN prominence: an isolated atom
     cluster with no sampled value below it, which stands out by its concentration); ``basin_sizes``: how many of the
     given masses (atoms, grid nodes, cells) each basin holds; ``labels``: the cluster of each given mass (-1: none);
-    ``beta``: the field's inverse temperature; ``weights``: the given masses (one per label).
+    ``beta``: the field's inverse temperature; ``weights``: the given masses (one per label); ``tops``: for each
+    cluster the given place where ``A`` is highest in its basin (the place nearest its maximum, which moves with it:
+    what :mod:`meanfield.cluster_lineage` follows from one state to the next).
     """
 
     centres: np.ndarray
@@ -63,6 +65,7 @@ class Clusters:
     labels: np.ndarray
     beta: float
     weights: np.ndarray
+    tops: np.ndarray
 
     @property
     def count(self) -> int:
@@ -173,10 +176,13 @@ def clusters_of_field(field: SampledField, masses: np.ndarray, *, prominence: fl
     found = [peak_of(t) if refine or int(peaks[t]) in refined else
              (field.directions[peaks[t]], float(field.concentration[peaks[t]])) for t in kept]
     centres = np.array([direction for direction, _ in found]).reshape(-1, dim)
+    height = field.values[field.place]
+    tops = np.array([int(np.flatnonzero(labels == c)[np.argmax(height[labels == c])]) for c in range(len(kept))],
+                    dtype=np.intp)
     return Clusters(centres, np.bincount(labels[labels >= 0], masses[labels >= 0], minlength=len(kept)),
                     np.array([value for _, value in found]),
                     np.array([closed[t] for t in kept]),
-                    np.bincount(labels[labels >= 0], minlength=len(kept)), labels, field.beta, masses)
+                    np.bincount(labels[labels >= 0], minlength=len(kept)), labels, field.beta, masses, tops)
 
 
 def _checked(masses, prominence: float, concentration: float, min_mass: float) -> np.ndarray:
@@ -275,24 +281,26 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
         return clusters_of_masses(places, masses, beta, geometry=geometry, dim=int(dim), **thresholds)
     require(geometry != "sphere", "point clusters are given on the circle or as zonal rings")
     cells = masses.size
-    mixed_places, mixed = _points_out_of_cells(places, masses, np.asarray(points, dtype=float),
-                                               np.asarray(point_masses, dtype=float), geometry == "circle")
+    mixed_places, mixed, home = _points_out_of_cells(places, masses, np.asarray(points, dtype=float),
+                                                     np.asarray(point_masses, dtype=float), geometry == "circle")
     found = clusters_of_masses(mixed_places, mixed, beta, geometry=geometry, dim=int(dim), **thresholds)
     labels = found.labels[:cells]
-    return replace(found, labels=labels, weights=masses,
+    tops = np.where(found.tops < cells, found.tops, home[np.maximum(found.tops - cells, 0)])   # a point: its cell
+    return replace(found, labels=labels, weights=masses, tops=tops,
                    basin_sizes=np.bincount(labels[labels >= 0], minlength=found.count))
 
 
 def _points_out_of_cells(centres, masses, points, point_masses, periodic: bool):
-    """The cells' masses without the points they hold, followed by the points at their places (unused NaN slots:
-    no mass); the cells are equal, so a point's cell is the one with the nearest centre."""
+    """The cells and the points as places, the cells' masses without the points they hold followed by the points'
+    (unused NaN slots: no mass), and each point's cell; the cells are equal, so a point's cell is the one with the
+    nearest centre."""
     used = np.isfinite(points) & np.isfinite(point_masses)
     points, point_masses = np.where(used, points, centres[0]), np.where(used, point_masses, 0.0)
     spacing = (centres[-1] - centres[0]) / (centres.size - 1)
     cell = np.rint((points - centres[0]) / spacing).astype(np.intp)
     cell = np.mod(cell, centres.size) if periodic else np.clip(cell, 0, centres.size - 1)
     return (np.concatenate((centres, points)),
-            np.concatenate((masses - np.bincount(cell, point_masses, minlength=centres.size), point_masses)))
+            np.concatenate((masses - np.bincount(cell, point_masses, minlength=centres.size), point_masses)), cell)
 
 
 # ------------------------------------------------------------------------------------------------ atoms

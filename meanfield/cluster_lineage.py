@@ -2,8 +2,10 @@
 
 Two states ``mu_0`` (earlier) and ``mu_1`` whose masses sit at the same places (the nodes of a grid, the cells, the
 original tokens or nodes of a run) have clusters labelled place by place (:class:`meanfield.cluster_detection.Clusters`,
-``labels``).  The *destination* of a cluster ``i`` of ``mu_0`` is the cluster of ``mu_1`` that holds the larger part
-of its mass (``-1``: most of it lies in no cluster).  Read cluster by cluster of ``mu_1``:
+``labels``).  The *destination* of a cluster ``i`` of ``mu_0`` is the cluster of ``mu_1`` whose basin holds ``i``'s
+top place (the place nearest its maximum: the maximum moves continuously up the field, while whole territories of
+weak maxima can change basin at once and carry most of a basin's mass with them).  Read cluster by cluster of
+``mu_1``:
 
 * one cluster of ``mu_0`` goes there: the same cluster, it keeps its id;
 * none: a **formation** (a new id);
@@ -45,16 +47,12 @@ class ClusterEvent:
 
 
 def destinations(earlier: Clusters, later: Clusters) -> np.ndarray:
-    """For each cluster of ``earlier``, the cluster of ``later`` holding the larger part of its mass (the earlier
-    masses at its places), or ``-1`` when the larger part lies in no cluster; both labelled on the same places."""
+    """For each cluster of ``earlier``, the cluster of ``later`` whose basin holds its top place (the place nearest
+    its maximum, ``Clusters.tops``), or ``-1`` when no cluster's does; both labelled on the same places."""
     require(earlier.labels.shape == later.labels.shape,
             f"cluster identities need the same places in both states (got {earlier.labels.size} and "
             f"{later.labels.size})")
-    rows, columns = earlier.count, later.count + 1
-    inside = earlier.labels >= 0
-    overlap = np.bincount(earlier.labels[inside] * columns + later.labels[inside] + 1,
-                          np.abs(earlier.weights[inside]), minlength=rows * columns).reshape(rows, columns)
-    return np.argmax(overlap, axis=1) - 1
+    return later.labels[earlier.tops] if earlier.count else np.zeros(0, dtype=np.intp)
 
 
 @dataclass(frozen=True)

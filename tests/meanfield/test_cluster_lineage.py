@@ -11,13 +11,15 @@ from meanfield.errors import InputError
 
 
 def _clusters(labels, weights=None):
-    """Clusters labelled on the given places (centres and the per-cluster numbers do not matter here)."""
+    """Clusters labelled on the given places, each one's top its first place (centres and the per-cluster numbers do
+    not matter here)."""
     labels = np.asarray(labels)
     weights = np.full(labels.size, 1.0 / labels.size) if weights is None else np.asarray(weights, dtype=float)
     count = int(labels.max(initial=-1)) + 1
     masses = np.bincount(labels[labels >= 0], weights[labels >= 0], minlength=count)
+    tops = np.array([int(np.flatnonzero(labels == c)[0]) for c in range(count)], dtype=np.intp)   # first place
     return Clusters(np.zeros((count, 2)), masses, np.ones(count), np.ones(count),
-                    np.bincount(labels[labels >= 0], minlength=count), labels, 1.0, weights)
+                    np.bincount(labels[labels >= 0], minlength=count), labels, 1.0, weights, tops)
 
 
 def test_ids_follow_the_mass_and_a_merge_keeps_the_heavier_id():
@@ -101,3 +103,14 @@ def test_two_points_drawn_together_are_one_merge_of_the_observable():
     direct = [_two_point_count(d, masses, beta) for d in separations]
     assert [state.count for state in states] == direct
     assert direct.index(1) == list(separations).index(lineage.events[0].time)
+
+
+def test_a_territory_changing_basin_is_no_event():
+    """Most of a basin's mass may change sides at once (a weak maximum's territory joins the other hill when the
+    saddles' order flips; seen while clusters form) while both maxima stay put: the clusters follow their tops, so
+    no event, and each keeps its id (a rule by mass read a merge and a formation at one instant)."""
+    earlier = _clusters([0, 0, 0, 0, 1, 1])                      # cluster 0 holds the territory at places 2, 3
+    later = _clusters([1, 1, 0, 0, 0, 0])                        # ... which now joins cluster 1's side
+    lineage = ClusterLineage(earlier)
+    assert lineage.advance(later, lambda change: 1.0) == []
+    assert lineage.ids.tolist() == [1, 0]                        # relabelled heaviest first, ids kept

@@ -124,5 +124,6 @@ def test_counting_at_frames_dates_events_as_counting_every_step(monkeypatch, sch
     eager = solve("circle", **settings)
     assert lazy["cluster_count"].values.tolist() == eager["cluster_count"].values.tolist()
     assert lazy["event_kind"].values.tolist() == eager["event_kind"].values.tolist()
-    assert lazy.sizes["merge"] == 1 and lazy.sizes["event"] >= 1
+    # fv: the two lighter bumps merge; spectral: two clusters form one after the other (3.69, 3.90)
+    assert lazy["event_kind"].values.tolist() == (["merge"] if scheme == "fv" else ["formation", "formation"])
     np.testing.assert_allclose(lazy["event_time"].values, eager["event_time"].values, rtol=1e-9)
