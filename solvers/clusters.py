@@ -21,7 +21,8 @@ the solvers and the theory of :mod:`meanfield.cluster_dynamics`):
   holding at least ``min_mass`` = :data:`MIN_CLUSTER_MASS` = 1e-2 of the mass; MATH.md §10), read from the
   variables its frame would save (:class:`StateClusters`; ``cluster_variables`` of the scheme);
 * *identities and events* (:mod:`meanfield.cluster_lineage`): each cluster continues the one of the previous count
-  whose mass its basin mostly holds; a formation, a merge (two become one: the heavier keeps its id) or a dissolution
+  whose top place (the place nearest its maximum) its basin holds; a formation, a merge (two become one: the heavier
+  keeps its id) or a dissolution
   found between two counts is located first among the steps between (bisection over their ends), then inside its
   step by bisection on the stepper's dense output (Hermite steps with the next step's first slope; the straight line
   between the step's ends for a stepper with a linear part, or a step whose end slope is unknown), the observable
