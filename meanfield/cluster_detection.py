@@ -176,13 +176,21 @@ def clusters_of_field(field: SampledField, masses: np.ndarray, *, prominence: fl
     found = [peak_of(t) if refine or int(peaks[t]) in refined else
              (field.directions[peaks[t]], float(field.concentration[peaks[t]])) for t in kept]
     centres = np.array([direction for direction, _ in found]).reshape(-1, dim)
-    height = field.values[field.place]
-    tops = np.array([int(np.flatnonzero(labels == c)[np.argmax(height[labels == c])]) for c in range(len(kept))],
-                    dtype=np.intp)
+    tops = _tops(labels, field.values[field.place], len(kept))
     return Clusters(centres, np.bincount(labels[labels >= 0], masses[labels >= 0], minlength=len(kept)),
                     np.array([value for _, value in found]),
                     np.array([closed[t] for t in kept]),
                     np.bincount(labels[labels >= 0], minlength=len(kept)), labels, field.beta, masses, tops)
+
+
+def _tops(labels: np.ndarray, height: np.ndarray, count: int) -> np.ndarray:
+    """For each cluster ``0 .. count - 1`` the first place of its label where ``height`` is largest."""
+    inside = np.flatnonzero(labels >= 0)
+    best = np.full(count, -np.inf)
+    np.maximum.at(best, labels[inside], height[inside])
+    at_best = inside[height[inside] == best[labels[inside]]]
+    _, first = np.unique(labels[at_best], return_index=True)
+    return at_best[first].astype(np.intp)
 
 
 def _checked(masses, prominence: float, concentration: float, min_mass: float) -> np.ndarray:
