@@ -296,9 +296,9 @@ THEORY_DRAWS = 400
 def _count_at_formation(model: Model, eps: float, zonal: bool) -> dict | None:
     """The predicted count at formation (:func:`meanfield.formation_count.count_distribution`) on the circle, S^2 and
     zonal S^{d-1}, or ``None`` on S^{d-1}, ``d >= 4``, without ``--zonal`` (no sampling of that law there)."""
-    from .formation_count import count_distribution
+    from .formation_count import count_distribution, pattern_geometry
 
-    geometry = "circle" if model.dim == 2 else "zonal" if zonal else "sphere" if model.dim == 3 else None
+    geometry = pattern_geometry(model.dim, zonal)
     if geometry is None:
         return None
     found = count_distribution(model, eps, geometry=geometry, draws=THEORY_DRAWS)

@@ -52,7 +52,7 @@ class Clusters:
     their basins' masses; ``concentrations`` and ``prominences`` at their maxima (NaN prominence: an isolated atom
     cluster with no sampled value below it, which stands out by its concentration); ``basin_sizes``: how many of the
     given masses (atoms, grid nodes, cells) each basin holds; ``labels``: the cluster of each given mass (-1: none);
-    ``beta``: the field's inverse temperature; ``weights``: the given masses (one per label); ``tops``: for each
+    ``beta``: the field's inverse temperature; ``tops``: for each
     cluster the given place where ``A`` is highest in its basin (the place nearest its maximum, which moves with it:
     what :mod:`meanfield.cluster_lineage` follows from one state to the next).
     """
@@ -64,7 +64,6 @@ class Clusters:
     basin_sizes: np.ndarray
     labels: np.ndarray
     beta: float
-    weights: np.ndarray
     tops: np.ndarray
 
     @property
@@ -180,7 +179,7 @@ def clusters_of_field(field: SampledField, masses: np.ndarray, *, prominence: fl
     return Clusters(centres, np.bincount(labels[labels >= 0], masses[labels >= 0], minlength=len(kept)),
                     np.array([value for _, value in found]),
                     np.array([closed[t] for t in kept]),
-                    np.bincount(labels[labels >= 0], minlength=len(kept)), labels, field.beta, masses, tops)
+                    np.bincount(labels[labels >= 0], minlength=len(kept)), labels, field.beta, tops)
 
 
 def _tops(labels: np.ndarray, height: np.ndarray, count: int) -> np.ndarray:
@@ -246,9 +245,9 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
     points, point_masses : array, optional
         Circle and zonal cells: point clusters (angles; polar angles of rings) whose masses the density already
         holds in the cells that contain them (a finite-volume frame's ``point_position``, ``point_mass``; NaN slots
-        unused): they are taken out of their cells and put at their own places for the field.  The labels and
-        weights stay the cells' (a point counted in its cell, as the density holds it), so that they mean the same
-        places whatever slot a point occupies.
+        unused): they are taken out of their cells and put at their own places for the field.  The labels and tops
+        stay the cells' (a point counted in its cell, as the density holds it), so that they mean the same places
+        whatever slot a point occupies.
     prominence, concentration, min_mass : float
         The thresholds (module docstring).
     refine : bool
@@ -294,7 +293,7 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
     found = clusters_of_masses(mixed_places, mixed, beta, geometry=geometry, dim=int(dim), **thresholds)
     labels = found.labels[:cells]
     tops = np.where(found.tops < cells, found.tops, home[np.maximum(found.tops - cells, 0)])   # a point: its cell
-    return replace(found, labels=labels, weights=masses, tops=tops,
+    return replace(found, labels=labels, tops=tops,
                    basin_sizes=np.bincount(labels[labels >= 0], minlength=found.count))
 
 

@@ -67,9 +67,9 @@ class Change:
     formed: int = -1
     rank: int = 0
 
-    def happened(self, earlier: Clusters, at: Clusters, later: Clusters) -> bool:
-        """Whether the change has happened by the state whose clusters are ``at`` (between ``earlier`` and
-        ``later``): the pair shares a destination; the cluster has none; at least ``rank`` clusters of ``at``
+    def happened(self, earlier: Clusters, at: Clusters) -> bool:
+        """Whether the change has happened by the state whose clusters are ``at`` (between ``earlier`` and the state
+        it was found in): the pair shares a destination; the cluster has none; at least ``rank`` clusters of ``at``
         continue none of the earlier ones (clusters forming in one interval are told apart by their number: the
         first to form may hold, for a while, the places of all of them)."""
         going = destinations(earlier, at)

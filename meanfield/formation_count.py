@@ -30,7 +30,7 @@ from .cluster_detection import clusters_of_masses
 from .errors import require
 from .geometry import sphere_area
 from .model import Model
-from .perturbation import BANDS, circle_noise, sphere_noise, sphere_normals, zonal_noise
+from .perturbation import BANDS, circle_noise, law_geometry, sphere_noise, sphere_normals, zonal_noise
 from .theory import growth_rates
 
 #: The count is read this many e-folds of the fastest degree after the linear solution touches zero.
@@ -78,38 +78,62 @@ def _sphere_grid():
     return places, np.repeat(weights, nlon)
 
 
-def law_pattern(geometry: str, dim: int, seed: int) -> LawPattern:
-    """The ``perturbed:`` law's draw ``seed`` split by degree at the sampling places of ``geometry``."""
-    if geometry == "circle":
-        theta = 2 * math.pi * np.arange(CIRCLE_NODES) / CIRCLE_NODES
-        coeffs = circle_noise(seed, BANDS["circle"])
-        k = np.arange(1, coeffs.size)
-        parts = 2 * (coeffs[1:, None] * np.exp(1j * k[:, None] * theta[None, :])).real
-        return LawPattern(theta, np.full(theta.size, 2 * math.pi / theta.size), parts, geometry, 2)
-    if geometry == "sphere":
-        import ducc0
+def _circle_pattern(dim: int, seed: int) -> LawPattern:
+    """The circle law's modes 1..16 at :data:`CIRCLE_NODES` equispaced angles."""
+    theta = 2 * math.pi * np.arange(CIRCLE_NODES) / CIRCLE_NODES
+    coeffs = circle_noise(seed, BANDS["circle"])
+    k = np.arange(1, coeffs.size)
+    parts = 2 * (coeffs[1:, None] * np.exp(1j * k[:, None] * theta[None, :])).real
+    return LawPattern(theta, np.full(theta.size, 2 * math.pi / theta.size), parts, "circle", 2)
 
-        from .harmonics import m_major_layout
 
-        band = BANDS["sphere"]
-        places, volumes = _sphere_grid()
-        degree, order = m_major_layout(band)
-        coeffs = math.sqrt(4 * math.pi) * sphere_noise(sphere_normals(seed), degree, order)
-        parts = np.empty((band, places.shape[0]))
-        for l in range(1, band + 1):
-            grid = np.empty((1, SPHERE_ROWS, 2 * SPHERE_ROWS))
-            ducc0.sht.synthesis_2d(alm=np.where(degree == l, coeffs, 0.0)[None], map=grid, lmax=band,
-                                   geometry="GL", spin=0, nthreads=1)
-            parts[l - 1] = grid.reshape(-1)
-        return LawPattern(places, volumes, parts, geometry, 3)
-    require(geometry == "zonal" and dim >= 3, f"geometry must be circle, sphere or zonal with dim >= 3 (got {geometry})")
+def _sphere_pattern(dim: int, seed: int) -> LawPattern:
+    """S^2's degrees 1..12 on the Gauss–Legendre grid of :data:`SPHERE_ROWS` rows (ducc0 synthesis, degree by degree)."""
+    import ducc0
+
+    from .harmonics import m_major_layout
+
+    band = BANDS["sphere"]
+    places, volumes = _sphere_grid()
+    degree, order = m_major_layout(band)
+    coeffs = math.sqrt(4 * math.pi) * sphere_noise(sphere_normals(seed), degree, order)
+    parts = np.empty((band, places.shape[0]))
+    for l in range(1, band + 1):
+        grid = np.empty((1, SPHERE_ROWS, 2 * SPHERE_ROWS))
+        ducc0.sht.synthesis_2d(alm=np.where(degree == l, coeffs, 0.0)[None], map=grid, lmax=band, geometry="GL",
+                               spin=0, nthreads=1)
+        parts[l - 1] = grid.reshape(-1)
+    return LawPattern(places, volumes, parts, "sphere", 3)
+
+
+def _zonal_pattern(dim: int, seed: int) -> LawPattern:
+    """The zonal law's degrees 1..12 on S^{dim-1} at :data:`ZONAL_CELLS` equal polar cells."""
     from .gegenbauer import normalised_gegenbauer
 
     band = BANDS["zonal"]
     polar, volumes = _zonal_cells(dim)
     coeffs = zonal_noise(seed, band)
     parts = (normalised_gegenbauer(np.cos(polar), band, dim)[:, 1:] * coeffs[1:]).T * math.sqrt(sphere_area(dim))
-    return LawPattern(polar, volumes, parts, geometry, dim)
+    return LawPattern(polar, volumes, parts, "zonal", dim)
+
+
+#: The pattern of each law (:data:`meanfield.perturbation.BANDS`), made as ``pattern(dim, seed)``, and the
+#: dimension it samples (``None``: any; S^{d-1}, d >= 4, draws S^2's law on a sphere this module does not grid).
+PATTERNS = {"circle": (_circle_pattern, 2), "sphere": (_sphere_pattern, 3), "zonal": (_zonal_pattern, None)}
+
+
+def pattern_geometry(dim: int, zonal: bool = False) -> str | None:
+    """The pattern (:data:`PATTERNS`) of the law a start on S^{dim-1} draws, or ``None`` when none samples it."""
+    geometry = law_geometry(dim, zonal)
+    return geometry if PATTERNS[geometry][1] in (None, dim) else None
+
+
+def law_pattern(geometry: str, dim: int, seed: int) -> LawPattern:
+    """The ``perturbed:`` law's draw ``seed`` split by degree at the sampling places of ``geometry`` (a name of
+    :data:`PATTERNS`)."""
+    require(geometry in PATTERNS and PATTERNS[geometry][1] in (None, dim) and dim >= 2,
+            f"geometry must be one of {', '.join(PATTERNS)} at its dim (got {geometry}, dim {dim})")
+    return PATTERNS[geometry][0](dim, seed)
 
 
 def linear_count(model: Model, eps: float, seed: int, geometry: str = "circle") -> tuple[int, float]:

@@ -137,9 +137,15 @@ def zonal_lowest(coeffs: np.ndarray, basis) -> float:
     return float(np.min(values)) * math.sqrt(sphere_area(basis.dim))
 
 
+def law_geometry(dim: int, zonal: bool = False) -> str:
+    """Which law (:data:`BANDS`) a start on S^{dim-1} draws: the circle's, the zonal one, or S^2's for any other
+    sphere."""
+    return "circle" if dim == 2 else "zonal" if zonal else "sphere"
+
+
 def law_band(dim: int, zonal: bool = False) -> int:
-    """The band ``L0`` of the law on S^{dim-1}: the circle's, the zonal one, or S^2's for any other sphere."""
-    return BANDS["circle" if dim == 2 else "zonal" if zonal else "sphere"]
+    """The band ``L0`` of the law on S^{dim-1} (:func:`law_geometry`)."""
+    return BANDS[law_geometry(dim, zonal)]
 
 
 def coefficients_per_degree(degree: int, dim: int, zonal: bool = False) -> int:

@@ -242,6 +242,7 @@ class ClusterTracker(Tracker):
         self.t = math.nan
         self.table: list = []            # (ids, masses, centres) of every saved frame
         self._continuing = False
+        self._refined = False            # whether the latest count refined its centres (a saved frame's did)
         self._resumed = None             # (ids of the last frame, next id, formation time) of a continued file
         self.pending: list = []          # steps not counted yet: (before, t0, after, t1, the stepper's last_step)
         self._pending_bytes = 0
@@ -267,7 +268,8 @@ class ClusterTracker(Tracker):
         self.lazy = bool(getattr(scheme, "clusters_read_state_alone", True))
         self._continuing = self.lineage is not None and t == self.t
         if not self._continuing:
-            self.lineage, self.t = ClusterLineage(self.view(scheme, state)), float(t)
+            self.lineage, self.t = ClusterLineage(self.view(scheme, state, refine=True)), float(t)
+            self._refined = True
             if self._resumed is not None and self._resumed[0].size == self.lineage.ids.size:
                 self.lineage.ids, self.lineage.next_id = self._resumed[0].copy(), self._resumed[1]
 
@@ -292,15 +294,17 @@ class ClusterTracker(Tracker):
             return following[4][3][0] if unmoved else None
         return scheme.rhs(step[4], t1) if current is not None and _same(current, after) else None
 
-    def _settle(self, scheme, current=None) -> None:
-        """Count the state at the end of the pending steps and locate each event found since the last count: first
-        the step whose end shows it (bisection over the steps' ends), then the time inside it (bisection on that
-        step's dense output), the observable applied to each state tried."""
+    def _settle(self, scheme, current=None, refine: bool = False) -> None:
+        """Count the state at the end of the pending steps (its centres refined with ``refine``: a saved frame's) and
+        locate each event found since the last count: first the step whose end shows it (bisection over the steps'
+        ends), then the time inside it (bisection on that step's dense output), the observable applied to each
+        state tried."""
         if not self.pending:
             return
         steps, self.pending, self._pending_bytes = self.pending, [], 0
         earlier = self.lineage.latest
-        later = self.view(scheme, steps[-1][2])
+        later = self.view(scheme, steps[-1][2], refine=refine)
+        self._refined = refine
         ends = {len(steps) - 1: later}
         inside: dict = {}                                       # (step, fraction) -> clusters, shared by the changes
 
@@ -313,7 +317,7 @@ class ClusterTracker(Tracker):
             low, high = -1, len(steps) - 1                  # the end of `high` shows the change, that of `low` not
             while high - low > 1:
                 middle = (low + high) // 2
-                low, high = (low, middle) if change.happened(earlier, end(middle), later) else (middle, high)
+                low, high = (low, middle) if change.happened(earlier, end(middle)) else (middle, high)
             before, t0, after, t1, step = steps[high]
             inside[(high, 1.0)] = end(high)
 
@@ -328,7 +332,7 @@ class ClusterTracker(Tracker):
             first, last = 0.0, 1.0
             while (last - first) * (t1 - t0) > 1e-10 * max(1.0, abs(t1)) and last - first > 1e-15:
                 middle = 0.5 * (first + last)
-                first, last = (first, middle) if change.happened(earlier, at(middle), later) else (middle, last)
+                first, last = (first, middle) if change.happened(earlier, at(middle)) else (middle, last)
             return t0 + last * (t1 - t0)
 
         self.lineage.advance(later, locate)
@@ -348,13 +352,15 @@ class ClusterTracker(Tracker):
         """``cluster_count``: the clusters of the latest state (:mod:`meanfield.cluster_detection`), the frame's;
         ``cluster_energy``: the point energy (MATH.md §5) of the groups linked within ``merge_distance``, once at
         most :data:`MAX_ENERGY_ATOMS` atoms remain and they make at most :data:`MAX_ENERGY_GROUPS` groups."""
-        self._settle(scheme, state)
+        self._settle(scheme, state, refine=True)
         latest = self.lineage.latest
         if self._continuing:
             self._continuing = False
-        else:                             # the centres refined between sampling nodes (the steps' are not)
-            refined = self.view(scheme, state, refine=True)
-            centres = refined.centres if refined.count == latest.count else latest.centres
+        else:                             # the centres refined between sampling nodes (a step's count does not)
+            centres = latest.centres
+            if not self._refined:
+                refined = self.view(scheme, state, refine=True)
+                centres = refined.centres if refined.count == latest.count else centres
             self.table.append((self.lineage.ids.copy(), latest.masses.copy(), centres.copy()))
         found = {"cluster_count": latest.count}
         if self.dynamics is not None:

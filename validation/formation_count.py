@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from meanfield.formation_count import count_at_formation, count_distribution, linear_count
+from meanfield.formation_count import PATTERNS, count_at_formation, count_distribution, linear_count
 from meanfield.model import Model
 from meanfield.solvers.solve import solve
 
@@ -62,12 +62,14 @@ def chi_square_p_value(observed: np.ndarray, probabilities: np.ndarray, samples:
     return statistic, float(np.mean(simulated >= statistic - 1e-12))
 
 
+#: Each geometry's Lagrangian run: the preset key of its resolution and its span (past every first merge).
+RUNS = {"circle": ("nodes", 80.0), "sphere": ("sphere_lmax", 60.0)}
+
+
 def _run(geometry: str, beta: float, seed: int, preset: dict):
-    if geometry == "circle":
-        return solve("circle", scheme="lagrangian", beta=beta, resolution=preset["nodes"], init=f"perturbed:{EPS:g}",
-                     seed=seed, t_final=80.0, save_every=1.0)
-    return solve("sphere", scheme="lagrangian", beta=beta, resolution=preset["sphere_lmax"], init=f"perturbed:{EPS:g}",
-                 seed=seed, t_final=60.0, save_every=1.0)
+    resolution, t_final = RUNS[geometry]
+    return solve(geometry, scheme="lagrangian", beta=beta, resolution=preset[resolution], init=f"perturbed:{EPS:g}",
+                 seed=seed, t_final=t_final, save_every=1.0)
 
 
 def run_study(quick: bool = False, out_dir="formation-count-study") -> xr.Dataset:
@@ -78,7 +80,7 @@ def run_study(quick: bool = False, out_dir="formation-count-study") -> xr.Datase
     rows = []
     with progress_bar(len(preset["cases"]) * preset["seeds"], "formation-count") as bar:
         for geometry, beta in preset["cases"]:
-            model = Model("sa", beta, 0.0, 2 if geometry == "circle" else 3)
+            model = Model("sa", beta, 0.0, PATTERNS[geometry][1])
             predicted = count_distribution(model, EPS, geometry=geometry, draws=preset["draws"],
                                            first_seed=PREDICTION_SEEDS)
             observed, own = [], []

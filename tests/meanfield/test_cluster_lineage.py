@@ -19,7 +19,7 @@ def _clusters(labels, weights=None):
     masses = np.bincount(labels[labels >= 0], weights[labels >= 0], minlength=count)
     tops = np.array([int(np.flatnonzero(labels == c)[0]) for c in range(count)], dtype=np.intp)   # first place
     return Clusters(np.zeros((count, 2)), masses, np.ones(count), np.ones(count),
-                    np.bincount(labels[labels >= 0], minlength=count), labels, 1.0, weights, tops)
+                    np.bincount(labels[labels >= 0], minlength=count), labels, 1.0, tops)
 
 
 def test_ids_follow_the_mass_and_a_merge_keeps_the_heavier_id():
@@ -32,7 +32,7 @@ def test_ids_follow_the_mass_and_a_merge_keeps_the_heavier_id():
     assert lineage.advance(moved, lambda change: 1.0) == [] and lineage.ids.tolist() == [1, 0, 2]
     # clusters 1 and 2 (ids 0 and 2, masses 0.3 and 0.1) become one: a merge naming both, the heavier one's id
     # survives
-    merged = _clusters([0, 0, 0, 1, 1, 0, 0, -1], moved.weights)
+    merged = _clusters([0, 0, 0, 1, 1, 0, 0, -1], [0.1, 0.1, 0.1, 0.2, 0.2, 0.05, 0.05, 0.2])
     events = lineage.advance(merged, lambda change: 2.5)
     assert [(e.kind, e.id_a, e.id_b, e.count_after, e.time) for e in events] == [("merge", 0, 2, 2, 2.5)]
     assert events[0].mass_a == pytest.approx(0.3) and events[0].mass_b == pytest.approx(0.1)
@@ -62,7 +62,7 @@ def test_a_change_is_seen_exactly_when_its_state_shows_it():
     lineage = ClusterLineage(earlier)
     changes, _ = lineage.changes(later)
     assert sorted(c.kind for c in changes) == ["merge", "merge"]
-    located = {(c.a, c.b): c.happened(earlier, between, later) for c in changes}
+    located = {(c.a, c.b): c.happened(earlier, between) for c in changes}
     assert located == {(0, 1): True, (0, 2): False}
 
 
