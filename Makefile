@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test bench docs clean
 
-$(STAMP): pyproject.toml setup.py solvers/_circle_kernel.c
+$(STAMP): pyproject.toml setup.py solvers/_circle_kernel.c meanfield/_circle_clusters.c
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "meanfield needs Python 3.11+"'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

@@ -1,22 +1,20 @@
-"""Build hook for the one optional C extension, ``meanfield.solvers._circle_kernel`` (metadata is in pyproject.toml).
+"""Build hook for the two optional C extensions (metadata is in pyproject.toml).
 
-The extension fuses the pointwise work of the circle right-hand side (solvers/circle_kernel.py).
-It is optional: without a C compiler the install goes on and the package uses numpy for the
-same work, with the same bits (slower at small grids).
+``meanfield.solvers._circle_kernel`` fuses the pointwise work of the circle right-hand side
+(solvers/circle_kernel.py); ``meanfield._circle_clusters`` counts the clusters of a measure on the circle in one
+call (meanfield/circle_clusters.py).  Both are optional: without a C compiler the install goes on and the package
+uses numpy for the same work (the same bits for the kernel; the same decisions for the count), slower at small grids.
 """
 
 import numpy
 from setuptools import Extension, setup
 
-setup(
-    ext_modules=[
-        Extension(
-            "meanfield.solvers._circle_kernel",
-            sources=["solvers/_circle_kernel.c"],
-            include_dirs=[numpy.get_include()],
-            # IEEE arithmetic in numpy's order: no fast-math, no fused multiply-add contraction
-            extra_compile_args=["-O3", "-ffp-contract=off", "-fno-fast-math"],
-            optional=True,
-        )
-    ]
-)
+
+def optional_extension(name: str, source: str) -> Extension:
+    """An optional C extension compiled with IEEE arithmetic in numpy's order (no fast-math, no FMA contraction)."""
+    return Extension(name, sources=[source], include_dirs=[numpy.get_include()],
+                     extra_compile_args=["-O3", "-ffp-contract=off", "-fno-fast-math"], optional=True)
+
+
+setup(ext_modules=[optional_extension("meanfield.solvers._circle_kernel", "solvers/_circle_kernel.c"),
+                   optional_extension("meanfield._circle_clusters", "meanfield/_circle_clusters.c")])

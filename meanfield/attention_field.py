@@ -39,6 +39,11 @@ import numpy as np
 from .errors import require
 from .kernels import band_limit, scaled_funk_hecke
 
+try:  # the grid test of meanfield/_circle_clusters.c, built by `pip install` when a C compiler is present
+    from meanfield._circle_clusters import equispaced as _compiled_equispaced
+except ImportError:  # pragma: no cover - depends on the install
+    _compiled_equispaced = None
+
 #: Sampling spacing in units of the kernel's width ``1 / sqrt(beta)``: circle and zonal rings; S^2 twice this.
 SPACING = 0.1
 #: The sampled band: degrees whose kernel coefficient is above this fraction of degree 0's.
@@ -52,6 +57,8 @@ ATOM_NEIGHBOURS = 12
 SAME_PLACE = 1e-3
 #: Accuracy of the circle's NUFFT sums.
 NUFFT_EPSILON = 1e-13
+#: Circle places within this (rad) of an equispaced grid are that grid (a real FFT gives their Fourier sums).
+GRID_TOL = 1e-12
 
 
 def _nodes_around(band: int, beta: float, spacing: float) -> int:
@@ -79,6 +86,18 @@ class SampledField:
     def refine(self, node: int) -> np.ndarray:
         """The maximum of ``A`` near ``node`` as a unit vector (the node's own direction unless refined)."""
         return self.directions[node]
+
+    def flat_nodes(self, fraction: float) -> np.ndarray:
+        """The nodes where ``A`` differs from the value at each neighbour farther than :data:`SAME_PLACE` kernel
+        widths by at most ``fraction`` of ``max |A|``, and that have such a neighbour: where the direction of ascent
+        is decided by rounding (MATH.md §10).  Nearer neighbours are the same place (coincident atoms, an atom and
+        the maximum it climbs to), not a step of the sampling."""
+        table = self.neighbours
+        apart = np.linalg.norm(self.directions[table] - self.directions[:, None, :], axis=-1) >= (
+            SAME_PLACE / math.sqrt(self.beta))
+        level = fraction * float(np.max(np.abs(self.values)))
+        close = np.abs(self.values[table] - self.values[:, None]) <= level
+        return np.all(close | ~apart, axis=1) & np.any(apart, axis=1)
 
     def ascent_roots(self) -> np.ndarray:
         """Each node's local maximum by steepest ascent on the graph (ties broken towards the larger index)."""
@@ -109,20 +128,21 @@ class CircleField(SampledField):
 
     @staticmethod
     def _coefficients(angles: np.ndarray, masses: np.ndarray, band: int) -> np.ndarray:
-        """``mu_hat_k = sum_j w_j exp(-i k theta_j) / 2 pi``, ``k = 0 .. band`` (MATH.md §2.1): an FFT when the
-        places are an equispaced grid ``theta_0 + 2 pi j / n`` (a grid's nodes or cells; exact, the sums being
-        ``n``-periodic in ``k``), ducc0's NUFFT otherwise."""
+        """``2 pi mu_hat_k = sum_j w_j exp(-i k theta_j)``, ``k = 0 .. band`` (MATH.md §2.1): a real FFT when the
+        places are an equispaced grid ``theta_0 + 2 pi j / n`` with ``n >= 2 band`` (a grid's nodes or cells; exact),
+        ducc0's NUFFT otherwise."""
         n = angles.size
-        if n >= 2 and abs(angles[1] - angles[0] - 2 * math.pi / n) <= 1e-12 and np.allclose(
-                angles, angles[0] + (2 * math.pi / n) * np.arange(n), rtol=0.0, atol=1e-12):
-            k = np.arange(band + 1)
-            return np.fft.fft(masses)[k % n] * np.exp(-1j * k * angles[0]) / (2 * math.pi)
+        if n >= max(2, 2 * band) and _equispaced(angles):
+            spectrum = np.fft.rfft(masses)[:band + 1]
+            if angles[0] != 0:
+                spectrum = spectrum * np.exp(-1j * angles[0] * np.arange(band + 1))
+            return spectrum
         import ducc0
 
         full = ducc0.nufft.nu2u(points=masses.astype(complex), coord=np.mod(angles, 2 * math.pi)[:, None],
                                 forward=True, epsilon=NUFFT_EPSILON, nthreads=1,
                                 out=np.empty(2 * band + 2, dtype=complex))
-        return full[band + 1:] / (2 * math.pi)      # the centred layout: index band + 1 + k holds mode k
+        return full[band + 1:]                      # the centred layout: index band + 1 + k holds mode k
 
     def series_at(self, theta: float) -> tuple[float, float, float]:
         """``A``, ``A'`` and ``A''`` at ``theta`` from the series (exact)."""
@@ -156,11 +176,27 @@ class CircleField(SampledField):
 
 @lru_cache(maxsize=16)
 def _circle_sampling(beta: float) -> tuple[int, int, np.ndarray]:
-    """The circle field's band, node count and kernel multipliers ``exp(-beta) kappa_k``, ``k = 0 .. band``."""
+    """The circle field's band, node count and multipliers ``exp(-beta) kappa_k / 2 pi``, ``k = 0 .. band`` (of the
+    sums ``2 pi mu_hat_k``)."""
     band = band_limit(beta, 2, BAND_TOL)
-    multipliers = scaled_funk_hecke(np.arange(band + 1), beta, 2)
+    multipliers = scaled_funk_hecke(np.arange(band + 1), beta, 2) / (2 * math.pi)
     multipliers.setflags(write=False)
     return band, _nodes_around(band, beta, SPACING), multipliers
+
+
+@lru_cache(maxsize=16)
+def _ramp(n: int) -> np.ndarray:
+    """``(2 pi / n) j``, ``j = 0 .. n - 1`` (read-only)."""
+    ramp = (2 * math.pi / n) * np.arange(n)
+    ramp.setflags(write=False)
+    return ramp
+
+
+def _equispaced(angles: np.ndarray) -> bool:
+    """Whether ``angles`` are ``angles[0] + (2 pi / n) j`` to within :data:`GRID_TOL` (compiled when built)."""
+    if _compiled_equispaced is not None:
+        return _compiled_equispaced(angles, GRID_TOL)
+    return float(np.max(np.abs(angles - angles[0] - _ramp(angles.size)))) <= GRID_TOL
 
 
 @lru_cache(maxsize=16)

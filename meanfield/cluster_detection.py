@@ -18,7 +18,12 @@ Both attentions move a token up the attention field ``A = K * mu`` (USA: velocit
 3. **Enough mass.**  A basin that stands out is a cluster when it holds at least :data:`MIN_MASS` (1 %) of the
    mass.  Its *position* is the maximum of ``A`` (refined between nodes), its *mass* the mass of its basin.
 
-Mass outside every cluster's basin (a uniform state's, a light basin's) belongs to no cluster (``labels == -1``).
+Mass outside every cluster's basin (a uniform state's, a light basin's) belongs to no cluster (``labels == -1``), and
+so does mass at a *flat* node, where ``A`` differs from every neighbour's value by at most :data:`FLAT` (``1e-12``) of
+its maximum: there the direction of ascent is below the rounding of ``A`` (e.g. a valley between clusters at large
+``beta``, where the clusters' tails are ``exp(-beta (1 - cos d))`` below the background's constant field, ``1e-26`` at
+``beta = 64``, ``d = 1.5``), so which cluster it would join is decided by the last bits of the sums, and the velocity
+carrying it there is as small.
 Both thresholds are dimensionless and read off ``A`` alone, so the count does not depend on the grid, the cells or
 the atoms the measure is given on: a uniform density and a perturbation of it have no cluster, ``k`` separated
 point masses are ``k`` clusters, and two clusters closer than about ``2.4 / sqrt(beta)`` are one (they are one hill
@@ -34,6 +39,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .attention_field import SampledField, field_of
+from .circle_clusters import COMPILED
 from .errors import require
 
 #: A maximum stands out when its prominence ``1 - saddle / peak`` is at least this ...
@@ -42,6 +48,8 @@ PROMINENCE = 0.5
 CONCENTRATION = 0.25
 #: Smallest mass of a cluster, relative to the total.
 MIN_MASS = 1e-2
+#: A sampling node is *flat* when ``A`` differs from it by at most this fraction of ``max |A|`` at every neighbour.
+FLAT = 1e-12
 
 
 @dataclass(frozen=True)
@@ -109,7 +117,9 @@ def clusters_of_field(field: SampledField, masses: np.ndarray, *, prominence: fl
     roots = field.ascent_roots()
     peaks, basin = np.unique(roots, return_inverse=True)            # elementary basins 0 .. p-1
     count = peaks.size
+    flat = field.flat_nodes(FLAT)
     node_mass = np.bincount(field.place, masses, minlength=field.values.size)
+    node_mass[flat] = 0.0                                               # flat nodes hold no cluster's mass
     basin_mass = np.bincount(basin, node_mass, minlength=count)
     owner = np.arange(count)            # the territory each elementary basin belongs to now
     piece = np.arange(count)            # union-find over connected pieces
@@ -170,7 +180,7 @@ def clusters_of_field(field: SampledField, masses: np.ndarray, *, prominence: fl
     cluster_of_basin = np.full(count, -1)
     for index, t in enumerate(kept):
         cluster_of_basin[final == t] = index
-    labels = cluster_of_basin[basin[field.place]]
+    labels = np.where(flat[field.place], -1, cluster_of_basin[basin[field.place]])
     dim = field.directions.shape[1]
     found = [peak_of(t) if refine or int(peaks[t]) in refined else
              (field.directions[peaks[t]], float(field.concentration[peaks[t]])) for t in kept]
@@ -192,15 +202,16 @@ def _tops(labels: np.ndarray, height: np.ndarray, count: int) -> np.ndarray:
     return at_best[first].astype(np.intp)
 
 
-def _checked(masses, prominence: float, concentration: float, min_mass: float) -> np.ndarray:
+def _checked(masses, prominence: float, concentration: float, min_mass: float) -> tuple[np.ndarray, float]:
+    """The masses as floats and their total, checked with the thresholds."""
     masses = np.asarray(masses, dtype=float)
-    require(masses.size >= 1 and bool(np.all(np.isfinite(masses))),
-            "cluster detection needs finite masses (a finite density)")
-    require(masses.sum() > 0, "cluster detection needs a positive total mass")
+    total = float(masses.sum()) if masses.size else math.nan
+    require(math.isfinite(total), "cluster detection needs finite masses (a finite density) with a finite sum")
+    require(total > 0, "cluster detection needs a positive total mass")
     require(0 < prominence < 1, f"prominence must be in (0, 1) (got {prominence:g})")
     require(0 < concentration <= 1, f"concentration must be in (0, 1] (got {concentration:g})")
     require(0 < min_mass < 1, f"min_mass must be in (0, 1) (got {min_mass:g})")
-    return masses
+    return masses, total
 
 
 def clusters_of_masses(places, masses, beta: float, *, geometry: str, dim: int = 2, prominence: float = PROMINENCE,
@@ -208,9 +219,15 @@ def clusters_of_masses(places, masses, beta: float, *, geometry: str, dim: int =
                        refine: bool = True) -> Clusters:
     """The clusters of ``masses`` at ``places`` (the module docstring; :func:`meanfield.attention_field.field_of`
     says what ``places`` are for each ``geometry``)."""
-    masses = _checked(masses, prominence, concentration, min_mass)
+    masses, total = _checked(masses, prominence, concentration, min_mass)
     require(isinstance(beta, (int, float, np.floating)) and math.isfinite(beta) and beta > 0,
             f"beta must be a finite number > 0 for clusters (got {beta!r})")
+    compiled = COMPILED.get(geometry)
+    if compiled is not None:
+        centres, concentrations, prominences, cluster_masses, sizes, labels, tops = compiled(
+            np.ascontiguousarray(places, dtype=float), masses, float(beta), least_mass=min_mass * total,
+            prominence=prominence, concentration=concentration, flat=FLAT, refine=refine)
+        return Clusters(centres, cluster_masses, concentrations, prominences, sizes, labels, float(beta), tops)
     field = field_of(places, masses, float(beta), geometry=geometry, dim=dim)
     return clusters_of_field(field, masses, prominence=prominence, concentration=concentration, min_mass=min_mass,
                              refine=refine)
@@ -261,7 +278,6 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
     thresholds = dict(prominence=prominence, concentration=concentration, min_mass=min_mass, refine=refine)
     density = np.asarray(density, dtype=float)
     require(geometry in ("circle", "sphere", "zonal"), f"geometry must be circle, sphere or zonal (got {geometry!r})")
-    require(bool(np.all(np.isfinite(density))), "cluster detection needs a finite density")
     if geometry == "circle":
         require(density.ndim == 1 and density.size >= 3, "density must be a 1-D array of at least 3 samples")
         n = density.size

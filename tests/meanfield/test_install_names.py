@@ -28,20 +28,22 @@ def test_the_short_names_are_not_importable_from_an_installed_meanfield(tmp_path
 
 @pytest.mark.skipif(importlib.util.find_spec("build") is None, reason="the `build` front end is in the test extra")
 def test_the_sdist_and_wheel_install_only_meanfield(tmp_path):
-    """``python -m build``: the sdist carries the kernel's C source, the wheel (built from that sdist) holds
-    only ``meanfield/`` and its metadata, with the compiled kernel at ``meanfield/solvers/``."""
+    """``python -m build``: the sdist carries the C sources, the wheel (built from that sdist) holds only
+    ``meanfield/`` and its metadata, with the compiled kernel at ``meanfield/solvers/`` and the compiled circle count at
+    ``meanfield/``."""
     subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp_path), str(REPOSITORY)],
                    check=True, capture_output=True, text=True)
     (sdist,) = tmp_path.glob("meanfield-*.tar.gz")
     (wheel,) = tmp_path.glob("meanfield-*.whl")
     with tarfile.open(sdist) as archive:
         sources = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-    assert {"solvers/_circle_kernel.c", "setup.py", "pyproject.toml", "validation/harness.py"} <= sources
+    assert {"solvers/_circle_kernel.c", "meanfield/_circle_clusters.c", "setup.py", "pyproject.toml", "validation/harness.py"} <= sources
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
     top_level = {name.split("/", 1)[0] for name in names}
     assert top_level == {"meanfield", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
     assert any(name.startswith("meanfield/solvers/_circle_kernel") and name.endswith(".so") for name in names)
+    assert any(name.startswith("meanfield/_circle_clusters") and name.endswith(".so") for name in names)
     assert {"meanfield/solvers/solve.py", "meanfield/validation/harness.py", "meanfield/cli.py"} <= set(names)
     # every module of the three folders, subpackages included (a package missing from pyproject's list is not built)
     root = REPOSITORY
