@@ -56,10 +56,16 @@ def test_claims_fail_on_a_broken_table():
                        attrs={"bumps_disagreements": 0, "bumps_merge_spread": 1e-4, "staircase_disagreements": 0,
                               "staircase_disagreements_strict": 0, "quick": 0})
     assert all(check.passed for check in cluster_events_claims(table))
-    for name, value in (("bumps_disagreements", 1), ("bumps_merge_spread", 0.05), ("staircase_disagreements", 1)):
+    for name, value in (("bumps_disagreements", 1), ("bumps_merge_spread", 0.05),
+                        ("staircase_disagreements_strict", 1)):
         broken = table.copy()
         broken.attrs[name] = value
         assert not all(check.passed for check in cluster_events_claims(broken)), name
+    quick = table.copy()
+    quick.attrs.update(quick=1, staircase_disagreements_strict=2)     # the quick study: straddled frames allowed
+    assert all(check.passed for check in cluster_events_claims(quick))
+    quick.attrs["staircase_disagreements"] = 1
+    assert not all(check.passed for check in cluster_events_claims(quick))
     broken = table.copy()
     broken["falls_without_merge"] = ("run", [0, 1])
     assert not all(check.passed for check in cluster_events_claims(broken))
