@@ -20,7 +20,7 @@ import numpy as np
 from . import __version__, signals
 from .defaults import GAUSSIAN_DEFAULTS, GEOMETRY_DEFAULTS, PARTICLE_DEFAULTS, RUN_DEFAULTS, SOLVE_DEFAULTS
 from .errors import InputError, require
-from .limits import (MAX_LIST, MAX_MODES, MAX_ZONAL_DIM, check_dim, check_frames, check_integer, check_matrix_dim, check_number,
+from .limits import (MAX_BRANCH_MODES, MAX_LIST, MAX_MODES, MAX_ZONAL_DIM, check_dim, check_frames, check_integer, check_matrix_dim, check_number,
                      RANGES, check_option, range_table,
                      check_seed)
 from .model import Model
@@ -157,7 +157,9 @@ cli.help = cli.help.replace("{ranges}", "\n    ".join(range_table().splitlines()
 @click.option("--dim", type=int, default=GEOMETRY_DEFAULTS["circle"]["dim"], show_default=True,
               help="Ambient dimension d in [2, 4096] (sphere S^{d-1}).")
 @lambda f: _model_options(f, beta_required=False)
-@click.option("--modes", type=int, default=10, show_default=True, help=f"Show degrees/modes 1..MODES (<= {MAX_MODES}).")
+@click.option("--modes", type=int, default=None,
+              help=f"Show degrees/modes 1..MODES (<= {MAX_MODES}) [default: 10]; with --branch the branches of modes "
+                   f"1..MODES (<= {MAX_BRANCH_MODES}) [default: 1].")
 @click.option("--eps", type=float, default=None,
               help="EPS of a perturbed:EPS start (MATH.md §2.4), in (0, 1): also predict the formation time and "
                    "the probability that each mode dominates then (on the circle: the cluster count).")
@@ -184,13 +186,17 @@ cli.help = cli.help.replace("{ranges}", "\n    ".join(range_table().splitlines()
               help="The branch of stationary states leaving the uniform state at nu_# (MATH.md §9), by continuation: "
                    "nu_#, the fold nu_sn, the first-order point nu_c (USA), the curvature C and the transition "
                    "(continuous or first-order); circle: even states, --dim >= 3: zonal states.")
+@click.option("--verify", is_flag=True,
+              help="With --branch: check every fold and nu_c by time evolution: the PDE with noise started from the "
+                   "fold state at nu_sn (1 - 1e-3) must stay clustered and at nu_sn (1 + 1e-2) decay to uniform over "
+                   "t = 200; the state at nu_c must stay (a second per run on the circle, about 40 s on S^{d-1}).")
 @click.option("--tricritical", is_flag=True,
               help="The tricritical beta*(d) of USA (MATH.md §9; SA has none: it is supercritical at every beta): "
                    "bisection on the sign of C, with the Bessel-ratio root I_{d/2+1}(beta) / I_{d/2}(beta) = 1/d "
                    "beside it (--dim in [2, 64]).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha, mix_switch, tokens, at_time,
-           mask, alibi, profile_width, branch, tricritical, as_json):
+           mask, alibi, profile_width, branch, verify, tricritical, as_json):
     """Linear growth rates of the uniform state (MATH.md §2.3); with --normalization also the
     scheme's mode growth, the orthonormal start's drho/dt(0) and its late-time law (MATH.md §6); with
     --mask causal the causal linear theory (MATH.md §8): t_crit and the lost-in-the-middle profile.
@@ -205,9 +211,11 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
 
     check_dim(dim)
     if branch or tricritical:
-        _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_json,
+        _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_json, modes, verify,
                                  others=(eps, normalization, at_time, alibi, profile_width, mask != "none"))
         return
+    require(not verify, "--verify checks the folds of --branch: give --branch")
+    modes = 10 if modes is None else modes
     require(beta is not None, "--beta is required (except with --tricritical)")
     model = Model(attention=attention, beta=beta, nu=nu, dim=dim)
     check_option("--modes", modes)
@@ -310,17 +318,18 @@ def _count_at_formation(model: Model, eps: float, zonal: bool) -> dict | None:
 TRICRITICAL_BRACKET, TRICRITICAL_MAX_DIM = (0.3, 8.0), 64
 
 
-def _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_json, others) -> None:
+def _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_json, modes, verify, others) -> None:
     """``theory --branch`` / ``--tricritical`` (MATH.md §9; :mod:`meanfield.solvers.branch`)."""
-    from meanfield.solvers.branch import bessel_root, stationary_branch, tricritical_beta
+    from meanfield.solvers.branch import bessel_root, tricritical_beta
 
     require(not (branch and tricritical), "give --branch or --tricritical, not both")
     require(not any(value not in (None, False) for value in others),
-            "--branch and --tricritical take only --attention, --beta, --dim and --json")
+            "--branch and --tricritical take only --attention, --beta, --dim, --modes, --verify and --json")
     require(nu == SOLVE_DEFAULTS["nu"], "--branch and --tricritical follow nu themselves: leave --nu out")
     if tricritical:        # USA's (SA is supercritical at every beta, MATH.md §9): --attention is not read
         attention = "usa"
         require(beta is None, "--tricritical finds beta: leave --beta out")
+        require(modes is None and not verify, "--tricritical takes only --dim and --json")
         require(dim <= TRICRITICAL_MAX_DIM, f"--tricritical takes --dim in [2, {TRICRITICAL_MAX_DIM}] (got {dim})")
         result = {"attention": attention, "dim": dim, "beta_star": tricritical_beta(dim, bracket=TRICRITICAL_BRACKET),
                   "bessel_root": bessel_root(dim)}
@@ -329,20 +338,75 @@ def _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_j
     else:
         require(beta is not None, "--branch needs --beta")
         require(dim <= MAX_ZONAL_DIM, f"--branch takes --dim <= {MAX_ZONAL_DIM} (zonal states)")
-        ds = stationary_branch(attention, beta, dim)
-        attrs = ds.attrs
-        result = {"attention": attention, "beta": beta, "dim": dim, "nu_sharp": attrs["nu_sharp"],
-                  "nu_sn": _finite_or_none(attrs["nu_sn"]), "nu_c": _finite_or_none(attrs["nu_c"]),
-                  "C": attrs["curvature"], "transition": attrs["transition"], "points": ds.sizes["point"],
-                  "stop_reason": attrs["stop_reason"]}
-        lines = [f"{attention.upper()} on S^{dim - 1}, beta = {beta:g}: the branch of stationary states (MATH.md §9)",
-                 f"nu_#  = {attrs['nu_sharp']:.10g} (the uniform state is stable above)",
-                 f"C     = {attrs['curvature']:.6g} (nu(a) / nu_# - 1 ~ C a^2): transition {attrs['transition']}",
-                 f"nu_sn = {attrs['nu_sn']:.10g} (fold)" if math.isfinite(attrs["nu_sn"]) else "nu_sn: no fold",
-                 f"nu_c  = {attrs['nu_c']:.10g} (F(branch) = F(uniform))" if math.isfinite(attrs["nu_c"])
-                 else "nu_c: none (no first-order point)",
-                 f"{ds.sizes['point']} points; the continuation stopped: {attrs['stop_reason']}"]
+        result, lines = _branch_report(attention, beta, dim, 1 if modes is None else modes, verify)
     click.echo(json.dumps(result) if as_json else "\n".join(lines))
+
+
+def _branch_report(attention, beta, dim, modes, verify) -> tuple[dict, list[str]]:
+    """``theory --branch [--modes K] [--verify]``: mode 1's numbers at the top level (the keys of older versions),
+    every mode's branch under ``branches``, USA's free-energy minimiser and the checks by time evolution."""
+    from meanfield.solvers.branch_family import free_energy_minimiser, stationary_branches
+
+    family = stationary_branches(attention, beta, dim, modes)
+    first = family["mode 1"].attrs
+    result = {"attention": attention, "beta": beta, "dim": dim, "nu_sharp": first["nu_sharp"],
+              "nu_sn": _finite_or_none(first["nu_sn"]), "nu_c": _finite_or_none(first["nu_c"]),
+              "C": first["curvature"], "transition": first["transition"], "points": family["mode 1"].sizes["point"],
+              "stop_reason": first["stop_reason"]}
+    lines = [f"{attention.upper()} on S^{dim - 1}, beta = {beta:g}: the branches of stationary states (MATH.md §9)",
+             f"{'branch':>9} {'nu_#':>13} {'type':>13} {'onset C/B':>11} {'(theory)':>11} {'folds nu_sn':>16} "
+             f"{'nu_c':>13} {'stable':>6}  stopped"]
+    result["branches"] = {}
+    for label, ds in family.items():
+        attrs = ds.attrs
+        folds = [float(nu) for nu in np.atleast_1d(attrs["folds"])]
+        result["branches"][label] = {
+            "mode": int(attrs["mode"]), "sign": float(attrs["sign"]), "nu_sharp": attrs["nu_sharp"],
+            "bifurcation": attrs["bifurcation"], "transition": attrs["transition"],
+            "onset_coefficient": attrs["onset_coefficient"], "onset_theory": attrs["onset_theory"], "folds": folds,
+            "nu_c": _finite_or_none(attrs["nu_c"]), "stable_points": int(ds["stable"].sum()),
+            "points": ds.sizes["point"], "stop_reason": attrs["stop_reason"]}
+        lines.append(f"{label:>9} {attrs['nu_sharp']:13.10g} {attrs['transition']:>13} "
+                     f"{attrs['onset_coefficient']:11.6g} {attrs['onset_theory']:11.6g} "
+                     f"{', '.join(f'{nu:.10g}' for nu in folds) or 'none':>16} "
+                     f"{attrs['nu_c']:13.10g} {int(ds['stable'].sum()):6d}  {attrs['stop_reason']}")
+    minimiser = free_energy_minimiser(family)
+    if minimiser:
+        result["free_energy_minimiser"] = minimiser
+        lines.append("least free energy: " + "; ".join(f"{part['state']} on [{part['low']:.6g}, {part['high']:.6g}]"
+                                                        for part in minimiser))
+    if verify:
+        result["verify"] = _verify_branches(family, attention, beta, dim, lines)
+    return result, lines
+
+
+def _verify_branches(family, attention, beta, dim, lines) -> dict:
+    """``--verify``: every fold and ``nu_c`` of the family checked by time evolution
+    (:mod:`meanfield.solvers.branch_check`)."""
+    from meanfield.solvers.branch import Branch
+    from meanfield.solvers.branch_check import check_fold, check_stable_state
+
+    checks = {}
+    for label, ds in family.items():
+        attrs = ds.attrs
+        if not np.atleast_1d(attrs["folds"]).size and not math.isfinite(attrs["nu_c"]):
+            continue
+        branch = Branch(Model(attention, beta, 0.0, dim), mode=int(attrs["mode"]), sign=float(attrs["sign"]))
+        branch.amplitude_phase()
+        branch.continuation_phase()
+        found = {"folds": [check_fold(branch, coefficient, nu) for nu, coefficient in branch.folds()]}
+        for fold in found["folds"]:
+            lines.append(f"verify {label}: fold: at nu = {fold['below']['nu']:.10g} (1 - 1e-3) "
+                         f"{fold['below']['outcome']}, at {fold['above']['nu']:.10g} (1 + 1e-2) "
+                         f"{fold['above']['outcome']} over t = {fold['t_final']:g}: "
+                         f"{'as the branch says' if fold['agrees'] else 'NOT as the branch says'}")
+        if math.isfinite(attrs["nu_c"]):
+            state = check_stable_state(branch, attrs["nu_c"])
+            found["nu_c"] = state
+            lines.append(f"verify {label}: the state at nu_c stays {state['outcome']} (drift {state['drift']:.2g} over "
+                         f"t = {state['t_final']:g}): {'as the branch says' if state['agrees'] else 'NOT stable'}")
+        checks[label] = found
+    return checks
 
 
 def _finite_or_none(value: float):

@@ -46,6 +46,8 @@ MAX_FRAMES = 10 ** 6
 MAX_LIST = 10 ** 4
 #: Most modes ``meanfield theory --modes`` prints.
 MAX_MODES = 10 ** 6
+#: Most mode branches ``theory --branch --modes`` follows (MATH.md §9).
+MAX_BRANCH_MODES = 8
 #: Largest inverse temperature: scipy's scaled Bessel functions return NaN from beta = 2^30 ~ 1.07e9 (measured),
 #: and the band of the kernel, ~ sqrt(2 beta log(1/tol)), is then 2e5 modes.  USA attention stops at 700
 #: (:data:`meanfield.model.USA_BETA_MAX`, its time scale exp(beta)).

@@ -1,22 +1,33 @@
-"""The branch of stationary states that leaves the uniform state at ``nu_#`` (MATH.md §9), by continuation in ``nu``.
+"""The branches of stationary states that leave the uniform state (MATH.md §9), by continuation in the amplitude.
 
-Near the bifurcation the natural parameter is the degree-1 amplitude ``a`` (on the circle ``rho_hat_1``): the
-branch is followed at fixed ``a`` (:func:`meanfield.solvers.stationary.fixed_amplitude`) at the relative amplitudes
-:data:`AMPLITUDES` (the degree-1 term's largest value over the mean), whose ``nu(a)`` gives the curvature
-``C = lim (nu(a) / nu_# - 1) / a^2`` by a least-squares fit of ``C a^2 + D a^4 + E a^6`` (the points' ``nu`` are
-exact to about 1e-14, so ``C`` is good to about 1e-8 of the relative amplitude's scale; smaller amplitudes would
-divide the rounding by ``a^2``).  Then pseudo-arclength continuation in
-``(c, nu)``: the secant of the last two points is the tangent ``t``, the predictor steps ``ds`` along it and the
-corrector solves ``G = 0`` with ``t . (x - x_pred) = 0`` (:func:`meanfield.solvers.stationary.newton`); a failed
-corrector halves ``ds``, a quick one grows it, so the branch passes its folds.  The run stops with a reason in
-``stop_reason``, keeping every point found: ``nu`` left the range, the amplitude grew past the resolution (the top
-degree's coefficient above :data:`TAIL_TOL` of the mean), the point budget, or the step fell below its floor.
+The branch of mode ``k`` leaves the uniform state at ``nu_#^(k)`` (:func:`meanfield.onset_theory.onset_noise`) among
+the states with that degree's symmetry (:class:`meanfield.solvers.stationary.SymmetricBasis`).  Its parameter is
+the mode's coefficient ``c_k`` (the amplitude ``a``): every point is solved at fixed ``c_k`` with ``nu`` an unknown
+(:func:`meanfield.solvers.stationary.fixed_amplitude`), so the corrector cannot reach the uniform state, where
+``c_k = 0``, and the folds of ``nu`` are regular points of the parametrisation.  (A pseudo-arclength corrector in
+``(c, nu)``, used before, converged onto the uniform state at the fold above ``beta ~ 5`` and followed it: no fold,
+and a spurious ``nu_c``.)
 
-Folds ``nu_sn`` (where ``nu`` turns back along the branch) are refined at fixed amplitude by a bounded scalar
-search of ``nu(a)``; for USA the first-order point ``nu_c``, where the branch's free energy equals the uniform
-state's, by a root search of ``F(a) - F_uniform(nu(a))``, on the stable part.  ``transition`` is ``continuous``
-(``C < 0``: the branch exists below ``nu_#``) or ``first-order`` (``C > 0``).  :func:`tricritical_beta` is the
-``beta`` where ``C`` changes sign (bisection), against the Bessel-ratio root of MATH.md §9 (:func:`bessel_root`).
+1. **Onset.** Points at the relative amplitudes :data:`AMPLITUDES` (the mode's term's largest value over the mean),
+   whose ``nu(a)`` gives the onset coefficient by least squares: ``C`` of ``nu / nu_# - 1 = C a^2 + D a^4 + E a^6``
+   (pitchfork) or ``B`` of ``B a + D a^2 + E a^3`` (transcritical), against
+   :func:`meanfield.onset_theory.onset_coefficient`.
+2. **Continuation.** Steps in ``a`` from the last point with the secant predictor in ``(c, nu)``; a step whose
+   corrector fails, or lands farther from the predicted state than :data:`JUMP` times the predictor's own step (in
+   ``(c, nu)``: another solution at the same amplitude), or changes ``nu`` by more than :data:`MAX_NU_CHANGE` of
+   itself (the sharp states, where ``nu(a)`` is steep), is halved; a quick one grows.  The basis grows when the top
+   degree's coefficient exceeds :data:`TAIL_TOL` of the mean.  The run stops with a reason in ``stop_reason``,
+   keeping every point found: ``nu`` left the range, the basis reached :data:`LMAX_MAX`, the point budget, or the
+   step fell below its floor (the point it could not place is named, never replaced by another solution).
+3. **Folds** ``nu_sn`` (where ``nu(a)`` turns) are roots of ``dnu/da``, each value from the bordered system
+   (:func:`meanfield.solvers.stationary.amplitude_tangent`) at a fixed-amplitude point, by Brent's method between the
+   branch points that bracket the turn: ``nu_sn`` to rounding (it is quadratic in the error of ``a``).
+4. **First-order point** (USA) ``nu_c``: where the branch's free energy equals the uniform state's, a root in ``a``
+   of ``F - F_uniform`` on a part of the branch whose states are stable (the root's own spectrum is checked).
+
+``transition`` is ``continuous`` (``C < 0``: the branch exists below ``nu_#``), ``first-order`` (``C > 0``) or
+``transcritical``.  :func:`tricritical_beta` is the ``beta`` where the mode-1 ``C`` changes sign (bisection), against
+the Bessel-ratio root of MATH.md §9 (:func:`bessel_root`).
 """
 
 from __future__ import annotations
@@ -26,27 +37,34 @@ import time
 
 import numpy as np
 import xarray as xr
-from scipy.optimize import brentq, minimize_scalar
+from scipy.optimize import brentq
 from scipy.special import ive
 
 from meanfield.errors import require
 from meanfield.model import Model
-from meanfield.theory import critical_noise
+from meanfield.onset_theory import PITCHFORK, TRANSCRITICAL, bifurcation_kind, onset_coefficient, onset_noise
 
 from .run_record import run_attrs
-from .stationary import Point, StationaryProblem, SymmetricBasis, fixed_amplitude, newton
+from .stationary import Point, StationaryProblem, SymmetricBasis, amplitude_tangent, fixed_amplitude, newton
 
-#: The relative amplitudes (degree-1 term's largest value over the mean) of the fixed-amplitude phase.
+#: The relative amplitudes (the mode's term's largest value over the mean) of the onset phase.
 AMPLITUDES = (0.005, 0.01, 0.015, 0.02, 0.025, 0.03)
 AMPLITUDE_POINTS = len(AMPLITUDES)
-#: Pseudo-arclength: first step (relative to the last amplitude step), growth, floor, point budget.
+#: Continuation: step growth, floor (relative to the amplitude), point budget.
 STEP_GROWTH, STEP_FLOOR, MAX_POINTS = 1.5, 1e-9, 400
+#: A corrected point farther from the predicted state than this many times the predictor's step is another solution
+#: at that amplitude: the step is halved.
+JUMP = 4.0
 #: The basis grows (by LMAX_GROWTH, up to LMAX_MAX) when the top degree's coefficient exceeds this fraction of the
 #: mean's; the branch stops at LMAX_MAX.
 TAIL_TOL = 1e-11
 LMAX_GROWTH, LMAX_MAX = 1.5, 192
-#: Default noise range of a branch, in units of ``nu_#``.
+#: Default noise range of a branch, in units of its ``nu_#^(k)``.
 NU_RANGE = (0.2, 3.0)
+#: The largest relative change of ``nu`` from one point to the next (a longer step is halved).
+MAX_NU_CHANGE = 0.05
+#: No accepted point but the onset's may have an amplitude below this (relative to the mean): the uniform state.
+UNIFORM_AMPLITUDE = 1e-8
 
 
 class _Lost(Exception):
@@ -54,14 +72,18 @@ class _Lost(Exception):
 
 
 class Branch:
-    """A branch being followed: the problem, the points found, and how it stopped."""
+    """The branch of mode ``mode`` being followed (the ``sign`` of its amplitude: both halves of a transcritical
+    branch are branches of their own): the problem, the points found, and how it stopped."""
 
-    def __init__(self, model: Model, lmax: int = 48, nu_range=None):
+    def __init__(self, model: Model, lmax: int = 48, nu_range=None, mode: int = 1, sign: float = 1.0):
         require(model.dim >= 2, f"--dim must be >= 2 (got {model.dim})")
-        self.model = model
-        self.basis = SymmetricBasis(lmax, model.dim)
+        require(sign in (1.0, -1.0, 1, -1), f"the branch's sign must be +1 or -1 (got {sign!r})")
+        self.model, self.mode, self.sign = model, int(mode), float(sign)
+        self.basis = SymmetricBasis(lmax, model.dim, mode=self.mode)
         self.problem = StationaryProblem(model, self.basis)
-        self.nu_sharp = critical_noise(model)
+        self.index = self.basis.mode_index
+        self.kind = bifurcation_kind(model.dim, self.mode)
+        self.nu_sharp = onset_noise(model, self.mode)
         low, high = (NU_RANGE if nu_range is None else nu_range)
         self.nu_range = (low * self.nu_sharp, high * self.nu_sharp) if nu_range is None else (float(low), float(high))
         require(self.nu_range[0] > 0 and self.nu_range[1] > self.nu_range[0],
@@ -69,43 +91,54 @@ class Branch:
         self.points: list[Point] = []
         self.stop_reason = "completed"
 
+    @property
+    def mean(self) -> float:
+        """The uniform density's value (the scale of amplitudes)."""
+        return self.basis.uniform()[0] / math.sqrt(self.basis.area)
+
     # -- the two phases -----------------------------------------------------------------------------------
     def amplitude_phase(self) -> None:
         """Points at the fixed relative amplitudes :data:`AMPLITUDES` (module docstring)."""
         uniform = self.basis.uniform()
-        mean = uniform[0] / math.sqrt(self.basis.area)            # the uniform density's value
-        largest = float(np.max(np.abs(self.basis.P[:, 1])))      # max |P_1| (at the node nearest the pole)
+        largest = float(np.max(np.abs(self.basis.P[:, self.index])))   # max |P_k| over the nodes
         guess, nu = uniform.copy(), self.nu_sharp
         for relative in AMPLITUDES:
-            coefficient = relative * mean / largest
+            coefficient = self.sign * relative * self.mean / largest
             if self.points:
-                guess = self.points[-1].c * (coefficient / self.points[-1].c[1])
+                guess = self.points[-1].c * (coefficient / self.points[-1].c[self.index])
                 guess[0] = uniform[0]
                 nu = self.points[-1].nu
             else:
-                guess[1] = coefficient
-            point = newton(self.problem, guess, nu, fixed_amplitude(uniform.size, coefficient))
+                guess[self.index] = coefficient
+            point = newton(self.problem, guess, nu, fixed_amplitude(uniform.size, coefficient, self.index))
             if point is None:
-                self.stop_reason = f"the fixed-amplitude Newton solve failed at a = {coefficient:.3g}"
+                self.stop_reason = f"the fixed-amplitude Newton solve failed at c_{self.mode} = {coefficient:.3g}"
                 return
             self.points.append(point)
 
-    def arclength_phase(self, max_points: int = MAX_POINTS) -> None:
-        """Pseudo-arclength continuation from the last two points (module docstring)."""
+    def continuation_phase(self, max_points: int = MAX_POINTS) -> None:
+        """Continuation in the amplitude from the last two points (module docstring, item 2)."""
         if len(self.points) < 2:
             return
-        step = float(np.linalg.norm(self._vector(self.points[-1]) - self._vector(self.points[-2])))
+        step = self.points[-1].c[self.index] - self.points[-2].c[self.index]
         while len(self.points) < max_points:
-            last, before = self._vector(self.points[-1]), self._vector(self.points[-2])
-            tangent = (last - before) / np.linalg.norm(last - before)
-            predicted = last + step * tangent
-            condition = (tangent[:-1], tangent[-1], float(tangent @ predicted))
-            point = newton(self.problem, predicted[:-1], predicted[-1], condition)
+            last, before = self.points[-1], self.points[-2]
+            coefficient = last.c[self.index] + step
+            fraction = step / (last.c[self.index] - before.c[self.index])
+            guess_c = last.c + fraction * (last.c - before.c)
+            guess_nu = last.nu + fraction * (last.nu - before.nu)
+            point = newton(self.problem, guess_c, guess_nu, fixed_amplitude(last.c.size, coefficient, self.index))
+            if point is not None and self._distance(point.c, point.nu, guess_c, guess_nu) > JUMP * self._distance(
+                    guess_c, guess_nu, last.c, last.nu):
+                point = None                                   # another solution at this amplitude: not this branch
+            if point is not None and abs(point.nu - last.nu) > MAX_NU_CHANGE * last.nu:
+                point = None                                   # too coarse in nu (a sharp state: nu(a) is steep)
             if point is None:
                 step /= 2
-                if step < STEP_FLOOR * max(1.0, float(np.linalg.norm(last))):
-                    self.stop_reason = (f"continuation cannot proceed: the corrector failed down to the step floor at "
-                                        f"nu = {last[-1]:.6g}")
+                if abs(step) < STEP_FLOOR * abs(last.c[self.index]):
+                    self.stop_reason = (f"continuation cannot proceed: no point of this branch found at "
+                                        f"c_{self.mode} = {coefficient:.10g} (from nu = {last.nu:.10g}) down to the "
+                                        f"step floor")
                     return
                 continue
             if self._unresolved(point) and self.basis.lmax < LMAX_MAX:
@@ -119,6 +152,11 @@ class Branch:
             if point.steps <= 3:
                 step *= STEP_GROWTH
         self.stop_reason = f"the point budget ({max_points}) was spent"
+
+    def _distance(self, c, nu, other_c, other_nu) -> float:
+        """The distance of two states in ``(c, nu)``, ``nu`` in units of ``nu_#^(k) / c_0`` (both terms O(1))."""
+        return math.hypot(float(np.linalg.norm(c - other_c)),
+                          (nu - other_nu) / self.nu_sharp * abs(self.basis.uniform()[0]))
 
     def _outside(self, point: Point) -> str | None:
         low, high = self.nu_range
@@ -136,63 +174,71 @@ class Branch:
     def _refine(self) -> None:
         """A basis of ``LMAX_GROWTH`` times the degrees: every point is padded with zeros and re-solved there."""
         lmax = min(LMAX_MAX, int(math.ceil(self.basis.lmax * LMAX_GROWTH)))
-        self.basis = SymmetricBasis(lmax, self.model.dim)
+        self.basis = SymmetricBasis(lmax, self.model.dim, mode=self.mode)
         self.problem = StationaryProblem(self.model, self.basis)
         refined = []
         for point in self.points:
             padded = np.zeros(lmax + 1)
             padded[:point.c.size] = point.c
-            again = newton(self.problem, padded, point.nu, fixed_amplitude(lmax + 1, padded[1]))
+            again = newton(self.problem, padded, point.nu, fixed_amplitude(lmax + 1, padded[self.index], self.index))
             refined.append(again if again is not None else Point(padded, point.nu, math.nan, 0))
         self.points = refined
 
-    @staticmethod
-    def _vector(point: Point) -> np.ndarray:
-        return np.append(point.c, point.nu)
-
     # -- what the branch shows ----------------------------------------------------------------------------
-    def curvature(self) -> float:
-        """``C`` from the fixed-amplitude points: least squares of ``nu / nu_# - 1`` on ``a^2, a^4, a^6``."""
+    def onset_fit(self) -> float:
+        """``C`` (pitchfork) or ``B`` (transcritical) from the onset points by least squares (module docstring)."""
         fixed = self.points[:AMPLITUDE_POINTS]
-        squares = np.array([self.problem.amplitude(p.c) ** 2 for p in fixed])
+        a = np.array([self.problem.amplitude(p.c) for p in fixed])
         change = np.array([p.nu / self.nu_sharp - 1 for p in fixed])
-        design = np.column_stack((squares, squares ** 2, squares ** 3))
+        powers = (1, 2, 3) if self.kind == TRANSCRITICAL else (2, 4, 6)
+        design = np.column_stack([a ** power for power in powers])
         return float(np.linalg.lstsq(design, change, rcond=None)[0][0])
 
+    def curvature(self) -> float:
+        """``C`` of a pitchfork branch (NaN for a transcritical one)."""
+        return self.onset_fit() if self.kind == PITCHFORK else math.nan
+
     def _nu_at(self, coefficient: float, *near: Point) -> Point | None:
-        """The state of degree-1 coefficient ``coefficient``, from the first of the ``near`` points whose Newton
-        solve converges (``None`` if none does)."""
+        """The state of mode coefficient ``coefficient``, from the first of the ``near`` points whose Newton solve
+        converges (``None`` if none does)."""
         for point in near:
             guess = point.c.copy()
-            guess[1] = coefficient
-            found = newton(self.problem, guess, point.nu, fixed_amplitude(guess.size, coefficient))
+            guess[self.index] = coefficient
+            found = newton(self.problem, guess, point.nu, fixed_amplitude(guess.size, coefficient, self.index))
             if found is not None:
                 return found
         return None
 
     def folds(self) -> list[tuple[float, float]]:
-        """``(nu, c_1)`` at every fold: where ``nu`` turns back along the branch, refined at fixed amplitude."""
+        """``(nu, c_k)`` at every fold: a root of ``dnu/da`` (module docstring, item 3)."""
         nus = np.array([p.nu for p in self.points])
         turns = np.nonzero(np.sign(np.diff(nus[:-1])) != np.sign(np.diff(nus[1:])))[0] + 1
         found = []
         for index in turns:
             lo, mid, hi = self.points[index - 1], self.points[index], self.points[index + 1]
-            sign = 1.0 if mid.nu > lo.nu else -1.0               # a maximum or a minimum of nu(a)
 
-            def objective(coefficient):
+            def slope(coefficient):
                 point = self._nu_at(coefficient, mid, lo, hi)
-                return math.inf if point is None else -sign * point.nu
+                if point is None:
+                    raise _Lost
+                return amplitude_tangent(self.problem, point, self.index)[1]
 
-            bounds = sorted((lo.c[1], hi.c[1]))
-            result = minimize_scalar(objective, bounds=bounds, method="bounded",
-                                     options={"xatol": 1e-12 * max(abs(bounds[1]), 1e-300)})
-            found.append((float(-sign * result.fun), float(result.x)))
+            try:
+                low, high = lo.c[self.index], hi.c[self.index]
+                if np.sign(slope(low)) == np.sign(slope(high)):
+                    continue                                   # not a simple turn between these points
+                coefficient = brentq(slope, low, high, xtol=1e-15 * abs(mid.c[self.index]), rtol=1e-15)
+            except _Lost:
+                continue
+            point = self._nu_at(coefficient, mid, lo, hi)
+            if point is not None:
+                found.append((float(point.nu), float(coefficient)))
         return found
 
     def first_order_point(self, folds) -> float:
         """USA: ``nu_c`` where ``F(branch) = F(uniform)`` on a stable part of the branch (NaN if none): a root of the
-        free-energy gap in the amplitude ``c_1``, bracketed by branch points (or a fold, which splits the branch into
-        its unstable and stable parts), kept when the state there is stable."""
+        free-energy gap in the amplitude, bracketed by branch points (or a fold, which splits the branch into its
+        unstable and stable parts), kept when the state there is stable."""
         if self.model.attention != "usa":
             return math.nan
         gap = np.array([self.free_energy_gap(p) for p in self.points])
@@ -207,7 +253,7 @@ class Branch:
                     raise _Lost
                 return self.free_energy_gap(point)
 
-            low, high = self.points[index].c[1], self.points[index + 1].c[1]
+            low, high = self.points[index].c[self.index], self.points[index + 1].c[self.index]
             try:
                 for _, fold in folds:          # keep the side of the fold where the gap changes sign
                     if min(low, high) < fold < max(low, high):
@@ -217,7 +263,8 @@ class Branch:
             except _Lost:                      # a fixed-amplitude solve failed inside the bracket: not located here
                 continue
             root = self._nu_at(coefficient, *ends)
-            if root is not None and self.problem.eigenvalues(root.c, root.nu, 1)[0].real < 0:
+            if (root is not None and abs(root.c[self.index]) > UNIFORM_AMPLITUDE * self.mean
+                    and self.problem.eigenvalues(root.c, root.nu, 1)[0].real < 0):
                 return float(root.nu)
         return math.nan
 
@@ -226,9 +273,9 @@ class Branch:
         return self.problem.free_energy(point.c, point.nu) - self.problem.uniform_free_energy(point.nu)
 
 
-def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *, lmax: int = 48, nu_range=None,
-                      max_points: int = MAX_POINTS, eigenvalues: int = 3) -> xr.Dataset:
-    """The branch of stationary states bifurcating from the uniform state at ``nu_#`` (MATH.md §9).
+def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *, mode: int = 1, sign: float = 1.0,
+                      lmax: int = 48, nu_range=None, max_points: int = MAX_POINTS, eigenvalues: int = 3) -> xr.Dataset:
+    """The branch of stationary states bifurcating from the uniform state through degree ``mode`` (MATH.md §9).
 
     Parameters
     ----------
@@ -238,10 +285,16 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
         Inverse temperature, ``> 0``.
     dim : int
         Ambient dimension: 2 (the circle: even states), 3 (S^2, zonal states) or more (zonal states on S^{d-1}).
+    mode : int
+        The degree the branch leaves the uniform state through (1: the one-cluster branch; on the circle ``k``: the
+        ``k``-cluster states, ``2 pi / k``-periodic).
+    sign : {1, -1}
+        The sign of the branch's amplitude (the two halves of a transcritical branch differ: on S^2, degree 2, ``+``
+        is two antipodal clusters, ``-`` a ring; the halves of a pitchfork are one branch turned).
     lmax : int
-        Degrees of the symmetric basis (:class:`meanfield.solvers.stationary.SymmetricBasis`).
+        Coefficients of the symmetric basis (:class:`meanfield.solvers.stationary.SymmetricBasis`).
     nu_range : (float, float), optional
-        The noise range the branch is followed in (default ``(0.2, 3) nu_#``); both ends ``> 0``.
+        The noise range the branch is followed in (default ``(0.2, 3) nu_#^(k)``); both ends ``> 0``.
     max_points : int
         The point budget of the continuation.
     eigenvalues : int
@@ -250,9 +303,12 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
     Returns
     -------
     xarray.Dataset
-        Per ``point``: ``nu``, ``amplitude`` (the degree-1 amplitude ``a``), ``degree_amplitude(point, degree)``,
+        Per ``point``: ``nu``, ``amplitude`` (the mode's amplitude ``a``), ``degree_amplitude(point, degree)``,
         ``residual``, ``free_energy`` and ``free_energy_gap`` (USA; NaN for SA), ``eigenvalue(point, rank)`` (real
-        parts, largest first) and ``stable``.  Attributes ``nu_sharp``, ``curvature`` (``C``), ``transition``,
+        parts, largest first; every perturbation, not only the branch's symmetry) and ``stable``.  Attributes
+        ``mode``, ``sign``, ``nu_sharp`` (``nu_#^(k)``), ``bifurcation`` (pitchfork or transcritical),
+        ``onset_coefficient`` (``C`` or ``B``, fitted) and ``onset_theory`` (the weakly nonlinear one),
+        ``curvature`` (``C``; NaN for a transcritical branch), ``transition``, ``folds`` (every fold's ``nu``),
         ``nu_sn`` (the first fold, NaN if none), ``nu_c`` (USA, NaN if none), ``stop_reason`` and the settings.
 
     Raises
@@ -264,9 +320,9 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
     model = Model(attention, beta, 0.0, dim)
     require(isinstance(max_points, (int, np.integer)) and max_points >= AMPLITUDE_POINTS + 2,
             f"max_points must be an integer >= {AMPLITUDE_POINTS + 2} (got {max_points!r})")
-    branch = Branch(model, lmax, nu_range)
+    branch = Branch(model, lmax, nu_range, mode=mode, sign=sign)
     branch.amplitude_phase()
-    branch.arclength_phase(max_points)
+    branch.continuation_phase(max_points)
     points = branch.points
     require(len(points) >= 2, f"the branch could not be started: {branch.stop_reason}")
     spectra = np.array([branch.problem.eigenvalues(p.c, p.nu, eigenvalues).real for p in points])
@@ -276,11 +332,12 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
     usa = attention == "usa"
     free = [branch.problem.free_energy(p.c, p.nu) if usa else math.nan for p in points]
     gaps = [branch.free_energy_gap(p) if usa else math.nan for p in points]
-    curvature = branch.curvature()
+    fitted = branch.onset_fit()
+    transition = ("transcritical" if branch.kind == TRANSCRITICAL else "continuous" if fitted < 0 else "first-order")
     return xr.Dataset(
         {"nu": ("point", [p.nu for p in points], {"long_name": "noise of the stationary state"}),
          "amplitude": ("point", [branch.problem.amplitude(p.c) for p in points],
-                       {"long_name": "degree-1 amplitude a (circle: rho_hat_1, MATH.md §2.1)"}),
+                       {"long_name": f"degree-{branch.mode} amplitude a (circle: rho_hat_{branch.mode}, MATH.md §2.1)"}),
          "degree_amplitude": (("point", "degree"), np.abs([p.c for p in points]),
                               {"long_name": "|c_l|, orthonormal symmetric coefficients"}),
          "residual": ("point", [p.residual for p in points], {"long_name": "|c - F(c, nu)| (spectral norm)"}),
@@ -292,11 +349,14 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
         coords={"point": np.arange(len(points)), "degree": branch.basis.degrees, "rank": np.arange(eigenvalues)},
         attrs=run_attrs({"attention": attention, "beta": float(beta), "dim": int(dim), "lmax": int(branch.basis.lmax)},
                         "circle" if dim == 2 else "zonal",
-                        f"meanfield.stationary_branch({attention!r}, {float(beta)!r}, {int(dim)}, lmax={lmax!r}, "
-                        f"nu_range={nu_range!r}, max_points={max_points!r}, eigenvalues={eigenvalues!r})",
+                        f"meanfield.stationary_branch({attention!r}, {float(beta)!r}, {int(dim)}, mode={int(mode)}, "
+                        f"sign={float(sign)!r}, lmax={lmax!r}, nu_range={nu_range!r}, max_points={max_points!r}, "
+                        f"eigenvalues={eigenvalues!r})",
                         stop_reason=branch.stop_reason, wall_time=time.perf_counter() - started,
-                        nu_sharp=branch.nu_sharp, curvature=curvature,
-                        transition="continuous" if curvature < 0 else "first-order",
+                        mode=int(mode), sign=float(sign), nu_sharp=branch.nu_sharp, bifurcation=branch.kind,
+                        onset_coefficient=fitted, onset_theory=onset_coefficient(model, mode),
+                        curvature=branch.curvature(), transition=transition,
+                        folds=np.array([nu for nu, _ in folds], dtype=float),
                         nu_sn=folds[0][0] if folds else math.nan, nu_c=nu_c))
 
 

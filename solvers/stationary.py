@@ -53,17 +53,29 @@ BAND_TOL, BAND_MARGIN = 1e-12, 16
 
 
 class SymmetricBasis:
-    """Orthonormal symmetric functions of degree ``0 .. lmax`` on S^{dim-1} and their quadrature (module docstring).
+    """Orthonormal symmetric functions on S^{dim-1} and their quadrature (module docstring), for the branch of
+    ``mode``.
+
+    The branch leaving the uniform state through degree ``mode`` keeps the symmetry of that degree's function, so it
+    is sought among the degrees that symmetry allows (MATH.md §9): on the circle the multiples of ``mode``
+    (``cos(j mode theta)``: the ``2 pi / mode``-periodic even functions); on S^{d-1} every degree for odd ``mode``
+    and the even degrees for even ``mode`` (states symmetric under ``x_d -> -x_d``).  ``lmax + 1`` degrees are
+    kept: :attr:`degrees`, the largest :attr:`top`; :attr:`mode_index` is the position of ``mode`` among them.
 
     ``values(c)`` gives the function at the nodes, ``coefficients(f)`` the coefficients of node values (exact for
-    degrees up to the quadrature's), ``integrate(f)`` the integral over the whole sphere.
+    degrees up to the quadrature's), ``integrate(f)`` the integral over the whole sphere, ``full(c)`` the
+    coefficients on every degree ``0 .. top`` (zero at the degrees the symmetry leaves out).
     """
 
-    def __init__(self, lmax: int, dim: int, nodes: int | None = None):
+    def __init__(self, lmax: int, dim: int, nodes: int | None = None, mode: int = 1):
         require(isinstance(lmax, (int, np.integer)) and lmax >= 2, f"the stationary basis needs lmax >= 2 (got {lmax!r})")
-        self.lmax, self.dim = int(lmax), int(dim)
-        self.degrees = np.arange(self.lmax + 1)
-        count = int(nodes) if nodes is not None else 3 * (self.lmax + 1)
+        require(isinstance(mode, (int, np.integer)) and mode >= 1, f"the branch's mode must be >= 1 (got {mode!r})")
+        self.lmax, self.dim, self.mode = int(lmax), int(dim), int(mode)
+        step = self.mode if self.dim == 2 else (2 if self.mode % 2 == 0 else 1)
+        self.degrees = step * np.arange(self.lmax + 1)
+        self.top = int(self.degrees[-1])
+        self.mode_index = int(np.flatnonzero(self.degrees == self.mode)[0])
+        count = int(nodes) if nodes is not None else 3 * (self.top + 1)
         if self.dim == 2:      # even functions: midpoint nodes on (0, pi), each standing for +-theta
             self.angles = math.pi * (np.arange(count) + 0.5) / count
             self.quad = np.full(count, 2 * math.pi / count)
@@ -71,10 +83,28 @@ class SymmetricBasis:
             self.P[:, 0] = 1.0 / math.sqrt(2 * math.pi)
         else:
             from .zonal import ZonalBasis
-            zonal = ZonalBasis(self.lmax, self.dim, nodes=count)
-            self.angles, self.quad, self.P = zonal.polar, zonal.quad, zonal.P
+            zonal = ZonalBasis(self.top, self.dim, nodes=count)
+            self.angles, self.quad, self.P = zonal.polar, zonal.quad, zonal.P[:, self.degrees]
         self.analysis = self.P.T * self.quad
         self.area = sphere_area(self.dim)
+
+    def density_at(self, coefficients: np.ndarray, angles) -> np.ndarray:
+        """``sum_l c_l P_l`` at any angles (the circle's ``theta``; on S^{d-1} the polar angle)."""
+        angles = np.asarray(angles, dtype=float)
+        if self.dim == 2:
+            functions = np.cos(np.multiply.outer(angles, self.degrees)) / math.sqrt(math.pi)
+            functions[..., 0] = 1.0 / math.sqrt(2 * math.pi)
+        else:
+            from meanfield.gegenbauer import normalised_gegenbauer
+            functions = normalised_gegenbauer(np.cos(angles).ravel(), self.top, self.dim)[:, self.degrees]
+            functions = functions.reshape(angles.shape + (self.degrees.size,))
+        return functions @ coefficients
+
+    def full(self, coefficients: np.ndarray) -> np.ndarray:
+        """The coefficients on every degree ``0 .. top`` (class docstring)."""
+        out = np.zeros(self.top + 1)
+        out[self.degrees] = coefficients
+        return out
 
     def values(self, coefficients: np.ndarray) -> np.ndarray:
         return self.P @ coefficients
@@ -92,8 +122,8 @@ class SymmetricBasis:
         return c
 
     def amplitude_scale(self) -> float:
-        """The degree-1 amplitude ``a`` per unit of ``c_1`` (MATH.md §9): on the circle ``a = rho_hat_1`` of MATH.md
-        §2.1, ``c_1 cos(theta) / sqrt(pi) = 2 rho_hat_1 cos(theta)``; on S^{d-1} ``a = c_1`` itself."""
+        """The mode's amplitude ``a`` per unit of its coefficient ``c_k`` (MATH.md §9): on the circle ``a = rho_hat_k``
+        of MATH.md §2.1, ``c_k cos(k theta) / sqrt(pi) = 2 rho_hat_k cos(k theta)``; on S^{d-1} ``a = c_k`` itself."""
         return 1.0 / (2 * math.sqrt(math.pi)) if self.dim == 2 else 1.0
 
 
@@ -167,13 +197,14 @@ class StationaryProblem:
         return self.free_energy(self.basis.uniform(), nu)
 
     def amplitude(self, c: np.ndarray) -> float:
-        """The degree-1 amplitude ``a`` (:meth:`SymmetricBasis.amplitude_scale`)."""
-        return float(c[1] * self.basis.amplitude_scale())
+        """The mode's amplitude ``a`` (:meth:`SymmetricBasis.amplitude_scale`; degree 1 unless the basis is another
+        mode's)."""
+        return float(c[self.basis.mode_index] * self.basis.amplitude_scale())
 
     def eigenvalues(self, c: np.ndarray, nu: float, count: int = 4) -> np.ndarray:
         """The ``count`` eigenvalues of largest real part of the linearised PDE about ``F(c, nu)`` (module docstring)."""
-        return linearised_spectrum(self.model, self.basis, self.basis.coefficients(self.density(c, nu)[0]), nu,
-                                   count)
+        return linearised_spectrum(self.model, self.basis,
+                                   self.basis.full(self.basis.coefficients(self.density(c, nu)[0])), nu, count)
 
 
 # ------------------------------------------------------------------------------------------------ Newton
@@ -215,12 +246,26 @@ def fixed_nu(size: int, nu: float) -> tuple:
     return np.zeros(size), 1.0, float(nu)
 
 
-def fixed_amplitude(size: int, coefficient: float) -> tuple:
-    """The condition ``c_1 = coefficient`` for :func:`newton` (the degree-1 coefficient, the natural parameter near
-    the bifurcation)."""
+def fixed_amplitude(size: int, coefficient: float, index: int = 1) -> tuple:
+    """The condition ``c[index] = coefficient`` for :func:`newton` (the mode's coefficient, the branch's parameter:
+    it keeps the corrector off the uniform state, where it is 0)."""
     weights = np.zeros(size)
-    weights[1] = 1.0
+    weights[index] = 1.0
     return weights, 0.0, float(coefficient)
+
+
+def amplitude_tangent(problem: StationaryProblem, point: Point, index: int) -> tuple[np.ndarray, float]:
+    """``(dc/da, dnu/da)`` along the branch at ``point``, ``a = c[index]``: the bordered system
+    ``[G_c, G_nu; e_index^T, 0] (c', nu') = (0, 1)`` (GMRES, as in :func:`newton`).  ``nu' = 0`` at a fold of
+    ``nu``; the system stays regular there (MATH.md §9)."""
+    size = point.c.size
+    along, dnu = problem.derivative(point.c, point.nu)
+    matrix = LinearOperator((size + 1, size + 1), dtype=float,
+                            matvec=lambda x: np.append(along(x[:size]) + dnu * x[size], x[index]))
+    target = np.zeros(size + 1)
+    target[size] = 1.0
+    solution, _ = gmres(matrix, target, rtol=1e-15, atol=0.0, restart=size + 1, maxiter=3)
+    return solution[:size], float(solution[size])
 
 
 def stationary_state(model: Model, nu: float, guess, lmax: int = 48) -> Point | None:
@@ -267,9 +312,11 @@ def _ordinary_scheme(model: Model, nu: float, lmax: int):
 
 
 def linearised_spectrum(model: Model, basis: SymmetricBasis, c: np.ndarray, nu: float, count: int = 4) -> np.ndarray:
-    """The ``count`` eigenvalues of largest real part of ``L`` (module docstring) at the state of coefficients ``c``, on
-    the degrees up to the state's band plus :data:`BAND_MARGIN`."""
-    scheme = _ordinary_scheme(model, nu, basis.lmax)
+    """The ``count`` eigenvalues of largest real part of ``L`` (module docstring) at the state of coefficients ``c`` on
+    every degree ``0 .. basis.top`` (:meth:`SymmetricBasis.full`), on the degrees up to the state's band plus
+    :data:`BAND_MARGIN`: every perturbation, not only those of the state's symmetry (a mode-``k`` state may be
+    unstable to another degree)."""
+    scheme = _ordinary_scheme(model, nu, basis.top)
     significant = np.nonzero(np.abs(c) > BAND_TOL * abs(c[0]))[0]
     band = int(significant[-1]) + BAND_MARGIN
     if model.dim == 2:

@@ -87,7 +87,7 @@ def drift_of_a_stable_state(t_final: float = 10.0) -> float:
     model = Model("usa", 2.0, 0.0, 2)
     branch = Branch(model, 48)
     branch.amplitude_phase()
-    branch.arclength_phase(20)
+    branch.continuation_phase(20)
     point = stationary_state(model, branch.points[-1].nu, branch.points[-1].c)
     theta = 2 * math.pi * np.arange(128) / 128
     density = point.c[0] / math.sqrt(2 * math.pi) + np.cos(np.outer(theta, np.arange(1, point.c.size))) @ point.c[1:] \
@@ -186,7 +186,7 @@ def clustered_start(nu: float):
     model = Model("usa", LOOP["beta"], 0.0, 2)
     branch = Branch(model, 48)
     branch.amplitude_phase()
-    branch.arclength_phase(60)
+    branch.continuation_phase(60)
     fold = int(np.argmax([p.nu for p in branch.points]))
     near = min(branch.points[fold + 1:], key=lambda p: abs(p.nu - nu))
     c = stationary_state(model, nu, near.c, branch.basis.lmax).c
