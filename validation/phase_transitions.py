@@ -13,6 +13,16 @@
 * **Drift.**  A stable state (USA, circle, ``beta = 2``) as the initial density of the time-dependent solver:
   its largest change over ``t = 10``.
 * **Hysteresis** (:func:`hysteresis`): ramped PDE runs and particles (USA, circle, ``beta = 4``).
+* **Folds at larger beta** (issue 33): ``nu_sn`` and ``nu_c`` of USA at :data:`FOLD_CASES` (the circle at
+  ``beta = 5, 6, 8``, S^2 at 5), against the independent continuation of :data:`INDEPENDENT_FOLDS` (Gauss–Jacobi
+  quadrature, quoted to 7 digits); the smallest amplitude of any accepted point past the onset's (the uniform state
+  is never taken for a branch point).
+* **Time evolution** (:mod:`meanfield.solvers.branch_check`): the PDE from the fold state at ``nu_sn (1 - 1e-3)``
+  must stay clustered and at ``nu_sn (1 + 1e-2)`` decay to uniform over ``t = 200``; the state at ``nu_c`` must stay
+  (circle ``beta = 5``; full preset also S^2 ``beta = 5``).
+* **Mode branches**: the onset coefficient of the branches of modes 2 and 3 on the circle (USA, SA, ``beta = 5``)
+  and of both halves of degree 2 on S^2 (``beta = 3``), fitted, against the weakly nonlinear one of
+  :mod:`meanfield.onset_theory`.
 
 Output (``out_dir``): ``phase_transitions.nc`` and ``phase_transitions.png``.
 Run: ``meanfield validate phase-transitions [--quick]``.
@@ -29,13 +39,16 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from meanfield.model import Model
+from meanfield.onset_theory import onset_coefficient
 from meanfield.plotting import outside_legend
-from meanfield.solvers.branch import Branch, bessel_root, curvature, stationary_branch, tricritical_beta
+from meanfield.solvers.branch import (UNIFORM_AMPLITUDE, Branch, bessel_root, curvature, stationary_branch,
+                                      tricritical_beta)
+from meanfield.solvers.branch_check import check_fold, check_stable_state
 from meanfield.solvers.solve import solve
 from meanfield.solvers.stationary import stationary_state
 from meanfield.storage import netcdf_safe, package_version
 
-from .claims import Check, at_most, between, close, equal, fraction
+from .claims import Check, at_least, at_most, between, close, equal, fraction
 from .harness import progress_bar, save_figure, study_main, write_dataset
 
 #: The independent curvature values of MATH.md §9 (circle, USA).
@@ -47,7 +60,15 @@ FULL = {"diagrams": tuple((a, b, d) for d in (2, 3, 4, 5) for a in ("sa", "usa")
 QUICK = {"diagrams": (("sa", 4.0, 2), ("usa", 2.0, 2), ("usa", 4.0, 2), ("usa", 4.0, 3), ("usa", 4.0, 5)),
          "sa_betas": (1.0, 4.0, 12.0), "sa_dims": (2, 3, 5), "resolutions": (32, 48)}
 #: Points per diagram in the Dataset (the branches are padded with NaN to this length).
-MAX_POINTS = 120
+MAX_POINTS = 160
+#: USA cases (beta, dim) whose folds are located; the issue's independent continuation for some of them.
+FOLD_CASES = ((5.0, 2), (6.0, 2), (8.0, 2), (5.0, 3))
+INDEPENDENT_FOLDS = {(5.0, 2): (5.425916, 5.319833), (5.0, 3): (3.410463, 3.206711)}
+#: Mode branches (attention, beta, dim, mode, sign) whose onset coefficient is checked.
+MODE_CASES = (("usa", 5.0, 2, 2, 1.0), ("usa", 5.0, 2, 3, 1.0), ("sa", 5.0, 2, 2, 1.0), ("usa", 3.0, 3, 2, 1.0),
+              ("usa", 3.0, 3, 2, -1.0))
+#: Cases whose folds and nu_c are checked by time evolution (USA).
+CHECK_CASES = {"quick": ((5.0, 2),), "full": ((5.0, 2), (5.0, 3))}
 
 
 def _padded(values, length: int = MAX_POINTS) -> np.ndarray:
@@ -73,6 +94,50 @@ def diagrams(cases, step) -> dict:
     out.update({f"branch_{name}": ("diagram", values) for name, values in attrs.items()})
     out["diagram"] = ("diagram", labels)
     return out
+
+
+def fold_table() -> dict:
+    """``nu_#``, ``nu_sn``, ``nu_c`` and the smallest relative amplitude past the onset at :data:`FOLD_CASES`."""
+    rows = []
+    for beta, dim in FOLD_CASES:
+        ds = stationary_branch("usa", beta, dim)
+        mean = 1 / (2 * math.pi) if dim == 2 else 1 / (4 * math.pi)
+        rows.append((ds.attrs["nu_sharp"], ds.attrs["nu_sn"], ds.attrs["nu_c"],
+                     float(np.min(np.abs(ds["amplitude"].values[1:]))) / mean))
+    independent = [INDEPENDENT_FOLDS.get(case, (math.nan, math.nan)) for case in FOLD_CASES]
+    return {"fold_case": ("fold_case", [f"beta={b:g} d={d}" for b, d in FOLD_CASES]),
+            **{f"fold_{name}": ("fold_case", [row[i] for row in rows])
+               for i, name in enumerate(("nu_sharp", "nu_sn", "nu_c", "least_amplitude"))},
+            "independent_nu_sn": ("fold_case", [pair[0] for pair in independent]),
+            "independent_nu_c": ("fold_case", [pair[1] for pair in independent])}
+
+
+def mode_onsets() -> dict:
+    """Fitted and weakly nonlinear onset coefficients of :data:`MODE_CASES`."""
+    fitted, theory = [], []
+    for attention, beta, dim, mode, sign in MODE_CASES:
+        branch = Branch(Model(attention, beta, 0.0, dim), 32, mode=mode, sign=sign)
+        branch.amplitude_phase()
+        fitted.append(branch.onset_fit())
+        theory.append(onset_coefficient(branch.model, mode))
+    return {"mode_case": ("mode_case", [f"{a} beta={b:g} d={d} mode {k}{'+' if s > 0 else '-'}"
+                                        for a, b, d, k, s in MODE_CASES]),
+            "mode_onset_fitted": ("mode_case", fitted), "mode_onset_theory": ("mode_case", theory)}
+
+
+def time_evolution_checks(quick: bool) -> dict:
+    """Each fold and ``nu_c`` of :data:`CHECK_CASES` checked by time evolution (1: as the branch says)."""
+    cases = CHECK_CASES["quick" if quick else "full"]
+    folds, states = [], []
+    for beta, dim in cases:
+        branch = Branch(Model("usa", beta, 0.0, dim))
+        branch.amplitude_phase()
+        branch.continuation_phase()
+        found = branch.folds()
+        folds.append(int(bool(found) and all(check_fold(branch, coefficient, nu)["agrees"] for nu, coefficient in found)))
+        states.append(int(check_stable_state(branch, branch.first_order_point(found))["agrees"]))
+    return {"check_case": ("check_case", [f"beta={b:g} d={d}" for b, d in cases]),
+            "fold_check": ("check_case", folds), "nu_c_check": ("check_case", states)}
 
 
 def resolution_check(lmaxes) -> dict:
@@ -108,7 +173,7 @@ def run_study(quick: bool = False, out_dir="phase-transitions-study") -> xr.Data
     preset = QUICK if quick else FULL
     start = _time.perf_counter()
     sa_cases = [(b, d) for d in preset["sa_dims"] for b in preset["sa_betas"]]
-    total = len(preset["diagrams"]) + len(TRICRITICAL_DIMS) + len(sa_cases) + 4
+    total = len(preset["diagrams"]) + len(TRICRITICAL_DIMS) + len(sa_cases) + 7
     with progress_bar(total, "phase transitions") as bar:
         def step(value):
             bar.update(1)
@@ -120,11 +185,14 @@ def run_study(quick: bool = False, out_dir="phase-transitions-study") -> xr.Data
         independent = [curvature("usa", beta, 2) for beta in INDEPENDENT_C]
         resolution = resolution_check(preset["resolutions"])
         drift = step(drift_of_a_stable_state())
+        folds = step(fold_table())
+        onsets = step(mode_onsets())
+        checked = step(time_evolution_checks(quick))
         loops = hysteresis(quick, loop_nu_sharp(), float(resolution["resolution_nu_c"][1][-1]),
                            float(resolution["resolution_nu_sn"][1][-1]))
         bar.update(3)
     ds = xr.Dataset(
-        {**branches, **resolution, **loops,
+        {**branches, **resolution, **loops, **folds, **onsets, **checked,
          "beta_star": ("tricritical_dim", stars, {"long_name": "beta where C changes sign (bisection)"}),
          "bessel_root": ("tricritical_dim", [bessel_root(d) for d in TRICRITICAL_DIMS],
                          {"long_name": "root of I_{d/2+1}(beta) / I_{d/2}(beta) = 1/d (MATH.md §9)"}),
@@ -329,6 +397,12 @@ def delay_exponent(rates, delays) -> float:
     return float(np.polyfit(np.log(rates), np.log(delays), 1)[0])
 
 
+def _joined(title: str, form: str, *columns) -> str:
+    """``title`` and one ``form`` per row of the columns (DataArrays of one dimension), comma separated."""
+    return title + ", ".join(form.format(*(value.item() for value in row))
+                             for row in zip(*(np.asarray(column.values) for column in columns)))
+
+
 def format_table(ds: xr.Dataset) -> str:
     lines = ["noise-driven phase transitions (MATH.md §9)",
              f"{'branch':<22} {'nu_#':>12} {'C':>10} {'transition':>12} {'nu_sn / nu_#':>13} {'nu_c / nu_#':>12} "
@@ -340,12 +414,10 @@ def format_table(ds: xr.Dataset) -> str:
                      f"{float(ds['branch_nu_sn'].values[index]) / sharp:13.8g} "
                      f"{float(ds['branch_nu_c'].values[index]) / sharp:12.8g} "
                      f"{np.nanmax(ds['branch_residual'].values[index]):12.2e}  {ds['branch_stop_reason'].values[index]}")
-    lines.append("curvature, circle USA: " + ", ".join(
-        f"beta = {b:g}: {c:.5g} (independent {i:g})" for b, c, i in
-        zip(ds["independent_beta"].values, ds["usa_curvature"].values, ds["independent_curvature"].values)))
-    lines.append("tricritical beta*(d): " + ", ".join(
-        f"d = {d}: {s:.9g} (Bessel {r:.9g}, {s / r - 1:+.1e})" for d, s, r in
-        zip(ds["tricritical_dim"].values, ds["beta_star"].values, ds["bessel_root"].values)))
+    lines.append(_joined("curvature, circle USA: ", "beta = {:g}: {:.5g} (independent {:g})",
+                         ds["independent_beta"], ds["usa_curvature"], ds["independent_curvature"]))
+    lines.append(_joined("tricritical beta*(d): ", "d = {}: {:.9g} (Bessel {:.9g})",
+                         ds["tricritical_dim"], ds["beta_star"], ds["bessel_root"]))
     lines.append(f"SA curvature over beta {sorted(set(ds['sa_beta'].values.tolist()))} and d "
                  f"{sorted(set(ds['sa_dim'].values.tolist()))}: largest {float(ds['sa_curvature'].max()):.4g} (< 0: "
                  f"supercritical)")
@@ -353,6 +425,12 @@ def format_table(ds: xr.Dataset) -> str:
                  + ", ".join(f"{x:.15g}" for x in ds["resolution_nu_sn"].values) + "; nu_c "
                  + ", ".join(f"{x:.15g}" for x in ds["resolution_nu_c"].values))
     lines.append(f"drift of a stable state over t = 10: {float(ds['drift']):.2e} (relative to the mean)")
+    lines.append(_joined("USA folds: ", "{}: nu_# = {:.10g}, nu_sn = {:.10g}, nu_c = {:.10g}",
+                         ds["fold_case"], ds["fold_nu_sharp"], ds["fold_nu_sn"], ds["fold_nu_c"]))
+    lines.append(_joined("time evolution checks (fold, nu_c; 1 = as the branch says): ", "{}: {}, {}",
+                         ds["check_case"], ds["fold_check"], ds["nu_c_check"]))
+    lines.append(_joined("mode onsets (fitted / weakly nonlinear): ", "{}: {:.7g} / {:.7g}",
+                         ds["mode_case"], ds["mode_onset_fitted"], ds["mode_onset_theory"]))
     sharp, sn = float(ds["loop_nu_sharp"]), float(ds["loop_nu_sn"])
     lines.append(f"hysteresis (USA, circle, beta = 4; nu_# = {sharp:.6g}, nu_c = {float(ds['loop_nu_c']):.6g}, "
                  f"nu_sn = {sn:.6g}): rate, jump down (from nu_#), jump up (from the state at nu_c)")
@@ -409,6 +487,7 @@ def phase_transition_claims(ds) -> list[Check]:
                equal("USA: the free energy falls with nu along the stable part of every first-order branch",
                      len(usa_first_order), falling, source="exact: the sign of every difference (MATH.md §9: USA is "
                                                           "the gradient flow of F)")]
+    checks += fold_claims(ds)
     sharp, fold = float(ds["loop_nu_sharp"]), float(ds["loop_nu_sn"])
     down, up = ds["jump_down"].values, ds["jump_up"].values
     rates = ds["rate"].values
@@ -428,6 +507,31 @@ def phase_transition_claims(ds) -> list[Check]:
                      int(at_particle_rate <= float(ds["particle_jump_down"]) < sharp
                          and float(ds["particle_jump_up"]) > fold),
                      source="exact: three comparisons")]
+    return checks
+
+
+def fold_claims(ds) -> list[Check]:
+    """Issue 33: folds against the independent continuation, no uniform point, time evolution, mode onsets."""
+    checks = []
+    for index, label in enumerate(ds["fold_case"].values):
+        for name in ("nu_sn", "nu_c"):
+            independent = float(ds[f"independent_{name}"].values[index])
+            if math.isfinite(independent):
+                checks.append(close(f"USA {label}: {name} against the independent continuation", independent,
+                                    float(ds[f"fold_{name}"].values[index]), 1e-6, relative=True,
+                                    source="measured convergence: an independent Gauss–Jacobi continuation (issue 33), quoted to 7 digits"))
+    checks += [at_least("No accepted branch point past the onset is the uniform state (smallest relative amplitude)",
+                        float(np.min(ds["fold_least_amplitude"].values)), UNIFORM_AMPLITUDE, "> 0",
+                        source="exact: the uniform state has amplitude 0; the onset's smallest is 5e-3"),
+               equal("Time evolution from the fold state: clustered at nu_sn (1 - 1e-3), uniform at nu_sn (1 + 1e-2)",
+                     int(ds["fold_check"].size), int(ds["fold_check"].sum()),
+                     source="theory: the fold's normal form (MATH.md §9); runs of t = 200"),
+               equal("Time evolution: the state at nu_c stays (a stable stationary state)",
+                     int(ds["nu_c_check"].size), int(ds["nu_c_check"].sum()), source="theory: MATH.md §9")]
+    fitted, theory = ds["mode_onset_fitted"].values, ds["mode_onset_theory"].values
+    checks.append(at_most("Mode branches: fitted onset coefficient against the weakly nonlinear one (largest relative "
+                          "difference)", float(np.max(np.abs(fitted / theory - 1))), 1e-3,
+                          source="theory: MATH.md §9's third-order expansion; the fit is exact to about 1e-7"))
     return checks
 
 

@@ -91,6 +91,9 @@ def test_newton_refuses_a_negative_noise_and_reports_a_failed_solve():
     (["--tricritical", "--dim", "100"], "--dim in [2, 64]"),
     (["--tricritical", "--attention", "usa", "--beta", "2"], "leave --beta out"),
     (["--branch", "--tricritical", "--beta", "2"], "not both"),
+    (["--beta", "4", "--verify"], "give --branch"),
+    (["--branch", "--beta", "4", "--modes", "9"], "--modes must be an integer in [1, 8]"),
+    (["--tricritical", "--dim", "3", "--modes", "2"], "--tricritical takes only"),
 ])
 def test_the_command_line_refuses_in_one_line(args, named, capsys):
     assert main(["theory", *args]) == 2

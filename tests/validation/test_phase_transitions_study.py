@@ -57,9 +57,16 @@ def passing() -> xr.Dataset:
          "branch_nu": (("diagram", "point"), nu),
          "loop_nu_sharp": ((), sharp), "loop_nu_sn": ((), fold),
          "jump_down": ("rate", sharp * (1 - 1.2 * np.sqrt(rates))), "jump_up": ("rate", fold * (1 + rates ** (2 / 3))),
-         "particle_rate": ((), 0.01), "particle_jump_down": ((), sharp * 0.95), "particle_jump_up": ((), fold * 1.05)},
+         "particle_rate": ((), 0.01), "particle_jump_down": ((), sharp * 0.95), "particle_jump_up": ((), fold * 1.05),
+         "fold_nu_sharp": ("fold_case", [4.867128, 2.374772]), "fold_nu_sn": ("fold_case", [5.4259159, 3.4104627]),
+         "fold_nu_c": ("fold_case", [5.3198330, 3.2067105]), "fold_least_amplitude": ("fold_case", [5e-3, 5e-3]),
+         "independent_nu_sn": ("fold_case", [5.425916, 3.410463]),
+         "independent_nu_c": ("fold_case", [5.319833, 3.206711]),
+         "fold_check": ("check_case", [1]), "nu_c_check": ("check_case", [1]),
+         "mode_onset_fitted": ("mode_case", [-11.60576, 1.132379]), "mode_onset_theory": ("mode_case", [-11.60576, 1.132379])},
         coords={"independent_beta": [2.0, 3.0], "tricritical_dim": [2, 3], "lmax": [32, 48], "rate": rates,
-                "diagram": ["usa beta=4 d=2"]})
+                "diagram": ["usa beta=4 d=2"], "fold_case": ["beta=5 d=2", "beta=5 d=3"], "check_case": ["beta=5 d=2"],
+                "mode_case": ["usa beta=5 d=2 mode 2+", "usa beta=3 d=3 mode 2+"]})
 
 
 def failed(ds) -> list[str]:
@@ -78,6 +85,11 @@ def failed(ds) -> list[str]:
     (lambda ds: ds.update({"jump_up": ("rate", [2.60, 2.59, 2.583])}), "every ramped"),
     (lambda ds: ds.update({"jump_down": ("rate", [2.2, 2.3, 2.1])}), "approach"),
     (lambda ds: ds.update({"particle_jump_up": ((), 2.5)}), "Particles"),
+    (lambda ds: ds.update({"fold_nu_c": ("fold_case", [6.683934, 3.2067105])}), "beta=5 d=2: nu_c"),  # issue 33's
+    (lambda ds: ds.update({"fold_least_amplitude": ("fold_case", [5e-3, 2e-18])}), "uniform state"),  # bugs
+    (lambda ds: ds.update({"fold_check": ("check_case", [0])}), "fold state"),
+    (lambda ds: ds.update({"nu_c_check": ("check_case", [0])}), "state at nu_c"),
+    (lambda ds: ds.update({"mode_onset_fitted": ("mode_case", [-11.60576, 1.14])}), "Mode branches"),
 ])
 def test_each_phase_transition_claim_fails_on_its_wrong_number(change, words):
     assert failed(passing()) == []
