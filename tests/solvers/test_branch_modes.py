@@ -144,3 +144,31 @@ def test_the_command_line_keeps_its_keys_and_adds_the_modes(capsys):
     assert set(result["branches"]) == {"mode 1", "mode 2"}
     assert result["branches"]["mode 2"]["folds"] == []
     assert [part["state"] for part in result["free_energy_minimiser"]] == ["mode 1", "uniform"]
+
+
+def test_verify_checks_every_fold_and_nu_c_of_the_family(capsys, monkeypatch):
+    """``--verify``'s glue: each branch with a fold or ``nu_c`` is checked, the outcomes are printed and kept in JSON
+    (the checks themselves are replaced here by recorders; the real runs are the test above)."""
+    from meanfield.solvers import branch_check
+
+    checked = []
+
+    def fake_fold(branch, coefficient, nu):
+        checked.append(("fold", branch.mode, round(nu, 6)))
+        side = {"nu": nu, "outcome": "clustered", "start": 1.0, "end": 1.0}
+        return {"below": side, "above": dict(side, outcome="uniform"), "agrees": True, "t_final": 200.0}
+
+    def fake_state(branch, nu):
+        checked.append(("nu_c", branch.mode, round(nu, 6)))
+        return {"nu": nu, "outcome": "clustered", "start": 1.0, "end": 1.0, "drift": 0.0, "agrees": True,
+                "t_final": 200.0}
+
+    monkeypatch.setattr(branch_check, "check_fold", fake_fold)
+    monkeypatch.setattr(branch_check, "check_stable_state", fake_state)
+    assert main(["theory", "--branch", "--attention", "usa", "--beta", "5", "--modes", "2", "--verify",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert checked == [("fold", 1, 5.425916), ("nu_c", 1, 5.319833)]         # mode 2 has neither
+    assert set(result["verify"]) == {"mode 1"} and result["verify"]["mode 1"]["folds"][0]["agrees"]
+    assert main(["theory", "--branch", "--attention", "usa", "--beta", "5", "--verify"]) == 0
+    assert "as the branch says" in capsys.readouterr().out
