@@ -59,9 +59,13 @@ Comparing with ``V_i rho_i`` term by term in ``rho^W_i, rho^E_i >= 0``, the new 
     dt * r_i <= 1,    r_i = max( A_{i+1/2} u^+_{i+1/2} / (b_i V_i),  A_{i-1/2} u^-_{i-1/2} / (a_i V_i) ) + D_i / V_i.
 
 (Uniform circle grid: ``dt (2 max|u| / h + 2 nu / h^2) <= 1``.)  :meth:`rhs` records ``max_i r_i``
-for the state it was called on, and ``stable_dt(cfl) = cfl / max(max_i r_i, lambda_max)``; the
-second term (the fastest linear growth rate, MATH.md §2.3) only keeps the step accurate while the
-field is still tiny.  With ``cfl <= 1`` the Euler step is positive; ``ssprk3`` (the default
+for the state it was called on, and ``stable_dt(cfl) = min(cfl / max_i r_i, GROWTH_STEP / lambda_max)``; the
+second term (``lambda_max`` the fastest linear growth rate, MATH.md §2.3) keeps the step accurate while the
+field is still tiny and the velocities with it: ``ssprk3`` advances a growing mode by ``1 + z + z^2/2 + z^3/6``,
+``z = lambda dt``, relatively ``z^4 / 24`` short of ``e^z`` a step, and with :data:`GROWTH_STEP` ``= 0.02`` the
+formation's time error is far below the grid's (README case, beta = 9, centres at t = 14 against a 4096-mode
+spectral run: ``1.1e-4`` rad at every ``N`` with the former bound ``cfl / lambda_max``, ``0.5 / lambda_max`` by
+default, against the grid's own ``3.3e-5`` at ``N = 512``).  With ``cfl <= 1`` the Euler step is positive; ``ssprk3`` (the default
 stepper, :data:`default_stepper`) is a convex combination of Euler steps, so it inherits this,
 up to the change of the field between stages (the bound is taken from the first stage's field;
 the default ``cfl = 0.5`` leaves a factor 2 for it).  Other steppers are allowed (``rk4``,
@@ -104,6 +108,10 @@ from .fourier import FourierBasis
 from .normalized_velocity import VelocityNormalization
 from .point_clusters import PointClusters
 from .zonal import ZonalBasis
+
+
+#: The largest ``lambda_max dt`` of a step (module docstring, "Time step").
+GROWTH_STEP = 0.02
 
 
 class FiniteVolume1D:
@@ -336,12 +344,13 @@ class _FiniteVolumeScheme(DensityScheme):
         return divisor.divide(speed, t)
 
     def stable_dt(self, cfl: float) -> float:
-        """``cfl / max(max_i r_i, lambda_max)``: Euler positivity for ``cfl <= 1`` (module docstring); with
-        points at most the point dynamics' step, and on an empty grid that step alone."""
+        """``min(cfl / max_i r_i, GROWTH_STEP / lambda_max)``: Euler positivity for ``cfl <= 1`` and the linear growth
+        resolved (module docstring); with points at most the point dynamics' step, and on an empty grid that step
+        alone."""
+        grid = max(self.fv.max_rate / cfl, self.max_rate / GROWTH_STEP)
         if self.weights.size == 0:
-            return cfl / max(self.fv.max_rate, self.max_rate)
-        grid = max(self.fv.max_rate, self.max_rate) if self._grid_moves else 0.0
-        return cfl / max(grid, cfl * self._point_rate, 1e-300)
+            return 1.0 / max(grid, 1e-300)
+        return 1.0 / max(grid if self._grid_moves else 0.0, self._point_rate, 1e-300)
 
     # -- state <-> density ------------------------------------------------------------------------
     def density(self, state: np.ndarray) -> np.ndarray:
