@@ -112,15 +112,9 @@ def test_mode_branches_keep_their_symmetry_and_are_unstable_to_the_first_mode():
     assert ds.attrs["onset_coefficient"] == pytest.approx(ds.attrs["onset_theory"], rel=1e-6)
 
 
-def test_the_free_energy_minimiser_is_the_first_branch_below_nu_c():
-    family = stationary_branches("usa", 5.0, 2, 2)
-    assert set(family) == {"mode 1", "mode 2"}
-    parts = free_energy_minimiser(family)
-    nu_c = family["mode 1"].attrs["nu_c"]
-    assert [part["state"] for part in parts] == ["mode 1", "uniform"]
-    assert parts[0]["high"] <= nu_c <= parts[1]["low"]
-    assert parts[1]["low"] / parts[0]["high"] - 1 < 1e-2                # one grid step of the minimiser
-    assert free_energy_minimiser(stationary_branches("sa", 4.0, 2, 1)) == []
+def test_the_free_energy_minimiser_needs_a_free_energy():
+    """SA has none (MATH.md §9): no minimiser.  USA's is checked with the command line's JSON below."""
+    assert free_energy_minimiser(stationary_branches("sa", 2.0, 2, 1, max_points=12)) == []
 
 
 def test_the_fold_is_checked_by_time_evolution():
@@ -135,20 +129,11 @@ def test_the_fold_is_checked_by_time_evolution():
     assert found["t_final"] == 200.0
 
 
-def test_the_command_line_keeps_its_keys_and_adds_the_modes(capsys):
-    assert main(["theory", "--branch", "--attention", "usa", "--beta", "5", "--modes", "2", "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)
-    assert {"attention", "beta", "dim", "nu_sharp", "nu_sn", "nu_c", "C", "transition", "points",
-            "stop_reason"} <= set(result)
-    assert result["nu_sn"] == pytest.approx(5.425916, rel=1e-6)
-    assert set(result["branches"]) == {"mode 1", "mode 2"}
-    assert result["branches"]["mode 2"]["folds"] == []
-    assert [part["state"] for part in result["free_energy_minimiser"]] == ["mode 1", "uniform"]
-
-
-def test_verify_checks_every_fold_and_nu_c_of_the_family(capsys, monkeypatch):
-    """``--verify``'s glue: each branch with a fold or ``nu_c`` is checked, the outcomes are printed and kept in JSON
-    (the checks themselves are replaced here by recorders; the real runs are the test above)."""
+def test_the_command_line_keeps_its_keys_adds_the_modes_and_verifies(capsys, monkeypatch):
+    """``theory --branch --modes 2 --verify --json`` at circle USA beta = 5: the keys of older versions at the top
+    level with mode 1's numbers, both branches, USA's state of least free energy (mode 1 below nu_c, uniform above,
+    the change at nu_c itself), and ``--verify``'s glue: each branch with a fold or ``nu_c`` is checked and the
+    outcomes kept (the checks themselves are replaced here by recorders; the real runs are the test above)."""
     from meanfield.solvers import branch_check
 
     checked = []
@@ -168,7 +153,12 @@ def test_verify_checks_every_fold_and_nu_c_of_the_family(capsys, monkeypatch):
     assert main(["theory", "--branch", "--attention", "usa", "--beta", "5", "--modes", "2", "--verify",
                  "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
+    assert {"attention", "beta", "dim", "nu_sharp", "nu_sn", "nu_c", "C", "transition", "points",
+            "stop_reason"} <= set(result)
+    assert result["nu_sn"] == pytest.approx(5.425916, rel=1e-6)
+    assert set(result["branches"]) == {"mode 1", "mode 2"} and result["branches"]["mode 2"]["folds"] == []
+    parts = result["free_energy_minimiser"]
+    assert [part["state"] for part in parts] == ["mode 1", "uniform"]
+    assert parts[0]["high"] <= result["nu_c"] <= parts[1]["low"] and parts[1]["low"] / parts[0]["high"] - 1 < 1e-2
     assert checked == [("fold", 1, 5.425916), ("nu_c", 1, 5.319833)]         # mode 2 has neither
     assert set(result["verify"]) == {"mode 1"} and result["verify"]["mode 1"]["folds"][0]["agrees"]
-    assert main(["theory", "--branch", "--attention", "usa", "--beta", "5", "--verify"]) == 0
-    assert "as the branch says" in capsys.readouterr().out
