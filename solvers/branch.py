@@ -198,7 +198,7 @@ class Branch:
         """``C`` of a pitchfork branch (NaN for a transcritical one)."""
         return self.onset_fit() if self.kind == PITCHFORK else math.nan
 
-    def _nu_at(self, coefficient: float, *near: Point) -> Point | None:
+    def state_at(self, coefficient: float, *near: Point) -> Point | None:
         """The state of mode coefficient ``coefficient``, from the first of the ``near`` points whose Newton solve
         converges (``None`` if none does)."""
         for point in near:
@@ -218,7 +218,7 @@ class Branch:
             lo, mid, hi = self.points[index - 1], self.points[index], self.points[index + 1]
 
             def slope(coefficient):
-                point = self._nu_at(coefficient, mid, lo, hi)
+                point = self.state_at(coefficient, mid, lo, hi)
                 if point is None:
                     raise _Lost
                 return amplitude_tangent(self.problem, point, self.index)[1]
@@ -230,7 +230,7 @@ class Branch:
                 coefficient = brentq(slope, low, high, xtol=1e-15 * abs(mid.c[self.index]), rtol=1e-15)
             except _Lost:
                 continue
-            point = self._nu_at(coefficient, mid, lo, hi)
+            point = self.state_at(coefficient, mid, lo, hi)
             if point is not None:
                 found.append((float(point.nu), float(coefficient)))
         return found
@@ -248,7 +248,7 @@ class Branch:
             ends = (self.points[index + 1], self.points[index])
 
             def difference(coefficient):
-                point = self._nu_at(coefficient, *ends)
+                point = self.state_at(coefficient, *ends)
                 if point is None:
                     raise _Lost
                 return self.free_energy_gap(point)
@@ -262,7 +262,7 @@ class Branch:
                 coefficient = brentq(difference, low, high, xtol=1e-15, rtol=1e-14)
             except _Lost:                      # a fixed-amplitude solve failed inside the bracket: not located here
                 continue
-            root = self._nu_at(coefficient, *ends)
+            root = self.state_at(coefficient, *ends)
             if (root is not None and abs(root.c[self.index]) > UNIFORM_AMPLITUDE * self.mean
                     and self.problem.eigenvalues(root.c, root.nu, 1)[0].real < 0):
                 return float(root.nu)

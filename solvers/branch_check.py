@@ -21,6 +21,7 @@ from meanfield.errors import require
 
 from .branch import Branch
 from .solve import solve
+from .stationary import fixed_nu, newton
 
 #: A run is ``clustered`` when its mode amplitude ends at least this fraction of the start's ...
 KEPT = 0.5
@@ -69,7 +70,7 @@ def check_fold(branch: Branch, fold_coefficient: float, nu_sn: float, *, below: 
     """Runs from the fold state at ``nu_sn (1 - below)`` and ``nu_sn (1 + above)`` (module docstring): for each side
     its ``nu``, ``outcome`` and the amplitudes ``start`` and ``end``; ``agrees`` when below stays clustered and above
     decays to uniform."""
-    point = branch._nu_at(fold_coefficient, *sorted(branch.points, key=lambda p: abs(p.nu - nu_sn))[:3])
+    point = branch.state_at(fold_coefficient, *sorted(branch.points, key=lambda p: abs(p.nu - nu_sn))[:3])
     require(point is not None, f"the fold state at nu = {nu_sn:.10g} could not be solved again")
     sides = {}
     for side, nu in (("below", nu_sn * (1 - below)), ("above", nu_sn * (1 + above))):
@@ -86,8 +87,6 @@ def check_stable_state(branch: Branch, nu: float, *, t_final: float = T_FINAL) -
     stable = [p for p in branch.points if branch.problem.eigenvalues(p.c, p.nu, 1)[0].real < 0]
     require(bool(stable), "the branch has no stable point to start from")
     near = min(stable, key=lambda p: abs(p.nu - nu))
-    from .stationary import fixed_nu, newton
-
     point = newton(branch.problem, near.c, nu, fixed_nu(near.c.size, nu))
     require(point is not None and abs(point.c[branch.index]) > 0, f"no stable state found at nu = {nu:.10g}")
     start, end = _evolve(branch, point.c, nu, t_final)
