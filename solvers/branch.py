@@ -305,7 +305,8 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
     xarray.Dataset
         Per ``point``: ``nu``, ``amplitude`` (the mode's amplitude ``a``), ``degree_amplitude(point, degree)``,
         ``residual``, ``free_energy`` and ``free_energy_gap`` (USA; NaN for SA), ``eigenvalue(point, rank)`` (real
-        parts, largest first; every perturbation, not only the branch's symmetry) and ``stable``.  Attributes
+        parts, largest first; beyond the branch's symmetry: every perturbation on the circle, every zonal one on
+        S^{d-1}) and ``stable``.  Attributes
         ``mode``, ``sign``, ``nu_sharp`` (``nu_#^(k)``), ``bifurcation`` (pitchfork or transcritical),
         ``onset_coefficient`` (``C`` or ``B``, fitted) and ``onset_theory`` (the weakly nonlinear one),
         ``curvature`` (``C``; NaN for a transcritical branch), ``transition``, ``folds`` (every fold's ``nu``),

@@ -6,7 +6,7 @@ holds the ``k``-cluster states, ``2 pi / k``-periodic, where the metastable stai
 
 :func:`free_energy_minimiser` (USA, whose stationary states are the critical points of
 ``F = nu int rho log rho - E``): at each ``nu`` the state of least ``F`` among the uniform state and the stable
-points of every branch, as intervals of ``nu`` with the state that wins there.  Each branch's free-energy gap
+points of every branch (stable as the branch records it: on S^{d-1} among zonal densities), as intervals of ``nu`` with the state that wins there.  Each branch's free-energy gap
 ``F - F_uniform`` is interpolated linearly in ``nu`` along its stable parts (where ``nu`` is monotone; its ``nu_c`` a
 node, where the gap is 0) on a grid of :data:`GRID` noises from the lowest ``nu`` every branch was followed to, so a
 change of the winner is located to the grid's spacing (``nu_c`` itself to that spacing, being a node).

@@ -314,8 +314,8 @@ def _ordinary_scheme(model: Model, nu: float, lmax: int):
 def linearised_spectrum(model: Model, basis: SymmetricBasis, c: np.ndarray, nu: float, count: int = 4) -> np.ndarray:
     """The ``count`` eigenvalues of largest real part of ``L`` (module docstring) at the state of coefficients ``c`` on
     every degree ``0 .. basis.top`` (:meth:`SymmetricBasis.full`), on the degrees up to the state's band plus
-    :data:`BAND_MARGIN`: every perturbation, not only those of the state's symmetry (a mode-``k`` state may be
-    unstable to another degree)."""
+    :data:`BAND_MARGIN`: beyond the state's symmetry (a mode-``k`` state may be unstable to another degree): every
+    perturbation on the circle, every zonal one on S^{d-1}."""
     scheme = _ordinary_scheme(model, nu, basis.top)
     significant = np.nonzero(np.abs(c) > BAND_TOL * abs(c[0]))[0]
     band = int(significant[-1]) + BAND_MARGIN
