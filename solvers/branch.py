@@ -45,7 +45,8 @@ from meanfield.model import Model
 from meanfield.onset_theory import PITCHFORK, TRANSCRITICAL, bifurcation_kind, onset_coefficient, onset_noise
 
 from .run_record import run_attrs
-from .stationary import Point, StationaryProblem, SymmetricBasis, amplitude_tangent, fixed_amplitude, newton
+from .stationary import (Point, StationaryProblem, SymmetricBasis, amplitude_tangent, fixed_amplitude, newton,
+                         resolved_stable)
 
 #: The relative amplitudes (the mode's term's largest value over the mean) of the onset phase.
 AMPLITUDES = (0.005, 0.01, 0.015, 0.02, 0.025, 0.03)
@@ -264,7 +265,7 @@ class Branch:
                 continue
             root = self.state_at(coefficient, *ends)
             if (root is not None and abs(root.c[self.index]) > UNIFORM_AMPLITUDE * self.mean
-                    and self.problem.eigenvalues(root.c, root.nu, 1)[0].real < 0):
+                    and self.problem.is_stable(root.c, root.nu)):
                 return float(root.nu)
         return math.nan
 
@@ -326,8 +327,9 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
     branch.continuation_phase(max_points)
     points = branch.points
     require(len(points) >= 2, f"the branch could not be started: {branch.stop_reason}")
-    spectra = np.array([branch.problem.eigenvalues(p.c, p.nu, eigenvalues).real for p in points])
-    stable = spectra[:, 0] < 0
+    leading = [branch.problem.eigenvalues(p.c, p.nu, max(eigenvalues, 4)) for p in points]
+    spectra = np.array([values[:eigenvalues].real for values in leading])
+    stable = np.array([resolved_stable(values) for values in leading], dtype=bool)
     folds = branch.folds()
     nu_c = branch.first_order_point(folds)
     usa = attention == "usa"

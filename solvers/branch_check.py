@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from meanfield.errors import require
 
 from .branch import Branch
@@ -44,7 +46,7 @@ def _evolve(branch: Branch, c, nu: float, t_final: float) -> tuple[float, float]
     """The mode amplitude of the state ``c`` (branch coefficients) at the start and after ``t_final`` of the PDE at
     noise ``nu``."""
     model, basis = branch.model, branch.basis
-    density = lambda angles: basis.density_at(c, angles)                       # noqa: E731
+    density = lambda angles: np.maximum(basis.density_at(c, angles), 0.0)    # noqa: E731  (series rounding)
     significant = basis.degrees[abs(c) > BAND_TOL * abs(c[0])]
     band = int(significant.max()) if significant.size else 1                   # the state's own band
     common = dict(attention=model.attention, beta=model.beta, nu=nu, init=density, t_final=t_final,
@@ -84,7 +86,7 @@ def check_fold(branch: Branch, fold_coefficient: float, nu_sn: float, *, below: 
 def check_stable_state(branch: Branch, nu: float, *, t_final: float = T_FINAL) -> dict:
     """The branch's stable state at ``nu`` (e.g. ``nu_c``) run for ``t_final``: ``outcome`` and the relative change of
     its mode amplitude (``drift``); ``agrees`` when it stays clustered."""
-    stable = [p for p in branch.points if branch.problem.eigenvalues(p.c, p.nu, 1)[0].real < 0]
+    stable = [p for p in branch.points if branch.problem.is_stable(p.c, p.nu)]
     require(bool(stable), "the branch has no stable point to start from")
     near = min(stable, key=lambda p: abs(p.nu - nu))
     point = newton(branch.problem, near.c, nu, fixed_nu(near.c.size, nu))

@@ -47,6 +47,10 @@ RESIDUAL_TOL = 1e-13
 MAX_NEWTON = 30
 #: Relative step of the central differences of the stability operator.
 DIFFERENCE_STEP = 1e-6
+#: A leading eigenvalue within this fraction of the spectrum's largest recorded magnitude of 0 is not resolved by
+#: the central differences (their rounding is about 1e-16 / DIFFERENCE_STEP of it): such a state is not called
+#: stable (e.g. two antipodal clusters at small noise, whose exchange of mass is exponentially slow).
+MARGINAL = 1e-8
 #: The stability operator is formed on the degrees up to the state's band (its coefficients above BAND_TOL of the
 #: mean) plus BAND_MARGIN: beyond, the state couples the degrees by less than that and they decay like -nu l(l+d-2).
 BAND_TOL, BAND_MARGIN = 1e-12, 16
@@ -201,6 +205,11 @@ class StationaryProblem:
         mode's)."""
         return float(c[self.basis.mode_index] * self.basis.amplitude_scale())
 
+    def is_stable(self, c: np.ndarray, nu: float) -> bool:
+        """Whether the state is stable: its leading eigenvalue is negative by more than :data:`MARGINAL` of the
+        spectrum's scale (:func:`resolved_stable`)."""
+        return resolved_stable(self.eigenvalues(c, nu, 4))
+
     def eigenvalues(self, c: np.ndarray, nu: float, count: int = 4) -> np.ndarray:
         """The ``count`` eigenvalues of largest real part of the linearised PDE about ``F(c, nu)`` (module docstring)."""
         return linearised_spectrum(self.model, self.basis,
@@ -300,6 +309,13 @@ def circle_stationary_near(model: Model, density: np.ndarray, lmax: int = 48) ->
 
 
 # ------------------------------------------------------------------------------------------------ stability
+def resolved_stable(values: np.ndarray) -> bool:
+    """Whether leading eigenvalues ``values`` (largest real part first) say stable: the first below
+    ``-MARGINAL`` times the largest magnitude among them."""
+    values = np.asarray(values)
+    return bool(values[0].real < -MARGINAL * float(np.max(np.abs(values))))
+
+
 def _ordinary_scheme(model: Model, nu: float, lmax: int):
     """The PDE scheme whose right-hand side is linearised: circle spectral (``N = 4 (lmax + 1)``, numpy path) or the
     zonal Galerkin scheme of degree ``lmax``, with noise ``nu`` in its linear part."""

@@ -162,3 +162,16 @@ def test_the_command_line_keeps_its_keys_adds_the_modes_and_verifies(capsys, mon
     assert parts[0]["high"] <= result["nu_c"] <= parts[1]["low"] and parts[1]["low"] / parts[0]["high"] - 1 < 1e-2
     assert checked == [("fold", 1, 5.425916), ("nu_c", 1, 5.319833)]         # mode 2 has neither
     assert set(result["verify"]) == {"mode 1"} and result["verify"]["mode 1"]["folds"][0]["agrees"]
+
+
+def test_an_unresolved_leading_eigenvalue_is_not_called_stable():
+    """S^2, SA, beta = 4, the two-antipodal-cluster half of degree 2: at its low-noise end the clusters exchange mass
+    exponentially slowly and the leading eigenvalue is -3e-11 to -1.3e-10 beside a spectrum of scale 1.5, below
+    what the central differences resolve (1e-16 / 1e-6 of it): those points were reported stable, and a time
+    evolution from one of them could not tell.  Now no point of the half is stable."""
+    from meanfield.solvers.stationary import resolved_stable
+
+    assert not resolved_stable(np.array([-3.4e-11, -1.53]))
+    assert resolved_stable(np.array([-0.25, -1.53]))
+    ds = stationary_branch("sa", 4.0, 3, mode=2, sign=1.0)
+    assert ds.attrs["folds"].size == 1 and not ds["stable"].values.any()
