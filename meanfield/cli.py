@@ -362,11 +362,11 @@ def _branch_report(attention, beta, dim, modes, verify) -> tuple[dict, list[str]
         folds = [float(nu) for nu in np.atleast_1d(attrs["folds"])]
         result["branches"][label] = {
             "mode": int(attrs["mode"]), "sign": float(attrs["sign"]), "nu_sharp": attrs["nu_sharp"],
-            "bifurcation": attrs["bifurcation"], "transition": attrs["transition"],
+            "bifurcation": attrs["bifurcation"], "type": attrs["branch_type"], "transition": attrs["transition"],
             "onset_coefficient": attrs["onset_coefficient"], "onset_theory": attrs["onset_theory"], "folds": folds,
             "nu_c": _finite_or_none(attrs["nu_c"]), "stable_points": int(ds["stable"].sum()),
             "points": ds.sizes["point"], "stop_reason": attrs["stop_reason"]}
-        lines.append(f"{label:>9} {attrs['nu_sharp']:13.10g} {attrs['transition']:>13} "
+        lines.append(f"{label:>9} {attrs['nu_sharp']:13.10g} {attrs['branch_type']:>13} "
                      f"{attrs['onset_coefficient']:11.6g} {attrs['onset_theory']:11.6g} "
                      f"{', '.join(f'{nu:.10g}' for nu in folds) or 'none':>16} "
                      f"{attrs['nu_c']:13.10g} {int(ds['stable'].sum()):6d}  {attrs['stop_reason']}")

@@ -310,7 +310,8 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
         S^{d-1}) and ``stable``.  Attributes
         ``mode``, ``sign``, ``nu_sharp`` (``nu_#^(k)``), ``bifurcation`` (pitchfork or transcritical),
         ``onset_coefficient`` (``C`` or ``B``, fitted) and ``onset_theory`` (the weakly nonlinear one),
-        ``curvature`` (``C``; NaN for a transcritical branch), ``transition``, ``folds`` (every fold's ``nu``),
+        ``curvature`` (``C``; NaN for a transcritical branch), ``transition`` (continuous, first-order or
+        transcritical), ``branch_type`` (supercritical, subcritical or transcritical), ``folds`` (every fold's ``nu``),
         ``nu_sn`` (the first fold, NaN if none), ``nu_c`` (USA, NaN if none), ``stop_reason`` and the settings.
 
     Raises
@@ -337,6 +338,8 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
     gaps = [branch.free_energy_gap(p) if usa else math.nan for p in points]
     fitted = branch.onset_fit()
     transition = ("transcritical" if branch.kind == TRANSCRITICAL else "continuous" if fitted < 0 else "first-order")
+    branch_type = ("transcritical" if branch.kind == TRANSCRITICAL else "supercritical" if fitted < 0
+                   else "subcritical")
     return xr.Dataset(
         {"nu": ("point", [p.nu for p in points], {"long_name": "noise of the stationary state"}),
          "amplitude": ("point", [branch.problem.amplitude(p.c) for p in points],
@@ -358,7 +361,7 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
                         stop_reason=branch.stop_reason, wall_time=time.perf_counter() - started,
                         mode=int(mode), sign=float(sign), nu_sharp=branch.nu_sharp, bifurcation=branch.kind,
                         onset_coefficient=fitted, onset_theory=onset_coefficient(model, mode),
-                        curvature=branch.curvature(), transition=transition,
+                        curvature=branch.curvature(), transition=transition, branch_type=branch_type,
                         folds=np.array([nu for nu, _ in folds], dtype=float),
                         nu_sn=folds[0][0] if folds else math.nan, nu_c=nu_c))
 

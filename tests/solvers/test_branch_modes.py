@@ -157,6 +157,7 @@ def test_the_command_line_keeps_its_keys_adds_the_modes_and_verifies(capsys, mon
             "stop_reason"} <= set(result)
     assert result["nu_sn"] == pytest.approx(5.425916, rel=1e-6)
     assert set(result["branches"]) == {"mode 1", "mode 2"} and result["branches"]["mode 2"]["folds"] == []
+    assert [result["branches"][label]["type"] for label in ("mode 1", "mode 2")] == ["subcritical", "supercritical"]
     parts = result["free_energy_minimiser"]
     assert [part["state"] for part in parts] == ["mode 1", "uniform"]
     assert parts[0]["high"] <= result["nu_c"] <= parts[1]["low"] and parts[1]["low"] / parts[0]["high"] - 1 < 1e-2
