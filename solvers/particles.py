@@ -172,8 +172,13 @@ class ParticleScheme(ClosingPairsStep, Scheme):
     name = "particles"
     #: mutable fields an exact restart carries (:mod:`meanfield.solvers.checkpoint`; the noise generator too)
     restart_fields = ("token_weights", "weights", "collapser.owner", "collapser.merged")
-    #: a state's tokens are read through ``collapser.owner``, which a collapse changes
-    clusters_read_state_alone = False
+
+    @property
+    def clusters_read_state_alone(self) -> bool:
+        """A state's tokens are read through ``collapser.owner``, which a collapse changes: with collapse on, clusters
+        are counted after every step; without (``collapse_tol = 0``) the state alone gives them, and they are counted
+        at saved frames, the events located on the steps kept between (:mod:`meanfield.solvers.clusters`)."""
+        return not self.collapser.enabled
 
     def __init__(self, model: Model, n: int, attention: Attention | None = None, *, weights=None,
                  sphere: bool = True, seed=None, collapse_tol: float = 0.0, normalization: Normalization | None = None,
