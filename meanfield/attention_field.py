@@ -73,7 +73,13 @@ class SampledField:
     ``directions``: the nodes as unit vectors (zonal: ``(cos th, sin th)`` in a meridian half-plane);
     ``neighbours``: ``(nodes, K)`` indices, a node's own index padding the rows with fewer neighbours;
     ``values``: ``A``; ``concentration``: ``c``; ``place``: which node each given mass sits at.
+
+    Class attributes: ``one_angle`` (the places are one angle, so a density's cells there can hold point clusters
+    of their own: the circle and zonal rings) and ``periodic`` (that angle wraps around: the circle).
     """
+
+    one_angle = False
+    periodic = False
 
     def __init__(self, beta: float, directions, neighbours, values, concentration, place):
         self.beta = float(beta)
@@ -111,6 +117,8 @@ class SampledField:
 # ------------------------------------------------------------------------------------------------ circle
 class CircleField(SampledField):
     """``A`` on ``N`` equal arcs of the circle from masses at angles (module docstring; ``dim`` is 2)."""
+
+    one_angle = periodic = True
 
     def __init__(self, angles, masses, beta: float, dim: int = 2):
         raw = np.asarray(angles, dtype=float)
@@ -321,6 +329,8 @@ def _lat_lon_neighbours(nlat: int, nlon: int) -> np.ndarray:
 class ZonalField(SampledField):
     """``A`` of zonal rings on S^{dim-1} along the polar angle, poles included (module docstring); the nodes are points
     ``(cos th, sin th)`` of a meridian half-plane."""
+
+    one_angle = True
 
     def __init__(self, polar, masses, beta: float, dim: int):
         from .gegenbauer import normalised_gegenbauer

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .attention_field import SampledField, field_of
+from .attention_field import FIELDS, SampledField, field_of
 from .circle_clusters import COMPILED
 from .errors import require
 
@@ -302,10 +302,10 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
         masses = density * volumes
     if points is None or point_masses is None:
         return clusters_of_masses(places, masses, beta, geometry=geometry, dim=int(dim), **thresholds)
-    require(geometry != "sphere", "point clusters are given on the circle or as zonal rings")
+    require(FIELDS[geometry].one_angle, "point clusters are given on the circle or as zonal rings")
     cells = masses.size
     mixed_places, mixed, home = _points_out_of_cells(places, masses, np.asarray(points, dtype=float),
-                                                     np.asarray(point_masses, dtype=float), geometry == "circle")
+                                                     np.asarray(point_masses, dtype=float), FIELDS[geometry].periodic)
     found = clusters_of_masses(mixed_places, mixed, beta, geometry=geometry, dim=int(dim), **thresholds)
     labels = found.labels[:cells]
     tops = np.where(found.tops < cells, found.tops, home[np.maximum(found.tops - cells, 0)])   # a point: its cell

@@ -51,6 +51,18 @@ class Model:
         object.__setattr__(self, "beta", beta)
         object.__setattr__(self, "nu", nu)
 
+    @property
+    def normalised(self) -> bool:
+        """SA: the softmax normalises the field, velocity ``grad log(K * rho) / beta`` (MATH.md §1, §2); USA: it does
+        not, velocity ``grad(K * rho) / beta``."""
+        return self.attention == "sa"
+
+    @property
+    def has_free_energy(self) -> bool:
+        """USA is the Wasserstein gradient flow of ``F = nu int rho log rho - E`` (MATH.md §9); SA has no such simple
+        functional."""
+        return not self.normalised
+
 
 def _as_float(name: str, value) -> float:
     try:

@@ -78,7 +78,7 @@ def onset_coefficient(model: Model, mode: int) -> float:
     y = values[:, 1]
     kappa = scaled_funk_hecke(degrees, beta, dim)
     scale = 2 * math.sqrt(math.pi) if dim == 2 else 1.0             # c_k per unit of a
-    sa = model.attention == "sa"
+    sa = model.normalised
     m_k = kappa[1] / kappa[0]
     if bifurcation_kind(dim, k) == TRANSCRITICAL:
         cubic = float(weights @ y ** 3)

@@ -240,7 +240,7 @@ class Branch:
         """USA: ``nu_c`` where ``F(branch) = F(uniform)`` on a stable part of the branch (NaN if none): a root of the
         free-energy gap in the amplitude, bracketed by branch points (or a fold, which splits the branch into its
         unstable and stable parts), kept when the state there is stable."""
-        if self.model.attention != "usa":
+        if not self.model.has_free_energy:
             return math.nan
         gap = np.array([self.free_energy_gap(p) for p in self.points])
         for index in range(len(self.points) - 1):
@@ -333,7 +333,7 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
     stable = np.array([resolved_stable(values) for values in leading], dtype=bool)
     folds = branch.folds()
     nu_c = branch.first_order_point(folds)
-    usa = attention == "usa"
+    usa = model.has_free_energy
     free = [branch.problem.free_energy(p.c, p.nu) if usa else math.nan for p in points]
     gaps = [branch.free_energy_gap(p) if usa else math.nan for p in points]
     fitted = branch.onset_fit()

@@ -80,8 +80,8 @@ def _stable_segments(ds: xr.Dataset):
 def free_energy_minimiser(family: dict[str, xr.Dataset]) -> list[dict]:
     """USA: the intervals of ``nu`` (``low``, ``high``) and the ``state`` of least free energy in each (``uniform``
     or a branch's label), over the range the branches span (module docstring).  Empty for SA (no free energy)."""
-    if not family or next(iter(family.values())).attrs["attention"] != "usa":
-        return []
+    if not any(np.isfinite(ds["free_energy_gap"].values).any() for ds in family.values()):
+        return []                                                # no free energy (SA records NaN)
     low = max(float(ds["nu"].min()) for ds in family.values())     # where every branch has been followed
     high = max(float(ds["nu"].max()) for ds in family.values())
     grid = np.geomspace(low, high, GRID)

@@ -218,6 +218,24 @@ def _bytes(item) -> int:
     return 0
 
 
+#: What a merge is, recorded with ``merge_time``.
+MERGE_DEFINITION = "the attention field's clusters (MATH.md §10): two become one; located on the stepper's dense output"
+#: ``(name, dimension, Event field, dtype, long_name, extra attributes)`` of each event and merge variable.
+EVENT_VARIABLES = (("event_time", "event", "time", float, "time of the cluster event", {}),
+                   ("event_kind", "event", "kind", str, "formation, merge or dissolution", {}),
+                   ("event_cluster_a", "event", "id_a", int,
+                    "id of the cluster that formed, survives the merge or dissolves", {}),
+                   ("event_cluster_b", "event", "id_b", int, "id of the cluster merged into cluster a (-1: none)", {}),
+                   ("event_mass_a", "event", "mass_a", float,
+                    "mass of cluster a just before the event (formation: just after)", {}),
+                   ("event_mass_b", "event", "mass_b", float, "mass of cluster b just before the merge", {}),
+                   ("clusters_after_event", "event", "count_after", int, "number of clusters after the event", {}),
+                   ("merge_time", "merge", "time", float, "time of the merge", {"definition": MERGE_DEFINITION}),
+                   ("merge_mass_a", "merge", "mass_a", float, "mass of the surviving cluster", {}),
+                   ("merge_mass_b", "merge", "mass_b", float, "mass of the cluster merged into it", {}),
+                   ("clusters_after_merge", "merge", "count_after", int, "number of clusters after the merge", {}))
+
+
 class ClusterTracker(Tracker):
     """Cluster count, identities, events and point-cluster energy of a run (module docstring).
 
@@ -385,31 +403,9 @@ class ClusterTracker(Tracker):
         ``cluster_centre(time, cluster, centre_component)``; -1 and NaN in unused slots)."""
         events = self.lineage.events
         merges = [event for event in events if event.kind == MERGE]
-        definition = {"definition": "the attention field's clusters (MATH.md §10): two become one; located on the "
-                                    "stepper's dense output"}
-        found = {
-            "event_time": ("event", np.array([e.time for e in events], dtype=float),
-                           {"long_name": "time of the cluster event"}),
-            "event_kind": ("event", np.array([e.kind for e in events], dtype=str),
-                           {"long_name": "formation, merge or dissolution"}),
-            "event_cluster_a": ("event", np.array([e.id_a for e in events], dtype=int),
-                                {"long_name": "id of the cluster that formed, survives the merge or dissolves"}),
-            "event_cluster_b": ("event", np.array([e.id_b for e in events], dtype=int),
-                                {"long_name": "id of the cluster merged into cluster a (-1: none)"}),
-            "event_mass_a": ("event", np.array([e.mass_a for e in events], dtype=float),
-                             {"long_name": "mass of cluster a just before the event (formation: just after)"}),
-            "event_mass_b": ("event", np.array([e.mass_b for e in events], dtype=float),
-                             {"long_name": "mass of cluster b just before the merge"}),
-            "clusters_after_event": ("event", np.array([e.count_after for e in events], dtype=int),
-                                     {"long_name": "number of clusters after the event"}),
-            "merge_time": ("merge", np.array([e.time for e in merges], dtype=float),
-                           dict(definition, long_name="time of the merge")),
-            "merge_mass_a": ("merge", np.array([e.mass_a for e in merges], dtype=float),
-                             {"long_name": "mass of the surviving cluster"}),
-            "merge_mass_b": ("merge", np.array([e.mass_b for e in merges], dtype=float),
-                             {"long_name": "mass of the cluster merged into it"}),
-            "clusters_after_merge": ("merge", np.array([e.count_after for e in merges], dtype=int),
-                                     {"long_name": "number of clusters after the merge"})}
+        found = {name: (dim, np.array([getattr(e, field) for e in (merges if dim == "merge" else events)],
+                                      dtype=kind), dict(attrs, long_name=long_name))
+                 for name, dim, field, kind, long_name, attrs in EVENT_VARIABLES}
         return {**found, **self._table_variables()}
 
     def _table_variables(self) -> dict:

@@ -150,7 +150,7 @@ class StationaryProblem:
         self.model, self.basis = model, basis
         self.operator = KernelOperator(basis.degrees, model.beta, model.dim, model.attention)
         self.kappa = self.operator.conv                       # exp(-beta) kappa_l
-        self.usa = model.attention == "usa"
+        self.usa = not model.normalised       # USA: the exponent is K * rho itself (SA: its logarithm)
 
     # -- the map and its derivative -------------------------------------------------------------------------
     def exponent(self, c: np.ndarray, nu: float) -> tuple[np.ndarray, np.ndarray]:
