@@ -12,25 +12,26 @@ faces.  Circle: ``V = h``, ``A = 1``.  Zonal: ``V_i = |S^{d-2}| int_cell sin^{d-
 ``A = |S^{d-2}| sin^{d-2} th_face`` (zero at the poles, so no boundary condition is needed).
 
 Flux (Carrillo–Chertock–Huang, "A finite-volume method for nonlinear nonlocal equations
-with a gradient flow structure", 2015): piecewise-linear reconstruction about each cell's
-centroid ``c_i`` (the measure-weighted mean of ``x``: then the cell average of the linear
-function is exactly ``rho_i``), slopes by the generalised minmod limiter
-``minmod(limiter_theta D-, central, limiter_theta D+)`` (``1 <= limiter_theta <= 2``) and then clipped so that
-both face values ``rho^W_i = rho_i - s (c_i - x_{i-1/2})``, ``rho^E_i = rho_i + s (x_{i+1/2} - c_i)``
-are ``>= 0``; upwinding ``(rho u)_{i+1/2} = max(u, 0) rho^E_i + min(u, 0) rho^W_{i+1}``.  The
+with a gradient flow structure", 2015, with the reconstruction of MATH.md §2.5): piecewise-linear reconstruction
+about each cell's centroid ``c_i`` (the measure-weighted mean of ``x``: then the cell average of the linear
+function is exactly ``rho_i``) with the central slope (the one-sided slopes weighted by the centroid spacings),
+cut only so far that both face values ``rho^W_i = rho_i - s (c_i - x_{i-1/2})``, ``rho^E_i = rho_i + s (x_{i+1/2} - c_i)``
+are ``>= 0`` (the Zhang–Shu positivity scaling of a linear reconstruction; no TVD limiter, which would flatten the
+slope beside every extremum and make a forming cluster first order); upwinding
+``(rho u)_{i+1/2} = max(u, 0) rho^E_i + min(u, 0) rho^W_{i+1}``.  The
 diffusive flux is ``-nu A (rho_{i+1} - rho_i) / (c_{i+1} - c_i)``.  Mass is conserved to
 round-off (telescoping fluxes) whatever the velocity.
 
-Velocity: from the spectral convolution of the *piecewise-constant* density ``P`` (it is
-smooth even when ``rho`` is not; DESIGN.md).
+Velocity: from the spectral convolution of the cell masses ``V_i rho_i`` (smooth even when ``rho`` is not; DESIGN.md).
 
-* Circle (MATH.md §2.1): ``P_hat_k = sinc(k h / 2) DFT(rho)_{k mod N} / N`` for every ``k``
-  (``sinc(x) = sin x / x``: the transform of one cell's indicator), ``|k| <= M(beta)`` (the
-  kernel's band limit, :func:`meanfield.kernels.band_limit`).  With ``c_k = exp(-beta) 2 pi I_k``
-  (scaled Funk–Hecke) ``U = sum c_k P_hat_k e^{ik theta}`` is ``exp(-beta) K*P`` and the face values
-  (``theta_j - h/2``: a phase ``e^{-ikh/2}``) come from one inverse FFT of size ``N 2^p > 2M``:
-  SA ``X = U'/(beta U)`` (the ``exp(beta)`` cancels), USA ``X = exp(beta) U'/beta``.
-* Zonal (MATH.md §2.2): Gegenbauer coefficients of ``P``, ``g_l = sum_i G_li rho_i`` with the exact
+* Circle (MATH.md §2.1, §2.5): the masses at the cell centres (the midpoint rule), ``Q_hat_k = DFT(rho)_{k mod N} / N``
+  for every ``|k| <= M(beta)`` (the kernel's band limit, :func:`meanfield.kernels.band_limit`).  With
+  ``c_k = exp(-beta) 2 pi I_k`` (scaled Funk–Hecke) ``U = sum c_k Q_hat_k e^{ik theta}`` is ``exp(-beta) K*Q`` and the face
+  values (``theta_j - h/2``: a phase ``e^{-ikh/2}``) come from one inverse FFT of size ``N 2^p > 2M``:
+  SA ``X = U'/(beta U)`` (the ``exp(beta)`` cancels), USA ``X = exp(beta) U'/beta``.  Linearised, the growth rates
+  are the continuum ones times ``sinc(kh/2)`` (the face difference); each mass spread over its cell (the
+  piecewise-constant density) would add a second such factor and carry a one-cell cluster less well.
+* Zonal (MATH.md §2.2): Gegenbauer coefficients of the piecewise-constant density ``P``, ``g_l = sum_i G_li rho_i`` with the exact
   cell integrals ``G_li = int_cell P_l dsigma``; for ``l >= 1`` the Sturm–Liouville equation
   ``d/dt[(1-t^2)^{(d-1)/2} P_l'] = -l(l+d-2) (1-t^2)^{(d-3)/2} P_l`` (the Laplacian, MATH.md §2.2)
   gives ``G_li = |S^{d-2}| [sin^{d-1} th P_l'(cos th)]_{th_{i-1/2}}^{th_{i+1/2}} / (l(l+d-2))``.
@@ -124,15 +125,13 @@ class FiniteVolume1D:
     See the module docstring for the formulas and the positivity bound.
     """
 
-    def __init__(self, faces, volumes, areas, centroids, periodic: bool, nu: float = 0.0,
-                 limiter_theta: float = 1.5):
+    def __init__(self, faces, volumes, areas, centroids, periodic: bool, nu: float = 0.0):
         faces = np.asarray(faces, dtype=float)
         self.n = n = volumes.size
         self.periodic = periodic
         self.volumes = np.asarray(volumes, dtype=float)
         self.areas = np.asarray(areas, dtype=float)
         self.centroids = c = np.asarray(centroids, dtype=float)
-        self.limiter_theta = float(limiter_theta)
         self.nu = float(nu)
         width = np.diff(faces)
         self.d_west = c - faces[:-1]                 # c_i - x_{i-1/2}
@@ -162,29 +161,18 @@ class FiniteVolume1D:
         self._left_state, self._right_state = np.zeros(n + 1), np.zeros(n + 1)   # face states (0 at walls)
 
     def reconstruct(self, rho: np.ndarray):
-        """Face values ``(rho^W, rho^E)`` of the limited linear reconstruction (both ``>= 0``).
+        """Face values ``(rho^W, rho^E)`` of the positivity-limited central reconstruction (both ``>= 0``).
 
         Returns views of work buffers (valid until the next call): ``rho^W_i`` is also the
         right state of face ``i``, ``rho^E_i`` the left state of face ``i + 1``.
         """
-        ext, jumps, work, lo, hi = self._ext, self._jumps, self._work, self._lo, self._hi
+        ext, jumps, work = self._ext, self._jumps, self._work
         ext[1:-1] = rho
         ext[0], ext[-1] = (rho[-1], rho[0]) if self.periodic else (rho[0], rho[-1])
         np.subtract(ext[1:], ext[:-1], out=jumps)          # rho_j - rho_{j-1}, faces j = 0..n
         slopes = np.multiply(jumps, self.inv_spacing, out=self._face_slopes)
-        lower, upper = slopes[:-1], slopes[1:]
-        central = np.multiply(lower, self.w_left, out=self._central)
-        central += np.multiply(upper, self.w_right, out=work)
-        np.minimum(lower, upper, out=lo)
-        lo *= self.limiter_theta
-        np.minimum(lo, central, out=lo)
-        np.maximum(lower, upper, out=hi)
-        hi *= self.limiter_theta
-        np.maximum(hi, central, out=hi)
-        np.maximum(lo, 0.0, out=lo)
-        np.minimum(hi, 0.0, out=hi)
-        slope = lo
-        slope += hi                                          # generalised minmod
+        slope = np.multiply(slopes[:-1], self.w_left, out=self._central)
+        slope += np.multiply(slopes[1:], self.w_right, out=work)                     # central
         np.maximum(slope, np.divide(rho, self._minus_d_east, out=work), out=slope)   # rho^E >= 0
         np.minimum(slope, np.divide(rho, self.d_west, out=work), out=slope)          # rho^W >= 0
         west, east = self._right_state[:-1], self._left_state[1:]
@@ -452,8 +440,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         self._source = np.where(folded <= n // 2, folded, n - folded)
         self._conjugate = folded > n // 2
         self._folds = bool(self._conjugate.any())
-        self._sinc = np.sinc(k * h / (2 * math.pi))                          # sin(kh/2) / (kh/2)
-        shift = self._sinc * np.exp(-0.5j * k * h) / n                       # cell transform, face phase, 1/N
+        shift = np.exp(-0.5j * k * h) / n                                     # face phase, 1/N
         self.kernel_operator = operator = self.speed_divisor.kernel(k)
         self.conv_coeffs = operator.conv                                       # exp(-beta) 2 pi I_k
         self._numerator = operator.velocity(1j * k) * shift
@@ -461,7 +448,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         self._radial = operator.radial * shift if ngpt else None
         self._kmodes = np.arange(basis.kmax + 1)
         # points (MATH.md §5): their coefficients (1/2 pi) sum_a m_a e^{-i k y_a} up to both bands, the face
-        # tables without the cell transform, and the real-form weights of the sums at the points
+        # tables, and the real-form weights of the sums at the points
         self._point_modes = np.arange(max(band, basis.kmax) + 1)
         face = np.exp(-0.5j * k * h)
         self._point_tables = (operator.velocity(1j * k), self.conv_coeffs, operator.radial if ngpt else None)
@@ -513,7 +500,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         """``X`` of grid (``rho``; ``None``: empty) plus points at the points (their :meth:`point_basis`; MATH.md
         §2.1, §5, §6): the band-limited sums ``sum_k c_k T_k e^{i k y}`` in real form, ``T`` the total coefficients."""
         band = self.conv_coeffs.size
-        total = points[:band] if rho is None else points[:band] + self._dft(rho) * self._sinc / self.resolution
+        total = points[:band] if rho is None else points[:band] + self._dft(rho) / self.resolution
         phases = basis * self._real_form
 
         def sums(slot):
@@ -544,14 +531,14 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
 
     # -- diagnostics --------------------------------------------------------------------------------
     def coefficients(self, state: np.ndarray) -> np.ndarray:
-        """``P_hat_k``, ``k = 0..M``: the Fourier coefficients of the piecewise-constant density (and the points)."""
+        """``Q_hat_k``, ``k = 0..M``: the Fourier coefficients of the cell masses at the cell centres (and the points)."""
         if state.size == self.resolution:
-            return self._dft(state) * self._sinc / self.resolution
+            return self._dft(state) / self.resolution
         rho, y, m = self.split(state)
-        return self._dft(rho) * self._sinc / self.resolution + self.point_coefficients(y, m)[:self._sinc.size]
+        return self._dft(rho) / self.resolution + self.point_coefficients(y, m)[:self.conv_coeffs.size]
 
     def energy(self, state: np.ndarray) -> float:
-        """``exp(-beta) E(P) = (pi / beta) sum_{|k| <= M} c_k |P_hat_k|^2`` (MATH.md §2.1)."""
+        """``exp(-beta) E(Q) = (pi / beta) sum_{|k| <= M} c_k |Q_hat_k|^2`` (MATH.md §2.1)."""
         coeffs = self.coefficients(state)
         return self.kernel_operator.energy(coeffs, np.where(np.arange(coeffs.size) == 0, 1.0, 2.0), CIRCLE_NORM)
 

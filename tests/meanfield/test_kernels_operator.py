@@ -123,14 +123,6 @@ def test_backend_message_names_the_api_parameter():
         CircleFiniteVolume(Model("sa", 2.0, 0.0, 2), 16, backend="fftw")
 
 
-def test_limiter_parameter_is_named():
-    from meanfield.solvers.finite_volume import FiniteVolume1D
-    faces = np.linspace(0.0, 1.0, 5)
-    fv = FiniteVolume1D(faces, np.diff(faces), np.ones(5), 0.5 * (faces[1:] + faces[:-1]), periodic=False,
-                        limiter_theta=1.2)
-    assert fv.limiter_theta == 1.2
-
-
 def test_attention_scale():
     from meanfield.kernel_operator import attention_scale
     assert attention_scale("sa", 3.0) == 1.0 and attention_scale("usa", 3.0) == math.exp(3.0)
