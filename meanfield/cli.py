@@ -436,8 +436,9 @@ def _save_options(f):
 def _step_options(defaults: dict):
     """``--rtol`` and ``--cfl`` with the defaults of ``defaults`` (:mod:`meanfield.defaults`)."""
     def decorate(f):
-        f = click.option("--cfl", type=float, default=defaults["cfl"], show_default=True,
-                         help="Fraction of the stable step, in (0, 2].")(f)
+        f = click.option("--cfl", type=float, default=defaults["cfl"],
+                         help="Fraction of the stable step, in (0, 2] [default: the scheme's: 0.9 for fv "
+                              "(SSP-RK3 keeps cells non-negative up to 1), else 0.5].")(f)
         return click.option("--rtol", type=float, default=defaults["rtol"], show_default=True,
                             help="Relative tolerance (dopri5), in (0, 1).")(f)
     return decorate

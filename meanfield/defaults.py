@@ -19,11 +19,11 @@ GEOMETRY_DEFAULTS = {"circle": {"dim": 2, "resolution": 256},
 
 #: Settings every run shares, ``solve`` and ``particles`` alike: the model, the clock and saving
 #: (:class:`meanfield.settings.Saving`; ``save_every`` ``None``: ``frames`` frames over the run), the time
-#: stepper (:class:`meanfield.settings.StepControl`; ``stepper`` ``None``: the scheme's) and the merges of
+#: stepper (:class:`meanfield.settings.StepControl`; ``stepper`` and ``cfl`` ``None``: the scheme's) and the merges of
 #: coincident nodes or tokens.
 RUN_DEFAULTS = {"attention": "sa", "beta": 1.0, "nu": 0.0, "seed": 0,
                 "t_final": 10.0, "save_every": None, "save_log": None, "frames": 100,
-                "stepper": None, "rtol": 1e-8, "atol": None, "cfl": 0.5, "dt_max": None,
+                "stepper": None, "rtol": 1e-8, "atol": None, "cfl": None, "dt_max": None,
                 "collapse_tol": None}
 
 #: ``solve`` settings: the shared ones and the validity monitor's tolerances

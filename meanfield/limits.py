@@ -191,9 +191,11 @@ def check_dim(dim, option: str = "--dim", low: int = 2) -> int:
 
 
 def check_stepper_settings(rtol, cfl, dt_max=None) -> None:
-    """The time stepper's settings: ``rtol`` in (0, 1), ``cfl`` in (0, 2], ``dt_max`` > 0 (finite)."""
+    """The time stepper's settings: ``rtol`` in (0, 1), ``cfl`` in (0, 2] (``None``: the scheme's), ``dt_max`` > 0
+    (finite)."""
     check_option("--rtol", rtol)
-    check_option("--cfl", cfl)
+    if cfl is not None:
+        check_option("--cfl", cfl)
     if dt_max is not None:
         check_option("--dt-max", dt_max)
 

@@ -61,13 +61,13 @@ def check_run_length(t_final, save_every, t_start: float = 0.0):
 class StepControl:
     """The time stepper (:mod:`meanfield.solvers.steppers`): ``stepper`` (``None``: the scheme's), ``rtol`` in (0, 1)
     (dopri5), ``atol`` > 0 (``None``: 1e-14 times the state's scale), ``cfl`` in (0, 2] (fixed-step
-    steppers), ``dt_max`` > 0 (particles: the noise's splitting step; ``None``:
+    steppers; ``None``: the scheme's ``default_cfl``, 0.5, or 0.9 for the finite volumes), ``dt_max`` > 0 (particles: the noise's splitting step; ``None``:
     ``PARTICLE_DEFAULTS["noise_dt_max"]`` with noise)."""
 
     stepper: str | None = _default(RUN_DEFAULTS, "stepper")
     rtol: float = _default(RUN_DEFAULTS, "rtol")
     atol: float | None = _default(RUN_DEFAULTS, "atol")
-    cfl: float = _default(RUN_DEFAULTS, "cfl")
+    cfl: float | None = _default(RUN_DEFAULTS, "cfl")
     dt_max: float | None = _default(RUN_DEFAULTS, "dt_max")
 
     def __post_init__(self):
@@ -77,9 +77,14 @@ class StepControl:
         if self.atol is not None:
             check_number("atol", self.atol, 0.0, math.inf)
 
-    def stepper_options(self) -> dict:
-        """What :func:`meanfield.solvers.steppers.make_stepper` takes besides the name (``dt_max`` only when given)."""
-        options = {"cfl": self.cfl, "rtol": self.rtol, "atol": self.atol}
+    def cfl_for(self, scheme) -> float:
+        """The CFL fraction of a run of ``scheme``: the one given, else the scheme's ``default_cfl``."""
+        return scheme.default_cfl if self.cfl is None else self.cfl
+
+    def stepper_options(self, scheme) -> dict:
+        """What :func:`meanfield.solvers.steppers.make_stepper` takes besides the name for a run of ``scheme``
+        (``dt_max`` only when given)."""
+        options = {"cfl": self.cfl_for(scheme), "rtol": self.rtol, "atol": self.atol}
         return options if self.dt_max is None else dict(options, dt_max=self.dt_max)
 
 

@@ -14,6 +14,8 @@ overrides what it needs:
 
 ``default_stepper``
     the stepper ``solve()`` uses when none is named (``"dopri5"``)
+``default_cfl``
+    the CFL fraction of the fixed-step steppers when ``--cfl`` is not given (``0.5``; the finite volumes ``0.9``)
 ``uses_blas``
     whether the rhs calls BLAS (the thread attrs; ``True``)
 ``pointwise_kernel``
@@ -132,6 +134,8 @@ class Scheme:
     """The optional parts of the contract with their defaults (module docstring).  Schemes inherit it."""
 
     default_stepper = "dopri5"
+    #: The CFL fraction of the fixed-step steppers when ``--cfl`` is not given.
+    default_cfl = 0.5
     uses_blas = True
     pointwise_kernel = "numpy"
     takes_cell_averages = False

@@ -287,7 +287,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     dt_max = step.dt_max
     if dt_max is None:
         dt_max = PARTICLE_DEFAULTS["noise_dt_max"] if model.nu > 0 or schedule is not None else math.inf
-    time_stepper = make_stepper(stepper, scheme, **dict(step.stepper_options(), dt_max=dt_max))
+    time_stepper = make_stepper(stepper, scheme, **dict(step.stepper_options(scheme), dt_max=dt_max))
     scheme.follow_stepper(time_stepper)
     if exact:
         state = checkpoint.restore_checked(source, particle_scheme, scheme, time_stepper)
@@ -313,7 +313,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     settings = {"dim": dim, "n": n, "attention": model.attention, "beta": model.beta, "nu": model.nu,
                 "init": label, "seed": seed, "sampling": sampling, "resolution": resolution, "qkv": qkv,
                 "t_final": t_final, "save_every": save_every, "save_log": save_log, "stepper": stepper,
-                "rtol": step.rtol, "cfl": step.cfl, "collapse_tol": collapse_tol}
+                "rtol": step.rtol, "cfl": step.cfl_for(scheme), "collapse_tol": collapse_tol}
     if chosen_normalization.name != "post":  # post runs keep their command line as before
         settings.update(chosen_normalization.options())
     if interaction != "auto":

@@ -247,7 +247,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     require(k_star <= band,
             f"--resolution {resolution} keeps modes up to {band}, below the dominant mode "
             f"{k_star} at beta = {model.beta:g}; increase --resolution")
-    time_stepper = make_stepper(stepper, discretisation, **step.stepper_options())
+    time_stepper = make_stepper(stepper, discretisation, **step.stepper_options(discretisation))
     discretisation.follow_stepper(time_stepper)
     exact = source is not None and checkpoint.continues_exactly(source, geometry, scheme,
                                                                   discretisation.resolution, dim, normalization)
@@ -268,7 +268,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     settings = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "dim": model.dim,
                 "scheme": scheme, "stepper": stepper, "resolution": discretisation.resolution,
                 "init": init_label(init), "seed": seed, "t_final": t_final, "save_every": save_every,
-                "save_log": save_log, "rtol": step.rtol, "cfl": step.cfl, **monitor.scheme_options(),
+                "save_log": save_log, "rtol": step.rtol, "cfl": step.cfl_for(discretisation), **monitor.scheme_options(),
                 "collapse_tol": collapse_tol, **normalization.options()}
     if causal is not None:      # ordinary runs keep their attributes and command line as before
         settings.update(mask="causal", alibi=causal[0], positions=causal[1])

@@ -25,7 +25,7 @@ def _same_run(a, b):
 
 
 def test_defaults_are_the_tables_entries_read_when_an_object_is_made(monkeypatch):
-    assert StepControl() == StepControl(stepper=None, rtol=1e-8, atol=None, cfl=0.5, dt_max=None)
+    assert StepControl() == StepControl(stepper=None, rtol=1e-8, atol=None, cfl=None, dt_max=None)
     assert (StepControl().rtol, Monitor().resolution_tol, Saving().t_final, Attention().interaction) == (
         RUN_DEFAULTS["rtol"], SOLVE_DEFAULTS["resolution_tol"], RUN_DEFAULTS["t_final"],
         PARTICLE_DEFAULTS["interaction"])
@@ -140,9 +140,9 @@ def test_objects_are_immutable_and_printable():
     step = StepControl(rtol=1e-6)
     with pytest.raises(dataclasses.FrozenInstanceError):
         step.rtol = 1e-3
-    assert repr(step) == "StepControl(stepper=None, rtol=1e-06, atol=None, cfl=0.5, dt_max=None)"
+    assert repr(step) == "StepControl(stepper=None, rtol=1e-06, atol=None, cfl=None, dt_max=None)"
     assert eval(repr(step)) == step and eval(repr(Monitor())) == Monitor() and eval(repr(Saving(3.0))) == Saving(3.0)
-    assert dataclasses.replace(step, cfl=1.0).cfl == 1.0 and step.cfl == 0.5
+    assert dataclasses.replace(step, cfl=1.0).cfl == 1.0 and step.cfl is None
     matrix = np.eye(3)
     attention = Attention("USA", Q=matrix, heads=None)
     matrix[0, 0] = 7.0  # the object holds its own copy, read-only
@@ -180,7 +180,7 @@ def test_the_command_line_options_default_to_the_objects_defaults(command):
                     expected = PARTICLE_DEFAULTS["stepper"]
                 assert options[field.name] == expected, field.name
                 checked += 1
-    assert checked == 4  # rtol, cfl (+ stepper, interaction | 2 tols); qkv: None, the --init run's or identity
+    assert checked == 3  # rtol (+ stepper, interaction | 2 tols); cfl: None, the scheme's; qkv: None, the --init run's or identity
 
 
 def test_a_normalization_object_records_what_its_name_would():
