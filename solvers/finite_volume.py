@@ -106,6 +106,7 @@ from meanfield.model import Model
 from .clusters import ClusterTracker
 from .density_scheme import DensityScheme
 from .fourier import FourierBasis
+from .fv_kernel import fused_kernel, split
 from .normalized_velocity import VelocityNormalization
 from .point_clusters import PointClusters
 from .zonal import ZonalBasis
@@ -152,7 +153,10 @@ class FiniteVolume1D:
         self.diff_rate = (self.diff_coeff[:-1] + self.diff_coeff[1:]) / self.volumes   # D_i / V_i
         self._out_east = self.areas[1:] / (self.b * self.volumes)
         self._minus_out_west = -self.areas[:-1] / (self.a * self.volumes)
-        self._minus_d_east = -self.d_east
+        # reciprocals, so that the right-hand side multiplies (solvers/fv_kernel.py does the same operations)
+        self._minus_inv_d_east = -1.0 / self.d_east
+        self._inv_d_west = 1.0 / self.d_west
+        self._inv_volumes = 1.0 / self.volumes
         self.max_rate = 0.0
         # work buffers (the right-hand side allocates only its result)
         self._ext = np.empty(n + 2)
@@ -173,8 +177,8 @@ class FiniteVolume1D:
         slopes = np.multiply(jumps, self.inv_spacing, out=self._face_slopes)
         slope = np.multiply(slopes[:-1], self.w_left, out=self._central)
         slope += np.multiply(slopes[1:], self.w_right, out=work)                     # central
-        np.maximum(slope, np.divide(rho, self._minus_d_east, out=work), out=slope)   # rho^E >= 0
-        np.minimum(slope, np.divide(rho, self.d_west, out=work), out=slope)          # rho^W >= 0
+        np.maximum(slope, np.multiply(rho, self._minus_inv_d_east, out=work), out=slope)   # rho^E >= 0
+        np.minimum(slope, np.multiply(rho, self._inv_d_west, out=work), out=slope)         # rho^W >= 0
         west, east = self._right_state[:-1], self._left_state[1:]
         np.subtract(rho, np.multiply(slope, self.d_west, out=work), out=west)
         np.add(rho, np.multiply(slope, self.d_east, out=work), out=east)
@@ -207,7 +211,7 @@ class FiniteVolume1D:
             rate += self.diff_rate
         self.max_rate = float(rate.max())
         out = np.subtract(flux[:-1], flux[1:])
-        out /= self.volumes
+        out *= self._inv_volumes
         return out
 
     @property
@@ -241,7 +245,7 @@ class _FiniteVolumeScheme(DensityScheme):
     #: the points' masses (the cluster bookkeeping's weights), updated after every step
     weights = np.zeros(0)
     #: the step rate of the point dynamics and whether the grid still moves (set by :meth:`rhs`)
-    _point_rate = 0.0
+    _point_motion = None
     _grid_moves = True
 
     def _common(self, model: Model, positivity_tol: float, resolution_tol: float, normalization):
@@ -288,18 +292,22 @@ class _FiniteVolumeScheme(DensityScheme):
         """``d rho_i/dt``: minus the flux divergence (module docstring); with points also their
         ``dy/dt`` and ``dm/dt`` (:meth:`meanfield.solvers.point_clusters.PointClusters.inflow`)."""
         if state.size == self.resolution:
-            return self.fv.divergence(state, self.face_speed(state, t))
+            return self.grid_change(state, t)
         rho, y, m = self.split(state)
         at_points = self.point_basis(y)
         points = self.point_coefficients(y, m, at_points)
         self._grid_moves = bool(rho.any())
         if self._grid_moves:
-            change = self.fv.divergence(rho, self.face_speed(rho, t, points))
+            change = self.grid_change(rho, t, points)
             dy, dm = self.clusters.inflow(change, self.fv.flux, y, m, self.point_speed(rho, points, at_points, t))
         else:
             change, dy, dm = np.zeros_like(rho), self.point_speed(None, points, at_points, t), np.zeros_like(m)
-        self._point_rate = self.clusters.step_rate(y, dy)
+        self._point_motion = (y.copy(), dy)           # the point step's rate, read by stable_dt
         return np.concatenate((change, dy, dm))
+
+    def grid_change(self, rho: np.ndarray, t: float, points: np.ndarray | None = None) -> np.ndarray:
+        """``d rho_i/dt`` of the grid: minus the flux divergence with the face velocity of grid plus points."""
+        return self.fv.divergence(rho, self.face_speed(rho, t, points))
 
     def collapse(self, state: np.ndarray) -> np.ndarray:
         """After every step: hand-overs, owned cells, merges and the sweep of an almost empty grid
@@ -342,7 +350,8 @@ class _FiniteVolumeScheme(DensityScheme):
         grid = max(self.fv.max_rate / cfl, self.max_rate / GROWTH_STEP)
         if self.weights.size == 0:
             return 1.0 / max(grid, 1e-300)
-        return 1.0 / max(grid if self._grid_moves else 0.0, self._point_rate, 1e-300)
+        points = 0.0 if self._point_motion is None else self.clusters.step_rate(*self._point_motion)
+        return 1.0 / max(grid if self._grid_moves else 0.0, points, 1e-300)
 
     # -- state <-> density ------------------------------------------------------------------------
     def density(self, state: np.ndarray) -> np.ndarray:
@@ -417,7 +426,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
     geometry = "circle"
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
-                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None):
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None, kernel: str = "auto"):
         require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
         require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
                 and resolution >= 8, f"--resolution (number of cells) must be an integer >= 8 (got {resolution!r})")
@@ -447,20 +456,28 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         shift = np.exp(-0.5j * k * h) / n                                     # face phase, 1/N
         self.kernel_operator = operator = self.speed_divisor.kernel(k)
         self.conv_coeffs = operator.conv                                       # exp(-beta) 2 pi I_k
-        self._numerator = operator.velocity(1j * k) * shift
-        self._denominator = self.conv_coeffs * shift
-        self._radial = operator.radial * shift if ngpt else None
+        grid_tables = (operator.velocity(1j * k) * shift, self.conv_coeffs * shift,
+                       operator.radial * shift if ngpt else None)
         self._kmodes = np.arange(basis.kmax + 1)
         # points (MATH.md §5): their coefficients (1/2 pi) sum_a m_a e^{-i k y_a} up to both bands, the face
         # tables, and the real-form weights of the sums at the points
         self._point_modes = np.arange(max(band, basis.kmax) + 1)
         face = np.exp(-0.5j * k * h)
         self._point_tables = (operator.velocity(1j * k), self.conv_coeffs, operator.radial if ngpt else None)
-        self._face_point_tables = tuple(None if table is None else table * face for table in self._point_tables)
+        face_point_tables = tuple(None if table is None else table * face for table in self._point_tables)
+        # each multiplier of a slot (numerator, denominator, radial) as a real and an imaginary table, grid and points
+        # (solvers/fv_kernel.py: the compiled path's products are then numpy's)
+        halves = [split(table) if table is not None else (None, None) for table in grid_tables + face_point_tables]
+        self.split_tables = tuple(tuple(halves[slot + 3 * points][part] for slot in range(3))
+                                  for points in (0, 1) for part in (0, 1))
         self._real_form = np.where(k == 0, 1.0, 2.0)
         self._start_clusters(faces, basis.theta)
         self.max_rate = self.speed_divisor.fastest_rate(np.arange(1, basis.kmax + 1))
         self.state_scale = 1.0 / (2 * math.pi)
+        self._kernel = fused_kernel(self, kernel)
+        self.pointwise_kernel = "numpy" if self._kernel is None else "compiled"
+        divisor = self.speed_divisor
+        self._speed_scale = divisor.normalization.divisor if divisor.lnscale else None
 
     # -- transforms --------------------------------------------------------------------------------
     def _dft(self, rho: np.ndarray) -> np.ndarray:
@@ -480,14 +497,27 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         """``X`` at the faces ``theta_j - h/2`` at time ``t`` from the spectral convolution of ``P`` (MATH.md §2.1, §6)
         and of the points whose coefficients are ``points`` (:meth:`point_coefficients`)."""
         spectrum = self._dft(state)
+        real, imaginary, point_real, point_imaginary = self.split_tables
 
         def synthesis(slot):
-            coefficients = spectrum * (self._numerator, self._denominator, self._radial)[slot]
+            coefficients = spectrum * real[slot]
+            coefficients += spectrum * imaginary[slot]
             if points is not None:
-                coefficients += points[:coefficients.size] * self._face_point_tables[slot]
+                own = points[:coefficients.size]
+                coefficients += own * point_real[slot]
+                coefficients += own * point_imaginary[slot]
             return self._at_faces(coefficients, slot)
 
         return self._combine(synthesis(0).copy(), t, lambda: synthesis(1), lambda: synthesis(2))
+
+    def grid_change(self, rho: np.ndarray, t: float, points: np.ndarray | None = None) -> np.ndarray:
+        """``d rho_i/dt`` of the grid (module docstring): in one compiled call where :mod:`meanfield.solvers.fv_kernel`
+        is built, else numpy, with the same values; :attr:`fv`'s fluxes and ``max_rate`` set either way."""
+        if self._kernel is None:
+            return super().grid_change(rho, t, points)
+        out = self._kernel.rhs(rho, 1.0 if self._speed_scale is None else self._speed_scale(t), points)
+        self.fv.max_rate = self._kernel.max_rate
+        return out
 
     def point_basis(self, y: np.ndarray) -> np.ndarray:
         """``exp(i k y_a)``, ``k = 0..M``: what the points' coefficients and the sums at the points need."""

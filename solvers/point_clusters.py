@@ -143,16 +143,14 @@ class PointClusters:
         the geodesic ones the cluster bookkeeping uses."""
         return as_unit_vectors(np.asarray(y, dtype=float).reshape(-1))
 
-    def _shifted(self, values: np.ndarray, shift: int) -> np.ndarray:
-        """``values[i + shift]`` for every cell ``i`` (periodic, or 0 beyond the poles)."""
+    def _neighbours(self, cells: np.ndarray, reach: int):
+        """``(index, inside)``: for each of ``cells`` the cells ``cell - reach .. cell + reach`` (one row each;
+        periodic, or cut at the poles, where ``inside`` is False and ``index`` clipped)."""
+        index = cells[:, None] + np.arange(-reach, reach + 1)
         if self.periodic:
-            return np.roll(values, -shift)
-        out = np.zeros_like(values)
-        if shift >= 0:
-            out[:self.n - shift] = values[shift:]
-        else:
-            out[-shift:] = values[:self.n + shift]
-        return out
+            return np.mod(index, self.n), np.ones(index.shape, dtype=bool)
+        inside = (index >= 0) & (index < self.n)
+        return np.clip(index, 0, self.n - 1), inside
 
     # -- the post-step update -----------------------------------------------------------------------
     def update(self, rho: np.ndarray, y: np.ndarray, m: np.ndarray):
@@ -204,51 +202,60 @@ class PointClusters:
         centres = np.bincount(labels, ms * unwrapped, minlength=groups) / masses
         return self.wrap(centres), masses
 
-    def windows(self, rho: np.ndarray):
-        """Per cell: the window's mass, centroid offset from the cell's centroid, and standard deviation in cells."""
-        mass = self.volumes * rho
-        total = np.zeros(self.n)
-        first = np.zeros(self.n)
-        second = np.zeros(self.n)
-        for shift in range(-WINDOW, WINDOW + 1):
-            part = self._shifted(mass, shift)
-            distance = self.offset(self._shifted(self.centroids, shift), self.centroids)
-            if not self.periodic:
-                distance = np.where(part > 0, distance, 0.0)
-            total += part
-            first += part * distance
-            second += part * distance * distance
+    def windows(self, rho: np.ndarray, cells: np.ndarray):
+        """For each of ``cells``: its window's mass, centroid offset from the cell's centroid, and standard deviation
+        in cells (module docstring)."""
+        index, inside = self._neighbours(cells, WINDOW)
+        part = np.where(inside, self.volumes[index] * rho[index], 0.0)
+        distance = np.where(part > 0, self.offset(self.centroids[index], self.centroids[cells][:, None]), 0.0)
+        total = part.sum(axis=1)
+        first = (part * distance).sum(axis=1)
+        second = (part * distance * distance).sum(axis=1)
         safe = np.where(total > 0, total, 1.0)
         centre = first / safe
         spread = np.sqrt(np.maximum(second / safe - centre * centre, 0.0)) / self.cell
         if not self.periodic:             # a cluster at a pole: rms distance from the pole / sqrt(d - 1)
-            for cell, pole in ((0, 0.0), (self.n - 1, math.pi)):
-                rms = math.sqrt(second[cell] / safe[cell] + 2 * centre[cell] * (self.centroids[cell] - pole)
-                                + (self.centroids[cell] - pole) ** 2) if total[cell] > 0 else math.inf
-                spread[cell] = rms / math.sqrt(self.dim - 1) / self.cell
-                centre[cell] = pole - self.centroids[cell]
+            for row in np.flatnonzero((cells == 0) | (cells == self.n - 1)):
+                cell = cells[row]
+                pole = 0.0 if cell == 0 else math.pi
+                rms = math.sqrt(second[row] / safe[row] + 2 * centre[row] * (self.centroids[cell] - pole)
+                                + (self.centroids[cell] - pole) ** 2) if total[row] > 0 else math.inf
+                spread[row] = rms / math.sqrt(self.dim - 1) / self.cell
+                centre[row] = pole - self.centroids[cell]
         return total, centre, spread
 
+    def _peaks(self, rho: np.ndarray) -> np.ndarray:
+        """The cells holding a local maximum of ``rho > 0`` (not below either neighbour; beyond a pole counts as 0)."""
+        n = self.n
+        peak = rho > 0
+        peak[1:] &= rho[1:] >= rho[:-1]
+        peak[:-1] &= rho[:-1] >= rho[1:]
+        if self.periodic:
+            peak[0] &= rho[0] >= rho[-1]
+            peak[n - 1] &= rho[n - 1] >= rho[0]
+        return np.flatnonzero(peak)
+
     def hand_over(self, rho: np.ndarray, y: np.ndarray, m: np.ndarray):
-        """New points from the collapsed windows (module docstring), or ``None``."""
-        left, right = self._shifted(rho, -1), self._shifted(rho, 1)
-        peak = (rho > 0) & (rho >= left) & (rho >= right)
-        if not peak.any():
+        """New points from the collapsed windows (module docstring), or ``None``.  Only the local maxima are looked
+        at (a few cells), so the cost does not grow with the grid."""
+        peaks = self._peaks(rho)
+        if peaks.size == 0:
             return None
-        total, centre, spread = self.windows(rho)
+        total, centre, spread = self.windows(rho, peaks)
         whole = float(self.volumes @ rho) + float(m.sum())
-        chosen = peak & (spread <= HANDOVER_WIDTH) & (total >= HANDOVER_MIN_MASS * whole)
-        if not chosen.any():
+        keep = (spread <= HANDOVER_WIDTH) & (total >= HANDOVER_MIN_MASS * whole)
+        chosen, centre = peaks[keep], centre[keep]
+        if y.size and chosen.size:        # none within EXCLUSION + take cells of an existing point's cell
+            apart = np.abs(chosen[:, None] - self.cell_of(y)[None, :])
+            if self.periodic:
+                apart = np.minimum(apart, self.n - apart)
+            free = np.all(apart > EXCLUSION + self.take, axis=1)
+            chosen, centre = chosen[free], centre[free]
+        if chosen.size == 0:
             return None
-        blocked = np.zeros(self.n, dtype=bool)
-        for cell in self.cell_of(y):
-            for shift in range(-EXCLUSION - self.take, EXCLUSION + self.take + 1):
-                index = cell + shift
-                if self.periodic or 0 <= index < self.n:
-                    blocked[index % self.n] = True
         rho = rho.copy()
         new_y, new_m = [], []
-        for cell in np.flatnonzero(chosen & ~blocked):
+        for cell, offset in zip(chosen, centre):
             if rho[cell] <= 0:            # taken by a neighbouring window already
                 continue
             if y.size + len(new_y) >= self.slots:
@@ -259,7 +266,7 @@ class PointClusters:
             new_m.append(float(masses.sum()))
             offsets = self.offset(self.centroids[cells], self.centroids[cell])
             if not self.periodic and cell in (0, self.n - 1):        # a point at the pole
-                new_y.append(float(self.centroids[cell] + centre[cell]))
+                new_y.append(float(self.centroids[cell] + offset))
             else:
                 new_y.append(float(self.wrap(self.centroids[cell] + masses @ offsets / new_m[-1])))
             rho[cells] = 0.0
@@ -359,13 +366,15 @@ class PointClusters:
         move: rate 0."""
         order = np.argsort(y)
         ys, vs = y[order], velocity[order]
-        gaps, closing = np.diff(ys), np.abs(np.diff(vs))
+        gaps, closing = [np.diff(ys)], [np.abs(np.diff(vs))]
         if self.periodic and y.size > 1:
-            gaps = np.append(gaps, ys[0] + 2 * math.pi - ys[-1])
-            closing = np.append(closing, abs(vs[0] - vs[-1]))
-        rings = self._rings(ys)
-        gaps = np.append(gaps, np.minimum(ys[rings], math.pi - ys[rings]))
-        closing = np.append(closing, np.abs(vs[rings]))
+            gaps.append([ys[0] + 2 * math.pi - ys[-1]])
+            closing.append([abs(vs[0] - vs[-1])])
+        if not self.periodic:
+            rings = self._rings(ys)
+            gaps.append(np.minimum(ys[rings], math.pi - ys[rings]))
+            closing.append(np.abs(vs[rings]))
+        gaps, closing = np.concatenate(gaps), np.concatenate(closing)
         if gaps.size == 0:
             return 0.0
         return float(np.max(closing * (self.beta + 1.0 / np.maximum(gaps, 1e-300)))) / POINT_STEP

@@ -276,10 +276,11 @@ def test_a_finite_volume_file_carries_its_cell_volumes(geometry, extra):
 def test_formation_does_not_depend_on_the_frame_cadence():
     """While the field is tiny the positivity bound allows long steps; the step must still resolve the linear
     growth (``GROWTH_STEP / lambda_max``).  README case (beta = 9, perturbed:1e-4, seed 0) at N = 256 to t = 14: one
-    frame or a hundred, the clusters' centres agree to 1e-6 rad (measured 1.2e-7; with the former bound,
+    frame or a hundred (steps cut at the frames), the clusters' centres agree to 1e-5 rad (measured 1.1e-6 at the
+    default cfl 0.9, 1.2e-7 at 0.5: the steps' own error, 1 % of the grid's).  With the former bound,
     ``cfl / lambda_max``, the single-frame run took steps of ``0.7`` during the growth and its centres were 1e-4 rad
-    off the 4096-mode spectral run at every N, against the grid's own 9e-5, 3.2e-5, 1.3e-5, 3.9e-6 at
-    N = 256 .. 2048)."""
+    off the 4096-mode spectral run at every N, against the grid's own 1.1e-4, 2.3e-5, 8.2e-6, 2.4e-6 at
+    N = 256 .. 2048 (MATH.md §2.5)."""
     from meanfield.cluster_detection import clusters_in_frame
     from meanfield.solvers.solve import solve
 
@@ -287,4 +288,4 @@ def test_formation_does_not_depend_on_the_frame_cadence():
     one, many = (clusters_in_frame(solve("circle", save_every=every, **common)) for every in (14.0, 0.14))
     assert one.count == many.count == 4
     gap = np.angle(np.exp(1j * (np.sort(one.angles) - np.sort(many.angles))))
-    assert np.max(np.abs(gap)) < 1e-6
+    assert np.max(np.abs(gap)) < 1e-5
