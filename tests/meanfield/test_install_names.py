@@ -37,13 +37,14 @@ def test_the_sdist_and_wheel_install_only_meanfield(tmp_path):
     (wheel,) = tmp_path.glob("meanfield-*.whl")
     with tarfile.open(sdist) as archive:
         sources = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-    assert {"solvers/_circle_kernel.c", "meanfield/_circle_clusters.c", "setup.py", "pyproject.toml", "validation/harness.py"} <= sources
+    assert {"solvers/_circle_kernel.c", "solvers/_fv_kernel.c", "meanfield/_circle_clusters.c", "setup.py", "pyproject.toml", "validation/harness.py"} <= sources
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
     top_level = {name.split("/", 1)[0] for name in names}
     assert top_level == {"meanfield", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
     assert any(name.startswith("meanfield/solvers/_circle_kernel") and name.endswith(".so") for name in names)
     assert any(name.startswith("meanfield/_circle_clusters") and name.endswith(".so") for name in names)
+    assert any(name.startswith("meanfield/solvers/_fv_kernel") and name.endswith(".so") for name in names)
     assert {"meanfield/solvers/solve.py", "meanfield/validation/harness.py", "meanfield/cli.py"} <= set(names)
     # every module of the three folders, subpackages included (a package missing from pyproject's list is not built)
     root = REPOSITORY
