@@ -16,6 +16,9 @@ overrides what it needs:
     the stepper ``solve()`` uses when none is named (``"dopri5"``)
 ``default_cfl``
     the CFL fraction of the fixed-step steppers when ``--cfl`` is not given (``0.5``; the finite volumes ``0.9``)
+``power_of_two_steps``
+    the fixed-step steppers round the step bound down to a power of two, so that the exponential factors of the
+    linear part are computed once per distinct step (``True``; the finite volumes ``False``: no linear part)
 ``uses_blas``
     whether the rhs calls BLAS (the thread attrs; ``True``)
 ``pointwise_kernel``
@@ -136,6 +139,8 @@ class Scheme:
     default_stepper = "dopri5"
     #: The CFL fraction of the fixed-step steppers when ``--cfl`` is not given.
     default_cfl = 0.5
+    #: Fixed-step steppers round the step bound down to a power of two (module docstring).
+    power_of_two_steps = True
     uses_blas = True
     pointwise_kernel = "numpy"
     takes_cell_averages = False

@@ -76,10 +76,11 @@ WINDOW = 2
 #: The cells a hand-over takes reach this fraction of the circumference (of ``pi`` for zonal grids) on each
 #: side, at least :data:`WINDOW` cells, and only down the cluster's slopes (module docstring).
 TAKE_FRACTION = 1 / 32
-#: The step of the point dynamics: this fraction of the inverse Jacobian rate (module docstring).  ssprk3 is
-#: third order: merge times against the K-point ODE (circle, SA, beta = 9, N = 128) measured 1.2e-8, 9.5e-8 and
-#: 1.8e-6 at 0.01, 0.02 and 0.05.
-POINT_STEP = 0.02
+#: The step of the point dynamics: this fraction of the inverse Jacobian rate (module docstring), taken as it is
+#: (the finite volumes' steps are not rounded down to powers of two).  ssprk3 is third order: merge times against the
+#: K-point ODE from the run's points at t = 200 (circle, SA, beta = 9, N = 512) measured 3.8e-7, 1.6e-7 and 8.4e-8 at
+#: 0.02, 0.015 and 0.012 (the README staircase in 1.46, 1.57 and 1.80 s).
+POINT_STEP = 0.015
 
 
 class PointClusters:

@@ -19,7 +19,9 @@ the noise term ``-nu l(l+d-2)`` of MATH.md §2.2, treated exactly), and
 
 With ``L = 0`` all three reduce to their classical explicit forms.  Fixed-step
 methods round the CFL step down to a power of two so that the exponential
-factors are computed once per distinct step.
+factors are computed once per distinct step, unless the scheme says its steps are taken as they are
+(``power_of_two_steps = False``: the finite volumes, which have no linear part and whose bound is the
+positivity bound itself).
 
 Time-dependent noise (``--nu-schedule``, :mod:`meanfield.noise_schedule`): a scheme whose ``noise_schedule``
 is set holds the noise's operator for ``nu = 1`` as ``linear`` (``-l (l + d - 2)``, MATH.md §2.2), and the
@@ -161,7 +163,7 @@ class _Stepper:
     def _fixed_dt(self, h_max: float) -> float:
         h = min(self._limit(self.cfl), self.dt_max)
         _require_positive_step(h)
-        return min(_power_of_two_floor(h), h_max)
+        return min(_power_of_two_floor(h) if self.scheme.power_of_two_steps else h, h_max)
 
 
 def _require_positive_step(h: float, t: float | None = None) -> None:

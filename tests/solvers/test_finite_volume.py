@@ -279,7 +279,7 @@ def test_formation_does_not_depend_on_the_frame_cadence():
     frame or a hundred (steps cut at the frames), the clusters' centres agree to 1e-5 rad (measured 1.1e-6 at the
     default cfl 0.9, 1.2e-7 at 0.5: the steps' own error, 1 % of the grid's).  With the former bound,
     ``cfl / lambda_max``, the single-frame run took steps of ``0.7`` during the growth and its centres were 1e-4 rad
-    off the 4096-mode spectral run at every N, against the grid's own 1.1e-4, 2.3e-5, 8.2e-6, 2.4e-6 at
+    off the 4096-mode spectral run at every N, against the grid's own 1.1e-4, 2.3e-5, 8.1e-6, 2.3e-6 at
     N = 256 .. 2048 (MATH.md §2.5)."""
     from meanfield.cluster_detection import clusters_in_frame
     from meanfield.solvers.solve import solve
@@ -296,7 +296,7 @@ def test_cluster_centres_at_formation_converge_at_second_order():
     cluster's centre (the maximum of ``K * mu``, :func:`meanfield.clusters_in_frame`) against a 4096-mode spectral
     run.  At most 5e-5 rad at N = 512 (measured 2.3e-5; minmod with the piecewise-constant velocity 3.2e-5, the
     stepping bug of ``cfl / lambda_max`` 1.1e-4) and order >= 1.8 from N = 1024, where a cluster's half-width spans
-    about 8 cells (measured 8.2e-6, 2.4e-6, 6.2e-7 at 1024, 2048, 4096: fitted 1.86)."""
+    about 8 cells (measured 8.1e-6, 2.3e-6, 5.9e-7 at 1024, 2048, 4096: fitted 1.9)."""
     from meanfield.cluster_detection import clusters_in_frame
 
     common = dict(beta=9.0, seed=0, init="perturbed:1e-4", t_final=14.0, save_every=14.0)
