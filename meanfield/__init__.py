@@ -41,6 +41,8 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
   :func:`solve` and :func:`simulate_particles` ramps the noise (:mod:`meanfield.noise_schedule`).
 """
 
+
+from . import _import_guard  # noqa: F401 - first: the command's signals while the modules below load
 from .version import __version__
 
 from . import causal_theory, gaussian, long_context

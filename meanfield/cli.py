@@ -9,9 +9,10 @@ never a traceback.  Every output path is checked before computing and written sa
 
 from __future__ import annotations
 
-import json
 import math
+import os
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -25,6 +26,9 @@ from .limits import (MAX_BRANCH_MODES, MAX_LIST, MAX_MODES, MAX_ZONAL_DIM, check
                      check_seed)
 from .model import Model
 from .normalization import Normalization
+from .number_text import read_integer, read_number
+from .json_output import strict_json
+from .option_types import INTEGER, NUMBER
 from .settings import Monitor, Saving, StepControl, gather
 
 from .storage import (MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes,
@@ -84,9 +88,9 @@ def _attention_option(f):
 
 
 def _model_options(f, beta_required: bool = True):
-    f = click.option("--nu", type=float, default=SOLVE_DEFAULTS["nu"], show_default=True,
+    f = click.option("--nu", type=NUMBER, default=SOLVE_DEFAULTS["nu"], show_default=True,
                      help=f"Noise strength nu {RANGES['--nu'].text()}.")(f)
-    f = click.option("--beta", type=float, required=beta_required,
+    f = click.option("--beta", type=NUMBER, required=beta_required,
                      help=f"Inverse temperature beta {RANGES['--beta'].text()} (USA: <= 700)"
                           + ("." if beta_required else "; required except with --tricritical."))(f)
     return _attention_option(f)
@@ -98,10 +102,10 @@ def _kept_model_options(f):
     f = click.option("--override", is_flag=True,
                      help="Allow the model (--attention, --beta, --nu, --normalization and its parameters; particles: "
                           "--qkv and its --seed) to differ from the --init run's (recorded in the file).")(f)
-    f = click.option("--nu", type=float, default=None,
+    f = click.option("--nu", type=NUMBER, default=None,
                      help=f"Noise strength nu {RANGES['--nu'].text()} [default: {SOLVE_DEFAULTS['nu']:g}, or the "
                           f"--init run's].")(f)
-    f = click.option("--beta", type=float, default=None,
+    f = click.option("--beta", type=NUMBER, default=None,
                      help=f"Inverse temperature beta {RANGES['--beta'].text()} (USA: <= 700; required unless --init is "
                           f"a run file, whose beta it keeps).")(f)
     return click.option("--attention", type=click.Choice(["sa", "usa"], case_sensitive=False), default=None,
@@ -111,14 +115,25 @@ def _kept_model_options(f):
 
 def _alibi_option(with_mask: str, default: str):
     """``--alibi``, the ALiBi slope of causal attention (MATH.md §8), the same in every command."""
-    return click.option("--alibi", type=float, default=None,
+    return click.option("--alibi", type=NUMBER, default=None,
                         help=f"ALiBi slope lambda {RANGES['--alibi'].text()} in mean-field units, logit bias "
                              f"-lambda (j - k) / n ({with_mask}) [default: {default}].")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Commands(click.Group):
+    """The command group: Ctrl-C or SIGTERM that reaches it (before a run started) becomes ``click.Abort`` here, so
+    that :func:`main` prints its one line (click itself would first print an empty line to stderr)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as interrupt:
+            raise click.Abort() from interrupt
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(version=__version__, prog_name="meanfield")
-@click.option("--threads", type=int, default=None,
+@click.option("--threads", type=INTEGER, default=None,
               help="Threads for BLAS, ducc0 and FFTW, in [1, cores] [default: all cores]. Runs repeat bit for bit "
                    "at the same count; runs through BLAS (particles) may differ in the last bits at another count "
                    "(attribute bit_reproducible_across_threads; DESIGN.md \"Threads\").")
@@ -154,32 +169,32 @@ cli.help = cli.help.replace("{ranges}", "\n    ".join(range_table().splitlines()
 
 # --------------------------------------------------------------------------------------------- theory
 @cli.command()
-@click.option("--dim", type=int, default=GEOMETRY_DEFAULTS["circle"]["dim"], show_default=True,
+@click.option("--dim", type=INTEGER, default=GEOMETRY_DEFAULTS["circle"]["dim"], show_default=True,
               help="Ambient dimension d in [2, 4096] (sphere S^{d-1}).")
 @lambda f: _model_options(f, beta_required=False)
-@click.option("--modes", type=int, default=None,
+@click.option("--modes", type=INTEGER, default=None,
               help=f"Show degrees/modes 1..MODES (<= {MAX_MODES}) [default: 10]; with --branch the branches of modes "
                    f"1..MODES (<= {MAX_BRANCH_MODES}) [default: 1].")
-@click.option("--eps", type=float, default=None,
+@click.option("--eps", type=NUMBER, default=None,
               help="EPS of a perturbed:EPS start (MATH.md §2.4), in (0, 1): also predict the formation time and "
                    "the probability that each mode dominates then (on the circle: the cluster count).")
 @click.option("--zonal", is_flag=True, help="With --eps: the zonal law (one coefficient per degree, --dim >= 3).")
 @click.option("--normalization", default=None,
               help="Also the theory of a normalisation scheme (MATH.md §6): post, pre, mix, peri, ngpt or lnscale.")
-@click.option("--r0", type=float, default=None, help="Initial radius r0 > 0 (with --normalization) [default: 1].")
-@click.option("--alpha", type=float, default=None, help="nGPT step alpha > 0 (with --normalization) [default: 1].")
-@click.option("--mix-switch", type=float, default=None,
+@click.option("--r0", type=NUMBER, default=None, help="Initial radius r0 in [1e-300, 1e300] (with --normalization) [default: 1].")
+@click.option("--alpha", type=NUMBER, default=None, help="nGPT step alpha > 0 (with --normalization) [default: 1].")
+@click.option("--mix-switch", type=NUMBER, default=None,
               help="Mix-LN switch time tau >= 0 (with --normalization) [default: 1].")
-@click.option("--n", "tokens", type=int, default=None,
+@click.option("--n", "tokens", type=INTEGER, default=None,
               help="Tokens of the orthonormal start, >= 2 (with --normalization) [default: --dim].")
-@click.option("--t", "at_time", type=float, default=None,
+@click.option("--t", "at_time", type=NUMBER, default=None,
               help="Time >= 0 of the amplitude factors (with --normalization) [default: 10]; with --mask causal, of "
                    "the lost-in-the-middle profile [default: t_crit / 2, or 1 when t_crit = 0].")
 @click.option("--mask", type=click.Choice(["none", "causal", "strict"]), default="none", show_default=True,
               help="Attention mask. causal: token j attends to tokens k <= j (decoders; MATH.md §8): also t_crit and "
                    "the lost-in-the-middle profile S_t(s) of the linear theory. strict (k < j): the same mean field.")
 @_alibi_option("with --mask causal", "0")
-@click.option("--profile-width", type=float, default=None,
+@click.option("--profile-width", type=NUMBER, default=None,
               help="Width M > 0 of the perturbation's angular profile omega_k = exp(-pi^2 k^2 / (2 M^2)), "
                    "k = 1..MODES (with --mask causal) [default: 8].")
 @click.option("--branch", is_flag=True,
@@ -267,7 +282,7 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
                           count_at_formation=_count_at_formation(model, eps, zonal) if formed else None)
         result.update(report or {})
         result.update(causal_part or {})
-        click.echo(json.dumps(result))
+        click.echo(strict_json(result))
         return
     click.echo(f"{model.attention.upper()} attention on S^{dim - 1}, beta = {model.beta:g}, nu = {model.nu:g}")
     click.echo(f"{'mode':>6}  {'growth rate':>14}")
@@ -315,7 +330,12 @@ def _count_at_formation(model: Model, eps: float, zonal: bool) -> dict | None:
 
 
 #: ``theory --tricritical`` bisects the curvature on this bracket of beta, for --dim up to this.
-TRICRITICAL_BRACKET, TRICRITICAL_MAX_DIM = (0.3, 8.0), 64
+#: The bracket of ``theory --tricritical``'s bisection and the dimensions where its first branch starts (measured:
+#: d = 2 .. 30; from d = 31 the Newton solve at the bracket's end fails, also on a bracket about the Bessel root).
+TRICRITICAL_BRACKET, TRICRITICAL_MAX_DIM = (0.3, 8.0), 30
+#: The largest ``--beta`` of ``theory --branch`` per attention (measured at d = 3: SA starts and follows its branch
+#: to beta = 14 and fails from 16 on a singular Newton system; USA to 30, in 72 s, and fails to start at 40).
+BRANCH_MAX_BETA = {"sa": 14.0, "usa": 30.0}
 
 
 def _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_json, modes, verify, others) -> None:
@@ -338,8 +358,16 @@ def _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_j
     else:
         require(beta is not None, "--branch needs --beta")
         require(dim <= MAX_ZONAL_DIM, f"--branch takes --dim <= {MAX_ZONAL_DIM} (zonal states)")
-        result, lines = _branch_report(attention, beta, dim, 1 if modes is None else modes, verify)
-    click.echo(json.dumps(result) if as_json else "\n".join(lines))
+        largest = BRANCH_MAX_BETA[attention.lower()]
+        require(beta <= largest, f"--branch takes --beta <= {largest:g} for {attention.upper()} attention, where its "
+                                 f"stationary states are followed (got {beta:g})")
+        try:
+            result, lines = _branch_report(attention, beta, dim, 1 if modes is None else modes, verify)
+        except (np.linalg.LinAlgError, FloatingPointError) as failure:
+            raise InputError(f"--branch: the stationary states could not be followed at beta = {beta:g}, d = {dim} "
+                             f"({type(failure).__name__}: a singular or non-finite Newton system); try a smaller "
+                             f"--beta or --dim") from None
+    click.echo(strict_json(result) if as_json else "\n".join(lines))
 
 
 def _branch_report(attention, beta, dim, modes, verify) -> tuple[dict, list[str]]:
@@ -426,26 +454,26 @@ def _dominance(model: Model, eps: float, zonal: bool) -> dict:
 
 # --------------------------------------------------------------------------------------------- solve
 def _save_options(f):
-    f = click.option("--save-log", type=int, default=None,
+    f = click.option("--save-log", type=INTEGER, default=None,
                      help="Save PER_DECADE frames per decade of time (10^(j/PER_DECADE) from t = 0.01) "
                           "instead of every --save-every.")(f)
-    return click.option("--save-every", type=float, default=None,
+    return click.option("--save-every", type=NUMBER, default=None,
                         help=f"Save cadence [default: t-final/{RUN_DEFAULTS['frames']}].")(f)
 
 
 def _step_options(defaults: dict):
     """``--rtol`` and ``--cfl`` with the defaults of ``defaults`` (:mod:`meanfield.defaults`)."""
     def decorate(f):
-        f = click.option("--cfl", type=float, default=defaults["cfl"],
+        f = click.option("--cfl", type=NUMBER, default=defaults["cfl"],
                          help="Fraction of the stable step, in (0, 2] [default: the scheme's: 0.9 for fv "
                               "(SSP-RK3 keeps cells non-negative up to 1), else 0.5].")(f)
-        return click.option("--rtol", type=float, default=defaults["rtol"], show_default=True,
+        return click.option("--rtol", type=NUMBER, default=defaults["rtol"], show_default=True,
                             help="Relative tolerance (dopri5), in (0, 1).")(f)
     return decorate
 
 
 def _collapse_option(text: str):
-    return click.option("--collapse-tol", type=float, default=None, help=text)
+    return click.option("--collapse-tol", type=NUMBER, default=None, help=text)
 
 
 def _normalization_options(scheme_help: str, carrier: str):
@@ -453,13 +481,13 @@ def _normalization_options(scheme_help: str, carrier: str):
     (default None: "not given", :meth:`meanfield.normalization.Normalization.from_options`); ``carrier`` names
     what carries the radius r0 ("node" or "token")."""
     def decorate(f):
-        f = click.option("--mix-switch", type=float, default=None,
+        f = click.option("--mix-switch", type=NUMBER, default=None,
                          help="Mix-LN switch time tau >= 0: post before, pre after (--normalization mix) "
                               f"[default: {Normalization.mix_switch:g}].")(f)
-        f = click.option("--r0", type=float, default=None,
-                         help=f"Initial {carrier} radius r0 > 0 (--normalization pre, mix, peri) "
+        f = click.option("--r0", type=NUMBER, default=None,
+                         help=f"Initial {carrier} radius r0 in [1e-300, 1e300] (--normalization pre, mix, peri) "
                               f"[default: {Normalization.r0:g}].")(f)
-        f = click.option("--alpha", type=float, default=None,
+        f = click.option("--alpha", type=NUMBER, default=None,
                          help=f"nGPT step alpha > 0 (--normalization ngpt) [default: {Normalization.alpha:g}].")(f)
         return click.option("--normalization", default=None,
                             help=f"{scheme_help} [default: {Normalization.name}, or the --init run's].")(f)
@@ -513,7 +541,7 @@ def _solve_command(geometry: str, spec: dict):
                   help="Time-dependent noise instead of --nu: ramp:A>B@T0..T1 (nu = A up to T0, linear to B at T1, "
                        "B after), segments joined by ',', e.g. ramp:0.3>0.1@0..500,ramp:0.1>0.3@500..1000 "
                        "(--scheme spectral or galerkin; not etdrk4) [default: none, or the --init run's].")
-    @click.option("--dim", type=int, default=None,
+    @click.option("--dim", type=INTEGER, default=None,
                   help=f"Ambient dimension d [default: {defaults['dim']}, or the --init run's]"
                        + (" (zonal: at most 256)." if geometry == "zonal" else "."))
     @click.option("--scheme", default=None,
@@ -521,20 +549,20 @@ def _solve_command(geometry: str, spec: dict):
                        f"or the --init run's].")
     @click.option("--stepper", default=None,
                   help="Time stepper: dopri5, rk4, etdrk4, ssprk3 [default: the scheme's; ssprk3 for fv, else dopri5].")
-    @click.option("--resolution", type=int, default=None,
+    @click.option("--resolution", type=INTEGER, default=None,
                   help=f"{spec['unit']} [default: {defaults['resolution']}, or the --init run's].")
     @click.option("--init", "init", default=SOLVE_DEFAULTS["init"], show_default=True,
                   help="Initial density, or a run file to continue (see README).")
-    @click.option("--seed", type=int, default=SOLVE_DEFAULTS["seed"], show_default=True,
+    @click.option("--seed", type=INTEGER, default=SOLVE_DEFAULTS["seed"], show_default=True,
                   help="Random seed of perturbed starts, in [0, 2^63 - 1].")
-    @click.option("--t-final", type=float, required=True, help="End time (a continued run goes on from its file's time).")
+    @click.option("--t-final", type=NUMBER, required=True, help="End time (a continued run goes on from its file's time).")
     @_save_options
     @_step_options(SOLVE_DEFAULTS)
     @_collapse_option("--scheme lagrangian: merge nodes closer than this (rad); 0: never "
                       "[default: 256 machine epsilons].")
-    @click.option("--resolution-tol", type=float, default=SOLVE_DEFAULTS["resolution_tol"], show_default=True,
+    @click.option("--resolution-tol", type=NUMBER, default=SOLVE_DEFAULTS["resolution_tol"], show_default=True,
                   help="Stop when the spectral tail exceeds max(this, 10 x its initial value) x mean.")
-    @click.option("--positivity-tol", type=float, default=SOLVE_DEFAULTS["positivity_tol"], show_default=True,
+    @click.option("--positivity-tol", type=NUMBER, default=SOLVE_DEFAULTS["positivity_tol"], show_default=True,
                   help="Stop when min density < -this x mean density.")
     @_normalization_options("post | ngpt | lnscale (MATH.md §6) with every scheme; pre | mix | peri carry a "
                             "radius per node: --scheme lagrangian (or `meanfield particles`).", "node")
@@ -542,7 +570,7 @@ def _solve_command(geometry: str, spec: dict):
                   help="none | causal: decoder attention, the kinetic PDE in (position s, direction) of MATH.md §8 "
                        "(--scheme spectral; zonal: galerkin) [default: none, or the --init run's].")
     @_alibi_option("with --mask causal", "0, or the --init run's")
-    @click.option("--positions", type=int, default=None,
+    @click.option("--positions", type=INTEGER, default=None,
                   help="Grid of token positions s_i = i/(N_S-1), N_S >= 2 (--mask causal) [default: 65, or the "
                        "--init run's].")
     @click.option("--out", type=click.Path(dir_okay=False), default="run.nc", show_default=True,
@@ -610,9 +638,9 @@ def _report_run(dataset, out):
 
 # --------------------------------------------------------------------------------------------- particles
 @cli.command()
-@click.option("--dim", type=int, default=PARTICLE_DEFAULTS["dim"], show_default=True,
+@click.option("--dim", type=INTEGER, default=PARTICLE_DEFAULTS["dim"], show_default=True,
               help="Tokens on S^{d-1} in R^d, d in [2, 4096].")
-@click.option("--n", "n", type=int, required=True, help="Number of tokens (>= 1).")
+@click.option("--n", "n", type=INTEGER, required=True, help="Number of tokens (>= 1).")
 @_kept_model_options
 @click.option("--nu-schedule", default=None,
               help="Time-dependent noise instead of --nu: ramp:A>B@T0..T1 (nu = A up to T0, linear to B at T1, B "
@@ -620,25 +648,25 @@ def _report_run(dataset, out):
                    "random walk has variance 2 int nu [default: none, or the --init run's].")
 @click.option("--init", "init", default=PARTICLE_DEFAULTS["init"], show_default=True,
               help="uniform | orthogonal | perturbed:EPS | vonmises:KAPPA@MU[+...] | run.nc")
-@click.option("--seed", type=int, default=None,
+@click.option("--seed", type=INTEGER, default=None,
               help=f"Seed of sampling, noise, matrices, in [0, 2^63 - 1] [default: {PARTICLE_DEFAULTS['seed']}, or the "
                    f"--init run's].")
 @click.option("--sampling", type=click.Choice(["iid", "quadrature"]), default=PARTICLE_DEFAULTS["sampling"],
               show_default=True, help="i.i.d. tokens, or deterministic nodes with quadrature weights (circle densities).")
-@click.option("--resolution", type=int, default=PARTICLE_DEFAULTS["resolution"], show_default=True,
+@click.option("--resolution", type=INTEGER, default=PARTICLE_DEFAULTS["resolution"], show_default=True,
               help="Grid of the circle density the tokens are drawn from (as in `solve circle`).")
 @click.option("--qkv", default=None,
               help="identity (Q = K = V = I) | repulsive (V = -I) | random (Gaussian, from --seed) | FILE.npz "
                    "(arrays Q, K, V, each d x d, or HEADS x d x d: the heads' outputs are summed) "
                    f"[default: {PARTICLE_DEFAULTS['qkv']}, or the --init run's].")
-@click.option("--t-final", type=float, required=True, help="End time (a continued run goes on from its file's time).")
+@click.option("--t-final", type=NUMBER, required=True, help="End time (a continued run goes on from its file's time).")
 @_save_options
 @click.option("--stepper", default=PARTICLE_DEFAULTS["stepper"], show_default=True,
               help="Time stepper: dopri5, rk4, etdrk4.")
 @_step_options(PARTICLE_DEFAULTS)
 @_collapse_option("Merge tokens closer than this (rad); 0: never [default: 256 machine epsilons "
                   "without noise; refused with --nu > 0].")
-@click.option("--dt-max", type=float, default=None,
+@click.option("--dt-max", type=NUMBER, default=None,
               help="Largest step (noise splitting step), > 0 "
                    f"[default: {PARTICLE_DEFAULTS['noise_dt_max']:g} with noise, else none].")
 @_normalization_options("post | pre | mix | peri | ngpt | lnscale (MATH.md §6); pre, mix, peri carry a radius "
@@ -722,17 +750,17 @@ rerun.help = rerun.help.replace("{exit_help}", EXIT_HELP)
               show_default=True,
               help="Softmax weights exp(<Qx, Ky>), L2 weights exp(-|Qx - Ky|^2 / 2), or Sinkhorn "
                    "(weights exp(<Qx, Ky> / eps) made doubly stochastic).")
-@click.option("--sinkhorn-eps", "eps", type=float, default=GAUSSIAN_DEFAULTS["sinkhorn_eps"], show_default=True,
+@click.option("--sinkhorn-eps", "eps", type=NUMBER, default=GAUSSIAN_DEFAULTS["sinkhorn_eps"], show_default=True,
               help="Entropic parameter of Sinkhorn attention.")
-@click.option("--dim", type=int, default=GAUSSIAN_DEFAULTS["dim"], show_default=True,
+@click.option("--dim", type=INTEGER, default=GAUSSIAN_DEFAULTS["dim"], show_default=True,
               help="Token dimension d in [1, 4096] (tokens in R^d).")
 @click.option("--case", type=click.Choice(["identity", "random"]), default=GAUSSIAN_DEFAULTS["case"], show_default=True,
               help="V = Q = K = I with a random covariance, or random V, Q, K, mean and covariance.")
-@click.option("--seed", type=int, default=GAUSSIAN_DEFAULTS["seed"], show_default=True,
+@click.option("--seed", type=INTEGER, default=GAUSSIAN_DEFAULTS["seed"], show_default=True,
               help="Seed of the matrices, in [0, 2^63 - 1].")
 @click.option("--scaled", is_flag=True, help="Scale the logits by 1/sqrt(k) as in transformers.")
-@click.option("--t-final", type=float, required=True, help="Final time.")
-@click.option("--save-every", type=float, default=GAUSSIAN_DEFAULTS["save_every"],
+@click.option("--t-final", type=NUMBER, required=True, help="Final time.")
+@click.option("--save-every", type=NUMBER, default=GAUSSIAN_DEFAULTS["save_every"],
               help="Save cadence [default: every accepted step].")
 @click.option("--out", type=click.Path(dir_okay=False), default="gaussian.nc", show_default=True,
               help="netCDF output (.nc).")
@@ -807,8 +835,8 @@ def plot(run, output, movie):
 # --------------------------------------------------------------------------------------------- clusters
 @cli.command()
 @click.argument("run", type=click.Path(dir_okay=False))
-@click.option("--frame", type=int, default=None, help="Saved frame (negative: from the end) [default: the last].")
-@click.option("--time", "time_", type=float, default=None, help="The saved frame nearest this time.")
+@click.option("--frame", type=INTEGER, default=None, help="Saved frame (negative: from the end) [default: the last].")
+@click.option("--time", "time_", type=NUMBER, default=None, help="The saved frame nearest this time.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
 def clusters(run, frame, time_, as_json):
     """The clusters of a frame of a run file (id, position, mass, basin size) and the run's cluster events.
@@ -823,21 +851,20 @@ def clusters(run, frame, time_, as_json):
       meanfield clusters run.nc
       meanfield clusters run.nc --time 150 --json
     """
-    import json
 
     from .cluster_report import cluster_table, format_table, frame_index
     from .storage import load_run
 
     dataset = load_run(run)
     table = cluster_table(dataset, frame_index(dataset, frame, time_))
-    click.echo(json.dumps(table, indent=1) if as_json else format_table(table))
+    click.echo(strict_json(table, indent=1) if as_json else format_table(table))
 
 
 # --------------------------------------------------------------------------------------------- demo
 @cli.command()
 @click.option("--out-dir", type=click.Path(file_okay=False), default="meanfield-demo", show_default=True,
               help="Folder for run.nc and run.png (created if needed).")
-@click.option("--resolution", type=int, default=1024, show_default=True, help="Finite-volume cells (>= 8).")
+@click.option("--resolution", type=INTEGER, default=1024, show_default=True, help="Finite-volume cells (>= 8).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def demo(out_dir, resolution, no_progress):
     """Solve the default case (SA, beta 9, perturbed start) through cluster formation.
@@ -936,13 +963,15 @@ def sweep():
 def _number_list(text: str, name: str, kind=float) -> list:
     """``"a,b,c"`` or ``"start:stop:count"`` (inclusive linspace), at most ``MAX_LIST`` values."""
     wrong = f"--{name} must be a comma-separated list or START:STOP:COUNT with COUNT in [1, {MAX_LIST}] (got {text!r})"
+    read = read_integer if kind is int else read_number
     try:
         if ":" in text:
-            start, stop, count = text.split(":")
-            require(1 <= int(count) <= MAX_LIST, wrong)
-            values = [kind(v) for v in np.linspace(float(start), float(stop), int(count))]
+            start, stop, count = (read_number(part.strip()) for part in text.split(":"))
+            require(None not in (start, stop, count) and count == int(count) and 1 <= count <= MAX_LIST, wrong)
+            values = [kind(v) for v in np.linspace(start, stop, int(count))]
         else:
-            values = [kind(v) for v in text.split(",") if v.strip()]
+            values = [read(v.strip()) for v in text.split(",") if v.strip()]
+            require(None not in values, wrong)
     except (ValueError, OverflowError):
         raise InputError(wrong) from None
     require(0 < len(values) <= MAX_LIST, wrong)
@@ -954,12 +983,12 @@ def _number_list(text: str, name: str, kind=float) -> list:
               help="Folder of finished chunks; a re-run skips them.")
 @click.option("--dims", default="2,8,32,128", show_default=True, help="Dimensions d (list).")
 @click.option("--betas", default="0:9:19", show_default=True, help="Inverse temperatures: list or START:STOP:COUNT.")
-@click.option("--t-final", type=float, default=30.0, show_default=True)
-@click.option("--n-times", type=int, default=61, show_default=True, help="Saved times in [0, t-final].")
-@click.option("--realisations", type=int, default=1024, show_default=True, help="Independent starts per beta.")
-@click.option("--n", "n", type=int, default=32, show_default=True, help="Tokens per realisation.")
-@click.option("--delta", type=float, default=1e-3, show_default=True, help="Clustered: <x_1, x_2> >= 1 - delta.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--t-final", type=NUMBER, default=30.0, show_default=True)
+@click.option("--n-times", type=INTEGER, default=61, show_default=True, help="Saved times in [0, t-final].")
+@click.option("--realisations", type=INTEGER, default=1024, show_default=True, help="Independent starts per beta.")
+@click.option("--n", "n", type=INTEGER, default=32, show_default=True, help="Tokens per realisation.")
+@click.option("--delta", type=NUMBER, default=1e-3, show_default=True, help="Clustered: <x_1, x_2> >= 1 - delta.")
+@click.option("--seed", type=INTEGER, default=0, show_default=True)
 @click.option("--scheduler", default=None,
               help="synchronous (this process), threads, processes, or a Dask scheduler address tcp://HOST:PORT "
                    "[default: a local cluster of processes].")
@@ -1005,10 +1034,15 @@ def phase_diagram(ctx, store, dims, betas, quick, no_progress, **settings):
 
 # --------------------------------------------------------------------------------------------- entry
 def main(argv=None) -> int:
-    """Entry point: run the CLI, turning user mistakes into one line and exit status 2."""
+    """Entry point: run the CLI, turning user mistakes into one line and exit status 2.  Python warnings raised while
+    a command runs (numpy's overflow and underflow notices) stay off the terminal: a command's outcome is its one
+    error line or its output and file (``MEANFIELD_SHOW_WARNINGS=1`` shows them, for debugging)."""
     signals.install()
     try:
-        code = cli.main(args=argv, prog_name="meanfield", standalone_mode=False)
+        with warnings.catch_warnings():
+            if not os.environ.get("MEANFIELD_SHOW_WARNINGS"):
+                warnings.simplefilter("ignore")
+            code = cli.main(args=argv, prog_name="meanfield", standalone_mode=False)
     except InputError as exc:
         click.echo(f"meanfield: error: {exc}", err=True)
         return EXIT_USAGE

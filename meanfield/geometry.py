@@ -8,7 +8,14 @@ def sphere_area(dim: int) -> float:
 
     ``sphere_area(2) = 2 pi`` (the circle), ``sphere_area(3) = 4 pi``.
     """
-    return 2.0 * math.pi ** (dim / 2.0) / math.gamma(dim / 2.0)
+    if dim / 2.0 < GAMMA_FINITE:
+        return 2.0 * math.pi ** (dim / 2.0) / math.gamma(dim / 2.0)
+    return math.exp(math.log(2.0) + dim / 2.0 * math.log(math.pi) - math.lgamma(dim / 2.0))   # Gamma overflows
+
+
+#: ``math.gamma(x)`` is finite for ``x < 171.6``; above it :func:`sphere_area` uses ``lgamma`` (the area itself is
+#: below 1e-221 there and underflows to 0 from d = 456, where callers must work with ratios of areas).
+GAMMA_FINITE = 171.0
 
 
 def laplace_eigenvalue(degree, dim: int):

@@ -10,9 +10,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from .defaults import GEOMETRY_DEFAULTS, RUN_DEFAULTS
 from .errors import require
 from .limits import check_option
+from .number_text import read_number
 
 ATTENTIONS = ("sa", "usa")
 
@@ -65,6 +68,11 @@ class Model:
 
 
 def _as_float(name: str, value) -> float:
+    """``value`` as a float: a real number (not a bool, which Python would read as 0 or 1) or ASCII decimal text."""
+    given = value
+    if isinstance(value, str):
+        value = read_number(value)
+    require(value is not None and not isinstance(value, (bool, np.bool_)), f"--{name} must be a number (got {given!r})")
     try:
         value = float(value)
     except (TypeError, ValueError):

@@ -41,6 +41,8 @@ import re
 import numpy as np
 
 from .errors import require
+from .limits import MAX_NU
+from .number_text import read_number
 
 #: The option every message names.
 OPTION = "--nu-schedule"
@@ -54,10 +56,7 @@ def _number_text(value: float) -> str:
 
 
 def _parse_number(text: str, what: str, segment: str) -> float:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        value = None
+    value = read_number(text.strip())
     require(value is not None, f"{OPTION}: {what} of {segment!r} is not a number (got {text.strip()!r}); "
                                f"the form is ramp:A>B@T0..T1")
     return value
@@ -84,8 +83,8 @@ class NoiseSchedule:
         for a, b, t0, t1 in segments:
             text = f"ramp:{_number_text(a)}>{_number_text(b)}@{_number_text(t0)}..{_number_text(t1)}" \
                 if all(math.isfinite(x) for x in (a, b, t0, t1)) else f"({a}, {b}, {t0}, {t1})"
-            require(math.isfinite(a) and math.isfinite(b) and a >= 0 and b >= 0,
-                    f"{OPTION}: the noise must be finite and >= 0 (got {text})")
+            require(math.isfinite(a) and math.isfinite(b) and 0 <= a <= MAX_NU and 0 <= b <= MAX_NU,
+                    f"{OPTION}: the noise must be finite and >= 0, at most {MAX_NU:g} as --nu (got {text})")
             require(math.isfinite(t0) and math.isfinite(t1) and t0 < t1,
                     f"{OPTION}: segment times must be finite with T0 < T1 (got {text})")
             require(t0 >= previous_end, f"{OPTION}: segments must follow one another in time (got {text} starting "
@@ -120,8 +119,9 @@ class NoiseSchedule:
         for part in spec.split(","):
             part = part.strip()
             match = _SEGMENT.match(part)
-            require(match is not None, f"{OPTION}: {part!r} is not of the form ramp:A>B@T0..T1 "
-                                       f"(segments joined by ',')")
+            require(match is not None and "..." not in part.partition("@")[2],
+                    f"{OPTION}: {part!r} is not of the form ramp:A>B@T0..T1 (segments joined by ','; "
+                    f"T0 and T1 separated by exactly two dots)")
             segments.append(tuple(_parse_number(match[key], what, part) for key, what in
                                   (("a", "A"), ("b", "B"), ("t0", "T0"), ("t1", "T1"))))
         return cls(segments)

@@ -422,7 +422,7 @@ def report_lines(report: dict, degrees) -> list[str]:
     for degree, rate, factor in zip(np.asarray(degrees).tolist(), report["effective_growth_rates"],
                                     report["amplitude_factors"]):
         shown = "overflow" if factor is None else format(factor, ".8g")
-        lines.append(f"{degree:>6}  {rate:>14.8g}  {shown:>30}")
+        lines.append(f"{degree:>6}  {'overflow' if rate is None else format(rate, '.8g'):>14}  {shown:>30}")
     lines.append(f"orthonormal start, n = {report['n']} tokens: drho/dt(0) = {report['initial_rate']:.12g}")
     lines.append(f"late time: 1 - rho ~ {report['late_time_law']} ({report['late_time_kind']})")
     return lines

@@ -130,13 +130,24 @@ def _can_create_files_in(folder: Path) -> bool:
         return False
 
 
+def expanded(path, option: str) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded; one line naming ``option`` when that user has no home
+    (``Path.expanduser`` raises ``RuntimeError`` there)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        user = str(path).split("/", 1)[0]
+        raise InputError(f"{option} {str(path)!r}: {user} names no user of this system (a path starting with ~ "
+                         f"is a home folder); give a path without it") from None
+
+
 def check_output_folder(folder, option: str, shown=None) -> Path:
     """``folder`` exists and is writable, or can be created: else one line naming ``option``
     (and ``shown``, the value the user gave; default ``folder``).
 
     Nothing is created here: the folder is made when the first file is written.
     """
-    folder = Path(folder).expanduser()
+    folder = expanded(folder, option)
     shown = folder if shown is None else shown
     require(str(folder).strip() != "", f"{option} must be a folder name (got an empty string)")
     check_name_lengths(folder, option)
@@ -175,7 +186,9 @@ def check_output_file(path, option: str, suffixes) -> Path:
     ``suffixes``: the allowed suffixes, e.g. :data:`RUN_SUFFIXES` or :func:`image_suffixes`.
     Checked before anything is computed; nothing is created.
     """
-    path = Path(path).expanduser()
+    require(not str(path).endswith(("/", os.sep)),
+            f"{option} {str(path)!r} ends in a slash, so it names a folder; give a file name")
+    path = expanded(path, option)
     allowed = suffixes[0] if len(suffixes) == 1 else "one of " + ", ".join(suffixes)
     require(path.suffix.lower() in suffixes, f"{option} must be a file name ending in {allowed} (got {str(path)!r})")
     check_name_lengths(path, option)
@@ -278,7 +291,7 @@ def write_atomic(path, writer) -> Path:
     ``RuntimeError`` "NetCDF: HDF error") becomes a one-line :class:`Unwritable`; the old ``path``, if
     any, is untouched and no temporary file remains.
     """
-    path = Path(path).expanduser()
+    path = expanded(path, "the output path")
     try:
         with _replacing(path) as temporary:
             writer(temporary)
@@ -314,7 +327,7 @@ def save_run(dataset: xr.Dataset, path, encoding: dict | None = None) -> Path:
     try:
         return write_atomic(path, writer)
     except Unwritable as failure:
-        destination = Path(path).expanduser()
+        destination = expanded(path, "the output path")
         for folder in fallback_folders():
             spare = folder / f"{destination.stem}-unsaved-{os.getpid()}-{secrets.token_hex(3)}{destination.suffix}"
             if folder.resolve() == destination.parent.resolve() or not _can_create_files_in(folder):

@@ -99,10 +99,13 @@ class CircleSpectral(DensityScheme):
     def coordinate(self):
         return self.basis.theta
 
+    def analysed(self, density: np.ndarray) -> np.ndarray:
+        """Dealiased coefficients of a grid density."""
+        return self.basis.to_coeffs(density) * self.basis.dealias
+
     def state_from_density(self, density: np.ndarray) -> np.ndarray:
         """Dealiased coefficients of a grid density; records the initial spectral tail."""
-        state = self.basis.to_coeffs(density) * self.basis.dealias
-        return self.record_initial_tail(state)
+        return self.record_initial_tail(self.analysed(density))
 
     def density(self, state: np.ndarray) -> np.ndarray:
         return self.basis.to_grid(state).copy()

@@ -653,7 +653,12 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         self.basis = basis = ZonalBasis(max(2, dealiased_band(n)), dim)
         self.faces = faces = math.pi * np.arange(n + 1) / n
         self.polar = 0.5 * (faces[:-1] + faces[1:])
-        volumes, centroids = zonal_cell_volumes(faces, dim)
+        with np.errstate(all="ignore"):
+            volumes, centroids = zonal_cell_volumes(faces, dim)
+        smallest = float(np.min(volumes)) if np.all(np.isfinite(centroids)) else 0.0
+        require(smallest >= np.finfo(float).tiny,
+                f"--dim {dim} with --resolution {n}: the polar cells' surface measure |S^{dim - 2}| int sin^{dim - 2} "
+                f"underflows double precision (smallest {smallest:.3g}); use --scheme galerkin or a smaller --dim")
         areas = sphere_area(dim - 1) * np.sin(faces) ** (dim - 2)
         areas[0] = areas[-1] = 0.0
         self.fv = FiniteVolume1D(faces, volumes, areas, centroids, periodic=False, nu=model.nu)

@@ -286,8 +286,11 @@ class SphereSpectral(DensityScheme):
     # -- state <-> density ------------------------------------------------------------------------
     def state_from_density(self, density: np.ndarray) -> np.ndarray:
         """Coefficients ``l <= lmax`` of a density on the basis grid; records the initial spectral tail."""
-        state = self.basis.analyse(density)
-        return self.record_initial_tail(state)
+        return self.record_initial_tail(self.analysed(density))
+
+    def analysed(self, density: np.ndarray) -> np.ndarray:
+        """Coefficients ``l <= lmax`` of a density on the basis grid."""
+        return self.basis.analyse(density)
 
     def density(self, state: np.ndarray) -> np.ndarray:
         return self.basis.synthesise(state)

@@ -156,8 +156,11 @@ class ZonalGalerkin(DensityScheme):
 
     def state_from_density(self, density: np.ndarray) -> np.ndarray:
         """Coefficients ``g_0..g_L`` of a density given at the nodes; records the initial spectral tail."""
-        state = self.basis.analyse(np.asarray(density, dtype=float))
-        return self.record_initial_tail(state)
+        return self.record_initial_tail(self.analysed(density))
+
+    def analysed(self, density: np.ndarray) -> np.ndarray:
+        """Coefficients ``g_0..g_L`` of a density given at the nodes."""
+        return self.basis.analyse(np.asarray(density, dtype=float))
 
     def density(self, state: np.ndarray) -> np.ndarray:
         return self.basis.synthesise(state)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import shlex
 from dataclasses import dataclass
 from typing import Callable
 
@@ -67,13 +68,14 @@ class Study:
         return getattr(self.load(), self.presets[0 if quick else 1], None)
 
     def command(self, quick: bool, out) -> str:
-        """The command line that re-runs this study into ``out``."""
+        """The command line that re-runs this study into ``out``, shell-quoted (a folder named ``x; rm -rf ~`` stays
+        one word when pasted)."""
         words = ["meanfield", "validate", self.name] + (["--quick"] if quick else [])
         if self.output == "folder":
             words += ["--out-dir", str(out)]
         elif self.output == "file" and out is not None:
             words += ["--out", str(out)]
-        return " ".join(words)
+        return shlex.join(words)
 
 
 def _run_study(module, quick: bool, out):

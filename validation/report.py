@@ -12,6 +12,7 @@ tables.  The page has no script, no style sheet and no link outside ``DIR``.
 from __future__ import annotations
 
 import html
+import shlex
 import time
 from pathlib import Path
 
@@ -87,6 +88,11 @@ def _claims_table(outcome) -> str:
     return "<table>\n" + "\n".join(rows) + "\n</table>"
 
 
+def _report_command(quick: bool, root) -> str:
+    """The shell-quoted command that re-runs the whole report into ``root``."""
+    return shlex.join(["meanfield", "validate", "report"] + (["--quick"] if quick else []) + ["--out", str(root)])
+
+
 def _section(outcome, root: Path) -> str:
     study = outcome.study
     kind, label = _status(outcome)
@@ -144,8 +150,8 @@ def render(outcomes: list, root, quick: bool, wall: float, final: bool = True) -
     head = (f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{title}</title>\n"
             f"<style>{STYLE}</style>\n</head>\n<body>\n<h1>{title}</h1>\n{state}"
             f"<p>{passed} of {len(checks)} claims pass; studies that raised an error: {errors}; total wall time "
-            f"{wall:.1f} s. Re-run everything: <code>meanfield validate report{' --quick' if quick else ''} "
-            f"--out {html.escape(str(root))}</code></p>\n<table>\n" + "\n".join(summary) + "\n</table>\n")
+            f"{wall:.1f} s. Re-run everything: <code>{html.escape(_report_command(quick, root))}</code></p>\n<table>\n"
+            + "\n".join(summary) + "\n</table>\n")
     body = "\n<hr>\n".join(_section(outcome, root) for outcome in outcomes)
     return head + body + "\n</body>\n</html>\n"
 

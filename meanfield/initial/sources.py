@@ -39,7 +39,10 @@ class GridSource:
 
 
 def as_values(values, label: str) -> np.ndarray:
-    """Real float values, finite, non-negative to ``1e-12 x`` their mean (one-line refusals)."""
+    """Real float values, finite, non-negative to ``1e-12 x`` their mean (one-line refusals).  A masked array is
+    refused: its mask would be dropped silently (the masked values read as they are)."""
+    require(not isinstance(values, np.ma.MaskedArray),
+            f"{label}: a masked array; give plain values (np.ma.filled(values, fill) says what a masked point holds)")
     values = np.asarray(values)
     require(values.dtype != object and not np.iscomplexobj(values) and values.dtype.kind in "biuf",
             f"{label}: the values must be real numbers (got dtype {values.dtype})")
@@ -53,9 +56,10 @@ def as_values(values, label: str) -> np.ndarray:
 
 
 def evaluate(function, label: str, *points: np.ndarray) -> np.ndarray:
-    """``function(*points)`` checked: one real finite value per point (a scalar is broadcast)."""
+    """``function(*points)`` checked: one real finite value per point (a scalar is broadcast).  The function gets
+    copies of the grid, so one that writes into its argument cannot change the run's coordinates."""
     try:
-        values = function(*points)
+        values = function(*(np.array(point, dtype=float) for point in points))
     except Exception as exc:  # the user's function: report its failure in one line
         detail = str(exc).splitlines()[0] if str(exc) else ""
         raise InputError(f"{label}: calling it on the grid failed ({type(exc).__name__}: {detail})") from None

@@ -14,7 +14,8 @@ import re
 
 import numpy as np
 
-from ..errors import InputError, require
+from ..errors import require
+from ..number_text import read_number
 
 #: the names of the von Mises–Fisher term: canonical first, then the circle's older spelling
 VON_MISES = ("vmf", "vonmises")
@@ -24,11 +25,10 @@ UNRESOLVED_TOL = 1e-3
 
 
 def parse_number(text: str, what: str, expected: str) -> float:
-    """``text`` as a finite number; otherwise one line naming ``what`` and the ``expected`` specs."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"--init: {what} must be a number (got {text!r}); expected {expected}") from None
+    """``text`` as a finite number (ASCII decimal, :mod:`meanfield.number_text`); otherwise one line naming ``what``
+    and the ``expected`` specs."""
+    value = read_number(text.strip() if isinstance(text, str) else text)
+    require(value is not None, f"--init: {what} must be a number (got {text!r}); expected {expected}")
     require(math.isfinite(value), f"--init: {what} must be finite (got {text!r})")
     return value
 

@@ -28,8 +28,11 @@ def test_an_array_a_function_and_a_dataarray_start_the_same_run_as_the_text_spec
     np.testing.assert_allclose(from_function["density"].values, spec["density"].values, rtol=0, atol=1e-14)
     # resampled from a finer grid: the start agrees to rounding, the run to the stepper's tolerance
     np.testing.assert_allclose(from_dataarray["density"].values[0], spec["density"].values[0], rtol=0, atol=1e-13)
-    # both runs are within a few rtol (1e-8) of the exact flow: 1e-7 (measured 1.3e-8)
-    np.testing.assert_allclose(from_dataarray["density"].values, spec["density"].values, rtol=1e-7)
+    # both runs are within a few rtol (1e-8) of the exact flow at the save times: 1e-7 (measured 3.8e-12; the spectral
+    # runs stop on resolution loss near t = 0.63 and keep their last states, at times of their own)
+    scheduled = spec.time.values[spec.time.values <= RUN["t_final"] / 2]
+    np.testing.assert_allclose(from_dataarray["density"].sel(time=scheduled).values,
+                               spec["density"].sel(time=scheduled).values, rtol=1e-7)
     assert from_array.attrs["command"] == "meanfield rerun FILE" and spec.attrs["command"].startswith("meanfield solve")
     assert "numpy array" in from_array.attrs["init"]
 
