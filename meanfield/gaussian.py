@@ -178,7 +178,11 @@ def sinkhorn_coupling(factor: np.ndarray, head: Head, eps: float) -> np.ndarray:
     """
     Bt = factor.T @ head.A.T @ factor / eps
     U, b, Wt = np.linalg.svd(Bt)
-    c = 2.0 * b / (1.0 + np.sqrt(1.0 + 4.0 * b * b))
+    large = b > 1e150                        # 4 b^2 overflows: the same c, divided through by b (c -> 1 as b grows)
+    safe = np.where(large, 0.0, b)
+    c = 2.0 * safe / (1.0 + np.sqrt(1.0 + 4.0 * safe * safe))
+    inverse = 1.0 / np.where(large, b, 1.0)
+    c = np.where(large, 2.0 / (inverse + np.sqrt(inverse * inverse + 4.0)), c)
     return (U * c) @ Wt
 
 

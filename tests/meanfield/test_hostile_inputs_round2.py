@@ -258,3 +258,17 @@ def test_a_signal_while_the_modules_load_is_one_line(number, status, tmp_path):
     _, err = process.communicate(timeout=60)
     assert process.returncode == status and err == "meanfield: aborted\n", err
     assert not (tmp_path / "s.nc").exists()
+
+
+def test_sinkhorn_at_the_smallest_epsilon_is_its_small_epsilon_limit(tmp_path, capsys):
+    """``c = 2 b / (1 + sqrt(1 + 4 b^2))`` overflowed to c = 0 for ``b ~ 1 / eps`` past 1e150 (the limit is c = 1):
+    ``--sinkhorn-eps 1e-300`` ran to completion with a wrong plan."""
+    import xarray as xr
+
+    paths = [tmp_path / f"{eps}.nc" for eps in ("1e-300", "1e-12")]
+    for eps, path in zip(("1e-300", "1e-12"), paths):
+        assert main(["gaussian", "--attention", "sinkhorn", "--sinkhorn-eps", eps, "--t-final", "0.05",
+                     "--out", str(path)]) == 0
+    capsys.readouterr()
+    tiny, small = (xr.load_dataset(path)["covariance"].values for path in paths)
+    np.testing.assert_allclose(tiny, small, rtol=0, atol=1e-12)
