@@ -77,6 +77,7 @@ from meanfield.initial.spec import check_sign_and_mass
 from meanfield.initial.sphere import check_sphere_density, latlon_values, resample_grid, sphere_density
 from meanfield.initial.zonal import check_zonal_density, polar_values, resample_run, zonal_density
 
+from . import checkpoint
 from .contract import conform
 from .sphere import SphereBasis
 
@@ -146,6 +147,15 @@ def _checked_average_state(averages: np.ndarray, volumes: np.ndarray, scheme, la
     return scheme.state_from_cell_averages(averages)
 
 
+def _check_claimed_grid(run, scheme) -> None:
+    """A run file whose attributes name this scheme and resolution (the run took them as its defaults) holds its
+    frames on this scheme's grid (:func:`meanfield.solvers.checkpoint.check_grid`): an edited ``resolution`` is one
+    line, not a run on a grid the file's data are not on."""
+    attrs = run.attrs
+    if attrs.get("scheme") == scheme.name and attrs.get("resolution") == scheme.resolution:
+        checkpoint.check_grid(scheme, run, checkpoint.source_label(run))
+
+
 def initial_state(init, geometry: str, scheme, seed=None):
     """The initial state of ``scheme`` (a discretisation of ``geometry``) from ``init`` (module docstring)."""
     require(geometry in COORDINATES, f"geometry must be one of {', '.join(COORDINATES)} (got {geometry!r})")
@@ -171,6 +181,8 @@ def initial_state(init, geometry: str, scheme, seed=None):
                                           volumes, scheme, label)
         values = evaluate(init, label, *_grid_points(geometry, scheme))
         return _checked_density_state(values, geometry, scheme, label)
+    if kind == "dataset":
+        _check_claimed_grid(init, scheme)
     source = read_source(init, geometry, label, scheme.model.dim)
     if fv or (scheme.remaps_cell_averages and source.cell_averages):
         faces, volumes, weight, period = scheme.cells()

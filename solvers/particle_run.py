@@ -38,7 +38,7 @@ from meanfield.limits import check_option, check_particle_size
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.sampling import sample_tokens
-from meanfield.qkv import QKV_CHOICES
+from meanfield.qkv import QKV_CHOICES, attention_heads, bounded_entries, is_qkv_file
 from meanfield.settings import Attention, Mask, Saving, StepControl, check_mask, gather, gather_attention
 from meanfield.storage import build_run_dataset
 from meanfield.theory import dominant_mode
@@ -75,16 +75,61 @@ def _continues(source, n: int, dim: int, normalization: Normalization) -> bool:
 MATRIX_FIELDS = {"qkv", "Q", "K", "V", "heads"}
 
 
+def _stored_matrices(dataset, label: str) -> dict:
+    """The ``Q``, ``K``, ``V`` a particle run file stores, each ``HEADS x d x d`` (one head: a leading axis of 1),
+    finite and within the ``--qkv`` range: one line naming the file otherwise."""
+    dim, several = int(dataset.attrs["dim"]), "head" in dataset.dims
+    stored = {}
+    for name in ("Q", "K", "V"):
+        if name not in dataset:
+            continue
+        variable = dataset[name]
+        layout = ("head", "row", "column") if several else ("row", "column")
+        require(variable.dims == layout and variable.shape[-2:] == (dim, dim)
+                and np.asarray(variable.values).dtype.kind in "iuf",
+                f"{label}: its {name} has dims {variable.dims} and shape {variable.shape}; a run of dim {dim} stores "
+                f"real {' x '.join(['HEADS'] * several + [str(dim)] * 2)} matrices along {layout}")
+        values = np.asarray(variable.values, dtype=float)
+        stored[name] = bounded_entries(f"{label}: {name}", values if several else values[None])
+    require(not several or len(stored) == 3, f"{label}: a run of several heads stores Q, K and V (got "
+                                             f"{', '.join(stored) or 'none'})")
+    return stored
+
+
+def _check_named(qkv: str, stored: dict, dataset, label: str) -> None:
+    """A file naming a ``qkv`` choice stores exactly the matrices that choice gives (none for the identity; the
+    seed's for ``random``): a continuation draws them again from the name, never from the file."""
+    seed = dataset.attrs.get("seed") if qkv == "random" else None
+    require(qkv != "random" or seed is not None, f"{label}: qkv = 'random' draws its matrices from the run's seed, "
+                                                 f"which the file does not record (no attribute seed)")
+    seed = None if seed is None else int(seed)
+    named = dict(zip(("Q", "K", "V"), attention_heads(qkv, int(dataset.attrs["dim"]), seed)[:3]))
+    same = all((named[name] is None) == (name not in stored)
+               and (name not in stored or np.array_equal(stored[name], named[name][None])) for name in named)
+    require(same, f"{label}: attribute qkv = {qkv!r}{f' (seed {seed})' if seed is not None else ''} does not match "
+                  f"the file's matrices (stored: {', '.join(stored) or 'none'}); a run with its own matrices records "
+                  f"qkv = custom")
+
+
 def recorded_matrices(dataset) -> dict:
     """A particle run's attention matrices as ``simulate`` takes them: its ``qkv`` choice when that is drawn or
-    fixed by name, else the ``Q``, ``K``, ``V`` it stored (one head, or heads along ``head``)."""
+    fixed by name (the matrices it stores must be that choice's, :func:`_check_named`), else the ``Q``, ``K``, ``V``
+    it stored (one head, or heads along ``head``).  A file that names custom matrices or a ``.npz`` must carry them
+    (DESIGN.md: the ``.npz`` need not travel with the run, so it is never read again): one naming
+    ``/etc/passwd.npz`` with no matrices was continued with the identity and recorded a path never read."""
+    label = checkpoint.source_label(dataset)
     qkv = str(dataset.attrs.get("qkv", "identity"))
+    stored = _stored_matrices(dataset, label)
     if qkv in QKV_CHOICES:
+        _check_named(qkv, stored, dataset, label)
         return {"qkv": qkv}
+    require(stored, f"{label}: attribute qkv = {qkv!r} names matrices the file does not hold (no Q, K or V); a "
+                    f"particle run file carries its matrices, or names one of {', '.join(QKV_CHOICES)}")
+    require(not is_qkv_file(qkv) or len(stored) == 3,
+            f"{label}: attribute qkv = {qkv!r} names a file of Q, K and V; the run file holds only {', '.join(stored)}")
     if "head" in dataset.dims:
-        return {"heads": [tuple(np.asarray(dataset[name].values[h]) for name in ("Q", "K", "V"))
-                          for h in range(dataset.sizes["head"])]}
-    return {name: np.asarray(dataset[name].values) for name in ("Q", "K", "V") if name in dataset}
+        return {"heads": [tuple(stored[name][h] for name in ("Q", "K", "V")) for h in range(dataset.sizes["head"])]}
+    return {name: stored[name][0] for name in stored}
 
 
 def causal_settings(source, mask, alibi, override: bool) -> tuple[str, float, str]:
@@ -245,6 +290,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     attention = gather_attention(attention if isinstance(attention, Attention) else model.attention, attention_fields)
     t_start, t_final, save_every, save_log = run_clock(continued, saving)
     qkv = attention.label
+    seed = draw_seed(seed)                              # first: a random qkv is drawn from the seed the run records
     Q, K, V, heads = attention.matrices(dim, seed)      # drawn or read once; the scheme takes them as given
     attention = replace(attention, Q=Q, K=K, V=V, heads=heads)
     if from_file:
@@ -262,7 +308,6 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     if (chosen_normalization.carries_radius or heads is not None or mask != "none") and collapse_tol is None:
         collapse_tol = 0.0  # merges are for one head on the sphere without radii or mask (meanfield.solvers.clusters)
     tol = resolve_collapse_tol(collapse_tol, model.nu)
-    seed = draw_seed(seed)
     check_option("--n", n)
     check_particle_size(n, dim, t_final, save_every, save_log, resolution, t_start)
     label = init_label(init)
@@ -289,8 +334,9 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         dt_max = PARTICLE_DEFAULTS["noise_dt_max"] if model.nu > 0 or schedule is not None else math.inf
     time_stepper = make_stepper(stepper, scheme, **dict(step.stepper_options(scheme), dt_max=dt_max))
     scheme.follow_stepper(time_stepper)
-    if exact:
-        state = checkpoint.restore_checked(source, particle_scheme, scheme, time_stepper)
+    if exact:           # one system of tokens, as the sampled start below (fewer after merges)
+        width = dim + scheme.carries_radius
+        state = checkpoint.restore_checked(source, particle_scheme, scheme, time_stepper, shape=(1, None, width))
     else:  # onto the sphere; tokens already on it to rounding are kept bit for bit
         norms = np.linalg.norm(positions, axis=-1, keepdims=True)
         state = np.where(np.abs(norms - 1.0) <= 8 * np.finfo(float).eps, positions, positions / norms)[None]

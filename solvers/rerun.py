@@ -17,13 +17,23 @@ a machine with fewer, its BLAS sums may differ in the last bits (the new ``threa
 A run whose noise followed a schedule (``nu_schedule``, :mod:`meanfield.noise_schedule`) keeps it: a spec is read
 from the file; a Python function, which a file cannot hold, is passed again (``rerun(FILE, nu_schedule=f)``).
 
-The new Dataset's attributes are the new run's, with ``init``, ``command``, ``restart`` and
-``override`` as the file recorded them and ``rerun_of`` naming the file.
+The file is input like an option (DESIGN.md "Command line"): its settings are checked against the option ranges and
+the registries (:func:`meanfield.solvers.checkpoint.check_recorded_settings`), against its own arrays and its record
+of its start (:func:`meanfield.solvers.checkpoint.restore_checked`), and its matrices
+(:func:`meanfield.solvers.particle_run.recorded_matrices`), all before anything is computed; a refusal is one line
+naming the file.
+
+The new Dataset's attributes are the new run's, with ``init``, ``restart`` and ``override`` as the file recorded
+them (one line of text each) and ``rerun_of`` naming the file.  Its ``command`` is never copied from the file: the
+driver builds it from the validated settings (``shlex.join``), with the start typed as the file's ``init`` when the
+file says its start was typed; that line is kept when it is the file's own command, else the new file records
+``meanfield rerun FILE``, which repeats it from its own record of its start (:func:`_command`).
 """
 
 from __future__ import annotations
 
 import math
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -35,12 +45,19 @@ from meanfield.storage import load_run
 from meanfield.threads import available_cores, thread_count, use_threads
 
 from . import checkpoint
-from .particle_run import recorded_matrices, simulate
+from .particle_run import simulate
 from .run_record import RERUN_COMMAND
 from .solve import solve
 
-#: Attributes copied from the re-run file onto the new run (they describe how the original started).
-KEPT_ATTRS = ("init", "command", "restart", "override")
+#: Attributes copied from the re-run file onto the new run (they describe how the original started): one line of
+#: text each, ``restart`` one of these.
+KEPT_ATTRS = ("init", "restart", "override")
+RESTARTS = ("exact", "remap", "none")
+#: Attributes without which a run cannot be rebuilt exactly, by the kind of run.
+NEEDED = {"particles": ("n", "dim", "t_final"), "solve": ("scheme", "resolution", "dim", "t_final")}
+#: Variables of a particle run that the start of its re-run carries (its matrices,
+#: :func:`meanfield.solvers.particle_run.recorded_matrices`).
+MATRICES = ("Q", "K", "V")
 
 
 def _setting(attrs: dict, name: str):
@@ -66,22 +83,70 @@ def _load(run) -> tuple[xr.Dataset, str]:
     return dataset, str(run)
 
 
+def _check_file(dataset: xr.Dataset, label: str) -> None:
+    """A solve or particle run whose recorded settings are valid (:func:`checkpoint.check_recorded_settings`) and
+    hold what a re-run needs (:data:`NEEDED`), before anything is built from them."""
+    geometry = dataset.attrs.get("geometry")
+    require(geometry in SCHEMES or geometry == "particles",
+            f"rerun {label}: a {geometry} run; `meanfield rerun` repeats solve and particle runs")
+    checkpoint.check_recorded_settings(dataset, f"rerun {label}")
+    for name in NEEDED["particles" if geometry == "particles" else "solve"]:
+        require(name in dataset.attrs, f"rerun {label}: the file has no attribute {name}, which a re-run needs")
+
+
+def _kept(dataset: xr.Dataset, label: str) -> dict:
+    """:data:`KEPT_ATTRS` as the file recorded them, each one line of printable text (``restart``: one of
+    :data:`RESTARTS`)."""
+    kept = {key: dataset.attrs[key] for key in KEPT_ATTRS if key in dataset.attrs}
+    for key, value in kept.items():
+        require(isinstance(value, str) and value.isprintable(),
+                f"rerun {label}: attribute {key} = {checkpoint.shown(value)} is not allowed; it must be one line of "
+                f"text")
+    require(kept.get("restart", "none") in RESTARTS, f"rerun {label}: attribute restart = {kept['restart']!r} is "
+                                                     f"not allowed; it must be one of {', '.join(RESTARTS)}")
+    return kept
+
+
+def _quoted(command) -> str | None:
+    """A file's ``command`` as one ``meanfield`` command line, every word quoted (``shlex``), to be shown: pasted into
+    a shell it runs ``meanfield`` and nothing else (``...; rm -rf /`` becomes words of it); ``None`` for anything
+    that is not a ``meanfield`` command other than ``meanfield rerun FILE``."""
+    try:
+        words = shlex.split(command) if isinstance(command, str) else []
+    except ValueError:              # unbalanced quotes
+        words = []
+    return shlex.join(words) if words[:1] == ["meanfield"] and command != RERUN_COMMAND else None
+
+
 def start_source(dataset: xr.Dataset, label: str) -> xr.Dataset:
-    """A run Dataset that continues exactly from the start of ``dataset``: its attributes, and the record of its
-    start as the restart record (no frames).  A file without that record (written before it existed) is refused in
-    one line; its ``command`` re-runs it when its start can be typed."""
+    """A run Dataset that continues exactly from the start of ``dataset``: its attributes, coordinates and matrices,
+    and the record of its start as the restart record (no frames; their layout in ``encoding["frames"]``, which the
+    restored start must give).  A file without that record (written before it existed) is refused in one line; its
+    ``command`` (shown quoted, :func:`_quoted`) re-runs it when its start can be typed."""
     start = checkpoint.from_dataset(dataset, checkpoint.INITIAL, label=f"rerun {label}")
-    command = str(dataset.attrs.get("command", ""))
-    how = f"its command re-runs it: {command}" if command.startswith("meanfield ") and command != RERUN_COMMAND \
-        else "it cannot be re-run"
+    command = _quoted(dataset.attrs.get("command"))
+    how = f"its command re-runs it: {command}" if command is not None else "it cannot be re-run"
     require(start is not None, f"rerun {label}: the file holds no record of its start (written by an older "
                                f"meanfield, or the record was removed); {how}")
     attrs = {key: value for key, value in dataset.attrs.items()
              if not key.startswith((checkpoint.PREFIX, checkpoint.INITIAL))}
-    source = checkpoint.add_to_dataset(xr.Dataset(attrs=attrs), start)
+    matrices = {name: dataset[name] for name in MATRICES if name in dataset}
+    grid = {name: coordinate for name, coordinate in dataset.coords.items() if "time" not in coordinate.dims}
+    source = checkpoint.add_to_dataset(xr.Dataset(matrices, coords=grid, attrs=attrs), start)
     source.encoding["source"] = label
     source.encoding["label"] = f"rerun {label}"      # how its checks name it (meanfield.solvers.checkpoint.source_label)
+    source.encoding["record"] = "record of its start"
+    source.encoding["frames"] = checkpoint.frame_layout(dataset)
     return source
+
+
+def _typed(dataset: xr.Dataset, source: xr.Dataset, kept: dict):
+    """The ``init`` to give the driver: ``source`` typed as the file's ``init`` when the file says its start was
+    typed (:class:`meanfield.solvers.checkpoint.TypedStart`: the new ``command`` is then the driver's command line of
+    the validated settings), else ``source`` itself (``command``: ``meanfield rerun FILE``)."""
+    if "init" not in kept or dataset.attrs.get("command") == RERUN_COMMAND:
+        return source
+    return checkpoint.TypedStart(kept["init"], source)
 
 
 def _save_settings(attrs: dict) -> dict:
@@ -101,29 +166,46 @@ def _noise(settings: dict, nu_schedule) -> dict:
     return {key: value for key, value in settings.items() if key != "nu"} | {"nu_schedule": nu_schedule}
 
 
-def _solve_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool, nu_schedule=None) -> xr.Dataset:
+def _command(rebuilt: str, dataset: xr.Dataset, kept: dict) -> str:
+    """The new run's ``command``: ``rebuilt``, the driver's command line of the validated settings (with
+    ``--override`` where the original had one, :func:`meanfield.solvers.run_record.run_command`), when the file
+    recorded that same line; else ``meanfield rerun FILE``, which repeats the new file from its own record of its
+    start.  The file's command is compared, never copied: one that says more than its settings (``meanfield solve
+    circle; rm -rf /``) or other settings does not describe this run."""
+    if kept.get("override") and rebuilt != RERUN_COMMAND:
+        rebuilt += " --override"
+    return rebuilt if rebuilt == dataset.attrs.get("command") else RERUN_COMMAND
+
+
+def _solve_again(dataset: xr.Dataset, init, progress: bool, nu_schedule=None) -> xr.Dataset:
     attrs = dataset.attrs
     settings = {name: _setting(attrs, name) for name in ("attention", "beta", "nu", "dim", "scheme", "stepper",
                                                           "resolution", "seed", "rtol", "atol", "cfl",
                                                           "resolution_tol", "positivity_tol", "collapse_tol")}
     backend = _setting(attrs, "transform_backend")
-    return solve(str(attrs["geometry"]), init=source, progress=progress, backend=backend,
+    return solve(str(attrs["geometry"]), init=init, progress=progress, backend=backend,
                  **_noise(settings, nu_schedule), **_save_settings(attrs))       # the normalisation: the file's (meanfield.solvers.continuation)
 
 
-def _simulate_again(dataset: xr.Dataset, source: xr.Dataset, progress: bool, nu_schedule=None) -> xr.Dataset:
+def _interaction(attrs: dict) -> str:
+    """The particle run's ``interaction`` setting: the path it took when its command forced it (a forced path joins
+    the command, :mod:`meanfield.solvers.particle_run`; only that is read from the command), else ``auto``, under
+    which an exact continuation keeps the file's path: the same sums, and the same command line."""
+    path = str(attrs.get("interaction_path", "auto"))
+    return path if f" --interaction {path}" in str(attrs.get("command", "")) else "auto"
+
+
+def _simulate_again(dataset: xr.Dataset, init, progress: bool, nu_schedule=None) -> xr.Dataset:
+    """The particle run again; its ``qkv`` and matrices are the start's, which a continuation keeps
+    (:func:`meanfield.solvers.particle_run.recorded_matrices`)."""
     attrs = dataset.attrs
     settings = {name: _setting(attrs, name) for name in ("dim", "n", "attention", "beta", "nu", "seed", "sampling",
                                                           "resolution", "stepper", "rtol", "cfl", "dt_max",
                                                           "collapse_tol")}
-    settings["interaction"] = str(attrs.get("interaction_path", "auto"))
+    settings["interaction"] = _interaction(attrs)
     if settings["dt_max"] is not None and not math.isfinite(settings["dt_max"]):
         settings["dt_max"] = None            # no cap was set (noise-free runs record inf)
-    matrices = recorded_matrices(dataset)
-    if "qkv" not in matrices:
-        source.attrs["qkv"] = "custom"       # the file's matrices stand in for the file they were read from
-    return simulate(init=source, progress=progress, **_noise(settings, nu_schedule), **matrices,
-                    **_save_settings(attrs))
+    return simulate(init=init, progress=progress, **_noise(settings, nu_schedule), **_save_settings(attrs))
 
 
 def _threads(attrs: dict) -> int:
@@ -151,26 +233,26 @@ def rerun(run, progress: bool = False, nu_schedule=None) -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        The new run: bit for bit the same frames, merges and final state; ``init``, ``command``, ``restart`` and
-        ``override`` as the file recorded them, ``rerun_of`` naming it.
+        The new run: bit for bit the same frames, merges and final state; ``init``, ``restart`` and ``override`` as
+        the file recorded them, ``command`` rebuilt from its validated settings (module docstring), ``rerun_of``
+        naming it.
 
     Raises
     ------
     meanfield.InputError
-        One line, for a file that is not a solve or particle run or whose record of its start is missing or damaged.
+        One line naming the file, for a file that is not a solve or particle run, whose settings are out of their
+        ranges or do not fit its arrays, or whose record of its start is missing or damaged; nothing is computed.
     """
     dataset, label = _load(run)
-    geometry = dataset.attrs.get("geometry")
-    require(geometry in SCHEMES or geometry == "particles",
-            f"rerun {label}: a {geometry} run; `meanfield rerun` repeats solve and particle runs")
-    source = start_source(dataset, label)
-    with use_threads(_threads(dataset.attrs)):
-        again = (_simulate_again if geometry == "particles" else _solve_again)(dataset, source, progress,
-                                                                                 nu_schedule)
-    for key in KEPT_ATTRS:
-        if key in dataset.attrs:
-            again.attrs[key] = dataset.attrs[key]
-    if geometry == "particles":
-        again.attrs["qkv"] = dataset.attrs["qkv"]
-    again.attrs["rerun_of"] = label
+    _check_file(dataset, label)
+    kept = _kept(dataset, label)
+    init = _typed(dataset, start_source(dataset, label), kept)
+    again_from = _simulate_again if dataset.attrs["geometry"] == "particles" else _solve_again
+    try:
+        with use_threads(_threads(dataset.attrs)):
+            again = again_from(dataset, init, progress, nu_schedule)
+    except InputError as error:      # everything a re-run is given comes from the file: name it
+        message = str(error)
+        raise InputError(message if message.startswith(f"rerun {label}") else f"rerun {label}: {message}") from None
+    again.attrs.update(kept, command=_command(again.attrs["command"], dataset, kept), rerun_of=label)
     return again

@@ -230,7 +230,7 @@ def test_sphere_pre_ln_run_and_command_line(tmp_path, capsys):
     (dict(normalization="pre", collapse_tol=1e-9), "--collapse-tol must be 0 with --normalization pre"),
     (dict(normalization="post", r0=2.0), "--r0 applies to --normalization pre, mix or peri only"),
     (dict(normalization="peri", mix_switch=2.0), "--mix-switch applies to --normalization mix only"),
-    (dict(normalization="pre", r0=0.0), "--r0 must be a finite number > 0"),
+    (dict(normalization="pre", r0=0.0), "--r0 must be a finite number in [1e-300, 1e+300]"),
     (dict(normalization="mix", mix_switch=-1.0), "--mix-switch must be a finite number >= 0"),
 ])
 def test_solve_refuses_bad_normalization_settings_in_one_line(kwargs, phrase):
