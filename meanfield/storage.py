@@ -27,6 +27,7 @@ import xarray as xr
 
 from .version import __version__
 from .errors import InputError, require
+from .input_files import regular_file
 
 #: Attributes every run file carries (DESIGN.md).
 REQUIRED_ATTRS = ("geometry", "attention", "beta", "nu", "dim", "scheme", "stepper", "resolution",
@@ -354,8 +355,9 @@ def _check_size(handle: xr.Dataset, path) -> None:
 def load_run(path, geometry: str | None = None) -> xr.Dataset:
     """Read a run written by :func:`save_run`; refuse anything else with one line."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"{path}: no such file")
+    regular_file(path, "the run file")                   # a named pipe would block open_dataset for ever
     try:
         with xr.open_dataset(path) as handle:
             _check_size(handle, path)       # from the header: a small compressed file may unpack to gigabytes

@@ -42,6 +42,11 @@ Dormand–Prince's own fourth-order interpolant for ``dopri5``, the cubic Hermit
 of the end values and slopes for the others; the run loop's merge bookkeeping locates events
 between steps with it.  :meth:`_Stepper.restart` forgets the first-same-as-last slope when the
 scheme changed the state between steps (nodes merged).
+
+Every stepper stops the run (:class:`StepSizeUnderflow`, a :class:`StopRun` whose message is the run's stop reason)
+on a step within round-off of the clock, ``h <= 1e-14 max(|t|, 1)`` (:data:`ROUND_OFF`): the adaptive controller's
+steps as before, and the fixed steps the scheme's bound gives (``--cfl 1e-300`` stepped for ever: ``t = 1.2e-293``
+after 15 s).  A step shortened to land on a save time is never that short (the run loop lands within 1e-12).
 """
 
 from __future__ import annotations
@@ -58,7 +63,14 @@ class StopRun(RuntimeError):
 
 
 class StepSizeUnderflow(StopRun):
-    """The adaptive controller asked for a step below round-off of ``t``."""
+    """A step below round-off of ``t`` (:data:`ROUND_OFF`): asked for by the adaptive controller, or the bound of a
+    fixed-step stepper (``--cfl 1e-300``, a tiny ``dt_max``)."""
+
+
+#: A step of at most this fraction of ``max(|t|, 1)`` is round-off of the clock ``t`` (about 45 ulps of ``t``): the
+#: clock takes it with a relative error of 1 % or more, ``t + h == t`` for steps below ``eps |t| / 2``, and the run
+#: would step for ever (``--cfl 1e-300`` did) without reaching its end.
+ROUND_OFF = 1e-14
 
 
 def phi_functions(z: np.ndarray):
@@ -160,10 +172,34 @@ class _Stepper:
             return self.scheme.after_step(new, h)
         return self.scheme.after_step(new, h, t)
 
-    def _fixed_dt(self, h_max: float) -> float:
-        h = min(self._limit(self.cfl), self.dt_max)
-        _require_positive_step(h)
-        return min(_power_of_two_floor(h) if self.scheme.power_of_two_steps else h, h_max)
+    def _fixed_dt(self, t: float, h_max: float) -> float:
+        """The step from ``t``: the scheme's bound (and ``dt_max``), rounded down to a power of two unless the scheme
+        takes its steps as they are, then shortened to land on the save time ``t + h_max``.  A bound that is not a
+        positive number or lies within round-off of ``t`` stops the run (the shortening never does: the run loop
+        lands on a save time within 1e-12 of it, far above :data:`ROUND_OFF`)."""
+        limit = self._limit(self.cfl)
+        h = min(limit, self.dt_max)
+        _require_positive_step(h, t)
+        if self.scheme.power_of_two_steps:
+            h = _power_of_two_floor(h)
+        self._require_resolved(h, t, limit)
+        return min(h, h_max)
+
+    def _require_resolved(self, h: float, t: float, limit: float, controlled: bool = False) -> None:
+        """Stop the run (:class:`StepSizeUnderflow`) on a step ``h`` within round-off of ``t`` (:data:`ROUND_OFF`),
+        naming what asked for it: ``dt_max`` or the scheme's bound ``limit`` at ``cfl`` when that is round-off
+        too, else the error control (``controlled``: an adaptive step).  Every stepper's guard against a clock that cannot advance."""
+        threshold = ROUND_OFF * max(abs(t), 1.0)
+        if h > threshold:
+            return
+        if controlled and min(limit, self.dt_max) > threshold:
+            cause = "the error control asks for a step"
+        elif self.dt_max < limit:
+            cause = f"dt_max = {self.dt_max:.3g} is"
+        else:
+            cause = f"the scheme's step bound at cfl = {self.cfl:g} is"
+        raise StepSizeUnderflow(f"step size underflow (h = {h:.3g}) at t = {t:.6g}: {cause} within round-off of the "
+                                f"clock (h <= {ROUND_OFF:g} max(|t|, 1)), so the run cannot reach its end")
 
 
 def _require_positive_step(h: float, t: float | None = None) -> None:
@@ -245,7 +281,7 @@ class LawsonRK(_Stepper):
     def step(self, u, t, h_max):
         k1 = self._fsal if self._fsal is not None else self.scheme.rhs(u, t)
         if not self.adaptive:
-            h = self._fixed_dt(h_max)
+            h = self._fixed_dt(t, h_max)
             new, ks = self._attempt(u, t, h, k1)
             self.steps += 1
             self._last = (u, t, h, ks, new)
@@ -253,14 +289,14 @@ class LawsonRK(_Stepper):
         return self._adaptive_step(u, t, h_max, k1)
 
     def _adaptive_step(self, u, t, h_max, k1):
-        limit = min(self._limit(self.cfl), self.dt_max)
+        bound = self._limit(self.cfl)
+        limit = min(bound, self.dt_max)
         proposal = min(self.next_step if self.next_step is not None else 0.01 * limit, limit)
         h = min(proposal, h_max)
         clipped = h < proposal  # shortened to land on a save time: keep the proposal for later
         while True:
             _require_positive_step(h, t)
-            if h <= 1e-14 * max(abs(t), 1.0):
-                raise StepSizeUnderflow(f"step size underflow (h = {h:.3g}) at t = {t:.6g}")
+            self._require_resolved(h, t, bound, controlled=True)
             new, ks = self._attempt(u, t, h, k1)
             err = np.zeros_like(u)
             for db, k, cj in zip(np.subtract(self.b, self.b_low), ks, self.c):
@@ -366,7 +402,7 @@ class ETDRK4(_Stepper):
     def step(self, u, t, h_max):
         rhs = self.scheme.rhs
         n_u = rhs(u, t)
-        h = self._fixed_dt(h_max)
+        h = self._fixed_dt(t, h_max)
         e2, e, q, f1, f2, f3 = self._coefficients(h)
         a = e2 * u + q * n_u
         na = rhs(a, t + h / 2)

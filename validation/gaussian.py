@@ -298,7 +298,7 @@ def save_task(folder, settings: dict, result) -> Path:
 def load_task(folder, settings: dict):
     """``(error_exact, error_sample, seconds)`` of a task written by :func:`save_task`, or None."""
     path = task_path(folder, settings)
-    if not path.exists():
+    if not path.is_file():                    # missing, or not a regular file (a named pipe would block the read)
         return None
     with xr.open_dataset(path) as task:
         if any(task.attrs.get(key) != value for key, value in settings.items()):

@@ -21,6 +21,8 @@ from meanfield.storage import save_run
 
 #: Run the tasks in this process, without Dask.
 SYNCHRONOUS = "synchronous"
+#: What ``--scheduler`` takes, as its refusals say it.
+SCHEDULER_CHOICES = f"{SYNCHRONOUS}, threads, processes or the address of a running Dask scheduler, such as tcp://host:8786"
 
 
 def write_compressed(dataset: xr.Dataset, path) -> Path:
@@ -32,7 +34,10 @@ def write_compressed(dataset: xr.Dataset, path) -> Path:
 
 def read_attrs(path: Path, what: str) -> dict:
     """The attributes of a stored task; a file that cannot be read is refused with one line (it was not
-    written here, since every write is atomic, so it is never overwritten)."""
+    written here, since every write is atomic, so it is never overwritten), and so is anything that is not a regular
+    file, before it is opened (a named pipe would block the open for ever)."""
+    if not Path(path).is_file():
+        raise InputError(f"{path}: not a regular file, so not a {what}; move it away to recompute it")
     try:
         with xr.open_dataset(path) as handle:
             return dict(handle.attrs)
@@ -69,11 +74,30 @@ def dask_client(scheduler, workers: int):
                                                        dashboard_address=f"{LOOPBACK}:0", silence_logs=logging.ERROR))
             client = stack.enter_context(Client(cluster))
         else:
-            try:
-                client = stack.enter_context(Client(scheduler))
-            except OSError as exc:
-                raise InputError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
+            client = stack.enter_context(_connect(scheduler))
         yield client
+
+
+def _connect(address: str):
+    """A ``distributed.Client`` of the running scheduler at ``address``; what fails is one line naming
+    ``--scheduler`` and what it takes.  Nothing answering is an ``OSError``; a server of another protocol (a web
+    server, a proxy) has its first reply bytes read by Dask as a frame length, an allocation of exabytes whose
+    ``MemoryError`` the command line reported as a run out of memory ("lower --resolution"); ``inproc://`` of another
+    process, ``tls://`` without certificates and ``ucx://`` without ucx-py fail with ``ValueError``/``TypeError``.
+    The client is not made the process's default (the tasks are submitted to it by name): a default client that
+    failed to connect stayed registered, with dask's scheduler set to it, and the next netCDF write in the process
+    asked it for a lock (and read the same exabytes)."""
+    from distributed import Client
+
+    try:
+        return Client(address, set_as_default=False)
+    except OSError as exc:
+        problem = f"cannot connect ({exc})"
+    except MemoryError:
+        problem = "what answers there is not a Dask scheduler (its reply is not Dask's protocol)"
+    except (ValueError, TypeError) as exc:
+        problem = f"not an address Dask can connect to from here ({type(exc).__name__}: {exc})"
+    raise InputError(f"--scheduler {address}: {' '.join(problem.split())}; --scheduler takes {SCHEDULER_CHOICES}")
 
 
 def _worker_environ() -> dict:
@@ -119,7 +143,7 @@ def run_tasks(function, tasks: list, save, scheduler=SYNCHRONOUS, workers: int |
 
         with dask_client(scheduler, workers or min(machine_cores(), len(tasks))) as client:
             futures = {client.submit(function, *args, pure=False): args for args in tasks}
-            for future in as_completed(futures):
+            for future in as_completed(futures, loop=client.loop):    # the client's loop: it may not be the default
                 finish(futures[future], future.result)
     if errors:  # every other task is saved; the first failure is the caller's to see
         raise errors[0]

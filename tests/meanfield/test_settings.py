@@ -102,7 +102,7 @@ def test_a_setting_given_twice_or_where_it_does_not_apply_is_refused_in_one_line
     (lambda: StepControl(stepper=4), "--stepper must be a stepper's name (got 4)"),
     (lambda: Monitor(resolution_tol=0.0), "--resolution-tol must be a finite number > 0 (got 0.0)"),
     (lambda: Monitor(positivity_tol=-1e-3), "--positivity-tol must be a finite number >= 0 (got -0.001)"),
-    (lambda: Saving(t_final=-1.0), "--t-final must be a finite number > 0 (got -1.0)"),
+    (lambda: Saving(t_final=-1.0), "--t-final must be a finite number in (0, 1e+300]"),
     (lambda: Saving(save_every=0.1, save_log=4), "give --save-every or --save-log, not both"),
     (lambda: Saving(save_log=0), "--save-log must be an integer in [1, 1000] (frames per decade) (got 0)"),
     (lambda: Attention(kind="softmax"), "--attention must be one of sa, usa (got 'softmax')"),

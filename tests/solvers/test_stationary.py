@@ -88,7 +88,7 @@ def test_newton_refuses_a_negative_noise_and_reports_a_failed_solve():
 @pytest.mark.parametrize("args, named", [
     (["--branch", "--attention", "usa"], "--branch needs --beta"),
     (["--branch", "--beta", "4", "--nu", "0.2"], "leave --nu out"),
-    (["--tricritical", "--dim", "100"], "--dim in [2, 64]"),
+    (["--tricritical", "--dim", "100"], "--dim in [2, 30]"),
     (["--tricritical", "--attention", "usa", "--beta", "2"], "leave --beta out"),
     (["--branch", "--tricritical", "--beta", "2"], "not both"),
     (["--beta", "4", "--verify"], "give --branch"),
