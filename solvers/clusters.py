@@ -285,6 +285,7 @@ class ClusterTracker(Tracker):
         #: depend on the state alone; else after every step (nodes merged by a collapse change the reading)
         self.lazy = bool(getattr(scheme, "clusters_read_state_alone", True))
         self._continuing = self.lineage is not None and t == self.t
+        self._leg_rows, self._unrowed = len(self.table), 0     # the table's rows before this leg; see finish
         if not self._continuing:
             self.lineage, self.t = ClusterLineage(self.view(scheme, state, refine=True)), float(t)
             self._refined = True
@@ -357,9 +358,13 @@ class ClusterTracker(Tracker):
         self.t = float(steps[-1][3])
 
     def finish(self, record) -> None:
-        """Count what the run stepped since its last frame."""
+        """Count what the run stepped since its last frame; forget the row of a frame the run did not keep (Ctrl-C or
+        SIGTERM between this tracker's row and the run loop's record of the frame)."""
         if self.view is not None:
             self._settle(self._scheme, getattr(record, "state", None))
+        frames = getattr(record, "frames", None)
+        if frames is not None:
+            del self.table[self._leg_rows + max(0, len(frames) - self._unrowed):]
 
     def groups(self, points: np.ndarray, weights: np.ndarray):
         """Centres and masses of the groups linked at ``merge_distance``."""
@@ -374,6 +379,7 @@ class ClusterTracker(Tracker):
         latest = self.lineage.latest
         if self._continuing:
             self._continuing = False
+            self._unrowed = 1             # a continued run's first frame is its file's last: no row of its own
         else:                             # the centres refined between sampling nodes (a step's count does not)
             centres = latest.centres
             if not self._refined:
