@@ -43,62 +43,56 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
 
 
 from . import _import_guard  # noqa: F401 - first: the command's signals while the modules below load
+from .errors import InputError
 from .version import __version__
 
-from . import causal_theory, gaussian, long_context
-from .causal_theory import end_slope, evolve_mode, green, lost_in_the_middle, mode_rates, profile_weights, psi, t_crit
-from .cluster_dynamics import cluster_history, plateau_estimate, point_energy
-from . import analysis
-from .analysis import wasserstein1_circle
-from .cluster_detection import Clusters, clusters_in_frame, clusters_of_atoms, clusters_of_density
-from .diagnostics import detect_clusters, fit_growth_rates, interaction_energy
-from .errors import InputError
-from .geometry import sphere_area
-from .kernel_operator import KernelOperator
-from .kernels import band_limit, scaled_funk_hecke
-from .long_context import critical_gamma, limit_cosine, one_layer_cosine
-from .model import Model
-from .normalization import Normalization
-from .settings import Attention, Mask, Monitor, Saving, StepControl
-from .storage import load_run, save_run
-from .theory import (critical_noise, dominance_probabilities, dominant_mode, formation_time, growth_rates, law_leader,
-                     typical_amplitude)
-from .normalization_theory import (effective_growth_rate, equiangular_solution, initial_rate, late_time_decay,
-                                    mode_amplitude_factor)
-
-
-#: The entry points that live in ``solvers`` (DESIGN.md "Layout": the model does not import the solvers when it is
-#: imported), each given as itself on first use, so ``help()`` and editors see its real signature and docstring.
-_SOLVER_ENTRY_POINTS = {"solve": ("meanfield.solvers.solve", "solve"), "simulate_particles": ("meanfield.solvers.particle_run", "simulate"),
-                        "rerun": ("meanfield.solvers.rerun", "rerun"),
-                        "stationary_branch": ("meanfield.solvers.branch", "stationary_branch"),
-                        "solve_gaussian_case": ("meanfield.solvers.gaussian_run", "solve_case")}
+#: The public names and where they live: each module is imported on first use (PEP 562), so ``import meanfield``
+#: costs the interpreter and numpy, not scipy, xarray or the solvers (issue 36; ``help()`` and editors see the
+#: real objects once touched).  ``None``: the module itself.
+_PUBLIC = {
+    "analysis": ("meanfield.analysis", None), "causal_theory": ("meanfield.causal_theory", None),
+    "gaussian": ("meanfield.gaussian", None), "long_context": ("meanfield.long_context", None),
+    **{name: ("meanfield.causal_theory", name) for name in ("end_slope", "evolve_mode", "green", "lost_in_the_middle",
+                                                             "mode_rates", "profile_weights", "psi", "t_crit")},
+    **{name: ("meanfield.cluster_dynamics", name) for name in ("cluster_history", "plateau_estimate", "point_energy")},
+    "wasserstein1_circle": ("meanfield.analysis", "wasserstein1_circle"),
+    **{name: ("meanfield.cluster_detection", name) for name in ("Clusters", "clusters_in_frame", "clusters_of_atoms",
+                                                                 "clusters_of_density")},
+    **{name: ("meanfield.diagnostics", name) for name in ("detect_clusters", "fit_growth_rates", "interaction_energy")},
+    "sphere_area": ("meanfield.geometry", "sphere_area"), "KernelOperator": ("meanfield.kernel_operator", "KernelOperator"),
+    "band_limit": ("meanfield.kernels", "band_limit"), "scaled_funk_hecke": ("meanfield.kernels", "scaled_funk_hecke"),
+    **{name: ("meanfield.long_context", name) for name in ("critical_gamma", "limit_cosine", "one_layer_cosine")},
+    "Model": ("meanfield.model", "Model"), "Normalization": ("meanfield.normalization", "Normalization"),
+    **{name: ("meanfield.settings", name) for name in ("Attention", "Mask", "Monitor", "Saving", "StepControl")},
+    "load_run": ("meanfield.storage", "load_run"), "save_run": ("meanfield.storage", "save_run"),
+    **{name: ("meanfield.theory", name) for name in ("critical_noise", "dominance_probabilities", "dominant_mode",
+                                                      "formation_time", "growth_rates", "law_leader",
+                                                      "typical_amplitude")},
+    **{name: ("meanfield.normalization_theory", name) for name in ("effective_growth_rate", "equiangular_solution",
+                                                                    "initial_rate", "late_time_decay",
+                                                                    "mode_amplitude_factor")},
+    # the entry points that live in ``solvers`` (DESIGN.md "Layout": the model does not import the solvers)
+    "solve": ("meanfield.solvers.solve", "solve"), "simulate_particles": ("meanfield.solvers.particle_run", "simulate"),
+    "rerun": ("meanfield.solvers.rerun", "rerun"), "stationary_branch": ("meanfield.solvers.branch", "stationary_branch"),
+    "solve_gaussian_case": ("meanfield.solvers.gaussian_run", "solve_case"),
+}
 
 
 def __getattr__(name: str):
-    """``meanfield.solve``, ``meanfield.simulate_particles``, ``meanfield.rerun``: the solvers' functions themselves
-    (:func:`meanfield.solvers.solve.solve`, :func:`meanfield.solvers.particle_run.simulate`, :func:`meanfield.solvers.rerun.rerun`)."""
-    if name in _SOLVER_ENTRY_POINTS:
-        import importlib
+    """A public name of :data:`_PUBLIC`, imported on first use and kept (module docstring)."""
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'meanfield' has no attribute {name!r}")
+    import importlib
 
-        module, attribute = _SOLVER_ENTRY_POINTS[name]
-        function = getattr(importlib.import_module(module), attribute)
-        globals()[name] = function
-        return function
-    raise AttributeError(f"module 'meanfield' has no attribute {name!r}")
-
-
-def _gaussian_getattr(name: str):
-    """``meanfield.gaussian.solve``: the Gaussian driver :func:`meanfield.solvers.gaussian_run.solve`, wired here (an
-    entry point of the layer rule) so that the model module :mod:`meanfield.gaussian` imports no solver."""
-    if name == "solve":
-        from .solvers.gaussian_run import solve as function
-        gaussian.solve = function
-        return function
-    raise AttributeError(f"module 'meanfield.gaussian' has no attribute {name!r}")
+    module, attribute = _PUBLIC[name]
+    value = importlib.import_module(module)
+    value = value if attribute is None else getattr(value, attribute)
+    globals()[name] = value
+    return value
 
 
-gaussian.__getattr__ = _gaussian_getattr
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
 
 
 def plot_run(dataset, path=None, modes=None):
@@ -107,8 +101,4 @@ def plot_run(dataset, path=None, modes=None):
     return _plot_run(dataset, path, modes)
 
 
-__all__ = ["causal_theory", "end_slope", "evolve_mode", "green", "lost_in_the_middle", "mode_rates", "profile_weights",
-           "psi", "t_crit", "effective_growth_rate", "equiangular_solution", "initial_rate", "late_time_decay", "mode_amplitude_factor",
-           "cluster_history", "plateau_estimate", "point_energy", "gaussian", "long_context", "critical_gamma", "limit_cosine", "one_layer_cosine", "InputError", "analysis", "Clusters", "clusters_in_frame", "clusters_of_atoms", "clusters_of_density", "wasserstein1_circle", "detect_clusters", "fit_growth_rates", "interaction_energy", "plot_run", "Model", "band_limit", "critical_noise", "dominance_probabilities", "dominant_mode", "formation_time", "law_leader", "typical_amplitude",
-           "growth_rates", "KernelOperator", "solve_gaussian_case", "load_run", "save_run", "scaled_funk_hecke", "simulate_particles", "solve", "rerun", "stationary_branch", "sphere_area",
-           "Attention", "Mask", "Monitor", "Normalization", "Saving", "StepControl", "__version__"]
+__all__ = ["InputError", "plot_run", "__version__", *_PUBLIC]

@@ -31,8 +31,7 @@ from .json_output import strict_json
 from .option_types import INTEGER, NUMBER
 from .settings import Monitor, Saving, StepControl, gather
 
-from .storage import (MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes,
-                      save_run)
+from .output_paths import MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes
 
 EXIT_COMPLETED = 0
 EXIT_USAGE = 2
@@ -61,6 +60,8 @@ def exit_status(stop_reason: str) -> int:
 def _save(dataset, out) -> int | None:
     """Write the run; Ctrl-C and SIGTERM wait until it is written (:mod:`meanfield.signals`).  Returns the exit
     status a signal that arrived meanwhile asks for, or None."""
+    from .storage import save_run
+
     try:
         save_run(dataset, out)
     finally:

@@ -287,3 +287,14 @@ def positive_number(name: str, value) -> float:
         require(False, f"{name} must be a number (got {value!r})")
     require(math.isfinite(value) and value > 0, f"{name} must be finite and > 0 (got {value!r})")
     return value
+
+
+def __getattr__(name: str):
+    """``meanfield.gaussian.solve``: the Gaussian driver :func:`meanfield.solvers.gaussian_run.solve`, imported on first
+    use (an entry point of the layer rule, pyproject's import-linter contract, so that this model module imports no
+    solver when it is imported)."""
+    if name == "solve":
+        from .solvers.gaussian_run import solve as function
+        globals()["solve"] = function
+        return function
+    raise AttributeError(f"module 'meanfield.gaussian' has no attribute {name!r}")
