@@ -66,6 +66,8 @@ renormalised).
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 from meanfield.errors import require
@@ -74,21 +76,26 @@ from meanfield.initial.circle import check_density, circle_density, circle_value
 from meanfield.initial.kinds import kind_of, label_of
 from meanfield.initial.sources import COORDINATES, GridSource, as_values, evaluate, read_source
 from meanfield.initial.spec import check_sign_and_mass
-from meanfield.initial.sphere import check_sphere_density, latlon_values, resample_grid, sphere_density
-from meanfield.initial.zonal import check_zonal_density, polar_values, resample_run, zonal_density
 
 from . import checkpoint
 from .contract import conform
-from .sphere import SphereBasis
+
+def _initial(geometry: str):
+    """The readers of ``meanfield.initial.<geometry>`` (sphere, zonal), imported when a run of that geometry needs
+    them: a circle run loads neither (issue 36)."""
+    return importlib.import_module(f"meanfield.initial.{geometry}")
+
 
 #: The text-spec readers: ``geometry -> (spec, scheme, seed) -> density`` on the scheme's input grid.
 TEXT_SPECS = {"circle": lambda spec, scheme, seed: circle_density(spec, scheme.resolution, seed),
-              "sphere": lambda spec, scheme, seed: sphere_density(spec, scheme.basis, seed),
-              "zonal": lambda spec, scheme, seed: zonal_density(spec, scheme.basis, seed)}
+              "sphere": lambda spec, scheme, seed: _initial("sphere").sphere_density(spec, scheme.basis, seed),
+              "zonal": lambda spec, scheme, seed: _initial("zonal").zonal_density(spec, scheme.basis, seed)}
 
 
 def _gauss_legendre_basis(lat: np.ndarray, lon: np.ndarray):
     """The :class:`meanfield.solvers.sphere.SphereBasis` whose grid is ``lat x lon`` (sorted), or ``None``."""
+    from .sphere import SphereBasis
+
     for lmax in range(max(1, (2 * lat.size) // 3 - 2), (2 * lat.size) // 3 + 1):
         basis = SphereBasis(lmax)
         if (basis.shape == (lat.size, lon.size) and np.allclose(lat[::-1], basis.lat, rtol=0, atol=1e-9)
@@ -106,11 +113,11 @@ def grid_values(source: GridSource, geometry: str, scheme) -> np.ndarray:
         lat, lon = source.coords
         old = _gauss_legendre_basis(lat, lon)
         if old is not None:
-            return resample_grid(source.values[::-1], old, basis)
-        return latlon_values(source.values, lat, lon, basis.lat, basis.lon)
+            return _initial("sphere").resample_grid(source.values[::-1], old, basis)
+        return _initial("sphere").latlon_values(source.values, lat, lon, basis.lat, basis.lon)
     if source.run is not None:
-        return resample_run(source.run, basis, source.label)
-    return polar_values(source.coords[0], source.values, basis.polar)
+        return _initial("zonal").resample_run(source.run, basis, source.label)
+    return _initial("zonal").polar_values(source.coords[0], source.values, basis.polar)
 
 
 def own_grid(scheme) -> tuple[tuple, str]:
@@ -136,8 +143,8 @@ def _grid_points(geometry: str, scheme):
 
 def _checked_density_state(density: np.ndarray, geometry: str, scheme, label: str):
     check = {"circle": lambda: check_density(density, label, scheme.resolution),
-             "sphere": lambda: check_sphere_density(density, label, scheme.basis),
-             "zonal": lambda: check_zonal_density(density, label, scheme.basis)}
+             "sphere": lambda: _initial("sphere").check_sphere_density(density, label, scheme.basis),
+             "zonal": lambda: _initial("zonal").check_zonal_density(density, label, scheme.basis)}
     check[geometry]()
     return scheme.state_from_density(density)
 

@@ -25,8 +25,6 @@ from meanfield.threads import thread_attrs
 
 from . import checkpoint
 from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
-from .causal import CausalKinetic, check_causal, continues_causal
-from .causal_init import causal_initial_state
 from .contract import conform
 from .initial_state import initial_state
 from .run_record import (add_schedule_records, add_tracker_records, finish_dataset, init_label, loop_attrs,
@@ -58,16 +56,36 @@ def build_options(cls, **options) -> dict:
     """The settings among ``options`` that the scheme class takes (its ``build_options``, the contract of
     :mod:`meanfield.solvers.contract`); one given to a scheme that does not take it is refused in one line."""
     for name, value in options.items():
-        require(value is None or name in cls.build_options,
-                f"--{name.replace('_', '-')} applies to --scheme "
-                f"{' or '.join(sorted(scheme_names(lambda scheme: name in scheme.build_options)))} only "
-                f"(got --scheme {cls.name})")
+        if value is not None and name not in cls.build_options:    # the line names the schemes: only then built
+            require(False, f"--{name.replace('_', '-')} applies to --scheme "
+                           f"{' or '.join(sorted(scheme_names(lambda scheme: name in scheme.build_options)))} only "
+                           f"(got --scheme {cls.name})")
     return {name: value for name, value in options.items() if name in cls.build_options}
 
 
 def scheme_names(predicate) -> set:
     """The names of the registered schemes whose classes satisfy ``predicate`` (for a refusal's line)."""
     return {name for geometry, table in SCHEMES.items() for name in table if predicate(scheme_class(geometry, name))}
+
+
+def _ordinary(mask, alibi, positions, source) -> bool:
+    """An ordinary (not causal) run without a word about causality: what :func:`meanfield.solvers.causal.check_causal`
+    accepts as such, told without importing the causal modules (a plain run loads none of them; issue 36)."""
+    recorded = "none" if source is None else source.attrs.get("mask", "none")
+    return mask in (None, "none") and alibi is None and positions is None and recorded != "causal"
+
+
+def _checked_causal(mask, alibi, positions, geometry: str, scheme, source):
+    """:func:`meanfield.solvers.causal.check_causal`, imported when a run speaks of causality."""
+    from .causal import check_causal
+
+    return check_causal(mask, alibi, positions, geometry, scheme, source)
+
+
+def _continues_causal(source, causal) -> bool:
+    from .causal import continues_causal
+
+    return continues_causal(source, *causal)
 
 
 def build_scheme(geometry: str, scheme: str, model: Model, resolution: int, backend, monitor: Monitor,
@@ -79,8 +97,10 @@ def build_scheme(geometry: str, scheme: str, model: Model, resolution: int, back
 
 
 def build_causal(geometry: str, scheme: str, model: Model, resolution: int, backend, monitor: Monitor,
-                 normalization: Normalization, causal: tuple) -> CausalKinetic:
+                 normalization: Normalization, causal: tuple):
     """The causal kinetic PDE (MATH.md §8) on ``causal = (alibi, positions)`` slices of the ordinary ``scheme``."""
+    from .causal import CausalKinetic
+
     alibi, positions = causal
     one = build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization, {})
     return CausalKinetic(one, positions, alibi)
@@ -202,7 +222,8 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     if source is not None:
         require(source.attrs.get("geometry") == geometry, f"{checkpoint.source_label(source)}: a "
                 f"{source.attrs.get('geometry')} run; `solve {geometry}` continues {geometry} runs only")
-    causal = check_causal(mask, alibi, positions, geometry, scheme, source)
+    causal = None if _ordinary(mask, alibi, positions, source) else _checked_causal(mask, alibi, positions, geometry,
+                                                                                      scheme, source)
     scheme, resolution, dim = _source_settings(source, geometry, scheme, resolution, dim)
     scheme = DEFAULT_SCHEME[geometry] if scheme is None else scheme
     require(scheme in SCHEMES[geometry],
@@ -251,10 +272,12 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     discretisation.follow_stepper(time_stepper)
     exact = source is not None and checkpoint.continues_exactly(source, geometry, scheme,
                                                                   discretisation.resolution, dim, normalization)
-    exact = exact and (continues_causal(source, *causal) if causal is not None else "mask" not in source.attrs)
+    exact = exact and (_continues_causal(source, causal) if causal is not None else "mask" not in source.attrs)
     if exact:
         state = checkpoint.restore_checked(source, build, discretisation, time_stepper)
     elif causal is not None:
+        from .causal_init import causal_initial_state      # the causal start's readers (xarray, scipy): when used
+
         state = causal_initial_state(source if source is not None else init, geometry, discretisation, seed)
     else:
         state = initial_state(source if source is not None else init, geometry, discretisation, seed)

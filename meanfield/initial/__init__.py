@@ -26,8 +26,21 @@ from .circle import (INIT_HELP, check_density, circle_density, circle_values, pe
 from .kinds import KINDS, describe_init, kind_of, label_of
 from .sources import COORDINATES, UNITS, GridSource, as_values, evaluate, load_init_run, read_source
 from .spec import UNRESOLVED_TOL, VON_MISES, check_sign_and_mass, density_from_spec, init_label, require_resolved
-from .sphere import check_sphere_density, direction, sphere_density, unit_vectors
-from .zonal import check_zonal_density, zonal_density
+
+#: The sphere's and the zonal readers, imported on first use (a circle run loads neither; issue 36).
+_GEOMETRY_NAMES = {**{name: "sphere" for name in ("check_sphere_density", "direction", "sphere_density",
+                                                   "unit_vectors")},
+                   **{name: "zonal" for name in ("check_zonal_density", "zonal_density")}}
+
+
+def __getattr__(name: str):
+    if name not in _GEOMETRY_NAMES:
+        raise AttributeError(f"module 'meanfield.initial' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"meanfield.initial.{_GEOMETRY_NAMES[name]}"), name)
+    globals()[name] = value
+    return value
 
 __all__ = ["INIT_HELP", "VON_MISES", "UNRESOLVED_TOL", "perturbed_density", "von_mises", "periodic_resample",
            "circle_values", "circle_density", "check_density", "density_from_spec", "init_label",

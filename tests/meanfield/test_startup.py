@@ -44,3 +44,14 @@ def test_the_gaussian_driver_is_wired_whichever_way_its_module_is_imported():
             "print(g.solve.__module__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "meanfield.solvers.gaussian_run"
+
+
+@pytest.mark.parametrize("scheme", ["fv", "spectral"])
+def test_a_circle_run_imports_no_other_geometry_particles_or_causal_module(scheme):
+    """Issue 36: a circle run loads its scheme, not the sphere, zonal, Lagrangian, particle or causal modules."""
+    code = (f"import sys, meanfield\n"
+            f"meanfield.solve('circle', scheme={scheme!r}, beta=2.0, resolution=16, t_final=0.01, progress=False)\n"
+            f"print(' '.join(sorted(m for m in sys.modules if m.startswith('meanfield') and "
+            f"any(k in m for k in ('sphere', 'zonal', 'particle', 'causal', 'lagrang')))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == []
