@@ -44,6 +44,7 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
 
 from . import _import_guard  # noqa: F401 - first: the command's signals while the modules below load
 from .errors import InputError
+from .lazy_names import first_use
 from .version import __version__
 
 #: The public names and where they live: each module is imported on first use (PEP 562), so ``import meanfield``
@@ -78,17 +79,8 @@ _PUBLIC = {
 }
 
 
-def __getattr__(name: str):
-    """A public name of :data:`_PUBLIC`, imported on first use and kept (module docstring)."""
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'meanfield' has no attribute {name!r}")
-    import importlib
-
-    module, attribute = _PUBLIC[name]
-    value = importlib.import_module(module)
-    value = value if attribute is None else getattr(value, attribute)
-    globals()[name] = value
-    return value
+#: A public name of :data:`_PUBLIC`, imported on first use and kept.
+__getattr__ = first_use(globals(), "meanfield", _PUBLIC)
 
 
 def __dir__() -> list[str]:

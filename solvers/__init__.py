@@ -9,18 +9,12 @@ from .steppers import STEPPERS, make_stepper
 
 from .trackers import Observer, SteadyState, Tracker
 
+from meanfield.lazy_names import first_use
+
 #: The sphere and zonal bases and schemes, imported on first use (a circle run loads neither; issue 36).
-_GEOMETRIES = {"SphereBasis": "sphere", "SphereSpectral": "sphere", "ZonalBasis": "zonal", "ZonalGalerkin": "zonal"}
-
-
-def __getattr__(name: str):
-    if name not in _GEOMETRIES:
-        raise AttributeError(f"module 'meanfield.solvers' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"meanfield.solvers.{_GEOMETRIES[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = first_use(globals(), "meanfield.solvers", {
+    name: (f"meanfield.solvers.{geometry}", name) for name, geometry in
+    (("SphereBasis", "sphere"), ("SphereSpectral", "sphere"), ("ZonalBasis", "zonal"), ("ZonalGalerkin", "zonal"))})
 
 __all__ = ["SphereBasis", "SphereSpectral", "ZonalBasis", "ZonalGalerkin", "CircleSpectral", "FourierBasis", "run", "SCHEMES", "STEPPERS", "make_stepper",
            "Scheme", "SchemeProtocol", "Tracker", "Observer", "SteadyState"]

@@ -27,20 +27,13 @@ from .kinds import KINDS, describe_init, kind_of, label_of
 from .sources import COORDINATES, UNITS, GridSource, as_values, evaluate, load_init_run, read_source
 from .spec import UNRESOLVED_TOL, VON_MISES, check_sign_and_mass, density_from_spec, init_label, require_resolved
 
+from ..lazy_names import first_use
+
 #: The sphere's and the zonal readers, imported on first use (a circle run loads neither; issue 36).
-_GEOMETRY_NAMES = {**{name: "sphere" for name in ("check_sphere_density", "direction", "sphere_density",
-                                                   "unit_vectors")},
-                   **{name: "zonal" for name in ("check_zonal_density", "zonal_density")}}
-
-
-def __getattr__(name: str):
-    if name not in _GEOMETRY_NAMES:
-        raise AttributeError(f"module 'meanfield.initial' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"meanfield.initial.{_GEOMETRY_NAMES[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = first_use(globals(), "meanfield.initial", {
+    **{name: ("meanfield.initial.sphere", name) for name in ("check_sphere_density", "direction", "sphere_density",
+                                                              "unit_vectors")},
+    **{name: ("meanfield.initial.zonal", name) for name in ("check_zonal_density", "zonal_density")}})
 
 __all__ = ["INIT_HELP", "VON_MISES", "UNRESOLVED_TOL", "perturbed_density", "von_mises", "periodic_resample",
            "circle_values", "circle_density", "check_density", "density_from_spec", "init_label",

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from tests.meanfield.error_lines import one_error_line
 from meanfield.cli import exit_status, main
 from meanfield.errors import InputError
 from meanfield.limits import MAX_FRAMES, MAX_T_FINAL
@@ -30,18 +31,12 @@ CIRCLE = ["solve", "circle", "--beta", "9", "--resolution", "64", "--no-progress
 PARTICLES = ["particles", "--n", "8", "--beta", "1", "--no-progress"]
 
 
-def _one_error_line(capsys) -> str:
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("meanfield: error: ")
-    return lines[0]
 
 
 def _refused(capsys, args, out) -> str:
     """The one error line of a command refused with status 2 that left no output behind."""
     code = main(args + ["--out", str(out)])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and "out of memory" not in line, line
     assert not out.exists() and not out.parent.exists()
     return line
@@ -196,7 +191,7 @@ def test_a_named_pipe_given_as_a_run_file_is_refused(fifo, tmp_path, capsys, arg
 def test_reading_commands_refuse_a_named_pipe(fifo, capsys, command):
     pipe = fifo("run.nc")
     code = main(command + [str(pipe)])
-    assert code == 2 and str(pipe) in _one_error_line(capsys)
+    assert code == 2 and str(pipe) in one_error_line(capsys)
     assert sorted(path.name for path in pipe.parent.iterdir()) == ["run.nc"]      # no run.png
 
 
@@ -205,7 +200,7 @@ def test_a_named_pipe_in_a_sweep_store_is_refused_before_it_is_opened(fifo, tmp_
     pipe = fifo("chunk-d2-b0.nc")
     code = main(["sweep", "phase-diagram", "--store", str(tmp_path), "--quick", "--scheduler", "synchronous",
                  "--no-progress"])
-    assert code == 2 and f"{pipe}: not a regular file" in _one_error_line(capsys)
+    assert code == 2 and f"{pipe}: not a regular file" in one_error_line(capsys)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["chunk-d2-b0.nc"]
 
 
@@ -286,7 +281,7 @@ def test_a_scheduler_address_where_something_else_answers_is_its_own_line(not_a_
     store = tmp_path / "store"
     code = main(["sweep", "phase-diagram", "--store", str(store), "--quick", "--scheduler", not_a_scheduler,
                  "--no-progress"])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and "out of memory" not in line and not store.exists()
     assert line.startswith(f"meanfield: error: --scheduler {not_a_scheduler}: what answers there is not a Dask "
                            f"scheduler") and "--scheduler takes synchronous, threads, processes or" in line

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from tests.meanfield.error_lines import one_error_line
 from meanfield import signals, storage
 from meanfield.cli import exit_status, main
 from meanfield.errors import InputError
@@ -37,12 +38,6 @@ def _small_dataset():
                              {"geometry": "circle", "stop_reason": "completed"})
 
 
-def _one_error_line(capsys) -> str:
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("meanfield: error: ")
-    return lines[0]
 
 
 @pytest.fixture
@@ -180,7 +175,7 @@ def test_a_run_that_cannot_be_written_is_saved_in_the_fallback_folder(failing_fo
 def test_the_command_line_names_the_fallback_and_exits_2(failing_folder, capsys):
     target, spare, _ = failing_folder
     code = main(SMALL_RUN + ["--t-final", "1", "--out", str(target / "run.nc")])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and "No space left on device" in line and "saved to" in line
     saved = list(spare.iterdir())
     assert len(saved) == 1 and str(saved[0]) in line
@@ -208,7 +203,7 @@ def test_a_name_at_the_file_system_limit_is_written(tmp_path):
 @pytest.mark.parametrize("name", ["a" * 253 + ".nc", "é" * 127 + ".nc", "b" * 300 + "/run.nc"])
 def test_names_beyond_the_limit_are_refused_before_computing(tmp_path, capsys, name):
     code = main(SMALL_RUN + ["--t-final", "1", "--out", str(tmp_path / name)])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and "--out" in line and "bytes" in line
     assert list(tmp_path.iterdir()) == []
 
@@ -233,7 +228,7 @@ def test_qkv_files_that_are_not_numeric_archives_get_our_own_line(tmp_path, caps
     out = tmp_path / "p.nc"
     code = main(["particles", "--dim", "3", "--n", "8", "--beta", "1", "--qkv", str(path), "--t-final", "1",
                  "--out", str(out), "--no-progress"])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and "--qkv" in line and "allow_pickle" not in line
     assert not out.exists()
 
@@ -361,7 +356,7 @@ def test_a_damaged_start_record_is_one_line_and_nothing_is_rerun(fv_run_file, tm
     source = _damaged(fv_run_file, tmp_path, damage)
     out = tmp_path / "out"
     code = main(["rerun", str(source), "--no-progress", "--out", str(out / "again.nc")])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and f"rerun {source}" in line and words in line, line
     assert not out.exists()
 
@@ -414,7 +409,7 @@ def test_an_option_outside_its_range_is_one_line_and_nothing_is_written(tmp_path
     monkeypatch.chdir(tmp_path)
     writes = argv[0] in ("solve", "particles", "gaussian")
     code = main(argv + (["--out", str(tmp_path / "out" / "run.nc")] if writes else []))
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and words in line, line
     assert list(tmp_path.iterdir()) == []
 
@@ -426,7 +421,7 @@ def test_a_damaged_run_file_is_one_line_and_nothing_is_computed(fv_run_file, tmp
     out = tmp_path / "out"
     code = main(["solve", "circle", "--init", str(source), "--beta", "9", "--t-final", "16", "--no-progress",
                  "--out", str(out / "next.nc")])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and "--init" in line and words in line, line
     assert not out.exists()
 
@@ -438,7 +433,7 @@ def test_a_restart_state_that_does_not_fit_the_scheme_is_refused(fv_run_file, tm
     run.to_netcdf(source)
     code = main(["solve", "circle", "--init", str(source), "--beta", "9", "--t-final", "16", "--no-progress",
                  "--out", str(tmp_path / "out" / "next.nc")])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and "does not fit" in line
     assert not (tmp_path / "out").exists()
 
@@ -456,7 +451,7 @@ def test_a_run_of_another_geometry_is_named_as_such(tmp_path, capsys):
     save_run(solve("sphere", beta=2.0, resolution=7, init="uniform", t_final=0.5), sphere)
     code = main(["solve", "circle", "--init", str(sphere), "--beta", "2", "--t-final", "0.2", "--no-progress",
                  "--out", str(tmp_path / "out" / "c.nc")])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and "a sphere run" in line and "--t-final" not in line
 
 
@@ -473,7 +468,7 @@ def test_a_small_file_that_unpacks_beyond_memory_is_refused_before_reading(tmp_p
                     ["solve", "circle", "--init", str(path), "--beta", "9", "--t-final", "2", "--no-progress",
                      "--out", str(tmp_path / "out" / "r.nc")]):
         code = main(command)
-        line = _one_error_line(capsys)
+        line = one_error_line(capsys)
         assert code == 2 and "unpack to" in line and "bomb.nc" in line
     assert not (tmp_path / "out").exists()
 
@@ -505,7 +500,7 @@ def test_a_continuation_that_changes_the_model_is_refused(noisy_run_file, tmp_pa
     out = tmp_path / "out" / "next.nc"
     code = main(["solve", "circle", "--init", str(noisy_run_file), option, value, "--t-final", "3", "--no-progress",
                  "--out", str(out)])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and f"{option[2:]} = " in line and recorded in line and "--override" in line
     assert not out.parent.exists()
 
@@ -528,7 +523,7 @@ def test_the_api_keeps_the_model_too(noisy_run_file):
 
 def test_beta_is_required_without_a_run_file(tmp_path, capsys):
     code = main(["solve", "circle", "--t-final", "1", "--no-progress", "--out", str(tmp_path / "out" / "r.nc")])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and "--beta is required" in line
     assert not (tmp_path / "out").exists()
 
@@ -613,7 +608,7 @@ def test_theory_at_the_dimension_limit_prints_numbers(capsys):
 def test_zonal_dimensions_beyond_the_solvers_range_are_one_line(tmp_path, capsys):
     code = main(["solve", "zonal", "--dim", "400", "--beta", "9", "--t-final", "1", "--no-progress",
                  "--out", str(tmp_path / "out" / "z.nc")])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and "--dim must be <= 256" in line          # was an OverflowError traceback
     assert not (tmp_path / "out").exists()
 
@@ -647,7 +642,7 @@ def test_a_sweep_beyond_the_beta_limit_is_refused_before_any_chunk(tmp_path, cap
     store = tmp_path / "store"
     code = main(["sweep", "phase-diagram", "--store", str(store), "--quick", "--betas", "1,701",
                  "--scheduler", "synchronous", "--no-progress"])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and "--betas must be <= 700" in line
     assert not store.exists() or list(store.iterdir()) == []
 
@@ -662,7 +657,7 @@ def test_matrix_entries_beyond_the_range_are_one_line_and_the_largest_allowed_ru
     np.savez(path, Q=np.eye(3) * 1e200, K=np.eye(3) * 1e200, V=np.eye(3))
     code = main(["particles", "--dim", "3", "--n", "8", "--beta", "1", "--qkv", str(path), "--t-final", "1",
                  "--no-progress", "--out", str(tmp_path / "x" / "p.nc")])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and "Q: entries must be at most 1e+100 in magnitude (got 1e+200)" in line
     assert not (tmp_path / "x").exists()
     run = simulate_particles(dim=3, n=8, beta=1.0, Q=np.eye(3) * 1e100, K=np.eye(3) * 1e100, t_final=1.0,
@@ -695,11 +690,11 @@ def test_a_particle_continuation_keeps_its_matrices(tmp_path, capsys):
     assert main(common + ["--seed", "5", "--t-final", "1", "--out", str(first)]) == 0
     capsys.readouterr()
     code = main(common + ["--seed", "6", "--init", str(first), "--t-final", "2", "--out", str(tmp_path / "x" / "p.nc")])
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert code == 2 and "seed = 6 differs from 5" in line and not (tmp_path / "x").exists()   # Q, K, V swapped before
     code = main(common + ["--seed", "5", "--nu", "0.1", "--init", str(first), "--t-final", "2",
                           "--out", str(tmp_path / "x" / "p.nc")])
-    assert code == 2 and "nu = 0.1 differs from 0.0" in _one_error_line(capsys)
+    assert code == 2 and "nu = 0.1 differs from 0.0" in one_error_line(capsys)
     assert main(common + ["--seed", "6", "--override", "--init", str(first), "--t-final", "2",
                           "--out", str(tmp_path / "p6.nc")]) == 0
     with xr.open_dataset(tmp_path / "p6.nc") as run:
@@ -719,11 +714,11 @@ def test_a_continuation_keeps_its_normalisation_and_its_parameters(tmp_path, cap
     capsys.readouterr()
     for change in (["--normalization", "post"], ["--r0", "2"]):
         code = main(common + change + ["--init", str(first), "--t-final", "2", "--out", str(tmp_path / "x" / "r.nc")])
-        line = _one_error_line(capsys)
+        line = one_error_line(capsys)
         assert code == 2 and "differs from peri, r0 = 1.5, the --init run's" in line and not (tmp_path / "x").exists()
     code = main(["solve", "circle", "--scheme", "fv", "--init", str(first), "--t-final", "2", "--no-progress",
                  "--out", str(tmp_path / "x" / "fv.nc")])
-    line = _one_error_line(capsys)           # the scheme came from the file: the message says so and what to do
+    line = one_error_line(capsys)           # the scheme came from the file: the message says so and what to do
     assert code == 2 and "ran --normalization peri" in line and "--normalization post --override" in line
 
 

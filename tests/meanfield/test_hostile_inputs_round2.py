@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import meanfield
+from tests.meanfield.error_lines import one_error_line
 from meanfield.cli import cli, main
 from meanfield.errors import InputError
 from meanfield.json_output import strict_json
@@ -27,11 +28,6 @@ from meanfield.noise_schedule import NoiseSchedule
 from meanfield.option_types import INTEGER, NUMBER
 
 
-def _one_error_line(capsys) -> str:
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("meanfield: error: ")
-    return lines[0]
 
 
 def _commands(group=cli, prefix=()):
@@ -75,7 +71,7 @@ def test_every_path_option_refuses_a_home_folder_of_no_user(small_run, tmp_path,
                 ".html" if words[-1] == "report" else ".nc"
             value = "~nouser_meanfield/x" + ("" if not param.type.file_okay else suffix)       # a folder: no suffix
             assert main([*words, *_base(words, small_run), name, value]) == 2, (words, name)
-            line = _one_error_line(capsys)
+            line = one_error_line(capsys)
             assert "names no user of this system" in line and name in line, line
             walked += 1
     assert walked >= 25 and not any(tmp_path.iterdir())
@@ -86,7 +82,7 @@ def test_every_path_option_refuses_a_home_folder_of_no_user(small_run, tmp_path,
 def test_an_output_file_name_ending_in_a_slash_is_refused(command, tmp_path, capsys):
     """``run.nc/`` names a folder: it was written to ``run.nc`` quietly."""
     assert main([*command, "--out", str(tmp_path / "run.nc") + "/"]) == 2
-    assert "ends in a slash" in _one_error_line(capsys)
+    assert "ends in a slash" in one_error_line(capsys)
     assert not any(tmp_path.iterdir())
 
 
@@ -106,7 +102,7 @@ def test_every_number_option_reads_ascii_decimals_only(small_run, tmp_path, monk
                 base = base[:index] + base[index + 2:]
             for text in ("1_0", "\u0661\u0662"):
                 assert main([*words, *base, name, text]) == 2, (words, name, text)
-                line = _one_error_line(capsys)
+                line = one_error_line(capsys)
                 assert name in line and "ASCII digits" in line, line
             walked += 1
     assert walked >= 60 and not any(tmp_path.iterdir())
@@ -201,14 +197,14 @@ def test_narrowed_ranges_refuse_in_one_line(capsys):
              (["gaussian", "--dim", "4096", "--t-final", "0.01"], "--dim must be an integer in [1, 1024]")]
     for args, start in cases:
         assert main(args) == 2, args
-        assert start in _one_error_line(capsys), args
+        assert start in one_error_line(capsys), args
 
 
 def test_a_zonal_grid_whose_cells_underflow_is_refused_before_computing(tmp_path, capsys):
     out = tmp_path / "z.nc"
     assert main(["solve", "zonal", "--scheme", "fv", "--dim", "256", "--resolution", "16", "--beta", "1",
                  "--init", "uniform", "--t-final", "0.1", "--no-progress", "--out", str(out)]) == 2
-    assert "underflows double precision" in _one_error_line(capsys) and not out.exists()
+    assert "underflows double precision" in one_error_line(capsys) and not out.exists()
 
 
 def test_high_dimensional_sphere_areas_are_finite():
@@ -224,7 +220,7 @@ def test_numpy_warnings_stay_off_the_terminal(tmp_path, capsys):
         status = main(["solve", "circle", "--beta", "2", "--init", "vonmises:1e308", "--t-final", "0.1",
                        "--no-progress", "--out", str(tmp_path / "v.nc")])
     assert status == 2
-    assert "--init 'vonmises:1e308'" in _one_error_line(capsys)
+    assert "--init 'vonmises:1e308'" in one_error_line(capsys)
     assert main(["theory", "--beta", "9", "--nu", "1e100", "--modes", "10000", "--json"]) == 0
     captured = capsys.readouterr()
     assert captured.err == "" and _strict(captured.out)["growth_rates"][-1] == pytest.approx(-1e108, rel=1e-6)
