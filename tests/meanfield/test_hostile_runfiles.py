@@ -27,7 +27,7 @@ from meanfield.solvers.run_record import RERUN_COMMAND
 from meanfield.storage import save_run
 
 from ..solvers.test_rerun import assert_same_run
-from .test_hostile_inputs import _one_error_line
+from .error_lines import one_error_line as _one_error_line
 
 THETA = 2 * np.pi * np.arange(64) / 64
 BUMPY = (1 + 0.02 * np.cos(3 * THETA)) / (2 * np.pi)
