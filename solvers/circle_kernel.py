@@ -41,23 +41,32 @@ def one_part_zero(multiplier: np.ndarray) -> np.ndarray:
     return multiplier
 
 
+def compiled_wanted(label: str, available: bool, ngpt: bool, choice: str) -> bool:
+    """Whether to build a compiled kernel (``label``: "circle", "fv") for a scheme: ``choice`` ``"auto"`` (where the
+    extension is built and the normalisation is not nGPT), ``"compiled"`` (refused in one line otherwise) or
+    ``"numpy"``."""
+    if choice not in CHOICES:
+        raise ValueError(f"{label} kernel must be one of {', '.join(CHOICES)} (got {choice!r})")
+    reason = None
+    if not available:
+        reason = f"the compiled {label} kernel is not built in this install (no C compiler at pip install)"
+    elif ngpt:
+        reason = f"the compiled {label} kernel covers Post-LN and LN-scaling, not nGPT"
+    if choice == "numpy" or (reason is not None and choice == "auto"):
+        return False
+    if reason is not None:
+        raise ValueError(reason)
+    return True
+
+
 def fused_kernel(scheme, choice: str = "auto"):
     """A :class:`CircleKernel` for ``scheme`` (a :class:`meanfield.solvers.circle.CircleSpectral`), or ``None``.
 
     ``choice``: ``"auto"`` (compiled where covered, see the module docstring), ``"compiled"``
     (refused in one line where it cannot be used) or ``"numpy"``.
     """
-    if choice not in CHOICES:
-        raise ValueError(f"circle kernel must be one of {', '.join(CHOICES)} (got {choice!r})")
-    reason = None
-    if not AVAILABLE:
-        reason = "the compiled circle kernel is not built in this install (no C compiler at pip install)"
-    elif scheme.speed_divisor.ngpt:
-        reason = "the compiled circle kernel covers Post-LN and LN-scaling, not nGPT"
-    if choice == "numpy" or (reason is not None and choice == "auto"):
+    if not compiled_wanted("circle", AVAILABLE, scheme.speed_divisor.ngpt, choice):
         return None
-    if reason is not None:
-        raise ValueError(reason)
     basis = scheme.basis
     slots = range(basis.slots)
     synthesise, analyse = basis.plan_calls()

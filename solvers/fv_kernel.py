@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .circle_kernel import compiled_wanted
+
 try:  # built by `pip install` when a C compiler is present (setup.py)
     from meanfield.solvers._fv_kernel import FvKernel
 except ImportError:  # pragma: no cover - depends on the install
@@ -25,8 +27,6 @@ except ImportError:  # pragma: no cover - depends on the install
 
 #: Whether the compiled kernel loaded in this install.
 AVAILABLE = FvKernel is not None
-#: ``kernel`` choices of :class:`meanfield.solvers.finite_volume.CircleFiniteVolume`.
-CHOICES = ("auto", "compiled", "numpy")
 
 
 def split(multiplier: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -43,18 +43,9 @@ def fused_kernel(scheme, choice: str = "auto"):
     ``choice``: ``"auto"`` (compiled where covered, see the module docstring), ``"compiled"`` (refused in one line
     where it cannot be used) or ``"numpy"``.
     """
-    if choice not in CHOICES:
-        raise ValueError(f"fv kernel must be one of {', '.join(CHOICES)} (got {choice!r})")
-    reason = None
-    if not AVAILABLE:
-        reason = "the compiled fv kernel is not built in this install (no C compiler at pip install)"
-    elif scheme.speed_divisor.ngpt:
-        reason = "the compiled fv kernel covers Post-LN and LN-scaling, not nGPT"
-    if choice == "numpy" or (reason is not None and choice == "auto"):
+    if not compiled_wanted("fv", AVAILABLE, scheme.speed_divisor.ngpt, choice):
         return None
-    if reason is not None:
-        raise ValueError(reason)
-    slots = (0, 1) if scheme.model.attention == "sa" else (0,)
+    slots = (0, 1) if scheme.model.normalised else (0,)             # SA: the ratio of two syntheses
     fv, synthesis = scheme.fv, scheme._slots
     synthesise, _ = synthesis.plan_calls()
     _, analyse = scheme.basis.plan_calls()

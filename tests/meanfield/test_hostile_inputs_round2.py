@@ -208,9 +208,13 @@ def test_a_zonal_grid_whose_cells_underflow_is_refused_before_computing(tmp_path
 
 
 def test_high_dimensional_sphere_areas_are_finite():
-    """``math.gamma(d / 2)`` overflows from d = 344; the area itself is 5.2e-224 there."""
-    assert meanfield.sphere_area(344) == pytest.approx(5.212307078041212e-224, rel=1e-12)
-    assert meanfield.sphere_area(343) == pytest.approx(2 * math.pi ** 171.5 / math.gamma(171.5), rel=1e-15)
+    """``math.gamma(d / 2)`` overflows from d = 344 (the area is 5.2e-224 there): past it the lgamma form must follow
+    the recursion ``|S^{d+1}| = 2 pi |S^{d-1}| / d`` from the Gamma form's last dimensions (d = 340, 341)."""
+    area = meanfield.sphere_area
+    assert area(342) == pytest.approx(area(340) * 2 * math.pi / 340, rel=1e-12)
+    assert area(344) == pytest.approx(area(340) * (2 * math.pi) ** 2 / (340 * 342), rel=1e-12)
+    assert area(345) == pytest.approx(area(341) * (2 * math.pi) ** 2 / (341 * 343), rel=1e-12)
+    assert area(455) > 0 and area(456) == 0.0                  # the stated underflow (MATH-free: double precision)
 
 
 # -- warnings, the default start, the report's commands -------------------------------------------------------------
