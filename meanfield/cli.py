@@ -559,6 +559,9 @@ def _solve_command(geometry: str, spec: dict):
     @click.option("--t-final", type=NUMBER, required=True, help="End time (a continued run goes on from its file's time).")
     @_save_options
     @_step_options(SOLVE_DEFAULTS)
+    @click.option("--dt-max", type=NUMBER, default=None,
+                  help="Largest step, > 0 [default: none: dopri5 without noise takes its frames from its dense "
+                       "output, so its steps follow --rtol alone].")
     @_collapse_option("--scheme lagrangian: merge nodes closer than this (rad); 0: never "
                       "[default: 256 machine epsilons].")
     @click.option("--resolution-tol", type=NUMBER, default=SOLVE_DEFAULTS["resolution_tol"], show_default=True,

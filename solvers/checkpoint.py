@@ -8,9 +8,13 @@ if it had never stopped:
 * every mutable field the scheme lists in ``restart_fields`` (node weights after merges,
   the collapse owner map, the seam offsets of circle nodes, the resolution monitor's
   reference tail, the finite-volume initial mass) as ``restart_<field>`` variables;
-* attributes ``restart_time`` (the clock), ``restart_step_size`` (the adaptive
-  stepper's next proposal, NaN for fixed steps) and ``restart_rng`` (the noise
-  generator's bit-generator state as JSON, particles with noise only).
+* attributes ``restart_time`` (the clock: the last frame's time), ``restart_step_size`` (the adaptive
+  stepper's next proposal, NaN for fixed steps), ``restart_rng`` (the noise
+  generator's bit-generator state as JSON, particles with noise only) and ``restart_step_start``
+  (only when the run ended inside a step, its frames taken from the stepper's dense output,
+  :mod:`meanfield.solvers.runloop`: ``restart_state`` is then the state the stepper stood at before that step,
+  at this earlier clock, and the continuation retakes the step, so that it computes what an
+  uninterrupted run does).
 
 The same record taken before the first step, with the prefix ``initial_`` (``initial_state``,
 ``initial_time``, ...), is the run's start: :mod:`meanfield.solvers.rerun` repeats the run from it.
@@ -65,6 +69,9 @@ class Checkpoint:
     fields: dict = field(default_factory=dict)
     step_size: float | None = None
     rng_state: dict | None = None
+    #: the clock of ``state`` when it lies before ``time``: a run that ended inside a step keeps the state the
+    #: stepper stood at before that step (:mod:`meanfield.solvers.runloop`); ``None``: ``state`` is at ``time``
+    step_start: float | None = None
 
 
 # --------------------------------------------------------------------------------------------- fields
@@ -90,8 +97,10 @@ def capture(scheme, stepper, state, t: float) -> Checkpoint:
     fields = {path: np.array(_get(scheme, path)) for path in scheme.restart_fields}
     fields = {path: value for path, value in fields.items() if value.dtype.kind != "O"}  # not set yet: left fresh
     rng = scheme.rng
+    behind = getattr(stepper, "state_time", None)
     return Checkpoint(time=float(t), state=np.array(state), fields=fields, step_size=stepper.next_step,
-                      rng_state=None if rng is None else rng.bit_generator.state)
+                      rng_state=None if rng is None else rng.bit_generator.state,
+                      step_start=None if behind is None else float(behind))
 
 
 def _check_fields(checkpoint: Checkpoint, scheme, label: str, record: str = "restart record") -> None:
@@ -126,6 +135,7 @@ def restore(checkpoint: Checkpoint, scheme, stepper) -> np.ndarray:
         stepper.next_step = checkpoint.step_size
     if checkpoint.rng_state is not None:
         scheme.rng.bit_generator.state = checkpoint.rng_state
+    stepper.state_time = checkpoint.step_start
     return np.ascontiguousarray(checkpoint.state)
 
 
@@ -169,6 +179,8 @@ def add_to_dataset(dataset, checkpoint: Checkpoint, prefix: str = PREFIX):
     dataset.attrs[prefix + "fields"] = ",".join(checkpoint.fields)
     if checkpoint.rng_state is not None:
         dataset.attrs[prefix + "rng"] = json.dumps(checkpoint.rng_state)
+    if checkpoint.step_start is not None:
+        dataset.attrs[prefix + "step_start"] = float(checkpoint.step_start)
     return dataset
 
 
@@ -224,9 +236,15 @@ def from_dataset(dataset, prefix: str = PREFIX, label: str | None = None) -> Che
         except ValueError:
             rng = None
         require(isinstance(rng, dict) and "bit_generator" in rng, f"{label}: {prefix}rng is not a generator state")
+    behind = dataset.attrs.get(prefix + "step_start")
+    if behind is not None:
+        behind = _number(behind)
+        require(math.isfinite(behind) and 0 <= behind < clock and not math.isnan(step),
+                f"{label}: {prefix}step_start must be in [0, {prefix}time) and come with an adaptive "
+                f"{prefix}step_size (got {behind:g})")
     return Checkpoint(time=clock, state=_checked_decode(dataset, STATE, label, prefix),
                       fields={p: _checked_decode(dataset, p, label, prefix) for p in paths},
-                      step_size=None if math.isnan(step) else step, rng_state=rng)
+                      step_size=None if math.isnan(step) else step, rng_state=rng, step_start=behind)
 
 
 def _number(value) -> float:

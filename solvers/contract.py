@@ -49,6 +49,11 @@ overrides what it needs:
     ``noise_schedule`` is set
 ``collapse(state)``
     merge coincident nodes, MATH.md §5 (the state itself: nothing merged)
+``dense_frames``, ``frame_state(state)``
+    whether its frames may come from the stepper's dense output (``True``: its post-step map is deterministic; the
+    particles with noise ``False``, a random walk has no interpolant), and the map that makes an interpolated state a
+    frame's state: the deterministic post-step map (the state itself; back onto the sphere for particles and sphere
+    Lagrangian nodes; :mod:`meanfield.solvers.runloop`)
 ``after_restore()``
     re-derive caches after a restart put fields back (nothing)
 ``static_variables()``
@@ -157,6 +162,8 @@ class Scheme:
     #: whether ``cluster_variables(state)`` reads the state alone (the cluster tracker then counts at saved frames and
     #: keeps the steps between for their dense output); ``False`` when a collapse changes how a state is read
     clusters_read_state_alone = True
+    #: whether its frames may come from the stepper's dense output (its post-step map is deterministic)
+    dense_frames = True
     #: its memory estimate (:func:`meanfield.limits.check_solve_size`, measured in the table there): work bytes per
     #: value of a frame and per squared resolution (dense degree-by-degree matrices)
     work_bytes_per_value = 2000
@@ -217,6 +224,11 @@ class Scheme:
 
     def collapse(self, state: np.ndarray) -> np.ndarray:
         """Merge coincident nodes (MATH.md §5): by default none (the state itself)."""
+        return state
+
+    def frame_state(self, state: np.ndarray) -> np.ndarray:
+        """A state of the stepper's dense output made a frame's state (the deterministic post-step map): by default
+        the state itself."""
         return state
 
     def after_restore(self) -> None:

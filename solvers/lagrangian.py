@@ -639,6 +639,10 @@ class SphereLagrangian(_Lagrangian):
             return np.concatenate((x / np.linalg.norm(x, axis=-1, keepdims=True), state[:, 3:]), axis=1)
         return state / np.linalg.norm(state, axis=-1, keepdims=True)
 
+    def frame_state(self, state: np.ndarray) -> np.ndarray:
+        """An interpolated state back onto the sphere (:meth:`after_step`)."""
+        return self.after_step(state, 0.0)
+
     def collapse(self, x: np.ndarray) -> np.ndarray:
         """Merge nodes within ``collapse_tol`` (:class:`meanfield.solvers.clusters.NodeCollapse`); ``x`` itself if none."""
         if not self.collapser.enabled:

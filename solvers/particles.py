@@ -395,6 +395,15 @@ class ParticleScheme(ClosingPairsStep, Scheme):
             x = np.cos(length) * x + np.sin(length) * tangent / safe
         return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
+    @property
+    def dense_frames(self) -> bool:
+        """Frames from the stepper's dense output only without noise (a random walk has no interpolant)."""
+        return self.noise_schedule is None and self.model.nu == 0
+
+    def frame_state(self, x: np.ndarray) -> np.ndarray:
+        """An interpolated state back onto the sphere (:meth:`after_step` without noise)."""
+        return self.after_step(x, 0.0)
+
     def after_restore(self) -> None:
         """The interaction sums over the restored (merged) weights (:mod:`meanfield.solvers.checkpoint`)."""
         self.interaction.weights = self.weights

@@ -180,7 +180,7 @@ def _command(rebuilt: str, dataset: xr.Dataset, kept: dict) -> str:
 def _solve_again(dataset: xr.Dataset, init, progress: bool, nu_schedule=None) -> xr.Dataset:
     attrs = dataset.attrs
     settings = {name: _setting(attrs, name) for name in ("attention", "beta", "nu", "dim", "scheme", "stepper",
-                                                          "resolution", "seed", "rtol", "atol", "cfl",
+                                                          "resolution", "seed", "rtol", "atol", "cfl", "dt_max",
                                                           "resolution_tol", "positivity_tol", "collapse_tol")}
     backend = _setting(attrs, "transform_backend")
     return solve(str(attrs["geometry"]), init=init, progress=progress, backend=backend,

@@ -105,4 +105,5 @@ def finish_dataset(dataset, record, scheme, stepper, start: checkpoint.Checkpoin
     (:func:`meanfield.solvers.checkpoint.capture` before the first step; :mod:`meanfield.solvers.rerun`)."""
     dataset.attrs["last_frame_off_schedule"] = int(record.off_schedule)
     checkpoint.add_to_dataset(dataset, start, checkpoint.INITIAL)
-    return checkpoint.add_to_dataset(dataset, checkpoint.capture(scheme, stepper, record.state, record.t_reached))
+    return checkpoint.add_to_dataset(dataset, checkpoint.capture(
+        scheme, stepper, record.state if record.restart_state is None else record.restart_state, record.t_reached))

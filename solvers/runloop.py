@@ -60,6 +60,9 @@ class RunRecord:
     state: object = None
     #: the last frame is the last valid state of a run that stopped early, not a save time
     off_schedule: bool = False
+    #: the state the stepper stands at when the run ended inside a step (frames from dense output): its restart
+    #: record, at the clock ``stepper.state_time``; ``None``: ``state`` itself
+    restart_state: object = None
 
 
 def save_times(t_final: float, save_every: float) -> np.ndarray:
@@ -136,8 +139,132 @@ def _check(trackers, scheme, state, t: float) -> str | None:
     return None
 
 
+def _feed(trackers, scheme, stepper, before, t0: float, after, t1: float) -> None:
+    for tracker in trackers:
+        tracker.after_step(scheme, stepper, before, t0, after, t1)
+
+
+class _Loop:
+    """The state of one :func:`run`: the stepper's state ``(state, t)``, what the trackers saw last ``(seen, t_seen)``
+    (a frame inside a step, else the stepper's state), the save times still ahead and the record."""
+
+    def __init__(self, scheme, stepper, trackers, record, targets, dense: bool, land_at_end: bool,
+                 scheme_frames: bool):
+        self.scheme, self.stepper, self.trackers, self.record = scheme, stepper, trackers, record
+        self.targets, self.next = list(targets), 0
+        self.dense, self.land_at_end, self.scheme_frames = dense, land_at_end, scheme_frames
+        self.state = self.seen = None
+        self.t = self.t_seen = math.nan
+        self.inside = None        # the stepper's snapshot while frames inside a step are being saved
+        self.pending = None       # the step that crossed a continued run's start (:meth:`join`)
+
+    def save(self, state, t: float) -> str | None:
+        """Record a frame of ``state`` at ``t`` (built whole before it is recorded); a tracker's reason to stop."""
+        frame = _frame(self.scheme, state, self.trackers, self.scheme_frames)
+        self.record.times.append(t)
+        self.record.frames.append(frame)
+        self.next += 1
+        reason = None
+        for tracker in self.trackers:
+            reason = tracker.at_save(self.scheme, state, t) or reason
+        return reason
+
+    def _landing(self) -> bool:
+        return not self.dense or (self.land_at_end and self.next == len(self.targets) - 1)
+
+    def step(self, until: float, landing: bool, trackers=None):
+        """One accepted step from ``(state, t)`` toward ``until`` (landed on it with ``landing``); a step that crosses
+        ``until`` and fails the checks (of ``trackers``; default the run's) is retaken landing on it.  Returns
+        ``(new state, new t, reason, snapshot)``."""
+        target, trackers = until, self.trackers if trackers is None else trackers
+        snapshot = self.stepper.snapshot() if self.dense else None
+        new_state, new_t = self.stepper.step(self.state, self.t, target - self.t if landing else math.inf)
+        if abs(new_t - target) <= 1e-12 * max(1.0, target):
+            new_t = target
+        reason = _check(trackers, self.scheme, new_state, new_t)
+        if reason is not None and self.dense and new_t > target:   # frames inside a failed step: retake it landing
+            self.stepper.rewind(snapshot)
+            snapshot = self.stepper.snapshot()
+            new_state, new_t = self.stepper.step(self.state, self.t, target - self.t)
+            if abs(new_t - target) <= 1e-12 * max(1.0, target):
+                new_t = target
+            reason = _check(trackers, self.scheme, new_state, new_t)
+        return new_state, new_t, reason, snapshot
+
+    def dense_state(self, time: float, new_t: float):
+        """The frame state at ``time`` inside the step from ``t`` to ``new_t``, and its fraction of the step."""
+        fraction = (time - self.t) / (new_t - self.t)
+        return self.scheme.frame_state(self.stepper.dense(fraction)), fraction
+
+    def join(self, t_start: float):
+        """A restored stepper whose state lies before the run's start (a run that ended inside a step): step to the
+        start without the trackers; returns the start's state, and the step that crossed it is kept for
+        :meth:`advance` (as ``pending``)."""
+        while True:
+            new_state, new_t, reason, snapshot = self.step(t_start, False, self.trackers[:1])   # validity alone
+            if reason is not None:
+                raise StopRun(f"the restored state could not reach the continued run's start t = {t_start:.6g}: "
+                              f"{reason}")
+            if new_t >= t_start:
+                break
+            self.state, self.t = new_state, new_t
+        if new_t == t_start:
+            self.pending = None
+            self.state, self.t = new_state, new_t
+            return new_state
+        start_state, fraction = self.dense_state(t_start, new_t)
+        self.pending = (new_state, new_t, snapshot, fraction)
+        return start_state
+
+    def advance(self) -> str | None:
+        """Take one step and save the frames it reaches; the reason to stop, or ``None``."""
+        if self.pending is not None:     # the step that crossed a continued run's start (:meth:`join`)
+            new_state, new_t, snapshot, start = self.pending
+            self.pending, reason = None, None
+        else:
+            signals.check()              # Ctrl-C / SIGTERM on the command line stop here, between steps
+            start = 0.0
+            new_state, new_t, reason, snapshot = self.step(self.targets[self.next], self._landing())
+            if reason is not None:
+                return reason
+        self.inside = snapshot
+        while self.next < len(self.targets) and self.targets[self.next] < new_t:   # frames from dense output
+            time = self.targets[self.next]
+            frame_state, fraction = self.dense_state(time, new_t)
+            with self.stepper.piece(start, fraction, self.seen, frame_state):
+                _feed(self.trackers, self.scheme, self.stepper, self.seen, self.t_seen, frame_state, time)
+            self.seen, self.t_seen, start = frame_state, time, fraction
+            reason = self.save(frame_state, time)
+            if reason is not None or self.next == len(self.targets):
+                self.stepper.rewind(snapshot)          # the run ends inside the step: the stepper stands before it
+                self.stepper.state_time = self.t
+                self.inside = None
+                return reason
+        if start > 0.0:
+            with self.stepper.piece(start, 1.0, self.seen, new_state):
+                _feed(self.trackers, self.scheme, self.stepper, self.seen, self.t_seen, new_state, new_t)
+        else:
+            _feed(self.trackers, self.scheme, self.stepper, self.state, self.t, new_state, new_t)
+        self.inside = None
+        state = new_state
+        for tracker in self.trackers:
+            state = tracker.post_step(self.scheme, self.stepper, state)
+        self.state, self.t = self.seen, self.t_seen = state, new_t
+        if self.next < len(self.targets) and new_t == self.targets[self.next]:
+            return self.save(state, new_t)
+        return None
+
+    def interrupted(self) -> None:
+        """Ctrl-C while frames inside a step were saved: the stepper stands before the step."""
+        if self.inside is not None:
+            self.stepper.rewind(self.inside)
+            self.stepper.state_time = self.t
+            self.inside = None
+
+
 def run(scheme, stepper, state, t_final: float, save_every: float | None = None, progress: bool = False,
-        targets=None, trackers=(), t_start: float = 0.0, scheme_frames: bool = True) -> RunRecord:
+        targets=None, trackers=(), t_start: float = 0.0, scheme_frames: bool = True,
+        land_at_end: bool = False) -> RunRecord:
     """Integrate ``state`` from ``t_start`` to ``t_final`` with ``stepper``; see the module docstring.
 
     ``targets``: the save times (default :func:`save_times` of ``save_every``); a log axis
@@ -146,60 +273,58 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
     the validity monitor and the collapse and progress trackers the loop always has.
     ``scheme_frames=False``: frames hold only what the trackers record (e.g. an
     :class:`meanfield.solvers.trackers.Observer` of a few numbers in a large sweep), not the scheme's own record.
+    ``land_at_end``: the last step lands on ``t_final`` even when frames come from dense output (a jump of the
+    right-hand side there: Mix-LN's switch).
     """
     scheme = conform(scheme)
     record = RunRecord()
     start = _time.perf_counter()
-    t = float(t_start)
     log_axis = targets is not None
     targets = save_times(t_final, save_every) if targets is None else np.asarray(targets, dtype=float)
-    schedule = SaveSchedule(targets[targets > t], log_axis, t_final)
+    schedule = SaveSchedule(targets[targets > t_start], log_axis, t_final)
     trackers = [ValidityMonitor(), *trackers, Collapse(), StepBudget(), Progress(progress)]
-    for tracker in trackers:
-        tracker.start(scheme, stepper, state, t, schedule)
+    dense = bool(getattr(stepper, "dense_frames", False)) and bool(scheme.dense_frames)
+    loop = _Loop(scheme, stepper, trackers, record, schedule.targets, dense, land_at_end, scheme_frames)
+    behind = getattr(stepper, "state_time", None)
+    loop.state, loop.t, reason, started = state, float(t_start), None, []
     try:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            if behind is not None:
+                stepper.state_time, loop.t = None, float(behind)
+                if behind < t_start:
+                    state = loop.join(float(t_start))
+        loop.seen, loop.t_seen = state, float(t_start)
+        for tracker in trackers:
+            tracker.start(scheme, stepper, state, float(t_start), schedule)
+            started.append(tracker)
         frame = _frame(scheme, state, trackers, scheme_frames)
-        record.times.append(t)
+        record.times.append(float(t_start))
         record.frames.append(frame)
         signals.check()               # a signal remembered during the set-up or an earlier leg stops this one now
-        reason = _check(trackers, scheme, state, t)
+        reason = _check(trackers, scheme, state, t_start)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            for target in schedule.targets:
-                while reason is None and t < target:
-                    signals.check()   # Ctrl-C / SIGTERM on the command line stop here, between steps
-                    new_state, new_t = stepper.step(state, t, target - t)
-                    if abs(new_t - target) <= 1e-12 * max(1.0, target):
-                        new_t = target
-                    reason = _check(trackers, scheme, new_state, new_t)
-                    if reason is None:
-                        for tracker in trackers:
-                            tracker.after_step(scheme, stepper, state, t, new_state, new_t)
-                        state, t = new_state, new_t
-                        for tracker in trackers:
-                            state = tracker.post_step(scheme, stepper, state)
-                if reason is not None:
-                    break
-                frame = _frame(scheme, state, trackers, scheme_frames)   # built whole before it is recorded
-                record.times.append(t)
-                record.frames.append(frame)
-                for tracker in trackers:
-                    reason = tracker.at_save(scheme, state, t) or reason
-                if reason is not None:
-                    break
+            while reason is None and loop.next < len(loop.targets):
+                reason = loop.advance()
     except KeyboardInterrupt as interrupt:          # Ctrl-C, or SIGTERM on the command line (meanfield.signals)
-        reason = f"interrupted{getattr(interrupt, 'note', '')} at t = {t:.6g}"
+        loop.interrupted()
+        reason = f"interrupted{getattr(interrupt, 'note', '')} at t = {loop.t_seen:.6g}"
     except StopRun as exc:  # the stepper cannot go on (step size underflow, an integrator's terminal event)
+        loop.interrupted()
         reason = str(exc)
     finally:
-        for tracker in trackers:
+        record.state = loop.seen
+        for tracker in started:
             tracker.finish(record)
-    if reason is not None and t > record.times[-1]:
-        record.times.append(t)
-        record.frames.append(_frame(scheme, state, trackers, scheme_frames))
+    if not record.times:             # a continued run whose restored state could not reach its start
+        raise StopRun(reason)
+    if reason is not None and loop.t_seen > record.times[-1]:
+        record.times.append(loop.t_seen)
+        record.frames.append(_frame(scheme, loop.seen, trackers, scheme_frames))
         record.off_schedule = True
     record.stop_reason = reason or COMPLETED
-    record.t_reached = t
-    record.state = state
+    record.t_reached = loop.t_seen
+    record.state = loop.seen
+    record.restart_state = loop.state if loop.state is not loop.seen else None
     record.steps, record.rejected_steps = stepper.steps, stepper.rejected
     record.wall_time = _time.perf_counter() - start
     return record
@@ -215,7 +340,7 @@ def run_switching(scheme, stepper, state, t_final, save_every, targets, switch, 
         return run(scheme, stepper, state, t_final, save_every, targets=targets, t_start=t_start, **kw)
     times = save_times(t_final, save_every) if targets is None else np.asarray(targets, dtype=float)
     times = np.union1d(times, [switch])
-    first = run(scheme, stepper, state, switch, targets=times[times <= switch], t_start=t_start, **kw)
+    first = run(scheme, stepper, state, switch, targets=times[times <= switch], t_start=t_start, land_at_end=True, **kw)
     if first.stop_reason != "completed":
         return first
     stepper.restart()
@@ -224,4 +349,5 @@ def run_switching(scheme, stepper, state, t_final, save_every, targets, switch, 
     return RunRecord(times=first.times + second.times[1:], frames=first.frames + second.frames[1:],
                      stop_reason=second.stop_reason, t_reached=second.t_reached,
                      wall_time=first.wall_time + second.wall_time, steps=second.steps,
-                     rejected_steps=second.rejected_steps, state=second.state, off_schedule=second.off_schedule)
+                     rejected_steps=second.rejected_steps, state=second.state, off_schedule=second.off_schedule,
+                     restart_state=second.restart_state)

@@ -111,7 +111,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
           scheme: str | None = None, init=SOLVE_DEFAULTS["init"], seed: int | None = SOLVE_DEFAULTS["seed"],
           t_final: float | None = None, save_every: float | None = None, save_log: int | None = None,
           stepper: str | None = None, rtol: float | None = None, atol: float | None = None,
-          cfl: float | None = None, resolution_tol: float | None = None, positivity_tol: float | None = None,
+          cfl: float | None = None, dt_max: float | None = None, resolution_tol: float | None = None, positivity_tol: float | None = None,
           normalization: str | Normalization | None = None, alpha: float | None = None, r0: float | None = None,
           mix_switch: float | None = None, collapse_tol: float | None = SOLVE_DEFAULTS["collapse_tol"],
           override: bool = False, trackers=(), progress: bool = False, backend: str | None = None,
@@ -159,6 +159,9 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
         ``dopri5``, ``rk4``, ``etdrk4``, ``ssprk3`` (:data:`meanfield.solvers.steppers.STEPPERS`); default: the scheme's.
     rtol, atol, cfl : float, optional
         The adaptive stepper's tolerances; the fixed steppers' fraction of the stable step.
+    dt_max : float, optional
+        The largest step, > 0 (default: none; the frames of a dopri5 run without noise come from its dense output,
+        so its steps follow the error control alone, :mod:`meanfield.solvers.runloop`).
     resolution_tol, positivity_tol : float, optional
         The validity monitor: stop when the spectral tail or the negative part exceeds these (DESIGN.md
         "Stopping").
@@ -210,11 +213,10 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     require(geometry in SCHEMES, f"geometry must be one of {', '.join(SCHEMES)} (got {geometry!r})")
     require(t_final is not None or saving is not None, "t_final is required: the end time of the run (--t-final)")
     flat = given(t_final=t_final, save_every=save_every, save_log=save_log, stepper=stepper, rtol=rtol, atol=atol,
-                 cfl=cfl, resolution_tol=resolution_tol, positivity_tol=positivity_tol)
+                 cfl=cfl, dt_max=dt_max, resolution_tol=resolution_tol, positivity_tol=positivity_tol)
     step, monitor = gather(StepControl, "step", step, flat), gather(Monitor, "monitor", monitor, flat)
     saving = gather(Saving, "saving", saving, flat)
     normalization_parameters = given(alpha=alpha, r0=r0, mix_switch=mix_switch)
-    require(step.dt_max is None, "--dt-max applies to `meanfield particles` only")
     extra = user_trackers(trackers)
     source = checkpoint.run_file(init)
     require(beta is not None or source is not None,
@@ -293,6 +295,8 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
                 "init": init_label(init), "seed": seed, "t_final": t_final, "save_every": save_every,
                 "save_log": save_log, "rtol": step.rtol, "cfl": step.cfl_for(discretisation), **monitor.scheme_options(),
                 "collapse_tol": collapse_tol, **normalization.options()}
+    if step.dt_max is not None:     # runs without a cap keep their attributes and command line as before
+        settings["dt_max"] = step.dt_max
     if causal is not None:      # ordinary runs keep their attributes and command line as before
         settings.update(mask="causal", alibi=causal[0], positions=causal[1])
     if schedule is not None:    # runs with a constant nu keep their attributes and command line as before

@@ -19,8 +19,9 @@
 3. **The PDE on the circle** under Post, nGPT and LN-scaling: the growth of each unstable mode,
    fitted against the scheme's attention clock ``G(t) = int dt / s_0`` (:func:`attention_time`), is
    the Post-LN rate ``lambda_l`` of MATH.md §2.3 (relative error printed), to what the fit can be off by
-   (``pde_tolerance``, relative): dopri5's step error at the clock's fastest rate ``max dG/dt`` and the
-   quadratic feed of the other modes (:func:`meanfield.validation.growth_rates.step_error`, ``feed_error``; the feed
+   (``pde_tolerance``, relative): dopri5's step error at the clock's fastest rate ``max dG/dt`` (steps at most a
+   save interval, ``dt_max``), the frames' dense-output offset and the quadratic feed of the other modes
+   (:func:`meanfield.validation.growth_rates.frame_error`, ``feed_error``; the feed
    is derived for Post-LN and carries over to LN-scaling, whose divisor depends on ``t`` only; under nGPT
    ``|A|`` also varies with the perturbation, an O(1) change of the same quadratic coefficients).  From
    ``1e-12``, fitted below ``1e-8``, the feed is far below the step error.
@@ -48,7 +49,7 @@ from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 
 from .claims import Check, at_most, close, fraction
-from .growth_rates import feed_error, initial_amplitudes, step_error
+from .growth_rates import feed_error, frame_error, initial_amplitudes
 from .harness import progress_bar, save_figure, study_main, write_dataset
 
 #: The power laws need ``n`` large enough to leave the slow start (Pre-LN: ``r`` grows from ``t = 0`` while
@@ -146,7 +147,8 @@ def pde_growth(name: str, preset: dict) -> dict:
     probe = np.linspace(0, 1e4, 200001)
     t_final = float(probe[np.searchsorted(attention_time(scheme, model, probe), clock_needed)])
     run = solve("circle", beta=model.beta, resolution=preset["pde_resolution"], init=f"perturbed:{PDE_EPS:g}",
-                seed=1, t_final=t_final, save_every=t_final / PDE_FRAMES, rtol=1e-10, normalization=name,
+                seed=1, t_final=t_final, save_every=t_final / PDE_FRAMES, dt_max=t_final / PDE_FRAMES, rtol=1e-10,
+                normalization=name,
                 **({"alpha": preset["alpha"]} if name == "ngpt" else {}))
     times = run["time"].values
     clock = attention_time(scheme, model, times)
@@ -156,7 +158,7 @@ def pde_growth(name: str, preset: dict) -> dict:
     theory = rates[np.isin(modes, unstable)]
     window = clock[keep]
     speed = float(np.max(np.diff(window) / np.diff(times[keep])))      # the clock's largest rate dG/dt = 1 / s_0
-    bound = (step_error(theory, t_final / PDE_FRAMES * speed)
+    bound = (frame_error(theory, t_final / PDE_FRAMES * speed, window[-1] - window[0])
              + feed_error(model, initial_amplitudes(run), unstable, window[-1], window[-1] - window[0]))
     dominant = int(unstable[np.argmax(theory)])
     observed = run["mode_amplitude"].sel(mode=dominant).values

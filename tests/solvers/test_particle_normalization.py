@@ -95,20 +95,25 @@ def test_initial_rate_matches_the_closed_forms(name, closed):
 
 
 def test_post_ln_is_unchanged_bit_for_bit():
-    # numbers from the code before the normalisation schemes existed (commit 2ce9737, numpy 2.3); they were
-    # equal bit for bit then, but the BLAS of another numpy release rounds the same sums differently (numpy
-    # 2.4.6: one coordinate moved by 1 ulp), so agreement is asked to a few ulps: any change of the dynamics
-    # itself moves them by far more
+    # numbers from this code (frames from dopri5's dense output since issue 36; a few ulps allowed: the BLAS of
+    # another numpy release rounds the same sums differently), and within the frames' tolerance of those the code
+    # before the normalisation schemes gave (commit 2ce9737, whose steps landed on every frame; rtol 1e-8: they
+    # differ by 6.8e-11 and 1.6e-10); any change of the dynamics itself moves them by far more
     a = simulate(dim=2, n=40, beta=4, init="uniform", seed=3, t_final=2, save_every=1)
     b = simulate(dim=3, n=30, beta=2, attention="usa", init="uniform", seed=5, t_final=2, save_every=1,
                  qkv="random", normalization="post")
     ulps = 1e-15
+    assert np.allclose(a.positions.values[-1, :2], [[0.9561568406712396, 0.29285507685132245],
+                                                    [-0.9231814832924544, -0.3843643439575836]], rtol=0, atol=ulps)
+    assert np.allclose(b.positions.values[-1, :2], [
+        [0.10663045999788652, 0.9085074527320417, -0.4040348417289977],
+        [0.3595197313523782, 0.6045078029181772, -0.7108557371079957]], rtol=0, atol=ulps)
     assert np.allclose(a.positions.values[-1, :2], [[0.9561568406821441, 0.2928550768157194],
-                                                    [-0.9231814832640448, -0.38436434402581904]], rtol=0, atol=ulps)
+                                                    [-0.9231814832640448, -0.38436434402581904]], rtol=0, atol=1e-9)
     assert np.allclose(b.positions.values[-1, :2], [
         [0.10663046002929878, 0.9085074527191955, -0.4040348417495932],
-        [0.35951973151191635, 0.604507802956447, -0.7108557369947639]], rtol=0, atol=ulps)
-    assert (a.attrs["steps"], b.attrs["steps"]) == (18, 36)
+        [0.35951973151191635, 0.604507802956447, -0.7108557369947639]], rtol=0, atol=1e-9)
+    assert (a.attrs["steps"], b.attrs["steps"]) == (16, 34)
     assert "--normalization" not in a.attrs["command"] and "radius" not in a
 
 
@@ -122,9 +127,10 @@ def test_mix_ln_is_post_then_pre():
     assert np.all(before.radius.values == R0)           # no radial motion under Post-LN
     pre = simulate(init="uniform", positions=post.positions.values[-1], t_final=1.3, normalization="pre",
                    r0=R0, **common)
-    # the first step after tau moves as Pre-LN from its first stage (scheme.after_switch)
+    # the first step after tau moves as Pre-LN from its first stage (scheme.after_switch); Mix-LN lands a step on
+    # tau, the Post-LN run's frame there is dopri5's dense output: the two agree to the runs' rtol = 1e-11
     np.testing.assert_allclose(mix.positions.values[-1], pre.positions.values[-1], rtol=0, atol=3e-12)
-    np.testing.assert_allclose(mix.radius.values[-1], pre.radius.values[-1], rtol=0, atol=3e-12)
+    np.testing.assert_allclose(mix.radius.values[-1], pre.radius.values[-1], rtol=common["rtol"], atol=0)
     assert np.all(mix.radius.values[-1] > R0 + 0.5)
 
 

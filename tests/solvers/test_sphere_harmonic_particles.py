@@ -85,7 +85,9 @@ def test_short_run_agrees_with_the_direct_path():
     moved = float(np.max(np.abs(slow.positions.values[-1] - slow.positions.values[0])))
     assert moved > 0.1
     assert float(np.max(np.abs(fast.positions.values - slow.positions.values))) < 1e-9
-    np.testing.assert_allclose(fast.energy.values, slow.energy.values, rtol=1e-12)
+    # frames from dopri5's dense output of the two paths' own steps (their sums differ by ~1e-12, which may change
+    # a step): the energies agree to the runs' rtol
+    np.testing.assert_allclose(fast.energy.values, slow.energy.values, rtol=settings["rtol"])
 
 
 def test_noise_and_weights_run_on_the_harmonic_path(rng):
