@@ -81,13 +81,16 @@ class SampledField:
     one_angle = False
     periodic = False
 
-    def __init__(self, beta: float, directions, neighbours, values, concentration, place):
+    def __init__(self, beta: float, directions, neighbours, values, concentration, place, apart=None):
         self.beta = float(beta)
         self.directions = directions
         self.neighbours = neighbours
         self.values = values
         self.concentration = concentration
         self.place = place
+        #: which neighbours lie farther than :data:`SAME_PLACE` kernel widths (:meth:`flat_nodes`; known for a
+        #: fixed grid, :func:`_apart_neighbours`)
+        self.apart = apart
 
     def refine(self, node: int) -> np.ndarray:
         """The maximum of ``A`` near ``node`` as a unit vector (the node's own direction unless refined)."""
@@ -99,8 +102,7 @@ class SampledField:
         is decided by rounding (MATH.md §10).  Nearer neighbours are the same place (coincident atoms, an atom and
         the maximum it climbs to), not a step of the sampling."""
         table = self.neighbours
-        apart = np.linalg.norm(self.directions[table] - self.directions[:, None, :], axis=-1) >= (
-            SAME_PLACE / math.sqrt(self.beta))
+        apart = self.apart if self.apart is not None else _apart(self.directions, table, self.beta)
         level = fraction * float(np.max(np.abs(self.values)))
         close = np.abs(self.values[table] - self.values[:, None]) <= level
         return np.all(close | ~apart, axis=1) & np.any(apart, axis=1)
@@ -112,6 +114,11 @@ class SampledField:
     def peak(self, node: int) -> tuple[np.ndarray, float]:
         """The refined maximum near ``node`` and the concentration there (the node's, unless known exactly)."""
         return self.refine(node), float(self.concentration[node])
+
+
+def _apart(directions: np.ndarray, table: np.ndarray, beta: float) -> np.ndarray:
+    """Which neighbours ``table`` of each node lie farther than :data:`SAME_PLACE` kernel widths."""
+    return np.linalg.norm(directions[table] - directions[:, None, :], axis=-1) >= SAME_PLACE / math.sqrt(beta)
 
 
 # ------------------------------------------------------------------------------------------------ circle
@@ -262,19 +269,14 @@ class SphereField(SampledField):
         kw = dict(lmax=lmax, geometry="GL", spin=0, nthreads=1)
         ducc0.sht.synthesis_2d(alm=alm[None], map=maps[0:1], **kw)
         ducc0.sht.synthesis_2d(alm=(-degree * (degree + 1.0) * alm)[None], map=maps[1:2], **kw)
-        colatitude = np.asarray(ducc0.misc.GL_thetas(nlat), dtype=float)
-        longitude = 2 * math.pi * np.arange(nlon) / nlon
+        colatitude, directions, neighbours, apart = _gauss_legendre_grid(nlat, nlon, float(beta))
         self.colatitude, self.lon_step, self.shape = colatitude, 2 * math.pi / nlon, (nlat, nlon)
-        sin_c = np.sin(colatitude)[:, None]
-        directions = np.stack(np.broadcast_arrays(sin_c * np.cos(longitude), sin_c * np.sin(longitude),
-                                                  np.cos(colatitude)[:, None]), axis=-1).reshape(-1, 3)
         values = maps[0].reshape(-1)
         concentration = _concentration(maps[1].reshape(-1) / 2.0, values, beta)
         row = np.clip(np.searchsorted(colatitude, loc[:, 0]), 1, nlat - 1)
         row -= (loc[:, 0] - colatitude[row - 1]) < (colatitude[row] - loc[:, 0])
         column = np.rint(loc[:, 1] / self.lon_step).astype(np.intp) % nlon
-        super().__init__(beta, directions, _lat_lon_neighbours(nlat, nlon), values, concentration,
-                         row * nlon + column)
+        super().__init__(beta, directions, neighbours, values, concentration, row * nlon + column, apart)
 
     def refine(self, node: int) -> np.ndarray:
         """The vertex of the quadratic fitted (least squares) to ``A`` at the node and its neighbours, in the tangent
@@ -303,6 +305,24 @@ def _parabola_offset(left: float, centre: float, right: float) -> float:
     if curvature >= 0:
         return 0.0
     return float(np.clip(0.5 * (left - right) / curvature, -0.5, 0.5))
+
+
+@lru_cache(maxsize=8)
+def _gauss_legendre_grid(nlat: int, nlon: int, beta: float) -> tuple:
+    """``(colatitude, directions, neighbours, apart)`` of the ``(nlat, nlon)`` Gauss–Legendre grid: the same for
+    every field of one ``beta`` (read only)."""
+    import ducc0
+
+    colatitude = np.asarray(ducc0.misc.GL_thetas(nlat), dtype=float)
+    longitude = 2 * math.pi * np.arange(nlon) / nlon
+    sin_c = np.sin(colatitude)[:, None]
+    directions = np.stack(np.broadcast_arrays(sin_c * np.cos(longitude), sin_c * np.sin(longitude),
+                                              np.cos(colatitude)[:, None]), axis=-1).reshape(-1, 3)
+    neighbours = _lat_lon_neighbours(nlat, nlon)
+    grid = (colatitude, directions, neighbours, _apart(directions, neighbours, beta))
+    for array in grid:
+        array.flags.writeable = False
+    return grid
 
 
 @lru_cache(maxsize=8)

@@ -207,6 +207,17 @@ def apart_by_sorting(points: np.ndarray, chord: float, remember: bool = False) -
     return pairs is not None and pairs.shape[0] == 0
 
 
+def fewest_groups(points: np.ndarray, radius: float) -> int:
+    """A lower bound on the groups :func:`link_groups` makes of ``points`` at ``radius``, in one sort: each link
+    joins at most two groups, so there are at least ``n`` minus the pairs closer than the chord (and groups whose
+    centres are close only join groups already counted); ``1`` (no bound) when the pairs are too many to list by
+    sorting."""
+    if points.shape[0] < 2:
+        return points.shape[0]
+    pairs = close_pairs_by_sorting(points, 2 * math.sin(radius / 2))
+    return 1 if pairs is None else max(1, points.shape[0] - pairs.shape[0])
+
+
 def _all_apart(points: np.ndarray, chord: float) -> bool:
     """Whether every pair of the (few) points is at least ``chord`` apart (the tree's common case, directly)."""
     gaps = np.linalg.norm(points[:, None, :] - points[None, :, :], axis=-1)

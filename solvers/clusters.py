@@ -62,7 +62,7 @@ from meanfield.cluster_dynamics import MERGE_DISTANCE, PointDynamics
 from meanfield.cluster_lineage import FORMATION, MERGE, ClusterLineage
 from meanfield.errors import require
 from meanfield.limits import check_option
-from meanfield.point_groups import TIGHT_RADIUS, close_pairs, link_groups, merge_points
+from meanfield.point_groups import TIGHT_RADIUS, close_pairs, fewest_groups, link_groups, merge_points
 
 from .trackers import Tracker
 
@@ -152,6 +152,7 @@ class NodeCollapse:
         self.tol = float(tol)
         self.owner = np.arange(n)
         self.merged = False
+        self._grouped = None          # (points, labels, count) of the last grouping (:meth:`would_merge`)
 
     @property
     def enabled(self) -> bool:
@@ -162,9 +163,21 @@ class NodeCollapse:
         self.owner = labels[self.owner]
         self.merged = True
 
+    def _groups(self, points: np.ndarray) -> tuple:
+        """The groups of ``points`` within ``tol``, kept for the same array (asked first by :meth:`would_merge`)."""
+        owner = points if points.base is None else points.base       # x[0] of a particle state is a new view
+        if self._grouped is None or self._grouped[0] is not owner or self._grouped[1].shape[0] != points.shape[0]:
+            self._grouped = (owner, *link_groups(points, self.tol, remember=True))
+        return self._grouped[1:]
+
+    def would_merge(self, points: np.ndarray) -> bool:
+        """Whether :meth:`collapse_points` of these points merges any (the grouping is kept for it)."""
+        return self.enabled and self._groups(points)[1] < points.shape[0]
+
     def collapse_points(self, points: np.ndarray, weights: np.ndarray):
         """``(points, weights)`` after merging the nodes within ``tol``; the same objects if none are."""
-        labels, count = link_groups(points, self.tol, remember=True)
+        labels, count = self._groups(points)
+        self._grouped = None
         if count == points.shape[0]:
             return points, weights
         self.regroup(labels)
@@ -247,8 +260,11 @@ class ClusterTracker(Tracker):
     cluster table and ``attrs()`` the settings and the formation time.
     """
 
-    #: Steps held for a later count (schemes whose clusters read the state alone) at most this much memory (bytes).
+    #: Steps held for a later count at most this much memory (bytes).
     PENDING_BYTES = 256 * 2 ** 20
+    #: Count after every step instead of at frames and before merging collapses (the reference the tests compare the
+    #: lazy count with).
+    every_step = False
 
     def __init__(self, beta: float, merge_distance: float = MERGE_DISTANCE, min_mass: float = MIN_CLUSTER_MASS,
                  dim: int | None = None, energy: bool = True):
@@ -281,9 +297,9 @@ class ClusterTracker(Tracker):
         whose first frame the loop drops) keeps its lineage."""
         self.view = StateClusters(scheme, self.beta, self.min_mass)
         self.stepper, self.pending, self._pending_bytes, self._scheme = stepper, [], 0, scheme
-        #: count at saved frames only (the steps between kept for their dense output) when a state's clusters
-        #: depend on the state alone; else after every step (nodes merged by a collapse change the reading)
-        self.lazy = bool(getattr(scheme, "clusters_read_state_alone", True))
+        #: count at saved frames (the steps between kept for their dense output), and, when a collapse changes how a
+        #: state is read (merged nodes), before each collapse that merges (:meth:`post_step`)
+        self.reads_state_alone = bool(getattr(scheme, "clusters_read_state_alone", True))
         self._continuing = self.lineage is not None and t == self.t
         self._leg_rows, self._unrowed = len(self.table), 0     # the table's rows before this leg; see finish
         if not self._continuing:
@@ -296,8 +312,15 @@ class ClusterTracker(Tracker):
         step = getattr(stepper, "last_step", None)
         self.pending.append((before, t0, after, t1, step))
         self._pending_bytes += _bytes((before, after, step))
-        if not self.lazy or self._pending_bytes > self.PENDING_BYTES:
+        if self.every_step or self._pending_bytes > self.PENDING_BYTES:
             self._settle(scheme, after)
+
+    def post_step(self, scheme, stepper, state):
+        """Count the steps held before a collapse that merges nodes (run before the loop's collapse): the states
+        held are read through the node map it changes."""
+        if self.pending and not self.reads_state_alone and scheme.will_merge(state):
+            self._settle(scheme, state)
+        return state
 
     def _end_slope(self, scheme, index: int, steps: list, current):
         """The right-hand side at the end of pending step ``index`` (before the post-step map: at the stepper's
@@ -389,8 +412,10 @@ class ClusterTracker(Tracker):
         found = {"cluster_count": latest.count}
         if self.dynamics is not None:
             energy = math.nan
-            if scheme.weights.size <= MAX_ENERGY_ATOMS:   # more atoms: clusters not collapsed yet; no grouping paid
-                centres, masses = self.groups(scheme.points(state), scheme.weights)
+            # more atoms, or more groups than that certainly (one sort): clusters not collapsed yet, no grouping paid
+            points = scheme.points(state) if scheme.weights.size <= MAX_ENERGY_ATOMS else None
+            if points is not None and fewest_groups(points, self.merge_distance) <= MAX_ENERGY_GROUPS:
+                centres, masses = self.groups(points, scheme.weights)
                 energy = self.dynamics.energy(centres, masses) if masses.size <= MAX_ENERGY_GROUPS else math.nan
             found["cluster_energy"] = energy
         return found

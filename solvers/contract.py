@@ -47,8 +47,9 @@ overrides what it needs:
 ``after_step(state, h, t=None)``
     the post-step map (renormalise, noise; the state itself); ``t``, the step's start, is given when
     ``noise_schedule`` is set
-``collapse(state)``
-    merge coincident nodes, MATH.md §5 (the state itself: nothing merged)
+``collapse(state)``, ``will_merge(state)``
+    merge coincident nodes, MATH.md §5 (the state itself: nothing merged), and whether ``collapse`` of the state
+    will merge any (``False``; the cluster tracker counts the steps it holds before such a collapse)
 ``dense_frames``, ``frame_state(state)``
     whether its frames may come from the stepper's dense output (``True``: its post-step map is deterministic; the
     particles with noise ``False``, a random walk has no interpolant), and the map that makes an interpolated state a
@@ -87,8 +88,8 @@ overrides what it needs:
     bookkeeping)
 ``cluster_variables(state)``, ``clusters_read_state_alone``
     the frame variables its clusters are read from (its whole ``frame``; the atom schemes: the positions), and
-    whether they depend on the state alone (``True``; the Lagrangian and particle schemes, whose collapse renumbers
-    nodes, ``False``)
+    whether they depend on the state alone (``True``; the Lagrangian and particle schemes with collapse, whose merges
+    renumber nodes, ``False``: their states are counted before each collapse that merges, ``will_merge``)
 ``run_attrs()``, ``variable_attrs()``
     attributes it adds to its run's Dataset and to its variables (``{}``; e.g. ``collapse_tol_used``, the
     finite volumes' ``cell_methods``)
@@ -159,8 +160,9 @@ class Scheme:
     build_options: tuple = ()
     #: whether it carries a radius per node, hence all six normalisations of MATH.md §6 (else those on the sphere)
     radius_per_node = False
-    #: whether ``cluster_variables(state)`` reads the state alone (the cluster tracker then counts at saved frames and
-    #: keeps the steps between for their dense output); ``False`` when a collapse changes how a state is read
+    #: whether ``cluster_variables(state)`` reads the state alone (the cluster tracker counts at saved frames and keeps
+    #: the steps between for their dense output); ``False`` when a collapse changes how a state is read (the tracker
+    #: then also counts before each collapse that merges)
     clusters_read_state_alone = True
     #: whether its frames may come from the stepper's dense output (its post-step map is deterministic)
     dense_frames = True
@@ -225,6 +227,10 @@ class Scheme:
     def collapse(self, state: np.ndarray) -> np.ndarray:
         """Merge coincident nodes (MATH.md §5): by default none (the state itself)."""
         return state
+
+    def will_merge(self, state: np.ndarray) -> bool:
+        """Whether :meth:`collapse` of ``state`` merges nodes: by default never."""
+        return False
 
     def frame_state(self, state: np.ndarray) -> np.ndarray:
         """A state of the stepper's dense output made a frame's state (the deterministic post-step map): by default

@@ -328,6 +328,13 @@ class CircleLagrangian(_Lagrangian):
         """One unwrapped angle per original node (merged nodes at their node's angle)."""
         return theta[self.collapser.owner] - self._offset
 
+    def will_merge(self, theta: np.ndarray) -> bool:
+        """Whether :meth:`collapse` merges neighbouring nodes."""
+        if not self.collapser.enabled or theta.size < 2:
+            return False
+        tol = self.collapser.tol
+        return bool(np.any(np.diff(theta) <= tol)) or theta[0] + 2 * math.pi - theta[-1] <= tol
+
     def collapse(self, theta: np.ndarray) -> np.ndarray:
         """Merge neighbouring nodes within ``collapse_tol`` (also across the seam); ``theta`` itself if none."""
         tol, count = self.collapser.tol, theta.size
@@ -642,6 +649,10 @@ class SphereLagrangian(_Lagrangian):
     def frame_state(self, state: np.ndarray) -> np.ndarray:
         """An interpolated state back onto the sphere (:meth:`after_step`)."""
         return self.after_step(state, 0.0)
+
+    def will_merge(self, x: np.ndarray) -> bool:
+        """Whether :meth:`collapse` merges nodes (the grouping is kept for it)."""
+        return self.collapser.would_merge(x)
 
     def collapse(self, x: np.ndarray) -> np.ndarray:
         """Merge nodes within ``collapse_tol`` (:class:`meanfield.solvers.clusters.NodeCollapse`); ``x`` itself if none."""

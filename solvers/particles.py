@@ -428,6 +428,10 @@ class ParticleScheme(ClosingPairsStep, Scheme):
         self._accepted = merged[None]
         return self._accepted
 
+    def will_merge(self, x: np.ndarray) -> bool:
+        """Whether :meth:`collapse` merges tokens (the grouping is kept for it)."""
+        return self.collapser.enabled and x.shape[0] == 1 and self.collapser.would_merge(x[0])
+
     # -- checks and records -------------------------------------------------------------------------
     def validity(self, x: np.ndarray, t: float) -> str | None:
         if not np.all(np.isfinite(x)):

@@ -17,6 +17,7 @@ from scipy.special import i0e
 
 from meanfield.cluster_detection import clusters_in_frame
 from meanfield.cluster_lineage import COUNT_CHANGE
+from meanfield.solvers.clusters import ClusterTracker
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 
@@ -115,8 +116,6 @@ def test_counting_at_frames_dates_events_as_counting_every_step(monkeypatch, sch
     their dense output (Hermite steps need the next step's first slope); the events are those of counting after
     every step, to the bisection's 1e-10.  A step located on the wrong side, or a straight line in place of the
     dense output, is off by far more."""
-    from meanfield.solvers.contract import Scheme
-
     if scheme == "fv":          # the three bumps' merge
         settings = dict(init=three_bumps(2 * math.pi * np.arange(128) / 128), resolution=128, t_final=300.0,
                         save_every=30.0)
@@ -124,12 +123,7 @@ def test_counting_at_frames_dates_events_as_counting_every_step(monkeypatch, sch
         settings = dict(init="perturbed:1e-2", seed=0, resolution=256, t_final=10.0, save_every=0.5)
     settings.update(scheme=scheme, beta=6.0, stepper=stepper)
     lazy = solve("circle", **settings)
-    monkeypatch.setattr(Scheme, "clusters_read_state_alone", False)
-    from meanfield.solvers.finite_volume import CircleFiniteVolume
-    from meanfield.solvers.circle import CircleSpectral
-
-    for cls in (CircleFiniteVolume, CircleSpectral):
-        monkeypatch.setattr(cls, "clusters_read_state_alone", False, raising=False)
+    monkeypatch.setattr(ClusterTracker, "every_step", True)
     eager = solve("circle", **settings)
     assert lazy["cluster_count"].values.tolist() == eager["cluster_count"].values.tolist()
     assert lazy["event_kind"].values.tolist() == eager["event_kind"].values.tolist()
@@ -138,11 +132,11 @@ def test_counting_at_frames_dates_events_as_counting_every_step(monkeypatch, sch
     np.testing.assert_allclose(lazy["event_time"].values, eager["event_time"].values, rtol=1e-9)
 
 
-def test_particles_without_collapse_are_counted_at_frames_with_the_events_of_every_step(monkeypatch):
-    """Without collapse (``collapse_tol = 0``) a particle state's tokens never change identity, so its clusters
-    are counted at saved frames only (a d = 64 study spent 80 % of its time counting after every step); with
-    collapse, after every step.  The three bumps' 2000 quadrature tokens merge at the same time either way (to the
-    bisection's 1e-10; the lazy path dates it on the steps' dense output)."""
+def test_particles_are_counted_at_frames_with_the_events_of_every_step(monkeypatch):
+    """Clusters are counted at saved frames (a d = 64 study spent 80 % of its time counting after every step) and,
+    with collapse, also before each collapse that merges tokens (their identities change there).  The three bumps'
+    2000 quadrature tokens merge at the same time as when counted after every step (to the bisection's 1e-10; the
+    lazy path dates it on the steps' dense output)."""
     from meanfield.model import Model
     from meanfield.solvers.particle_run import simulate
     from meanfield.solvers.particles import ParticleScheme
@@ -151,7 +145,7 @@ def test_particles_without_collapse_are_counted_at_frames_with_the_events_of_eve
     assert not ParticleScheme(Model("sa", 6.0, 0.0, 2), 8, collapse_tol=1e-6).clusters_read_state_alone
     settings = dict(dim=2, n=2000, positions=quantile_tokens(2000), beta=6.0, t_final=300.0, save_every=30.0)
     lazy = simulate(**settings)
-    monkeypatch.setattr(ParticleScheme, "clusters_read_state_alone", False)
+    monkeypatch.setattr(ClusterTracker, "every_step", True)
     eager = simulate(**settings)
     assert lazy["cluster_count"].values.tolist() == eager["cluster_count"].values.tolist()
     assert lazy["event_kind"].values.tolist() == eager["event_kind"].values.tolist() == ["merge"]
