@@ -44,13 +44,19 @@ def point_mass_coefficients(weights: np.ndarray, loc: np.ndarray, lmax: int, eps
 def sphere_locations(x: np.ndarray) -> tuple[np.ndarray, tuple]:
     """``(colatitude, longitude)`` of unit vectors ``x`` (shape ``(n, 3)``; ducc0's ``loc``, shape ``(n, 2)``)
     and the trigonometry ``(cos, sin)`` of both, read off ``x`` without trigonometric calls (a token at a
-    pole gets longitude 0)."""
-    rho = np.hypot(x[:, 0], x[:, 1])
+    pole gets longitude 0).  The longitude ``atan2(y, x)`` is taken into ``[0, 2 pi)`` by adding ``2 pi`` to the
+    negative ones (what ``% 2 pi`` gives there, without its division), and the poles are looked for once."""
+    x0, x1 = x[:, 0], x[:, 1]
+    rho = np.hypot(x0, x1)
     loc = np.empty((x.shape[0], 2))
     np.arctan2(rho, x[:, 2], out=loc[:, 0])
-    np.arctan2(x[:, 1], x[:, 0], out=loc[:, 1])
-    loc[:, 1] %= 2 * math.pi
+    longitude = np.arctan2(x1, x0)
+    longitude[longitude < 0] += 2 * math.pi
+    loc[:, 1] = longitude
     at_pole = rho == 0
-    safe = np.where(at_pole, 1.0, rho)
-    cos_p, sin_p = np.where(at_pole, 1.0, x[:, 0] / safe), x[:, 1] / safe
+    if at_pole.any():
+        safe = np.where(at_pole, 1.0, rho)
+        cos_p, sin_p = np.where(at_pole, 1.0, x0 / safe), x1 / safe
+    else:
+        cos_p, sin_p = x0 / rho, x1 / rho
     return loc, (x[:, 2], rho, cos_p, sin_p)
