@@ -2,6 +2,28 @@
 
 import math
 
+import numpy as np
+
+#: :func:`row_norms` sums the squares column by column up to this many components (numpy's reduction over so short
+#: an axis adds them in the same order; beyond, it sums pairwise and :func:`numpy.linalg.norm` is used).
+COLUMN_SUM_UP_TO = 4
+
+
+def row_norms(x: np.ndarray, keepdims: bool = False) -> np.ndarray:
+    """``numpy.linalg.norm(x, axis=-1)`` of real ``x`` bit for bit, about four times faster for vectors of at most
+    :data:`COLUMN_SUM_UP_TO` components (tokens on S^1, S^2): the squares summed column by column, left to right, as
+    numpy's reduction over a short axis adds them, instead of one short reduction per row
+    (``tests/meanfield/test_geometry.py`` checks the bits)."""
+    if x.shape[-1] > COLUMN_SUM_UP_TO or np.iscomplexobj(x):
+        return np.linalg.norm(x, axis=-1, keepdims=keepdims)
+    column = x[..., 0]
+    total = column * column
+    for k in range(1, x.shape[-1]):
+        column = x[..., k]
+        total += column * column
+    norms = np.sqrt(total, out=total)
+    return norms[..., None] if keepdims else norms
+
 
 def sphere_area(dim: int) -> float:
     """Surface measure ``|S^{d-1}| = 2 pi^{d/2} / Gamma(d/2)`` of the unit sphere in R^dim.

@@ -14,9 +14,10 @@ node to the node that now carries it, so frames still report one position per or
 Bookkeeping (:class:`ClusterTracker`, run by every density, Lagrangian and particle scheme; one definition used by
 the solvers and the theory of :mod:`meanfield.cluster_dynamics`):
 
-* the clusters of the state at every saved frame (schemes whose clusters read the state alone: spectral,
-  Galerkin, finite volume; the steps between are kept for their dense output) or at the end of every accepted step
-  (Lagrangian nodes and particles, whose collapse renumbers the nodes), by the package's one definition
+* the clusters of the state at every saved frame (the steps between are kept for their dense output; a step cut by
+  frames taken from dense output is kept as its pieces, :class:`meanfield.solvers.steppers.StepPiece`), and, for
+  Lagrangian nodes and particles whose collapse renumbers the nodes, before every collapse that merges
+  (``will_merge`` of the scheme), by the package's one definition
   (:mod:`meanfield.cluster_detection`: the basins of the maxima of the attention field ``K * mu`` that stand out,
   holding at least ``min_mass`` = :data:`MIN_CLUSTER_MASS` = 1e-2 of the mass; MATH.md §10), read from the
   variables its frame would save (:class:`StateClusters`; ``cluster_variables`` of the scheme);
@@ -33,8 +34,8 @@ the solvers and the theory of :mod:`meanfield.cluster_dynamics`):
   on a plateau; it is NaN while more than :data:`MAX_ENERGY_ATOMS` atoms or :data:`MAX_ENERGY_GROUPS` groups remain
   (clusters not yet collapsed; the grouping and an O(K^2) sum not paid).
 
-Cost: one count per saved frame (Lagrangian and particles: per accepted step; centres not refined between sampling
-nodes but at frames) and about 35 per event; counting costs 9.5 right-hand sides on the circle's finite volumes at
+Cost: one count per saved frame (and per merging collapse; centres not refined between sampling nodes but at
+frames) and about 35 per event; counting costs 9.5 right-hand sides on the circle's finite volumes at
 N = 512 and 0.7 for S^2 particles (``meanfield validate bench-clusters``); the steps kept for a later count hold at
 most :attr:`ClusterTracker.PENDING_BYTES` (counted early beyond that).
 
@@ -61,6 +62,7 @@ from meanfield.cluster_detection import MIN_MASS
 from meanfield.cluster_dynamics import MERGE_DISTANCE, PointDynamics
 from meanfield.cluster_lineage import FORMATION, MERGE, ClusterLineage
 from meanfield.errors import require
+from meanfield.geometry import row_norms
 from meanfield.limits import check_option
 from meanfield.point_groups import TIGHT_RADIUS, close_pairs, fewest_groups, link_groups, merge_points
 
@@ -201,7 +203,7 @@ class StateClusters:
         record = dict(scheme.cluster_variables(state) if record is None else record)
         if "positions" in record:         # a dense-output state lies off the sphere by the step's error
             positions = np.asarray(record["positions"], dtype=float)
-            record["positions"] = positions / np.linalg.norm(positions, axis=-1, keepdims=True)
+            record["positions"] = positions / row_norms(positions, keepdims=True)
         return clusters_of_variables(lambda name: record[name] if name in record else self.fixed.get(name),
                                      self.attrs, min_mass=self.min_mass, refine=refine)
 
@@ -222,12 +224,16 @@ def _same(a, b) -> bool:
     return a is b or (a.shape == b.shape and bool(np.array_equal(a, b)))
 
 
-def _bytes(item) -> int:
-    """Memory held by arrays in a (nested) tuple or list."""
+def _new_bytes(item, seen: set) -> int:
+    """Memory held by the arrays in a (nested) tuple or list that are not in ``seen`` (their ids, which it gains): a
+    step's start is the previous step's end, and the stepper's record of a step holds both again."""
     if isinstance(item, np.ndarray):
+        if id(item) in seen:
+            return 0
+        seen.add(id(item))
         return item.nbytes
     if isinstance(item, (tuple, list)):
-        return sum(_bytes(part) for part in item)
+        return sum(_new_bytes(part, seen) for part in item)
     return 0
 
 
@@ -260,8 +266,9 @@ class ClusterTracker(Tracker):
     cluster table and ``attrs()`` the settings and the formation time.
     """
 
-    #: Steps held for a later count at most this much memory (bytes).
-    PENDING_BYTES = 256 * 2 ** 20
+    #: Steps held for a later count at most this much memory (bytes; each array once): at n = 1e6 tokens on S^2 a
+    #: dopri5 step holds 190 MB (its end and seven stage slopes), so about five steps are counted at once.
+    PENDING_BYTES = 2 ** 30
     #: Count after every step instead of at frames and before merging collapses (the reference the tests compare the
     #: lazy count with).
     every_step = False
@@ -297,6 +304,7 @@ class ClusterTracker(Tracker):
         whose first frame the loop drops) keeps its lineage."""
         self.view = StateClusters(scheme, self.beta, self.min_mass)
         self.stepper, self.pending, self._pending_bytes, self._scheme = stepper, [], 0, scheme
+        self._held: set = set()          # ids of the arrays the pending steps hold (counted once)
         #: count at saved frames (the steps between kept for their dense output), and, when a collapse changes how a
         #: state is read (merged nodes), before each collapse that merges (:meth:`post_step`)
         self.reads_state_alone = bool(getattr(scheme, "clusters_read_state_alone", True))
@@ -311,7 +319,7 @@ class ClusterTracker(Tracker):
     def after_step(self, scheme, stepper, before, t0: float, after, t1: float) -> None:
         step = getattr(stepper, "last_step", None)
         self.pending.append((before, t0, after, t1, step))
-        self._pending_bytes += _bytes((before, after, step))
+        self._pending_bytes += _new_bytes((before, after, step), self._held)
         if self.every_step or self._pending_bytes > self.PENDING_BYTES:
             self._settle(scheme, after)
 
@@ -343,7 +351,7 @@ class ClusterTracker(Tracker):
         state tried."""
         if not self.pending:
             return
-        steps, self.pending, self._pending_bytes = self.pending, [], 0
+        steps, self.pending, self._pending_bytes, self._held = self.pending, [], 0, set()
         earlier = self.lineage.latest
         later = self.view(scheme, steps[-1][2], refine=refine)
         self._refined = refine

@@ -125,6 +125,7 @@ import ducc0
 import numpy as np
 
 from meanfield.errors import require
+from meanfield.geometry import row_norms
 from meanfield.harmonics import SHT_EPSILON, point_mass_coefficients, sphere_locations
 from meanfield.initial.sphere import unit_vectors
 from meanfield.kernel_operator import attention_scale, top_sixth
@@ -643,8 +644,8 @@ class SphereLagrangian(_Lagrangian):
         """Renormalise the nodes to the unit sphere (radii untouched)."""
         if self.normalization.carries_radius:
             x = state[:, :3]
-            return np.concatenate((x / np.linalg.norm(x, axis=-1, keepdims=True), state[:, 3:]), axis=1)
-        return state / np.linalg.norm(state, axis=-1, keepdims=True)
+            return np.concatenate((x / row_norms(x, keepdims=True), state[:, 3:]), axis=1)
+        return state / row_norms(state, keepdims=True)
 
     def frame_state(self, state: np.ndarray) -> np.ndarray:
         """An interpolated state back onto the sphere (:meth:`after_step`)."""
@@ -671,7 +672,7 @@ class SphereLagrangian(_Lagrangian):
         if self.normalization.carries_radius and not np.min(self.radii(state)) > 0:
             return f"a node's radius reached {float(np.min(self.radii(state))):.3g} at t = {t:.6g} (must stay > 0)"
         x = self.points(state)
-        drift = float(np.max(np.abs(np.linalg.norm(x, axis=-1) - 1.0)))
+        drift = float(np.max(np.abs(row_norms(x) - 1.0)))
         if drift > SPHERE_TOL:
             return f"nodes left the sphere at t = {t:.6g} (| |x| - 1 | = {drift:.3g})"
         return self._denominator_lost(t)

@@ -62,6 +62,7 @@ import math
 import numpy as np
 
 from meanfield.errors import require
+from meanfield.geometry import row_norms
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.qkv import bounded_entries
@@ -380,7 +381,7 @@ class ParticleScheme(ClosingPairsStep, Scheme):
             return x
         if self.carries_radius:  # the direction back to the sphere; the radius as it is
             out = x.copy()
-            out[..., :self.dim] /= np.linalg.norm(x[..., :self.dim], axis=-1, keepdims=True)
+            out[..., :self.dim] /= row_norms(x[..., :self.dim], keepdims=True)
             return out
         scale = None
         if self.noise_schedule is not None:
@@ -393,7 +394,7 @@ class ParticleScheme(ClosingPairsStep, Scheme):
             length = np.linalg.norm(tangent, axis=-1, keepdims=True)
             safe = np.where(length > 0, length, 1.0)
             x = np.cos(length) * x + np.sin(length) * tangent / safe
-        return x / np.linalg.norm(x, axis=-1, keepdims=True)
+        return x / row_norms(x, keepdims=True)
 
     @property
     def dense_frames(self) -> bool:
@@ -439,7 +440,7 @@ class ParticleScheme(ClosingPairsStep, Scheme):
         if self.carries_radius and not np.all(x[..., self.dim] > 0):
             return f"a token's radius reached 0 at t = {t:.6g}"
         if self.sphere:
-            drift = float(np.max(np.abs(np.linalg.norm(self.directions(x), axis=-1) - 1.0)))
+            drift = float(np.max(np.abs(row_norms(self.directions(x)) - 1.0)))
             if drift > SPHERE_TOL:
                 return f"tokens left the sphere at t = {t:.6g} (| |x| - 1 | = {drift:.3g})"
         return None

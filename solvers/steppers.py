@@ -121,6 +121,69 @@ class StepPiece(tuple):
         return piece
 
 
+#: Elements per block of the stage sums (:func:`linear_combination`): a block of each operand, 256 kB, stays in cache.
+BLOCK = 32768
+#: Arrays of at least this many elements are summed block by block (smaller ones with whole-array operations).
+BLOCKED_FROM = 4 * BLOCK
+
+
+def linear_combination(base, terms, out: np.ndarray) -> np.ndarray:
+    """``out = base + f_1 t_1 + f_2 t_2 + ...`` (``terms``: pairs ``(f, t)``; ``base`` ``None``: zero), each product
+    rounded, then added left to right: the roundings of that expression as numpy evaluates it term by term.  Large
+    C-contiguous operands of one shape and type are summed block by block (:data:`BLOCK`), so that each operand is
+    read from memory once instead of once per pass (a stage of dopri5 at n = 1e6 tokens on S^2: 9 ms as whole-array
+    passes)."""
+    arrays = [t for _, t in terms] + ([] if base is None else [base])
+    blocked = out.size >= BLOCKED_FROM and out.flags.c_contiguous and all(
+        a.shape == out.shape and a.dtype == out.dtype and a.flags.c_contiguous for a in arrays)
+    if not blocked:
+        if base is None:
+            out[...] = 0.0
+        else:
+            out[...] = base
+        for factor, term in terms:
+            out += factor * term
+        return out
+    flat = out.reshape(-1)
+    sources = [t.reshape(-1) for _, t in terms]
+    start_values = None if base is None else base.reshape(-1)
+    work = np.empty(BLOCK, dtype=out.dtype)
+    for start in range(0, flat.size, BLOCK):
+        stop = min(start + BLOCK, flat.size)
+        block, scratch = flat[start:stop], work[:stop - start]
+        if start_values is None:
+            block[...] = 0.0
+        else:
+            block[...] = start_values[start:stop]
+        for (factor, _), source in zip(terms, sources):
+            np.multiply(source[start:stop], factor, out=scratch)
+            block += scratch
+    return out
+
+
+def scaled_squares(err: np.ndarray, u: np.ndarray, new: np.ndarray, atol: float, rtol: float) -> np.ndarray:
+    """``(|err| / (atol + rtol max(|u|, |new|)))^2`` with that expression's roundings, block by block for large
+    C-contiguous operands (:func:`linear_combination`); ``err`` is overwritten."""
+    def squares(e, a, b, out):
+        scale = np.abs(a)
+        np.maximum(scale, np.abs(b), out=scale)
+        scale *= rtol
+        scale += atol
+        np.abs(e, out=out)
+        out /= scale
+        out *= out
+        return out
+
+    if err.size < BLOCKED_FROM or not all(a.flags.c_contiguous and a.shape == err.shape for a in (err, u, new)):
+        return squares(err, u, new, np.empty(err.shape))
+    ratio = np.empty(err.shape)
+    flat, e, a, b = ratio.reshape(-1), err.reshape(-1), u.reshape(-1), new.reshape(-1)
+    for start in range(0, flat.size, BLOCK):
+        stop = min(start + BLOCK, flat.size)
+        squares(e[start:stop], a[start:stop], b[start:stop], flat[start:stop])
+    return ratio
+
+
 def _power_of_two_floor(x: float) -> float:
     return 2.0 ** math.floor(math.log2(x))
 
@@ -306,29 +369,12 @@ class LawsonRK(_Stepper):
         factor = _cached(self._schedule_cache, integral, lambda: np.exp(self.linear * integral), 64)
         return factor * x
 
-    def _scratch(self, like: np.ndarray) -> np.ndarray:
-        """A work array of ``like``'s shape and type, kept between stages and steps (a fresh 24 MB temporary per
-        term cost page faults at n = 1e6 tokens)."""
-        work = getattr(self, "_work", None)
-        if work is None or work.shape != like.shape or work.dtype != like.dtype:
-            work = self._work = np.empty_like(like)
-        return work
-
-    def _accumulate(self, out: np.ndarray, factor: float, term: np.ndarray) -> None:
-        """``out += factor * term``, the product in :meth:`_scratch` (the same rounding as the expression)."""
-        if term.shape != out.shape or term.dtype != out.dtype:      # broadcasting or a type change: as written
-            out += factor * term
-            return
-        work = self._scratch(out)
-        np.multiply(term, factor, out=work)
-        out += work
-
     def _combine(self, u, t, h, ci, coeffs, ks, cs):
-        out = self._move(u, t, h, 0.0, ci).copy()
-        for a, k, cj in zip(coeffs, ks, cs):
-            if a != 0.0:
-                self._accumulate(out, h * a, self._move(k, t, h, cj, ci))
-        return out
+        """``E(ci h) u + h sum_j a_j E((ci - cj) h) k_j`` (:func:`linear_combination`)."""
+        base = self._move(u, t, h, 0.0, ci)
+        terms = [(h * a, self._move(k, t, h, cj, ci)) for a, k, cj in zip(coeffs, ks, cs) if a != 0.0]
+        return linear_combination(base, terms, np.empty(np.broadcast_shapes(base.shape, *(k.shape for _, k in terms)),
+                                                        dtype=np.result_type(base, *(k for _, k in terms))))
 
     def _attempt(self, u, t, h, k1):
         ks = [k1]
@@ -379,19 +425,10 @@ class LawsonRK(_Stepper):
     def _error_norm(self, u, t, h, ks, new) -> float:
         """The scaled RMS of the embedded error estimate, ``sqrt(mean((|err| / (atol + rtol max(|u|, |new|)))^2))``,
         computed in place (the same roundings as that expression)."""
-        err = np.zeros_like(u)
-        for db, k, cj in zip(np.subtract(self.b, self.b_low), ks, self.c):
-            if db != 0.0:
-                self._accumulate(err, h * db, self._move(k, t, h, cj, 1.0))
-        scale = np.abs(u)
-        magnitude = np.abs(new, out=self._scratch(new)) if np.isrealobj(new) else np.abs(new)
-        np.maximum(scale, magnitude, out=scale)
-        scale *= self.rtol
-        scale += self.atol
-        ratio = np.abs(err, out=err) if np.isrealobj(err) else np.abs(err)
-        ratio /= scale
-        ratio *= ratio
-        return math.sqrt(float(np.mean(ratio)))
+        terms = [(h * db, self._move(k, t, h, cj, 1.0))
+                 for db, k, cj in zip(np.subtract(self.b, self.b_low), ks, self.c) if db != 0.0]
+        err = linear_combination(None, terms, np.zeros_like(u))
+        return math.sqrt(float(np.mean(scaled_squares(err, u, new, self.atol, self.rtol))))
 
 
 class RK4(LawsonRK):
