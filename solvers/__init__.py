@@ -1,20 +1,17 @@
-"""Discretisations of the mean-field PDE: bases, schemes, time steppers and the run loop."""
+"""Discretisations of the mean-field PDE: bases, schemes, time steppers and the run loop.
 
-from .circle import CircleSpectral
-from .contract import Scheme, SchemeProtocol
-from .fourier import FourierBasis
-from .runloop import run
-from .solve import SCHEMES          # (the function solve stays in meanfield.solvers.solve: the name is its module's)
-from .steppers import STEPPERS, make_stepper
-
-from .trackers import Observer, SteadyState, Tracker
+Every name is imported on first use (PEP 562, :func:`meanfield.lazy_names.first_use`): importing one module of the
+package (``meanfield.solvers.branch`` for ``meanfield theory --branch``) loads neither the circle's FFTW plans nor
+xarray (issue 36).
+"""
 
 from meanfield.lazy_names import first_use
 
-#: The sphere and zonal bases and schemes, imported on first use (a circle run loads neither; issue 36).
-__getattr__ = first_use(globals(), "meanfield.solvers", {
-    name: (f"meanfield.solvers.{geometry}", name) for name, geometry in
-    (("SphereBasis", "sphere"), ("SphereSpectral", "sphere"), ("ZonalBasis", "zonal"), ("ZonalGalerkin", "zonal"))})
+_NAMES = {"CircleSpectral": "circle", "FourierBasis": "fourier", "SphereBasis": "sphere", "SphereSpectral": "sphere",
+          "ZonalBasis": "zonal", "ZonalGalerkin": "zonal", "Scheme": "contract", "SchemeProtocol": "contract",
+          "run": "runloop", "SCHEMES": "solve", "STEPPERS": "steppers", "make_stepper": "steppers",
+          "Tracker": "trackers", "Observer": "trackers", "SteadyState": "trackers"}
+__getattr__ = first_use(globals(), "meanfield.solvers",
+                        {name: (f"meanfield.solvers.{module}", name) for name, module in _NAMES.items()})
 
-__all__ = ["SphereBasis", "SphereSpectral", "ZonalBasis", "ZonalGalerkin", "CircleSpectral", "FourierBasis", "run", "SCHEMES", "STEPPERS", "make_stepper",
-           "Scheme", "SchemeProtocol", "Tracker", "Observer", "SteadyState"]
+__all__ = list(_NAMES)
