@@ -26,6 +26,9 @@ import math
 import sys
 
 import numpy as np
+import scipy.fft
+
+from meanfield import fourier_series
 
 
 def _import_pyfftw():
@@ -47,10 +50,6 @@ def _import_pyfftw():
 
 
 pyfftw = _import_pyfftw()
-
-import scipy.fft
-
-from meanfield import fourier_series
 
 #: FFTW flags of each planning mode: ``"estimate"`` (the default: the same plans in every
 #: run) or ``"measure"`` (timed, may differ from run to run: for benchmarks only).

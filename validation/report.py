@@ -2,7 +2,10 @@
 
 :func:`run_report` runs each study of :data:`meanfield.validation.registry.STUDIES` (quick presets with
 ``quick``) into ``DIR/<name>/`` through :func:`meanfield.validation.harness.run_caught`, so that a study
-that raises is reported as an error and the others still run, and writes ``DIR/index.html``
+that raises is reported as an error and the others still run.  The studies (deterministic, each in its own folder)
+run side by side in :func:`report_workers` processes, each with its share of the cores' threads and its printing
+silenced; the benchmarks, whose numbers are timings, run afterwards one at a time in this process, alone on the
+machine.  It writes ``DIR/index.html``
 (:func:`render`): a summary table, then per study its claims (the claim, theory value, measured
 value, tolerance, the tolerance's source, pass / fail), its figures (PNG files in ``DIR``, relative
 links), its printed table, wall time and the command that re-runs it; benchmarks show their printed
@@ -12,6 +15,7 @@ tables.  The page has no script, no style sheet and no link outside ``DIR``.
 from __future__ import annotations
 
 import html
+import os
 import shlex
 import time
 from pathlib import Path
@@ -39,24 +43,85 @@ def study_out(study: Study, root: Path) -> Path:
     return folder / f"{study.module}.nc" if study.output == "file" else folder
 
 
-def run_report(out_dir, quick: bool = False, studies: dict[str, Study] | None = None, echo=print) -> list:
-    """Run every study into ``out_dir`` and write ``out_dir/index.html``; returns the outcomes."""
+def report_workers(studies: int) -> int:
+    """Processes the studies run in: one per core (at most 4, at most one per study)."""
+    from meanfield.threads import available_cores
+    return max(1, min(available_cores(), 4, studies))
+
+
+def _prepared_out(study: Study, root: Path):
+    out = study_out(study, root)
+    if study.output == "file":
+        out.parent.mkdir(parents=True, exist_ok=True)
+    return None if study.benchmark else out
+
+
+def _run_in_worker(name: str, quick: bool, out, threads: int) -> dict:
+    """One study in a worker process (:func:`run_report`): its outcome's fields, the study named (its registry entry
+    holds functions, which a process boundary does not carry)."""
+    from meanfield.threads import set_threads
+
+    set_threads(threads)
+    with open(os.devnull, "w") as quiet:
+        import contextlib
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            outcome = harness.run_caught(STUDIES[name], quick, out)
+    return {field: getattr(outcome, field) for field in ("text", "wrote", "checks", "figures", "wall", "error")}
+
+
+def run_report(out_dir, quick: bool = False, studies: dict[str, Study] | None = None, echo=print,
+               workers: int | None = None) -> list:
+    """Run every study into ``out_dir`` and write ``out_dir/index.html``; returns the outcomes in the registry's
+    order.  The studies run in ``workers`` processes (default :func:`report_workers`; 1: in this process, one after
+    the other), the benchmarks afterwards in this process."""
     root = Path(out_dir)
     studies = STUDIES if studies is None else studies
-    outcomes, start = [], time.perf_counter()
-    for index, study in enumerate(studies.values(), 1):
-        echo(f"[{index}/{len(studies)}] {study.name} ...")
-        out = study_out(study, root)
-        if study.output == "file":
-            out.parent.mkdir(parents=True, exist_ok=True)
-        outcome = harness.run_caught(study, quick, None if study.benchmark else out)
-        outcomes.append(outcome)
+    ordered = list(studies.values())
+    total, start, done = len(ordered), time.perf_counter(), {}
+
+    def finished(study: Study, outcome) -> None:
+        done[study.name] = outcome
         passed = sum(check.passed for check in outcome.checks)
         state = (f"error: {outcome.error}" if outcome.error else "table only" if study.benchmark
                  else f"{passed}/{len(outcome.checks)} claims pass")
-        echo(f"[{index}/{len(studies)}] {study.name}: {state} ({outcome.wall:.1f} s)")
-        write_page(root, outcomes, quick, time.perf_counter() - start, final=index == len(studies))
-    return outcomes
+        echo(f"[{len(done)}/{total}] {study.name}: {state} ({outcome.wall:.1f} s)")
+        write_page(root, [done[s.name] for s in ordered if s.name in done], quick, time.perf_counter() - start,
+                   final=len(done) == total)
+
+    claims = [study for study in ordered if not study.benchmark]
+    workers = report_workers(len(claims)) if workers is None else workers
+    parallel = workers > 1 and all(STUDIES.get(study.name) is study for study in claims)
+    if parallel:
+        _run_side_by_side(claims, quick, root, workers, echo, finished)
+    for study in ordered:
+        if study.name in done:
+            continue
+        echo(f"[{len(done) + 1}/{total}] {study.name} ...")
+        finished(study, harness.run_caught(study, quick, _prepared_out(study, root)))
+    return [done[study.name] for study in ordered]
+
+
+def _run_side_by_side(claims: list, quick: bool, root: Path, workers: int, echo, finished) -> None:
+    """The studies in ``workers`` fresh processes (spawned: no thread or FFTW plan state is inherited), each with
+    ``cores / workers`` threads; every outcome is reported as it comes."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from meanfield.threads import available_cores
+
+    threads = max(1, available_cores() // workers)
+    echo(f"{len(claims)} studies in {workers} processes ({threads} thread{'s' if threads > 1 else ''} each), "
+         f"then the benchmarks one at a time")
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(_run_in_worker, study.name, quick, _prepared_out(study, root), threads): study
+                   for study in claims}
+        for future in as_completed(futures):
+            study = futures[future]
+            try:
+                fields = future.result()
+            except Exception as exc:  # noqa: BLE001 - a worker that died: reported in the page, one line
+                fields = {"error": harness.one_line(exc)}
+            finished(study, harness.Outcome(study, quick, study_out(study, root), **fields))
 
 
 def write_page(root: Path, outcomes: list, quick: bool, wall: float, final: bool = True) -> Path:

@@ -208,3 +208,22 @@ def test_validate_help_lists_every_registered_study(capsys):
     assert main(["validate", "--help"]) == 0
     listed = {line.split()[0] for line in capsys.readouterr().out.split("Commands:")[1].splitlines() if line.strip()}
     assert listed == set(STUDIES) | {"report"}
+
+
+def test_studies_run_side_by_side_give_the_claims_of_one_process(tmp_path):
+    """Two registered studies in two worker processes: the same claims and measured values as run one after the other
+    here (their tables hold wall times), and the outcomes in the registry's order (a field lost across the process boundary, or a study
+    run with the other's settings, would differ)."""
+    from meanfield.validation.registry import STUDIES
+
+    chosen = {name: STUDIES[name] for name in ("long-context", "growth-circle")}
+    lines = []
+    apart = report.run_report(tmp_path / "apart", quick=True, studies=chosen, echo=lines.append, workers=2)
+    together = report.run_report(tmp_path / "here", quick=True, studies=chosen, echo=lambda line: None, workers=1)
+    assert any("2 studies in 2 processes" in line for line in lines)
+    assert [o.study.name for o in apart] == list(chosen)
+    for a, b in zip(apart, together):
+        assert a.error is None and b.error is None and a.passed
+        assert a.text and a.text.splitlines()[0] == b.text.splitlines()[0]
+        assert [(c.claim, c.measured, c.passed) for c in a.checks] == [(c.claim, c.measured, c.passed) for c in b.checks]
+    assert (tmp_path / "apart" / "index.html").exists()
