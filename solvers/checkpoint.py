@@ -170,10 +170,12 @@ def add_to_dataset(dataset, checkpoint: Checkpoint, prefix: str = PREFIX):
     """Store ``checkpoint`` in ``dataset`` (module docstring) as the restart record, or with ``prefix=INITIAL``
     as the record of the run's start; returns the dataset."""
     kind = "restart" if prefix == PREFIX else "initial"
+    variables = {}
     for path, value in {STATE: checkpoint.state, **checkpoint.fields}.items():
         name = _variable_name(path, prefix)
         raw, attrs = _encode(value)
-        dataset[name] = (name + "_value",), raw, dict(attrs, long_name=f"{kind} record: {path} (raw values)")
+        variables[name] = (name + "_value",), raw, dict(attrs, long_name=f"{kind} record: {path} (raw values)")
+    dataset.update(variables)               # one merge, not one per variable (1 ms each)
     dataset.attrs[prefix + "time"] = checkpoint.time
     dataset.attrs[prefix + "step_size"] = math.nan if checkpoint.step_size is None else float(checkpoint.step_size)
     dataset.attrs[prefix + "fields"] = ",".join(checkpoint.fields)

@@ -378,13 +378,13 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
                       interaction=type(scheme.interaction).__name__, interaction_path=scheme.interaction_path,
                       collapse_tol_used=tol)
     dataset = build_run_dataset(record.times, record.frames, dims, coords, attrs)
-    for name, variable in scheme.static_variables().items():
-        dataset[name] = variable
+    extra = dict(scheme.static_variables())
     if scheme.heads is not None:  # several heads: Q, K, V with a leading head axis
         for index, name in enumerate(("Q", "K", "V")):
-            dataset[name] = (("head", "row", "column"), np.stack([head[index] for head in scheme.heads]))
+            extra[name] = (("head", "row", "column"), np.stack([head[index] for head in scheme.heads]))
     for name, matrix in (("Q", scheme.Q), ("K", scheme.K), ("V", scheme.V)):
         if matrix is not None and scheme.heads is None:
-            dataset[name] = (("row", "column"), matrix)
+            extra[name] = (("row", "column"), matrix)
+    dataset.update(extra)                   # one merge, not one per variable
     add_schedule_records(dataset, schedule)
     return finish_dataset(add_tracker_records(dataset, trackers), record, scheme, time_stepper, start)

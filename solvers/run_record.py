@@ -84,8 +84,7 @@ def add_tracker_records(dataset, trackers):
     """The variables and attributes the run's trackers (:mod:`meanfield.solvers.trackers`) add, e.g. the merges and the
     bookkeeping settings of :class:`meanfield.solvers.clusters.ClusterTracker`."""
     for tracker in trackers:
-        for name, variable in tracker.variables().items():
-            dataset[name] = variable
+        dataset.update(tracker.variables())     # one merge per tracker, not one per variable
         dataset.attrs.update(tracker.attrs())
     return dataset
 

@@ -311,8 +311,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
                       pointwise_kernel=discretisation.pointwise_kernel, dealiased_modes=band,
                       dominant_mode=k_star, **normalization.as_attrs())
     dataset = build_run_dataset(record.times, record.frames, discretisation.dims(), discretisation.coords(), attrs)
-    for name, variable in discretisation.static_variables().items():  # e.g. the Lagrangian nodes' weights
-        dataset[name] = variable
+    dataset.update(discretisation.static_variables())    # e.g. the Lagrangian nodes' weights
     dataset.attrs.update(discretisation.run_attrs())
     for name, extra_attrs in discretisation.variable_attrs().items():
         dataset[name].attrs.update(extra_attrs)
