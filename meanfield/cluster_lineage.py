@@ -80,6 +80,27 @@ class Change:
         return at.count - np.unique(going[going >= 0]).size >= self.rank
 
 
+def _basin(clusters, counted: Clusters, index: int) -> int:
+    """The cluster of ``clusters`` whose basin holds the top place of ``counted``'s cluster ``index`` (-1: none, or
+    no ``clusters``)."""
+    if clusters is None:
+        return -1
+    return int(clusters.labels[counted.tops[index]])
+
+
+def mass_at(clusters, counted: Clusters, index: int) -> float:
+    """The mass, in the state whose clusters are ``clusters``, of ``counted``'s cluster ``index``: that of the basin
+    holding its top place; ``counted``'s own where none does (or no ``clusters`` is given)."""
+    basin = _basin(clusters, counted, index)
+    return float(clusters.masses[basin] if basin >= 0 else counted.masses[index])
+
+
+def _same_basin(clusters, counted: Clusters, a: int, b: int) -> bool:
+    """Whether ``counted``'s clusters ``a`` and ``b`` fall in one basin of ``clusters`` (then not yet apart there)."""
+    basin = _basin(clusters, counted, a)
+    return basin >= 0 and basin == _basin(clusters, counted, b)
+
+
 class ClusterLineage:
     """The ids of the clusters of successive states and the events between them (module docstring).
 
@@ -113,23 +134,33 @@ class ClusterLineage:
 
     def advance(self, later: Clusters, locate) -> list[ClusterEvent]:
         """Move to the state whose clusters are ``later``; ``locate(change)`` gives the time of each change (between
-        the two states).  Returns the new events (also appended to ``events``)."""
+        the two states), or ``(time, before, after)`` with the clusters of the states just before and just after it
+        (the ends of the bracket that located it), from which the event's masses are read: each cluster's mass
+        there is that of the basin holding its top place (:func:`mass_at`), the counted state's mass where no basin
+        holds it.  Returns the new events (also appended to ``events``)."""
         earlier = self.latest
         found, ids = self.changes(later)
-        timed = sorted(((float(locate(change)), index, change) for index, change in enumerate(found)),
-                       key=lambda item: item[:2])
+        located = []
+        for index, change in enumerate(found):
+            where = locate(change)
+            time, before, after = (where if isinstance(where, tuple) else (where, None, None))
+            located.append((float(time), index, change, before, after))
+        located.sort(key=lambda item: item[:2])
         count, new = earlier.count, []
-        for time, _, change in timed:
+        for time, _, change, before, after in located:
             count += COUNT_CHANGE[change.kind]
             if change.kind == FORMATION:
                 ids[change.formed] = self.next_id
                 self.next_id += 1
                 event = ClusterEvent(time, FORMATION, int(ids[change.formed]), -1,
-                                     float(later.masses[change.formed]), 0.0, count)
+                                     mass_at(after, later, change.formed), 0.0, count)
             else:
                 b = int(self.ids[change.b]) if change.kind == MERGE else -1
-                event = ClusterEvent(time, change.kind, int(self.ids[change.a]), b, float(earlier.masses[change.a]),
-                                     float(earlier.masses[change.b]) if change.kind == MERGE else 0.0, count)
+                masses = (mass_at(before, earlier, change.a),
+                          mass_at(before, earlier, change.b) if change.kind == MERGE else 0.0)
+                if change.kind == MERGE and _same_basin(before, earlier, change.a, change.b):
+                    masses = (float(earlier.masses[change.a]), float(earlier.masses[change.b]))
+                event = ClusterEvent(time, change.kind, int(self.ids[change.a]), b, *masses, count)
             new.append(event)
         self.events += new
         self.latest, self.ids = later, ids

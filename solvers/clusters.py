@@ -27,8 +27,9 @@ the solvers and the theory of :mod:`meanfield.cluster_dynamics`):
   found between two counts is located first among the steps between (bisection over their ends), then inside its
   step by bisection on the stepper's dense output (Hermite steps with the next step's first slope; the straight line
   between the step's ends for a stepper with a linear part, or a step whose end slope is unknown), the observable
-  applied to each state tried, to 1e-10 of the time.  So ``cluster_count(time)`` is the first frame's count plus the events'
-  changes up to each frame, and a merge is dated when the count falls;
+  applied to each state tried, to 1e-10 of the time; its masses are read at the ends of that bracket (just before a
+  merge or dissolution, just after a formation).  So ``cluster_count(time)`` is the first frame's count plus the
+  events' changes up to each frame, and a merge is dated when the count falls;
 * ``cluster_energy(time)`` (schemes with points): the point-cluster energy of MATH.md §5 of the groups of atoms
   linked within ``merge_distance`` = 1e-3 rad (``exp(-beta)`` scaled, like ``energy``), the value the energy takes
   on a plateau; it is NaN while more than :data:`MAX_ENERGY_ATOMS` atoms or :data:`MAX_ENERGY_GROUPS` groups remain
@@ -383,7 +384,8 @@ class ClusterTracker(Tracker):
             while (last - first) * (t1 - t0) > 1e-10 * max(1.0, abs(t1)) and last - first > 1e-15:
                 middle = 0.5 * (first + last)
                 first, last = (first, middle) if change.happened(earlier, at(middle)) else (middle, last)
-            return t0 + last * (t1 - t0)
+            before = at(first) if first > 0.0 else (end(high - 1) if high > 0 else earlier)
+            return t0 + last * (t1 - t0), before, at(last)     # the event's masses are read just before and after
 
         self.lineage.advance(later, locate)
         self.t = float(steps[-1][3])

@@ -114,3 +114,26 @@ def test_a_territory_changing_basin_is_no_event():
     lineage = ClusterLineage(earlier)
     assert lineage.advance(later, lambda change: 1.0) == []
     assert lineage.ids.tolist() == [1, 0]                        # relabelled heaviest first, ids kept
+
+
+def test_event_masses_are_read_just_before_and_after_the_located_time():
+    """A locate that also gives the clusters at the ends of its bracket: a merge's masses are those just before it,
+    a formation's just after, each cluster found by the basin holding its top place (the counted states' masses were
+    those of the counts, a frame or more away)."""
+    weights = np.full(8, 1.0 / 8)
+    lineage = ClusterLineage(_clusters([0, 0, 0, 1, 1, -1, -1, -1], weights))          # 3/8 and 2/8
+    merged = _clusters([0, 0, 0, 0, 0, 0, 0, -1], weights)                          # later: one cluster of 7/8
+    before = _clusters([0, 0, 0, 1, 1, 1, 1, -1], weights)                          # just before: 3/8 and 4/8
+    after = _clusters([0, 0, 0, 0, 0, 0, -1, -1], weights)
+    event, = lineage.advance(merged, lambda change: (4.0, before, after))
+    assert (event.kind, event.time) == ("merge", 4.0)
+    assert (event.mass_a, event.mass_b) == (pytest.approx(3 / 8), pytest.approx(4 / 8))
+    # a bracket where the two are not yet apart (or none given): the counted state's masses
+    lineage = ClusterLineage(_clusters([0, 0, 0, 1, 1, -1, -1, -1], weights))
+    event, = lineage.advance(merged, lambda change: (4.0, merged, merged))
+    assert (event.mass_a, event.mass_b) == (pytest.approx(3 / 8), pytest.approx(2 / 8))
+    # a formation: the mass just after it, not at the next count
+    lineage = ClusterLineage(_clusters([-1] * 8, weights))
+    grown = _clusters([0, 0, 0, 0, 0, 0, -1, -1], weights)                          # 6/8 when counted
+    event, = lineage.advance(grown, lambda change: (1.0, None, _clusters([0, 0, -1, -1, -1, -1, -1, -1], weights)))
+    assert event.kind == "formation" and event.mass_a == pytest.approx(2 / 8)
