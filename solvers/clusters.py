@@ -228,14 +228,16 @@ def _same(a, b) -> bool:
 def _new_bytes(item, seen: set) -> int:
     """Memory held by the arrays in a (nested) tuple or list that are not in ``seen`` (their ids, which it gains): a
     step's start is the previous step's end, and the stepper's record of a step holds both again."""
-    if isinstance(item, np.ndarray):
-        if id(item) in seen:
-            return 0
-        seen.add(id(item))
-        return item.nbytes
-    if isinstance(item, (tuple, list)):
-        return sum(_new_bytes(part, seen) for part in item)
-    return 0
+    total, items = 0, [item]
+    while items:
+        part = items.pop()
+        if isinstance(part, np.ndarray):
+            if id(part) not in seen:
+                seen.add(id(part))
+                total += part.nbytes
+        elif isinstance(part, (tuple, list)):
+            items.extend(part)
+    return total
 
 
 #: What a merge is, recorded with ``merge_time``.

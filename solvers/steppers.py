@@ -373,8 +373,10 @@ class LawsonRK(_Stepper):
         """``E(ci h) u + h sum_j a_j E((ci - cj) h) k_j`` (:func:`linear_combination`)."""
         base = self._move(u, t, h, 0.0, ci)
         terms = [(h * a, self._move(k, t, h, cj, ci)) for a, k, cj in zip(coeffs, ks, cs) if a != 0.0]
-        return linear_combination(base, terms, np.empty(np.broadcast_shapes(base.shape, *(k.shape for _, k in terms)),
-                                                        dtype=np.result_type(base, *(k for _, k in terms))))
+        alike = all(k.shape == base.shape and k.dtype == base.dtype for _, k in terms)
+        out = np.empty_like(base) if alike else np.empty(np.broadcast_shapes(base.shape, *(k.shape for _, k in terms)),
+                                                         dtype=np.result_type(base, *(k for _, k in terms)))
+        return linear_combination(base, terms, out)
 
     def _attempt(self, u, t, h, k1):
         ks = [k1]
