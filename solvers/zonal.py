@@ -28,6 +28,7 @@ attention ``R = sum_l c_l' g_l P_l`` (``c_l' = exp(-beta) d kappa_l/dbeta``):
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from scipy.special import roots_jacobi
@@ -104,6 +105,17 @@ class ZonalBasis:
         return (full.T * self.quad) @ values
 
 
+@lru_cache(maxsize=8)
+def shared_basis(lmax: int, dim: int) -> ZonalBasis:
+    """The :class:`ZonalBasis` of ``lmax`` and ``dim``, built once (its Gauss–Jacobi nodes and Gegenbauer tables took
+    2 ms of each of the 72 linearisations of a stationary branch, ``meanfield theory --branch``) and read only."""
+    basis = ZonalBasis(lmax, dim)
+    for array in vars(basis).values():
+        if isinstance(array, np.ndarray):
+            array.flags.writeable = False
+    return basis
+
+
 class ZonalGalerkin(DensityScheme):
     """Galerkin right-hand side for zonal densities on S^{d-1}; see the module docstring.
 
@@ -130,7 +142,7 @@ class ZonalGalerkin(DensityScheme):
                 and resolution >= 8, f"--resolution (lmax) must be an integer >= 8 (got {resolution!r})")
         self.model = model
         self.speed_divisor = divisor = VelocityNormalization(normalization, model)
-        self.basis = basis = ZonalBasis(int(resolution), model.dim)
+        self.basis = basis = shared_basis(int(resolution), model.dim)
         self.resolution = basis.lmax
         ell = basis.degrees
         self.kernel_operator = operator = divisor.kernel(ell)
