@@ -41,9 +41,12 @@ Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weigh
    (the harmonic path's fixed ``L^2 log L`` cost dominates below), and over all sizes.
 8. **Whole runs** (issue 22 item 5): particle runs with every right-hand side timed (:func:`whole_run_row`), and
    the share of the wall time spent outside them: sampling, the stepper's arithmetic, the collapse and merge
-   checks, the cluster count of every frame, the frames themselves.  Quick: S^2 at n = 1e5 with the default 101
-   frames, and a log-clock run to t = 1e6 through its merges (n = 4096, beta = 9); full adds n = 1e6 (11 frames),
-   whose share is set against :data:`TARGET_OUTSIDE_PCT` = 20 %.
+   checks, the cluster count of every frame, the frames themselves; and the wall over the right-hand sides at the
+   fastest one's cost (the bare right-hand side, measured in the run).  Quick: S^2 at n = 1e5 with the default 101
+   frames, and a log-clock run to t = 1e6 through its merges (n = 4096, beta = 9); full adds n = 1e6 to t = 3 with
+   2 frames (its steps dominate: set against :data:`TARGET_OUTSIDE_PCT` = 10 % and :data:`TARGET_BARE_RATIO` =
+   1.15, issue 36) and to t = 1 with 11 frames (since frames come from dopri5's dense output, four steps hold
+   them: its frames' cluster counts and energies dominate).
 
 Timings use :func:`meanfield.validation.harness.best_times` (best of several interleaved runs
 after one warm-up call, per-call time in ms).  Calls of a second or more are expensive, so
@@ -437,14 +440,19 @@ RUNS_QUICK = (
     ("S^2 n=4096 beta=9, log clock to 1e6", dict(dim=3, n=4096, beta=9.0, t_final=1e6, save_log=10)),
 )
 RUNS_FULL = RUNS_QUICK + (
+    ("S^2 n=1e6, t=3, 2 frames", dict(dim=3, n=1_000_000, beta=BETA, t_final=3.0, save_every=3.0)),
     ("S^2 n=1e6, t=1, 11 frames", dict(dim=3, n=1_000_000, beta=BETA, t_final=1.0, save_every=0.1)),
 )
 RUN_COLUMNS = (
     ("run", "label", "s"), ("frames", "frames", "d"), ("steps", "steps", "d"), ("rhs calls", "rhs_calls", "d"),
     ("wall s", "wall_s", ".2f"), ("rhs s", "rhs_s", ".2f"), ("outside %", "outside_pct", ".1f"),
+    ("wall / (calls x fastest rhs)", "bare_ratio", ".3f"),
 )
-#: Issue 22: a particle run at n = 1e6 on S^2 spends at most this share of its wall time outside right-hand sides.
-TARGET_OUTSIDE_PCT = 20.0
+#: Issue 36: a particle run at n = 1e6 on S^2 (the first such row: its steps, not its frames, dominate) spends at
+#: most this share of its wall time outside right-hand sides (issue 22 asked 20 %), and its wall is at most
+#: :data:`TARGET_BARE_RATIO` times its right-hand sides at the fastest one's cost.
+TARGET_OUTSIDE_PCT = 10.0
+TARGET_BARE_RATIO = 1.15
 
 
 def whole_run_row(label: str, settings: dict) -> dict:
@@ -452,7 +460,7 @@ def whole_run_row(label: str, settings: dict) -> dict:
     spent outside them (sampling, steps' arithmetic, collapse and merge checks, cluster counts, frames)."""
     from meanfield.solvers.particle_run import simulate
 
-    spent = {"seconds": 0.0, "calls": 0}
+    spent = {"seconds": 0.0, "calls": 0, "fastest": math.inf}
     original = ParticleScheme.rhs
 
     def timed(self, *args, **kwargs):
@@ -460,8 +468,10 @@ def whole_run_row(label: str, settings: dict) -> dict:
         try:
             return original(self, *args, **kwargs)
         finally:
-            spent["seconds"] += time.perf_counter() - begin
+            seconds = time.perf_counter() - begin
+            spent["seconds"] += seconds
             spent["calls"] += 1
+            spent["fastest"] = min(spent["fastest"], seconds)
 
     ParticleScheme.rhs = timed
     try:
@@ -472,7 +482,8 @@ def whole_run_row(label: str, settings: dict) -> dict:
         ParticleScheme.rhs = original
     return {"label": label, "frames": int(run.sizes["time"]), "steps": int(run.attrs["steps"]),
             "rhs_calls": spent["calls"], "wall_s": wall, "rhs_s": spent["seconds"],
-            "outside_pct": 100.0 * (wall - spent["seconds"]) / wall}
+            "outside_pct": 100.0 * (wall - spent["seconds"]) / wall,
+            "bare_ratio": wall / (spent["calls"] * spent["fastest"])}
 
 
 def format_table(rows: list[dict], columns=RHS_COLUMNS) -> str:
@@ -535,9 +546,10 @@ def main(argv=None) -> None:
     print(format_table(tables["runs"], RUN_COLUMNS))
     big = [row for row in tables["runs"] if "n=1e6" in row["label"]]
     if big:
-        share = big[0]["outside_pct"]
-        print(f"target n = 1e6 on S^2 at most {TARGET_OUTSIDE_PCT:g} % outside right-hand sides: {share:.1f} % "
-              f"({'met' if share <= TARGET_OUTSIDE_PCT else 'NOT met'})")
+        share, ratio = big[0]["outside_pct"], big[0]["bare_ratio"]
+        print(f"target n = 1e6 on S^2 ({big[0]['label']}) at most {TARGET_OUTSIDE_PCT:g} % outside right-hand sides: "
+              f"{share:.1f} % ({'met' if share <= TARGET_OUTSIDE_PCT else 'NOT met'}); wall / (calls x fastest rhs) "
+              f"at most {TARGET_BARE_RATIO:g}: {ratio:.3f} ({'met' if ratio <= TARGET_BARE_RATIO else 'NOT met'})")
     print(f"total {time.perf_counter() - start:.1f} s wall, {time.process_time() - cpu_start:.1f} s CPU")
 
 
