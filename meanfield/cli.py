@@ -173,12 +173,15 @@ DASK_COMMANDS = frozenset({"sweep", "validate"})
 
 
 def keep_dask_out() -> None:
-    """Make ``import dask`` fail in this process (unless it is imported already): xarray imports ``dask.array`` and
-    ``distributed`` (0.3 s of a 1 s ``meanfield solve``) only to ask whether each new variable is a dask array, and
-    takes Dask's absence as the answer no."""
+    """Make ``import dask`` fail in this process (unless it is imported already) when it is the ``meanfield`` console
+    command: xarray imports ``dask.array`` and ``distributed`` (0.3 s of a 1 s ``meanfield solve``) only to ask
+    whether each new variable is a dask array, and takes Dask's absence as the answer no.  A Python process that
+    calls the command group (a test, a notebook) keeps its Dask."""
+    import os
     import sys
 
-    sys.modules.setdefault("dask", None)
+    if os.path.basename((getattr(sys, "argv", None) or [""])[0]) == "meanfield":
+        sys.modules.setdefault("dask", None)
 
 
 cli.help = cli.help.replace("{ranges}", "\n    ".join(range_table().splitlines()))

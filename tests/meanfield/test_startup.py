@@ -55,3 +55,21 @@ def test_a_circle_run_imports_no_other_geometry_particles_or_causal_module(schem
             f"any(k in m for k in ('sphere', 'zonal', 'particle', 'causal', 'lagrang')))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == []
+
+
+def test_a_command_that_never_uses_dask_keeps_it_out_and_a_library_caller_keeps_it(tmp_path):
+    """``meanfield solve`` as the console command: xarray finds no Dask to ask about (dask.array and distributed cost
+    0.3 s there); the same command group called from Python (argv[0] not ``meanfield``) leaves Dask importable."""
+    def dask_modules(argv0: str, after: str = "") -> set:
+        code = (f"import sys\nsys.argv = [{argv0!r}, 'solve', 'circle', '--beta', '4', '--t-final', '0.1', "
+                f"'--resolution', '32', '--out', {str(tmp_path / 'run.nc')!r}, '--no-progress']\n"
+                "from meanfield.cli import cli\ntry:\n    cli()\nexcept SystemExit:\n    pass\n" + after +
+                "print('LOADED', *sorted(m for m, v in sys.modules.items() if v is not None and "
+                "m.split('.')[0] in ('dask', 'distributed', 'xarray')))")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        line = [row for row in done.stdout.splitlines() if row.startswith("LOADED")][-1]
+        return set(line.split()[1:])
+
+    as_command = dask_modules("/usr/bin/meanfield")
+    assert "xarray" in as_command and not {"dask", "distributed", "dask.array"} & as_command
+    assert "dask.array" in dask_modules("python", "import dask.array\n")
