@@ -1,4 +1,4 @@
-"""Names a package imports on first use (PEP 562), so that importing it loads only what is used (issue 36)."""
+"""Names a package imports on first use (PEP 562), so that importing it loads only what is used."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Every name is imported on first use (PEP 562, :func:`meanfield.lazy_names.first_use`): importing one module of the
 package (``meanfield.solvers.branch`` for ``meanfield theory --branch``) loads neither the circle's FFTW plans nor
-xarray (issue 36).
+xarray.
 """
 
 from meanfield.lazy_names import first_use

@@ -45,7 +45,7 @@ Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weigh
    fastest one's cost (the bare right-hand side, measured in the run).  Quick: S^2 at n = 1e5 with the default 101
    frames, and a log-clock run to t = 1e6 through its merges (n = 4096, beta = 9); full adds n = 1e6 to t = 3 with
    2 frames (its steps dominate: set against :data:`TARGET_OUTSIDE_PCT` = 10 % and :data:`TARGET_BARE_RATIO` =
-   1.15, issue 36) and to t = 1 with 11 frames (since frames come from dopri5's dense output, four steps hold
+   1.15) and to t = 1 with 11 frames (since frames come from dopri5's dense output, four steps hold
    them: its frames' cluster counts and energies dominate).
 
 Timings use :func:`meanfield.validation.harness.best_times` (best of several interleaved runs
@@ -448,8 +448,8 @@ RUN_COLUMNS = (
     ("wall s", "wall_s", ".2f"), ("rhs s", "rhs_s", ".2f"), ("outside %", "outside_pct", ".1f"),
     ("wall / (calls x fastest rhs)", "bare_ratio", ".3f"),
 )
-#: Issue 36: a particle run at n = 1e6 on S^2 (the first such row: its steps, not its frames, dominate) spends at
-#: most this share of its wall time outside right-hand sides (issue 22 asked 20 %), and its wall is at most
+#: A particle run at n = 1e6 on S^2 (the first such row: its steps, not its frames, dominate) spends at
+#: most this share of its wall time outside right-hand sides (20 % before frames came from dense output), and its wall is at most
 #: :data:`TARGET_BARE_RATIO` times its right-hand sides at the fastest one's cost.
 TARGET_OUTSIDE_PCT = 10.0
 TARGET_BARE_RATIO = 1.15

@@ -213,7 +213,7 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
               "2 interpreters each.", presets=None),
     benchmark("bench-frames", "bench_frames",
               "Frames: a default run (101 frames) against a 2-frame run of the same problem (circle spectral, S^2 "
-              "particles n = 2000, 8000; issue 36).", "1 timed run each.", presets=None),
+              "particles n = 2000, 8000).", "1 timed run each.", presets=None),
     benchmark("bench-cluster-schemes", "bench_cluster_schemes",
               "Benchmark: finite-volume rhs vs its FFTs and the spectral rhs; Lagrangian O(N M) vs direct O(N^2).",
               "Fewer sizes and shorter timings."),

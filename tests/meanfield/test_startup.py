@@ -1,4 +1,4 @@
-"""Start-up (issue 36 item 2): the package and the command line import only what they use.
+"""Start-up: the package and the command line import only what they use.
 
 What is imported is checked here (speed is measured by ``meanfield validate bench-startup``, not asserted): the
 heavy libraries (scipy, xarray, pandas, matplotlib, dask) and the solvers wait until a name that needs them is used.

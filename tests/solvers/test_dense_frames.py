@@ -1,4 +1,4 @@
-"""Frames from dopri5's dense output (meanfield.solvers.runloop, issue 36): the steps follow the error control alone,
+"""Frames from dopri5's dense output (meanfield.solvers.runloop): the steps follow the error control alone,
 the frames agree with steps landed on the frame times to the stepper's tolerance, and a run that ends inside a step
 keeps the stepper's state as its restart record."""
 
@@ -26,7 +26,7 @@ def _circle_runs(dense: bool):
     40 frames."""
     scheme = CircleSpectral(Model("sa", 4.0, 0.0, 2), 128)
     if not dense:
-        scheme.dense_frames = False          # the steps land on every frame time (the loop before issue 36)
+        scheme.dense_frames = False          # the steps land on every frame time (as fixed-step and noisy runs do)
     stepper = make_stepper("dopri5", scheme, rtol=RTOL)
     density = circle_density("perturbed:1e-3", scheme.resolution, seed=2)
     return run(scheme, stepper, scheme.state_from_density(density), 6.0, 0.15), scheme

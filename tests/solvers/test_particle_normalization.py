@@ -95,7 +95,7 @@ def test_initial_rate_matches_the_closed_forms(name, closed):
 
 
 def test_post_ln_is_unchanged_bit_for_bit():
-    # numbers from this code (frames from dopri5's dense output since issue 36; a few ulps allowed: the BLAS of
+    # numbers from this code (frames from dopri5's dense output; a few ulps allowed: the BLAS of
     # another numpy release rounds the same sums differently), and within the frames' tolerance of those the code
     # before the normalisation schemes gave (commit 2ce9737, whose steps landed on every frame; rtol 1e-8: they
     # differ by 6.8e-11 and 1.6e-10); any change of the dynamics itself moves them by far more
