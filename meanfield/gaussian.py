@@ -83,6 +83,7 @@ import numpy as np
 
 from .defaults import GAUSSIAN_DEFAULTS
 from .errors import require
+from .fits import fit_line
 
 ATTENTIONS = ("softmax", "l2", "sinkhorn")
 RTOL = 1e-10
@@ -266,7 +267,7 @@ def extrapolate_blowup(times: np.ndarray, norms: np.ndarray) -> float:
     """Zero of the straight line fitted to ``1 / norms`` over the last steps (NaN if it does not fall)."""
     t = np.asarray(times[-EXTRAPOLATION_POINTS:], dtype=float)
     inverse = 1.0 / np.asarray(norms[-EXTRAPOLATION_POINTS:], dtype=float)
-    slope, intercept = np.polyfit(t - t[-1], inverse, 1)
+    slope, intercept = fit_line(t - t[-1], inverse)
     return t[-1] - intercept / slope if slope < 0 else math.nan
 
 

@@ -96,6 +96,7 @@ from .limits import check_integer
 from .model import Model
 from .normalization import Normalization
 from .theory import growth_rates, interaction_rate
+from .fits import fit_line
 
 #: Tolerances of the equiangular ODE (DOP853).
 ODE_RTOL = 1e-12
@@ -253,8 +254,7 @@ class LateTimeLaw:
 
     def fit(self, t, one_minus_rho) -> float:
         """The rate (or exponent) fitted by least squares to ``log(1 - rho)`` against :meth:`variable`."""
-        slope = np.polyfit(self.variable(t), np.log(np.asarray(one_minus_rho, dtype=float)), 1)[0]
-        return float(-slope)
+        return -fit_line(self.variable(t), np.log(np.asarray(one_minus_rho, dtype=float)))[0]
 
 
 def late_time_decay(normalization, beta: float = 1.0, attention: str = "sa") -> LateTimeLaw:

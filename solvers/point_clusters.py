@@ -88,7 +88,7 @@ class PointClusters:
 
     ``faces`` (``n + 1``), ``centroids`` and ``volumes`` (``n``) describe the grid; ``periodic`` the circle
     (period ``2 pi``); otherwise the zonal polar angle in ``[0, pi]`` on ``S^{dim-1}``.  ``slots``: the
-    most points a run can hold (hand-overs beyond it are refused and counted in :attr:`refused`).
+    most points a run can hold (beyond it a cluster stays on the grid, where it is still resolved or stops the run).
     """
 
     def __init__(self, faces, centroids, volumes, periodic: bool, dim: int, slots: int, enabled: bool, beta: float):
@@ -103,8 +103,6 @@ class PointClusters:
         self.take = max(WINDOW, int(self.n * TAKE_FRACTION))
         #: the cell each point owns (-1: none; two points in one cell), fixed between post-step updates
         self.owned = np.zeros(0, dtype=np.int64)
-        #: hand-overs refused because every slot was taken
-        self.refused = 0
 
     # -- geometry ---------------------------------------------------------------------------------
     def cell_of(self, x: np.ndarray) -> np.ndarray:
@@ -259,8 +257,7 @@ class PointClusters:
         for cell, offset in zip(chosen, centre):
             if rho[cell] <= 0:            # taken by a neighbouring window already
                 continue
-            if y.size + len(new_y) >= self.slots:
-                self.refused += 1
+            if y.size + len(new_y) >= self.slots:      # every slot taken: the cluster stays on the grid
                 continue
             cells = self._slopes(rho, cell)
             masses = self.volumes[cells] * rho[cells]

@@ -66,7 +66,9 @@ from meanfield.threads import add_threads_argument, apply_threads_argument, head
 from meanfield.solvers import circle_kernel, fourier  # noqa: E402
 from meanfield.solvers.circle import CircleSpectral  # noqa: E402
 
-from .harness import best_times, column_table, fitted_exponent  # noqa: E402
+from meanfield.fits import log_log_slope  # noqa: E402
+
+from .harness import best_times, column_table  # noqa: E402
 
 SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 QUICK_SIZES = (256, 1024, 4096, 16384, 32768, 65536)
@@ -309,8 +311,8 @@ def scaling_fits(rows: list[dict], fit_from: int = SCALING_FIT_FROM) -> dict:
     fits = {"sizes": sizes}
     for name, key in (("rhs", "rhs_sa_us"), ("ffts", "ffts_us")):
         times = [row[key] for row in upper]
-        fits[name] = (fitted_exponent(sizes, times),
-                      fitted_exponent(sizes, [t / (n * math.log(n)) for n, t in zip(sizes, times)]))
+        fits[name] = (log_log_slope(sizes, times),
+                      log_log_slope(sizes, [t / (n * math.log(n)) for n, t in zip(sizes, times)]))
     return fits
 
 

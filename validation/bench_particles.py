@@ -75,7 +75,9 @@ from meanfield.threads import add_threads_argument, apply_threads_argument, head
 from meanfield.solvers.interaction import DEFAULT_BLOCK_BYTES, SPHERE_ACCURACY  # noqa: E402
 from meanfield.solvers.particles import ParticleScheme  # noqa: E402
 
-from .harness import best_times, clock, column_table, fitted_exponent  # noqa: E402
+from meanfield.fits import log_log_slope  # noqa: E402
+
+from .harness import best_times, clock, column_table  # noqa: E402
 
 SIZES = (1000, 2000, 4000, 8000, 16000, 20000)
 QUICK_SIZES = (1000, 4000)
@@ -391,11 +393,11 @@ def _scaling_rows(times: SphereTimes, harmonic_sizes, direct_sizes) -> tuple[lis
     for path, sizes in (("harmonic", harmonic_sizes), ("direct", direct_sizes)):
         seconds = [times.time(path, n) for n in sizes]
         for i, (n, t) in enumerate(zip(sizes, seconds)):
-            local = None if i == 0 else fitted_exponent(sizes[i - 1:i + 1], seconds[i - 1:i + 1])
+            local = None if i == 0 else log_log_slope(sizes[i - 1:i + 1], seconds[i - 1:i + 1])
             rows.append({"path": path, "n": n, "rhs_ms": 1e3 * t, "ns_per_token": 1e9 * t / n,
                          "local_exponent": local})
         upper = [(n, t) for n, t in zip(sizes, seconds) if n >= SCALING_FIT_FROM]
-        fits[path] = (fitted_exponent(*zip(*upper)) if len(upper) >= 2 else None, fitted_exponent(sizes, seconds))
+        fits[path] = (log_log_slope(*zip(*upper)) if len(upper) >= 2 else None, log_log_slope(sizes, seconds))
     return rows, fits
 
 

@@ -42,6 +42,7 @@ from meanfield.model import Model
 from meanfield.plotting import outside_legend
 from meanfield.solvers.solve import solve
 from meanfield.storage import netcdf_safe, package_version
+from meanfield.fits import log_log_slope
 
 from .claims import Check, at_most, between, close, equal, within_errors
 from .harness import progress_bar, save_figure, study_main, write_dataset
@@ -102,7 +103,7 @@ def perturbed(geometry: str, profile, weights: dict):
 def fitted_order(sizes, errors) -> float:
     """The slope of ``log error`` against ``log ds`` (``ds = 1 / (N_S - 1)``)."""
     spacing = 1.0 / (np.asarray(sizes, dtype=float) - 1)
-    return float(np.polyfit(np.log(spacing), np.log(errors), 1)[0])
+    return log_log_slope(spacing, errors)
 
 
 def richardson(coarse: np.ndarray, fine: np.ndarray) -> np.ndarray:
@@ -277,7 +278,7 @@ def run_study(quick: bool = False, out_dir="causal-study") -> xr.Dataset:
         clusters = causal_clustering(**preset["cluster"])
         bar.update(1)
     mean_errors = errors.mean(axis=1)
-    rates = np.array([[np.polyfit(np.log(sizes), np.log(errors[:, seed, window]), 1)[0]
+    rates = np.array([[log_log_slope(sizes, errors[:, seed, window])
                        for window in range(errors.shape[2])] for seed in range(seeds)])
     ds = xr.Dataset(
         {"reduction_error": ("reduction_case", reductions,

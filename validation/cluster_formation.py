@@ -54,6 +54,7 @@ from meanfield.plotting import legend_below
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.theory import dominant_mode, formation_time, growth_rates
 from meanfield.solvers.particle_run import simulate
+from meanfield.fits import fit_line
 
 from .claims import Check, fraction, within_errors
 from .harness import fit_with_spread, progress_bar, save_figure, write_dataset
@@ -116,7 +117,7 @@ def initial_amplitude_fit(initial: xr.DataArray) -> dict:
     power = (initial ** 2 * initial["n"]).values.reshape(n.size, -1)
     per_n = power.shape[1]
     log_n = np.log(n)
-    slope = float(np.polyfit(log_n, 0.5 * np.log(power.mean(axis=1) / n), 1)[0])
+    slope = fit_line(log_n, 0.5 * np.log(power.mean(axis=1) / n))[0]
     return {"mean_power": float(power.mean()),
             "mean_power_stderr": math.sqrt(float(np.mean(1 - 1 / n)) / power.size),
             "amplitude_slope": slope,

@@ -3,11 +3,11 @@
 - :func:`progress_bar`, :func:`write_dataset`, :func:`save_figure`: the studies' progress over runs
   and their output files, written safely (:func:`meanfield.storage.write_atomic`: a temporary file
   renamed into place, folders created); :func:`study_main` is ``python -m meanfield.validation.<study>``.
-- :func:`fit_line`, :func:`fit_with_spread`: least-squares slopes and the one-seed spread of a slope;
+- :func:`fit_with_spread`: a least-squares slope (:func:`meanfield.fits.fit_line`) and its one-seed spread;
   :func:`saved_frames` reads a run's frames at the study's times; :func:`curve_colours` colours one
   curve per time.
-- :func:`best_times`, :func:`clock`: the benchmarks' timings; :func:`fitted_exponent` their log-log
-  exponents and :func:`column_table` their printed tables.
+- :func:`best_times`, :func:`clock`: the benchmarks' timings (their exponents: :func:`meanfield.fits.log_log_slope`)
+  and :func:`column_table` their printed tables.
 - :func:`check_output` refuses a destination before anything is computed
   (:func:`meanfield.storage.check_output_folder` / ``check_output_file``); :func:`run` times a study
   of :mod:`meanfield.validation.registry`, formats its table and evaluates its claims (the study module's
@@ -30,6 +30,7 @@ import numpy as np
 import xarray as xr
 
 from meanfield.errors import require
+from meanfield.fits import fit_line
 from meanfield.plotting import DPI
 from meanfield.storage import RUN_SUFFIXES, check_output_file, check_output_folder, write_atomic
 
@@ -68,16 +69,6 @@ def study_main(argv, description: str, out_dir: str, run, table, name: str):
 
 
 # --------------------------------------------------------------------------------------------- fits, frames
-def fit_line(x, y) -> tuple[float, float]:
-    """Least-squares ``(slope, intercept)`` of ``y = slope x + intercept``, ignoring non-finite points."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    keep = np.isfinite(x) & np.isfinite(y)
-    if keep.sum() < 2:
-        return math.nan, math.nan
-    slope, intercept = np.polyfit(x[keep], y[keep], 1)
-    return float(slope), float(intercept)
-
-
 def fit_with_spread(x, mean_values, per_seed_values) -> tuple[float, float, float]:
     """``(slope, intercept)`` fitted to ``mean_values`` against ``x``, and the spread of the slope:
     the standard deviation (ddof 1) of the slopes fitted to each column of ``per_seed_values``
@@ -134,11 +125,6 @@ def best_times(fns, target: float = 0.2, repeats: int = 5) -> list[float]:
         for i, (fn, number) in enumerate(zip(fns, numbers)):
             best[i] = min(best[i], clock(fn, number) / number)
     return best
-
-
-def fitted_exponent(sizes, times) -> float:
-    """The exponent ``p`` of the least-squares fit ``log time = p log N + c``."""
-    return fit_line(np.log(np.asarray(sizes, float)), np.log(np.asarray(times, float)))[0]
 
 
 def column_table(rows: list[dict], columns) -> str:

@@ -50,9 +50,10 @@ from meanfield.plotting import legend_below
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
+from meanfield.fits import fit_line
 
 from .claims import Check, at_most, close, within_errors
-from .harness import (curve_colours, fit_line, fit_with_spread, progress_bar, save_figure, saved_frames,
+from .harness import (curve_colours, fit_with_spread, progress_bar, save_figure, saved_frames,
                       study_main, write_dataset)
 
 INIT = "vonmises:1@0+vonmises:1@3"

@@ -47,6 +47,7 @@ from meanfield.solvers.branch_check import check_fold, check_stable_state
 from meanfield.solvers.solve import solve
 from meanfield.solvers.stationary import stationary_state
 from meanfield.storage import netcdf_safe, package_version
+from meanfield.fits import log_log_slope
 
 from .claims import Check, at_least, at_most, between, close, equal, fraction
 from .harness import progress_bar, save_figure, study_main, write_dataset
@@ -394,7 +395,7 @@ def plot_study(ds: xr.Dataset) -> Figure:
 
 def delay_exponent(rates, delays) -> float:
     """The slope of ``log delay`` against ``log rate``."""
-    return float(np.polyfit(np.log(rates), np.log(delays), 1)[0])
+    return log_log_slope(rates, delays)
 
 
 def _joined(title: str, form: str, *columns) -> str:

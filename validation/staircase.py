@@ -44,6 +44,7 @@ from meanfield.theory import dominant_mode
 from meanfield.solvers.clusters import frame_clusters
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
+from meanfield.fits import fit_line, log_log_slope
 
 from .claims import Check, at_most, below, equal, fraction, within_errors
 from .harness import progress_bar, save_figure, study_main, write_dataset
@@ -120,8 +121,7 @@ def slope_against_estimate(rows: list[dict]) -> float:
     chosen = [r for r in rows if r["source"] != "sphere" and np.isfinite(r["first_merge_run"])]
     if len(chosen) < 2:
         return math.nan
-    return float(np.polyfit(np.log([r["plateau_estimate"] for r in chosen]),
-                            np.log([r["first_merge_run"] - r["t_ref"] for r in chosen]), 1)[0])
+    return log_log_slope([r["plateau_estimate"] for r in chosen], [r["first_merge_run"] - r["t_ref"] for r in chosen])
 
 
 def slope_against_merge_estimate(rows: list[dict]) -> tuple[float, float, int]:
@@ -132,7 +132,7 @@ def slope_against_merge_estimate(rows: list[dict]) -> tuple[float, float, int]:
         return math.nan, math.nan, 0
     x = np.log([r["merge_estimate"] for r in chosen])
     y = np.log([r["first_merge_run"] - r["t_ref"] for r in chosen])
-    (slope, intercept) = np.polyfit(x, y, 1)
+    slope, intercept = fit_line(x, y)
     dof = len(chosen) - 2
     residual = y - (slope * x + intercept)
     stderr = math.sqrt(float(np.sum(residual ** 2)) / dof / float(np.sum((x - x.mean()) ** 2)))
@@ -145,9 +145,9 @@ def fitted_slopes(rows: list[dict], source: str) -> tuple[float, float]:
     if len(chosen) < 2:
         return math.nan, math.nan
     betas = np.array([r["beta"] for r in chosen])
-    merged = np.polyfit(betas, np.log([r["first_merge_run"] - r["t_ref"] for r in chosen]), 1)[0]
-    estimate = np.polyfit(betas, np.log([r["plateau_estimate"] for r in chosen]), 1)[0]
-    return float(merged), float(estimate)
+    merged = fit_line(betas, np.log([r["first_merge_run"] - r["t_ref"] for r in chosen]))[0]
+    estimate = fit_line(betas, np.log([r["plateau_estimate"] for r in chosen]))[0]
+    return merged, estimate
 
 
 def run_study(quick: bool = False, out_dir="staircase-study", seed: int = 0) -> xr.Dataset:

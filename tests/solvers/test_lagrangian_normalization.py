@@ -18,7 +18,7 @@ from meanfield.solvers.runloop import run
 from meanfield.solvers.solve import solve
 from meanfield.solvers.steppers import make_stepper
 from meanfield.analysis import wasserstein1_circle
-from meanfield.validation.harness import fit_line
+from meanfield.fits import fit_line
 from meanfield.validation.mean_field import INIT
 
 

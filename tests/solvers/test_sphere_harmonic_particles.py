@@ -12,7 +12,7 @@ from meanfield.settings import Attention
 from meanfield.solvers.interaction import CircleFourierInteraction, DirectInteraction, SphereHarmonicInteraction
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.particles import ParticleScheme, harmonic_crossover
-from meanfield.validation.harness import fitted_exponent
+from meanfield.fits import log_log_slope
 
 
 def tokens(rng, n, batch=1, tilt=1.0):
@@ -153,7 +153,7 @@ def test_benchmark_tables_measure_and_extrapolate(monkeypatch):
     assert table[1]["direct_source"] == "extrap n^2 from 600" and table[1]["max_rel_diff"] is None
     assert table[1]["direct_ms"] == pytest.approx(4 * table[0]["direct_ms"])
     assert "speedup" in bench.format_table(table, bench.HARMONIC_COLUMNS)
-    assert fitted_exponent([10, 100, 1000], [1.0, 100.0, 1e4]) == pytest.approx(2.0)
+    assert log_log_slope([10, 100, 1000], [1.0, 100.0, 1e4]) == pytest.approx(2.0)
 
 
 def test_continued_harmonic_run_is_exact_and_keeps_its_path():

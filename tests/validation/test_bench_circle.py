@@ -5,12 +5,12 @@ import math
 import pytest
 
 from meanfield.validation.bench_circle import format_table, scaling_fits
-from meanfield.validation.harness import fitted_exponent
+from meanfield.fits import log_log_slope
 
 
 def test_fitted_exponent_recovers_a_power_law():
     sizes = [1024, 4096, 16384]
-    assert fitted_exponent(sizes, [3e-6 * n ** 1.25 for n in sizes]) == pytest.approx(1.25, abs=1e-12)
+    assert log_log_slope(sizes, [3e-6 * n ** 1.25 for n in sizes]) == pytest.approx(1.25, abs=1e-12)
 
 
 def test_scaling_fits_see_n_log_n_and_ignore_small_sizes():
@@ -23,7 +23,7 @@ def test_scaling_fits_see_n_log_n_and_ignore_small_sizes():
     p, q = fits["rhs"]
     assert q == pytest.approx(0.0, abs=1e-12) and 1.05 < p < 1.15    # N log N: p a little above 1
     # exactly: log(N log N) = log N + log log N, so p is 1 + the fitted slope of log log N (0.104 here)
-    assert p == pytest.approx(1 + fitted_exponent(fits["sizes"], [math.log(n) for n in fits["sizes"]]), abs=1e-12)
+    assert p == pytest.approx(1 + log_log_slope(fits["sizes"], [math.log(n) for n in fits["sizes"]]), abs=1e-12)
     assert fits["ffts"][0] == pytest.approx(1.5, abs=1e-12)
     assert scaling_fits(rows, fit_from=65536) is None
     report = format_table(rows)
