@@ -48,7 +48,7 @@ from .lazy_names import first_use
 from .version import __version__
 
 #: The public names and where they live: each module is imported on first use (PEP 562), so ``import meanfield``
-#: costs the interpreter and numpy, not scipy, xarray or the solvers (issue 36; ``help()`` and editors see the
+#: costs the interpreter and numpy, not scipy, xarray or the solvers (``help()`` and editors see the
 #: real objects once touched).  ``None``: the module itself.
 _PUBLIC = {
     "analysis": ("meanfield.analysis", None), "causal_theory": ("meanfield.causal_theory", None),

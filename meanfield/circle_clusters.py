@@ -1,4 +1,4 @@
-"""The clusters of a measure on the circle in one compiled call (MATH.md §10; issue 32's cost).
+"""The clusters of a measure on the circle in one compiled call (MATH.md §10), at a fraction of a right-hand side's cost.
 
 Counting the clusters of a circle frame with numpy (:func:`meanfield.cluster_detection.clusters_of_field` on a
 :class:`meanfield.attention_field.CircleField`) takes some forty numpy calls and a Python loop over the saddles:

@@ -1,4 +1,4 @@
-"""Files a user gives as input: told by ``stat`` before anything opens them (issue 35).
+"""Files a user gives as input: told by ``stat`` before anything opens them.
 
 ``open`` of a named pipe waits for a writer, and a device such as ``/dev/zero`` never ends: ``np.load`` of a FIFO
 given to ``--qkv`` never returned, and a signal could not stop it.  Every reader of a user's file (``--qkv``

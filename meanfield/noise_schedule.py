@@ -1,4 +1,4 @@
-"""Time-dependent noise ``nu(t)`` for PDE and particle runs (``--nu-schedule``; issue 24, item 3).
+"""Time-dependent noise ``nu(t)`` for PDE and particle runs (``--nu-schedule``).
 
 The noise of MATH.md §1 (the ``sqrt(2 nu) dW`` of each token, the ``nu Laplace(rho)`` of the PDE of §2) may follow
 a schedule ``nu(t) >= 0`` instead of a constant ``--nu``.  A slow ramp of ``nu`` from above the critical noise of

@@ -1,7 +1,7 @@
 """Output paths checked before anything is computed: suffixes, folders, name lengths, ``~user`` (DESIGN.md).
 
 These checks need no netCDF or xarray, so the command line reads them without loading :mod:`meanfield.storage`
-(issue 36: ``meanfield --version`` and the refusals of bad paths start fast); :mod:`meanfield.storage` writes.
+(so that ``meanfield --version`` and the refusals of bad paths start fast); :mod:`meanfield.storage` writes.
 """
 
 from __future__ import annotations

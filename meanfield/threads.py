@@ -10,7 +10,7 @@ number, by default every core this process may run on (:func:`available_cores`).
   :func:`fftw_threads` in ``__init__`` (so construct under the setting you want).
 
 Runs repeat bit for bit at the same thread count.  Whether they also do at another count depends on
-the library (measured on this machine, issue 14; checked in tests/meanfield/test_threads.py):
+the library (measured on this machine; checked in tests/meanfield/test_threads.py):
 
 * BLAS (OpenBLAS): *not* bitwise across counts.  The threads split the output into different tiles,
   and edge tiles round differently from full ones: ``X @ Y.T`` (n x 3 by 3 x n) differs by 1 ulp at

@@ -25,7 +25,7 @@ bits.  :func:`run_file` loads a run given as ``--init``; :func:`continues_exactl
 that the given scheme can continue exactly (same geometry, scheme, resolution, dimension and
 state layout); anything else is a remap of its last density (:mod:`meanfield.solvers.initial_state`).
 
-A run file is input like an option (issue 35), checked before anything is computed, one line naming
+A run file is input like an option, checked before anything is computed, one line naming
 the file: the settings it records against the option ranges and the registries
 (:func:`check_recorded_settings`, when it is loaded), and, where a scheme is built from them, the
 grid they give against the file's frames and its record against that scheme

@@ -1,4 +1,4 @@
-"""A continuation keeps its model (issue 21; README "Continuing a run").
+"""A continuation keeps its model (README "Continuing a run").
 
 A run file given as ``init`` records the model it ran: ``attention``, ``beta``, ``nu`` and the normalisation
 scheme with its parameters (a particle run also ``qkv`` and, for random matrices, their ``seed``).  Not given,

@@ -649,7 +649,7 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         self._common(model, positivity_tol, resolution_tol, normalization)
         n = self.resolution = int(resolution)
         dim, beta = model.dim, model.beta
-        from .zonal import ZonalBasis            # here: a circle run does not load the zonal module (issue 36)
+        from .zonal import ZonalBasis            # here: a circle run does not load the zonal module
 
         self.basis = basis = ZonalBasis(max(2, dealiased_band(n)), dim)
         self.faces = faces = math.pi * np.arange(n + 1) / n

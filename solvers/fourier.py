@@ -7,7 +7,7 @@ buffers (the fastest here, see DESIGN.md); scipy.fft is the fallback when
 pyfftw is missing.  Several independent synthesis buffers can be requested so
 that a right-hand side can hold several grid fields at once without copying.
 
-Plans are made with FFTW_ESTIMATE, so that the same run repeats bit for bit (issue 12).
+Plans are made with FFTW_ESTIMATE, so that the same run repeats bit for bit.
 FFTW_MEASURE times candidate algorithms and keeps the fastest; which one wins depends
 on the machine's load, and the candidates round differently in the last bits (runs of
 one command differed by up to 1.8e-13).  FFTW_ESTIMATE picks from a cost model, so

@@ -82,7 +82,7 @@ from .contract import conform
 
 def _initial(geometry: str):
     """The readers of ``meanfield.initial.<geometry>`` (sphere, zonal), imported when a run of that geometry needs
-    them: a circle run loads neither (issue 36)."""
+    them: a circle run loads neither."""
     return importlib.import_module(f"meanfield.initial.{geometry}")
 
 

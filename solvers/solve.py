@@ -70,7 +70,7 @@ def scheme_names(predicate) -> set:
 
 def _ordinary(mask, alibi, positions, source) -> bool:
     """An ordinary (not causal) run without a word about causality: what :func:`meanfield.solvers.causal.check_causal`
-    accepts as such, told without importing the causal modules (a plain run loads none of them; issue 36)."""
+    accepts as such, told without importing the causal modules (a plain run loads none of them)."""
     recorded = "none" if source is None else source.attrs.get("mask", "none")
     return mask in (None, "none") and alibi is None and positions is None and recorded != "causal"
 

@@ -17,7 +17,7 @@ A measurement, not a test: it prints ratios and asserts nothing about speed.
    largest relative difference.
 3. **The whole staircase.**  The README case (SA, beta = 9, ``perturbed:1e-4``, seed 0, to ``t = 1e9`` with 20
    frames a decade) with 512 cells and with 512 Lagrangian nodes, each run twice, the faster wall of each kept:
-   ``fv / lagrangian`` (issue 34 asks ``<= 3``; measured 2.5 on an idle machine, 7.6 before it).
+   ``fv / lagrangian`` (the target is ``<= 3``; measured 2.5 on an idle machine, 7.6 before it).
 
 Threads: the setting of :mod:`meanfield.threads` (``--threads``), printed in the header.
 Run: ``python -m meanfield.validation.bench_cluster_schemes [--quick] [--beta B]``.

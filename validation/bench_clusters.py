@@ -1,4 +1,4 @@
-"""Benchmark of counting the clusters of one frame against one right-hand side of the same state (issue 32).
+"""Benchmark of counting the clusters of one frame against one right-hand side of the same state.
 
 A measurement, not a test: it prints ratios and asserts nothing about speed.  Issue 32 asks that counting the
 clusters of a frame (:mod:`meanfield.cluster_detection`, which runs records for every saved frame) cost at most one
@@ -128,7 +128,7 @@ def main(argv=None) -> None:
     apply_threads_argument(args.threads)
     start = time.perf_counter()
     rows = run_benchmark(args.quick)
-    print(f"cluster count of one frame vs one right-hand side, SA, beta = {BETA:g} (seconds per call; issue 32: "
+    print(f"cluster count of one frame vs one right-hand side, SA, beta = {BETA:g} (seconds per call; target: "
           f"ratio <= 1)")
     print(header())
     print(column_table(rows, COLUMNS))

@@ -30,7 +30,7 @@ Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weigh
    cheaper than table 1's memory-bound ``n x n`` baseline).
 
 5. **Normalisation schemes** (MATH.md §6): every scheme's SA right-hand side (direct path) against Post-LN's.
-6. **S^2: spherical-harmonic path vs direct** (issue 14 item 1).  ``ParticleScheme(Model("sa", 4, dim=3), n,
+6. **S^2: spherical-harmonic path vs direct** .  ``ParticleScheme(Model("sa", 4, dim=3), n,
    Attention("sa", interaction="harmonic"))`` (:class:`meanfield.solvers.interaction.SphereHarmonicInteraction`,
    accuracy 1e-12, ducc0 on one thread) at ``n = 1e3 .. 1e6`` (quick: to 1e5): time per right-hand side, speedup
    over the direct path and the largest relative difference (as in table 2).  The direct path is timed up to
@@ -39,7 +39,7 @@ Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weigh
 7. **Scaling**: the time per right-hand side of both paths against ``n``, with the exponent ``p`` of
    ``t ~ n^p`` fitted (least squares in log-log) over the sizes from ``SCALING_FIT_FROM`` tokens on
    (the harmonic path's fixed ``L^2 log L`` cost dominates below), and over all sizes.
-8. **Whole runs** (issue 22 item 5): particle runs with every right-hand side timed (:func:`whole_run_row`), and
+8. **Whole runs**: particle runs with every right-hand side timed (:func:`whole_run_row`), and
    the share of the wall time spent outside them: sampling, the stepper's arithmetic, the collapse and merge
    checks, the cluster count of every frame, the frames themselves; and the wall over the right-hand sides at the
    fastest one's cost (the bare right-hand side, measured in the run).  Quick: S^2 at n = 1e5 with the default 101
@@ -156,7 +156,7 @@ SCALING_HARMONIC = (1000, 3000, 10000, 30000, 100000, 300000, 1000000)
 QUICK_SCALING_HARMONIC = (1000, 3000, 10000, 30000, 100000)
 SCALING_DIRECT, QUICK_SCALING_DIRECT = (1000, 2000, 4000, 8000, 16000, 30000), (1000, 2000, 4000, 8000)
 SCALING_FIT_FROM = 4000
-#: Targets of issue 14: speedup over direct at 1e5 tokens, seconds per rhs at 1e6.
+#: Targets: speedup over direct at 1e5 tokens, seconds per rhs at 1e6.
 TARGET_SPEEDUP_1E5, TARGET_SECONDS_1E6 = 100.0, 1.0
 HARMONIC_COLUMNS = (
     ("n", "n", "d"),

@@ -1,10 +1,10 @@
-"""Cluster counts and events of every scheme on the same data (issue 32, MATH.md §10): ``meanfield validate
+"""Cluster counts and events of every scheme on the same data (MATH.md §10): ``meanfield validate
 cluster-events``.
 
 Two cases, each run by several schemes; every run records its clusters' ids and events
 (:class:`meanfield.solvers.clusters.ClusterTracker`: formation and merge times located on the stepper's dense output).
 
-1. **Three bumps** (issue 32): von Mises bumps of weights 0.5 / 0.3 / 0.2, kappa 8 / 12 / 6 at 0.5 / 2.6 / 4.4 rad
+1. **Three bumps**: von Mises bumps of weights 0.5 / 0.3 / 0.2, kappa 8 / 12 / 6 at 0.5 / 2.6 / 4.4 rad
    on a 0.05 background, SA, beta = 6, to t = 300 every 15: spectral (until it stops), finite volumes and Lagrangian
    nodes at ``N`` and particles (``n`` quadrature tokens at the density's quantiles).  3 clusters until the two
    lighter bumps merge (t ~ 146), 2 after.

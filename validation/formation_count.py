@@ -1,4 +1,4 @@
-"""The cluster count at formation: runs against the linear theory's predicted distribution (issue 32, MATH.md §2.4,
+"""The cluster count at formation: runs against the linear theory's predicted distribution (MATH.md §2.4,
 §10): ``meanfield validate formation-count``.
 
 For each case (geometry, beta) the runs start from ``perturbed:1e-4`` with seeds ``0 .. seeds - 1`` (SA, no noise;
@@ -34,7 +34,7 @@ EPS = 1e-4
 #: The prediction's draws start at this seed, away from the runs' seeds 0 .. seeds - 1.
 PREDICTION_SEEDS = 100_000
 P_VALUE_SAMPLES = 20_000
-#: The chi-square test's level (issue 32).
+#: The chi-square test's level.
 LEVEL = 0.01
 MAX_COUNT = 16
 
@@ -145,7 +145,7 @@ def format_table(table: xr.Dataset) -> str:
 def formation_count_claims(table: xr.Dataset) -> list[Check]:
     return [above(f"Count at formation, {str(row.geometry.values)} beta = {float(row.beta):g}: runs against the "
                   f"predicted distribution (chi-square p-value)", float(row.p_value), LEVEL, f"> {LEVEL:g}",
-                  source=f"standard error: the chi-square test at level {LEVEL:g} (issue 32), p by Monte Carlo over "
+                  source=f"standard error: the chi-square test at level {LEVEL:g}, p by Monte Carlo over "
                          f"{P_VALUE_SAMPLES} samples of the predicted law")
             for row in (table.isel(case=index) for index in range(table.sizes["case"]))]
 

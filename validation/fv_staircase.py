@@ -1,5 +1,5 @@
 """The finite-volume staircase: fv clusters handed over to points, against the K-point ODE and the
-Lagrangian scheme (MATH.md §5, issue 20): ``meanfield validate fv-staircase``.
+Lagrangian scheme (MATH.md §5): ``meanfield validate fv-staircase``.
 
 Circle, SA, one ``beta``, ``perturbed:EPS`` (seed 0: the same function at every resolution, MATH.md
 §2.4), four runs to ``t_final`` on a log time axis: finite volume at ``N/2`` and ``N`` cells and
@@ -54,9 +54,9 @@ from . import staircase
 from .harness import progress_bar, save_figure, study_main, write_dataset
 
 FULL = {"beta": 9.0, "eps": 1e-4, "cells": 2048, "nodes": 32768, "t_final": 1e9}
-#: The README case of issue 34: finite volume at N/2 = 512 cells against 16384 Lagrangian nodes.
+#: The README case: finite volume at N/2 = 512 cells against 16384 Lagrangian nodes.
 QUICK = {"beta": 9.0, "eps": 1e-4, "cells": 1024, "nodes": 16384, "t_final": 1e9}
-#: Each merge of the fv at N/2 cells within this of the Lagrangian's at M nodes (relative; issue 34), claimed from
+#: Each merge of the fv at N/2 cells within this of the Lagrangian's at M nodes (relative), claimed from
 #: the README case's sizes on (N/2 >= 512 cells, M >= 16384 nodes).
 FV_LAGRANGIAN_AGREEMENT = 1e-3
 README_CELLS, README_NODES = 512, 16384
@@ -363,7 +363,7 @@ def fv_staircase_claims(table) -> list[Check]:
                      FV_KPOINT_CONSTANT * (step / 0.01) ** 3 + FV_KPOINT_FLOOR,
                      source=f"measured convergence: after t_ref the run is the K-point ODE stepped by ssprk3 at "
                             f"POINT_STEP = {step:g} of the inverse pair rate (the step as it is, not rounded to a power "
-                            f"of two since issue 34); the error is third order in POINT_STEP: from t = 200, 3.8e-7, "
+                            f"of two); the error is third order in POINT_STEP: from t = 200, 3.8e-7, "
                             f"1.6e-7, 8.4e-8 at 0.02, 0.015, 0.012 (ratios 2.4, 1.9 against 2.37, 1.95; beta = 9, "
                             f"N = 512); from t_ref 7.1e-7 at 0.015 (N = 512, 1024), beside a floor of 2e-8 that does "
                             f"not fall with the step (the last merge: two clusters leaving an unstable equilibrium "
@@ -400,7 +400,7 @@ def fv_staircase_claims(table) -> list[Check]:
         checks.append(at_most(f"Merge {i + 1} (t = {t_merge:.5g}): finite volume at N/2 = {half} within "
                               f"{FV_LAGRANGIAN_AGREEMENT:g} of the Lagrangian at M = {m} (relative gap)", gap,
                               FV_LAGRANGIAN_AGREEMENT,
-                              source="measured convergence: issue 34's bound.  A merge time moves by about beta sin D "
+                              source="measured convergence: the bound measured for the central-slope reconstruction.  A merge time moves by about beta sin D "
                                      "times a centre error and in proportion to a mass error, so 1e-3 asks the clusters' "
                                      "places to ~1e-4 rad and masses to ~1e-3 when they become points.  Measured at "
                                      "N/2 = 512 against M = 16384: 3.9e-5, 5.4e-4, 1.7e-4 (the minmod limiter it "
@@ -428,7 +428,7 @@ def fv_staircase_claims(table) -> list[Check]:
                      abs(formation["fv N/2"] - exact) + 2 * 10 * rtol * abs(exact),
                      source=f"measured convergence: the fv's gap at N/2 ({abs(formation['fv N/2'] - exact):.3g}) plus "
                             f"twice the Lagrangian's 10 rtol: a convergent fv's gap falls when h halves (1.2e-3, "
-                            f"3.1e-4 at N = 512, 1024: second order since issue 34's reconstruction; 6.5e-3, 3.6e-3 "
+                            f"3.1e-4 at N = 512, 1024: second order with the central-slope reconstruction (MATH.md §2.5); 6.5e-3, 3.6e-3 "
                             f"with the minmod limiter)")]
     return checks
 

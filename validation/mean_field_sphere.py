@@ -54,7 +54,7 @@ slopes' standard error (spread / sqrt(seeds)) is ~0.02 and its 1e-3 tolerance ~0
 
 Run: ``python -m meanfield.validation.mean_field_sphere [--quick] [--out-dir DIR]`` or
 ``meanfield validate mean-field-sphere [--quick]``.  The particle path (direct ``n^2`` sums or the
-transform path of issue 14) is whatever :func:`meanfield.solvers.particle_run.simulate` picks; the Dataset
+harmonic transform path) is whatever :func:`meanfield.solvers.particle_run.simulate` picks; the Dataset
 records it (attribute ``interaction``) and the wall time of every run.
 """
 

@@ -29,7 +29,7 @@ end of the plateau, of the points nearest each centre: for the PDE the density's
 detected centres, plus ``h^2 / 12`` for finite-volume cell averages (the run's energy treats them as
 constant on their cells); for particles the tokens about their clusters' means, which with their masses
 also give the point energy (the smoothed density's basins would misplace tokens between two clusters
-about to merge).  A finite-volume run whose clusters have been handed over to points (issue 20,
+about to merge).  A finite-volume run whose clusters have been handed over to points (MATH.md §5,
 :mod:`meanfield.solvers.point_clusters`) is read the same way from its tokens (:func:`fv_tokens`): the grid's cells at
 their centres and the points at their own positions (the recorded density puts a point's mass in its cell,
 which would misplace it by up to ``h / 2`` and change the cross energy by ``beta sin D`` times that); the

@@ -13,7 +13,7 @@
 * **Drift.**  A stable state (USA, circle, ``beta = 2``) as the initial density of the time-dependent solver:
   its largest change over ``t = 10``.
 * **Hysteresis** (:func:`hysteresis`): ramped PDE runs and particles (USA, circle, ``beta = 4``).
-* **Folds at larger beta** (issue 33): ``nu_sn`` and ``nu_c`` of USA at :data:`FOLD_CASES` (the circle at
+* **Folds at larger beta**: ``nu_sn`` and ``nu_c`` of USA at :data:`FOLD_CASES` (the circle at
   ``beta = 5, 6, 8``, S^2 at 5), against the independent continuation of :data:`INDEPENDENT_FOLDS` (Gauss–Jacobi
   quadrature, quoted to 7 digits); the smallest amplitude of any accepted point past the onset's (the uniform state
   is never taken for a branch point).
@@ -520,7 +520,7 @@ def fold_claims(ds) -> list[Check]:
             if math.isfinite(independent):
                 checks.append(close(f"USA {label}: {name} against the independent continuation", independent,
                                     float(ds[f"fold_{name}"].values[index]), 1e-6, relative=True,
-                                    source="measured convergence: an independent Gauss–Jacobi continuation (issue 33), quoted to 7 digits"))
+                                    source="measured convergence: an independent Gauss–Jacobi continuation, quoted to 7 digits"))
     checks += [at_least("No accepted branch point past the onset is the uniform state (smallest relative amplitude)",
                         float(np.min(ds["fold_least_amplitude"].values)), UNIFORM_AMPLITUDE, "> 0",
                         source="exact: the uniform state has amplitude 0; the onset's smallest is 5e-3"),

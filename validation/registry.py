@@ -219,7 +219,7 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
               "Fewer sizes and shorter timings."),
     benchmark("bench-clusters", "bench_clusters",
               "Benchmark: counting the clusters of one frame against one right-hand side of the same state (circle fv "
-              "N = 512, S^2 particles n = 1e5, 1e6; SA, beta = 9; issue 32).", "S^2 at n = 1e5 only, shorter timings."),
+              "N = 512, S^2 particles n = 1e5, 1e6; SA, beta = 9).", "S^2 at n = 1e5 only, shorter timings."),
     benchmark("bench-causal", "bench_causal",
               "Benchmark: one causal kinetic-PDE right-hand side against N_S ordinary ones; causal circle particles, "
               "prefix sums against the masked direct sum.", "Fewer sizes and shorter timings.",

@@ -29,7 +29,7 @@ from .spec import UNRESOLVED_TOL, VON_MISES, check_sign_and_mass, density_from_s
 
 from ..lazy_names import first_use
 
-#: The sphere's and the zonal readers, imported on first use (a circle run loads neither; issue 36).
+#: The sphere's and the zonal readers, imported on first use (a circle run loads neither).
 __getattr__ = first_use(globals(), "meanfield.initial", {
     **{name: ("meanfield.initial.sphere", name) for name in ("check_sphere_density", "direction", "sphere_density",
                                                               "unit_vectors")},

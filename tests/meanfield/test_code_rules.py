@@ -127,3 +127,17 @@ def test_the_pde_driver_names_no_scheme():
              and isinstance(node.value, str) and id(node) not in docstrings
              and any(name in node.value.replace("-", " ").split() or node.value == name for name in names)]
     assert not named, named
+
+
+def test_the_package_cites_no_issue_numbers():
+    """A module says what it does and cites MATH.md or DESIGN.md for why, not the issue it came from (a reader of the
+    package has no issue tracker)."""
+    import re
+
+    cited = []
+    for folder in ("meanfield", "solvers", "validation"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if re.search(r"\bissues? \d+", line):
+                    cited.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert cited == []
