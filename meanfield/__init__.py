@@ -88,7 +88,7 @@ def __dir__() -> list[str]:
 
 
 def plot_run(dataset, path=None, modes=None):
-    """The standard figure of a run; see :func:`meanfield.plotting.plot_run` (imported lazily)."""
+    """The standard figure of a run; see :func:`meanfield.plotting.runs.plot_run` (imported lazily)."""
     from .plotting.runs import plot_run as _plot_run
     return _plot_run(dataset, path, modes)
 

@@ -48,9 +48,11 @@ import numpy as np
 
 from .errors import require
 from .fourier_series import coefficients, synthesis
-from .initial import (as_values, evaluate, interval_faces, kind_of, label_of, load_init_run, periodic_faces, piecewise,
-                      read_source)
-from .initial import INIT_HELP, check_density, check_sign_and_mass, circle_density, circle_values
+from .initial.sources import as_values, evaluate, load_init_run, read_source
+from .initial.averages import interval_faces, periodic_faces, piecewise
+from .initial.kinds import kind_of, label_of
+from .initial.circle import INIT_HELP, check_density, circle_density, circle_values
+from .initial.spec import check_sign_and_mass
 from .seeding import stream
 
 SAMPLINGS = ("iid", "quadrature")

@@ -30,7 +30,7 @@ import time
 
 import numpy as np  # noqa: E402
 
-from meanfield.initial import circle_density  # noqa: E402
+from meanfield.initial.circle import circle_density  # noqa: E402
 from meanfield.threads import add_threads_argument, apply_threads_argument, header  # noqa: E402
 from meanfield.model import Model  # noqa: E402
 from meanfield.solvers.circle import CircleSpectral  # noqa: E402

@@ -39,7 +39,7 @@ from scipy.stats import vonmises
 from meanfield.analysis import wasserstein1_circle
 from meanfield.causal_theory import end_slope, evolve_mode, lost_in_the_middle, mode_rates, profile_weights, t_crit
 from meanfield.model import Model
-from meanfield.plotting import outside_legend
+from meanfield.plotting.style import outside_legend
 from meanfield.solvers.solve import solve
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.fits import log_log_slope

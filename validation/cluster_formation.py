@@ -50,7 +50,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from meanfield.model import Model
-from meanfield.plotting import legend_below
+from meanfield.plotting.style import legend_below
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.theory import dominant_mode, formation_time, growth_rates
 from meanfield.solvers.particle_run import simulate

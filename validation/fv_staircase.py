@@ -43,7 +43,7 @@ import xarray as xr
 from meanfield.cluster_dynamics import MERGE_DISTANCE, cluster_history
 from meanfield.metastable import FORMATION_THRESHOLD
 from meanfield.model import Model
-from meanfield.plotting import legend_below
+from meanfield.plotting.style import legend_below
 from meanfield.storage import save_run
 from meanfield.theory import dominant_mode
 from meanfield.solvers.clusters import MIN_CLUSTER_MASS, frame_clusters, link_groups, merge_points

@@ -58,7 +58,7 @@ from meanfield.storage import netcdf_safe, package_version
 from meanfield.solvers.particles import ParticleScheme
 from meanfield.solvers.runloop import run
 from meanfield.solvers.steppers import make_stepper
-from meanfield.plotting import legend_below
+from meanfield.plotting.style import legend_below
 from .claims import Check, below, within_errors
 from .harness import progress_bar, save_figure, study_main, write_dataset
 from .tasks import SYNCHRONOUS, machine_cores, run_tasks, write_compressed

@@ -31,7 +31,7 @@ import xarray as xr
 
 from meanfield.errors import require
 from meanfield.fits import fit_line
-from meanfield.plotting import DPI
+from meanfield.plotting.style import DPI
 from meanfield.storage import RUN_SUFFIXES, check_output_file, check_output_folder, write_atomic
 
 from .claims import Check

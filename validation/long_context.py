@@ -38,7 +38,7 @@ from scipy.optimize import brentq
 
 from meanfield.long_context import (critical_gamma, gram_output_cosines, gram_tokens, iid_cosine_estimate,
                                     limit_cosine, midpoint_gamma, monte_carlo_layer, one_layer_cosine)
-from meanfield.plotting import outside_legend
+from meanfield.plotting.style import outside_legend
 from meanfield.storage import netcdf_safe, package_version
 
 from .claims import EPSILON, Check, at_most, close, equal

@@ -45,8 +45,8 @@ from matplotlib.lines import Line2D
 from meanfield import fourier_series
 from meanfield.analysis import W1_GRID_POINTS, wasserstein1_circle
 from meanfield.errors import require
-from meanfield.initial import circle_density
-from meanfield.plotting import legend_below
+from meanfield.initial.circle import circle_density
+from meanfield.plotting.style import legend_below
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve

@@ -223,7 +223,7 @@ def run_study(quick: bool = False, out_dir="mean-field-sphere-study", beta: floa
 def plot_study(ds: xr.Dataset) -> Figure:
     """Log-log H^-s error against n, one colour per time: seed RMS with min-max bars, fitted lines, the
     expected t = 0 error and an ``n^-1/2`` reference."""
-    from meanfield.plotting import legend_below
+    from meanfield.plotting.style import legend_below
 
     fig = Figure(figsize=(7.5, 6.2), layout="constrained")
     ax = fig.subplots()

@@ -63,11 +63,11 @@ from matplotlib.figure import Figure
 from meanfield import fourier_series
 from meanfield.cluster_dynamics import point_energy
 from meanfield.diagnostics import detect_clusters
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.metastable import (angle_errors, first_merge_time, kstar_angles, linear_formation_time,
                                   linearised_density, local_maxima_angles, plateaus, refined_formation_time)
 from meanfield.model import Model
-from meanfield.plotting import deviation_heat_map, mean_density, theta_axis
+from meanfield.plotting.style import deviation_heat_map, mean_density, theta_axis
 from meanfield.storage import netcdf_safe, package_version, save_run
 from meanfield.theory import dominant_mode, formation_time, growth_rates
 from meanfield.solvers.particle_run import simulate

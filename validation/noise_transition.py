@@ -37,10 +37,10 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 from meanfield.model import Model
-from meanfield.plotting import outside_legend
+from meanfield.plotting.style import outside_legend
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.theory import critical_noise, dominant_mode, growth_rates
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.solvers.circle import CircleSpectral
 from meanfield.solvers.runloop import COMPLETED, run
 from meanfield.solvers.stationary import circle_stationary_near

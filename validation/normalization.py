@@ -43,7 +43,7 @@ from meanfield.model import Model
 from meanfield.normalization import SCHEMES, Normalization
 from meanfield.normalization_theory import (attention_time, equiangular_solution, late_time_decay,
                                             mode_amplitude_factor)
-from meanfield.plotting import legend_below
+from meanfield.plotting.style import legend_below
 from meanfield.theory import growth_rates
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve

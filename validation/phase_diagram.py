@@ -465,7 +465,7 @@ def plot_phase_diagram(dataset: xr.Dataset, path=None):
     """One panel per ``d``: ``probability`` over (t, beta), the equiangular curve in red; saved to ``path``."""
     from matplotlib.figure import Figure
 
-    from meanfield.plotting import DPI
+    from meanfield.plotting.style import DPI
 
     dims = [int(d) for d in dataset["dim"].values]
     fig = Figure(figsize=(max(3.6 * len(dims) + 1.2, 6.4), 4.4), layout="constrained")   # room for the title

@@ -40,7 +40,7 @@ from matplotlib.figure import Figure
 
 from meanfield.model import Model
 from meanfield.onset_theory import onset_coefficient
-from meanfield.plotting import outside_legend
+from meanfield.plotting.style import outside_legend
 from meanfield.solvers.branch import (UNIFORM_AMPLITUDE, Branch, bessel_root, curvature, stationary_branch,
                                       tricritical_beta)
 from meanfield.solvers.branch_check import check_fold, check_stable_state

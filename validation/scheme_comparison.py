@@ -55,10 +55,10 @@ from matplotlib.figure import Figure
 
 from meanfield import fourier_series
 from meanfield.diagnostics import detect_clusters
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.metastable import refined_formation_time
 from meanfield.model import Model
-from meanfield.plotting import legend_below
+from meanfield.plotting.style import legend_below
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.theory import dominant_mode, growth_rates
 from meanfield.solvers.particle_run import simulate

@@ -38,7 +38,7 @@ import xarray as xr
 
 from meanfield.cluster_dynamics import MERGE_DISTANCE, cluster_history, merge_time_estimate, plateau_estimate
 from meanfield.model import Model
-from meanfield.plotting import legend_below
+from meanfield.plotting.style import legend_below
 from meanfield.storage import save_run
 from meanfield.theory import dominant_mode
 from meanfield.solvers.clusters import frame_clusters

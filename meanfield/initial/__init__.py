@@ -16,30 +16,5 @@ One job a module:
 Nothing here knows a scheme: putting initial data onto one (``initial_state``) is
 :mod:`meanfield.solvers.initial_state`'s job, through what the scheme contract declares.
 
-The names below are re-exported here; the bare ``perturbed_density`` and ``von_mises`` are the
-circle's (as when this was one module), the sphere's and the zonal ones are in their modules.
+Import each name from the module that defines it (``from meanfield.initial.circle import circle_density``).
 """
-
-from .averages import Piecewise, conservative_averages, interval_faces, periodic_faces, piecewise
-from .circle import (INIT_HELP, check_density, circle_density, circle_values, periodic_resample, perturbed_density,
-                     von_mises)
-from .kinds import KINDS, describe_init, kind_of, label_of
-from .sources import COORDINATES, UNITS, GridSource, as_values, evaluate, load_init_run, read_source
-from .spec import UNRESOLVED_TOL, VON_MISES, check_sign_and_mass, density_from_spec, init_label, require_resolved
-
-from ..lazy_names import first_use
-
-#: The sphere's and the zonal readers, imported on first use (a circle run loads neither).
-__getattr__ = first_use(globals(), "meanfield.initial", {
-    **{name: ("meanfield.initial.sphere", name) for name in ("check_sphere_density", "direction", "sphere_density",
-                                                              "unit_vectors")},
-    **{name: ("meanfield.initial.zonal", name) for name in ("check_zonal_density", "zonal_density")}})
-
-__all__ = ["INIT_HELP", "VON_MISES", "UNRESOLVED_TOL", "perturbed_density", "von_mises", "periodic_resample",
-           "circle_values", "circle_density", "check_density", "density_from_spec", "init_label",
-           "check_sign_and_mass", "require_resolved",
-           "sphere_density", "check_sphere_density", "direction", "unit_vectors", "zonal_density",
-           "check_zonal_density",
-           "KINDS", "describe_init", "kind_of", "label_of",
-           "COORDINATES", "UNITS", "GridSource", "as_values", "evaluate", "read_source", "load_init_run",
-           "Piecewise", "piecewise", "interval_faces", "periodic_faces", "conservative_averages"]

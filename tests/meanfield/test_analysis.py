@@ -7,7 +7,7 @@ import pytest
 
 from meanfield import analysis, fourier_series
 from meanfield.diagnostics import empirical_coefficients
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 
 
 def test_circle_h_minus_s_of_a_point_mass_is_the_series_of_its_modes():

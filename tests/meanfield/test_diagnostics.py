@@ -8,7 +8,7 @@ import xarray as xr
 
 from meanfield.diagnostics import detect_clusters, fit_growth_rates, interaction_energy
 from meanfield.kernels import scaled_funk_hecke
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 
 
 def test_three_separated_clusters():

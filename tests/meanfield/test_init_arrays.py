@@ -8,7 +8,8 @@ import pytest
 import xarray as xr
 
 from meanfield import InputError, Model
-from meanfield.initial import describe_init, von_mises
+from meanfield.initial.kinds import describe_init
+from meanfield.initial.circle import von_mises
 from meanfield.initial.sphere import direction
 from meanfield.initial.zonal import von_mises_fisher
 from meanfield.sampling import sample_tokens

@@ -8,7 +8,7 @@ import xarray as xr
 
 from meanfield import InputError
 from meanfield.fourier_series import dealiased_band
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.solvers.solve import solve
 
 
@@ -81,7 +81,7 @@ def test_corrupt_and_foreign_files_are_refused(tmp_path):
 
 
 def test_periodic_resampling_keeps_the_old_points_and_follows_an_offset():
-    from meanfield.initial import circle_values, periodic_resample, von_mises
+    from meanfield.initial.circle import circle_values, periodic_resample, von_mises
 
     coarse = circle_density("vonmises:3@2", 32)
     assert np.max(np.abs(periodic_resample(coarse, 0.0, 128)[::4] - coarse)) < 1e-15   # Nyquist term not doubled

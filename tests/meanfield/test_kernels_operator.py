@@ -9,7 +9,7 @@ import pytest
 
 from meanfield import fourier_series, interaction_energy
 from meanfield.errors import InputError
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.kernel_operator import KernelOperator, top_sixth
 from meanfield.kernels import band_limit, scaled_funk_hecke, scaled_funk_hecke_beta_derivative
 from meanfield.model import Model

@@ -7,7 +7,7 @@ import pytest
 
 from meanfield.cluster_dynamics import point_energy
 from meanfield.diagnostics import interaction_energy
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.metastable import (Plateau, angle_errors, first_merge_time, kstar_angles, linear_formation_time,
                                   linearised_density, local_maxima_angles, plateaus, refined_formation_time,
                                   smoothed_density)

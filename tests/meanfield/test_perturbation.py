@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from meanfield import InputError, Model, dominance_probabilities, formation_time, growth_rates, typical_amplitude
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.perturbation import BANDS, FINE_CIRCLE_POINTS, circle_noise
 from meanfield.fourier_series import synthesis
 

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from meanfield import Model, growth_rates
-from meanfield.plotting import plot_run, theory_curves
+from meanfield.plotting.runs import plot_run
+from meanfield.plotting.run_data import theory_curves
 from meanfield.solvers.solve import solve
 
 RUNS = {
@@ -36,7 +37,7 @@ def test_theory_curves_use_the_run_dimension(run):
 
 def test_lagrangian_clusters_are_markers_sized_by_mass(tmp_path):
     from matplotlib.collections import PathCollection
-    from meanfield.plotting import FULL_MASS_AREA
+    from meanfield.plotting.sphere import FULL_MASS_AREA
     run = solve("sphere", scheme="lagrangian", beta=9.0, resolution=6, init="perturbed:1e-2", t_final=15.0,
                 save_every=5.0)
     fig = plot_run(run, tmp_path / "f.png")

@@ -6,7 +6,8 @@ import xarray as xr
 
 from meanfield import InputError, Model, growth_rates
 from meanfield.cli import main
-from meanfield.plotting import plot_run, theory_curves
+from meanfield.plotting.runs import plot_run
+from meanfield.plotting.run_data import theory_curves
 from meanfield.solvers.solve import solve
 
 
@@ -67,7 +68,7 @@ def test_the_early_perturbation_is_visible_in_the_heat_map():
 
 
 def test_node_groups_sum_the_mass_of_coincident_nodes():
-    from meanfield.plotting import marker_areas, node_groups
+    from meanfield.plotting.sphere import marker_areas, node_groups
     points = np.array([[1.0, 0.0, 0.0], [1.0, 1e-9, 0.0], [0.0, 0.0, 1.0]])
     centres, masses = node_groups(points, np.array([0.25, 0.25, 0.5]))
     assert sorted(masses.tolist()) == [0.5, 0.5] and np.allclose(np.linalg.norm(centres, axis=1), 1.0)

@@ -8,7 +8,7 @@ import pytest
 from meanfield import Model, critical_noise, fourier_series, growth_rates
 from meanfield.diagnostics import detect_clusters
 from meanfield.metastable import refined_formation_time
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.solvers import CircleSpectral, make_stepper, run
 from meanfield.solvers.solve import solve
 from meanfield.validation.growth_rates import fitted_rates

@@ -9,7 +9,7 @@ import pytest
 
 from meanfield.errors import InputError
 from meanfield.model import Model
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.solvers import checkpoint
 from meanfield.solvers.circle import CircleSpectral
 from meanfield.solvers.particle_run import simulate

@@ -11,7 +11,7 @@ import pytest
 from meanfield.diagnostics import detect_clusters, fit_growth_rates
 from meanfield.errors import InputError
 from meanfield.geometry import sphere_area
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.initial.zonal import zonal_density
 from meanfield.model import Model
 from meanfield.theory import critical_noise, dominant_mode, formation_time, growth_rates

@@ -8,7 +8,7 @@ import pytest
 
 from meanfield import InputError, Model
 from meanfield.diagnostics import detect_clusters
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.initial.sphere import sphere_density
 from meanfield.theory import dominant_mode, formation_time
 from meanfield.solvers.interaction import DirectInteraction

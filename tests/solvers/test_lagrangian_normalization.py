@@ -8,7 +8,7 @@ import pytest
 import meanfield
 from meanfield import InputError, Model
 from meanfield.cli import main
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.normalization import Normalization
 from meanfield.solvers.interaction import DirectInteraction
 from meanfield.initial.sphere import sphere_density

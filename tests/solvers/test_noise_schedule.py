@@ -19,7 +19,7 @@ from meanfield.cli import main
 from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.noise_schedule import FunctionSchedule, NoiseSchedule, as_schedule
-from meanfield.plotting import theory_curves
+from meanfield.plotting.run_data import theory_curves
 from meanfield.solvers.checkpoint import INITIAL, PREFIX
 from meanfield.solvers.particles import ParticleScheme
 from meanfield.solvers.run_record import RERUN_COMMAND

@@ -9,7 +9,7 @@ from scipy.integrate import solve_ivp
 from meanfield import InputError, Model
 from meanfield.sampling import TrigonometricDensity, sample_tokens, uniform_sphere
 from meanfield.settings import Attention
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.particles import ParticleScheme
 from meanfield.solvers.runloop import run

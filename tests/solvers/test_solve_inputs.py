@@ -10,7 +10,7 @@ import xarray as xr
 import meanfield
 from meanfield.cli import cli
 from meanfield.defaults import GEOMETRY_DEFAULTS
-from meanfield.initial import von_mises
+from meanfield.initial.circle import von_mises
 from meanfield.solvers.particle_run import simulate
 
 RUN = {"beta": 4.0, "resolution": 64, "t_final": 1.0, "save_every": 0.5}

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from meanfield.initial import circle_density
+from meanfield.initial.circle import circle_density
 from meanfield.sampling import TrigonometricDensity
 from meanfield.validation.cluster_formation import crossing_time, run_study as cluster_study
 from meanfield.analysis import cdf_and_density_on_grid, trig_coefficients, wasserstein1_circle
