@@ -1031,7 +1031,7 @@ def phase_diagram(ctx, store, dims, betas, quick, no_progress, **settings):
       meanfield sweep phase-diagram --scheduler tcp://scheduler:8786        # an existing Dask cluster
     """
     from click.core import ParameterSource
-    from meanfield.validation.phase_diagram import QUICK, check_scheduler, format_summary, plot_phase_diagram, run_sweep
+    from meanfield.validation.studies.phase_diagram import QUICK, check_scheduler, format_summary, plot_phase_diagram, run_sweep
 
     check_output_folder(store, "--store")
     check_scheduler(settings["scheduler"])

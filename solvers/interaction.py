@@ -61,7 +61,7 @@ from meanfield.kernel_operator import KernelOperator
 from meanfield.kernels import band_limit, scaled_funk_hecke
 
 #: Memory budget of one row block (logits take half of it): 4 MiB keeps a block in cache;
-#: 256 MiB blocks were 3-6x slower (freshly mapped memory every call; validation/bench_particles.py).
+#: 256 MiB blocks were 3-6x slower (freshly mapped memory every call; validation/benchmarks/particles.py).
 DEFAULT_BLOCK_BYTES = 4 * 2 ** 20
 #: Fewer rows per block cost more in per-block overhead than they save (n = 10^5: 25 MB per block).
 MIN_BLOCK_ROWS = 16

@@ -2,7 +2,7 @@
 
 - :func:`progress_bar`, :func:`write_dataset`, :func:`save_figure`: the studies' progress over runs
   and their output files, written safely (:func:`meanfield.storage.write_atomic`: a temporary file
-  renamed into place, folders created); :func:`study_main` is ``python -m meanfield.validation.<study>``.
+  renamed into place, folders created); :func:`study_main` is ``python -m meanfield.validation.studies.<study>``.
 - :func:`fit_with_spread`: a least-squares slope (:func:`meanfield.fits.fit_line`) and its one-seed spread;
   :func:`saved_frames` reads a run's frames at the study's times; :func:`curve_colours` colours one
   curve per time.
@@ -57,7 +57,7 @@ def write_dataset(ds, path) -> Path:
 
 
 def study_main(argv, description: str, out_dir: str, run, table, name: str):
-    """``python -m meanfield.validation.<study> [--quick] [--out-dir DIR]``: run, print the table, say what was written."""
+    """``python -m meanfield.validation.studies.<study> [--quick] [--out-dir DIR]``: run, print the table, say what was written."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="the small size the test suite uses")
     parser.add_argument("--out-dir", default=out_dir)

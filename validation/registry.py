@@ -53,8 +53,14 @@ class Study:
     def benchmark(self) -> bool:
         return self.output is None
 
+    @property
+    def stem(self) -> str:
+        """The module's own name (``mean_field`` of ``studies.mean_field``): its output files are named after it."""
+        return self.module.rpartition(".")[2]
+
     def load(self):
-        """The study's module (imported on first use)."""
+        """The study's module (imported on first use): ``module`` under ``meanfield.validation``
+        (``studies.<name>`` or ``benchmarks.<name>``)."""
         return importlib.import_module(f"meanfield.validation.{self.module}")
 
     def checks(self, module, result) -> list:
@@ -119,7 +125,7 @@ def folder_study(name: str, module: str, help: str, claims: str, figures=None) -
     """A study with ``run_study(quick, out_dir)`` writing ``out_dir/<module>.{nc,png}``; the default folder is
     the module's name with dashes and ``-study`` (``mean_field`` -> ``mean-field-study``); ``claims`` names the
     module's claims function."""
-    return Study(name, module, help, "The small size the test suite uses.", "folder",
+    return Study(name, f"studies.{module}", help, "The small size the test suite uses.", "folder",
                  f"{module.replace('_', '-')}-study",
                  figures=(f"{module}.png",) if figures is None else figures, run=_run_study, table=_table,
                  wrote=_wrote_files(module), claims=claims)
@@ -128,12 +134,13 @@ def folder_study(name: str, module: str, help: str, claims: str, figures=None) -
 def benchmark(name: str, module: str, help: str, quick_help: str, presets=("QUICK_SIZES", "SIZES")) -> Study:
     """A benchmark: ``main([--quick])`` prints its table; no claims, nothing written.  ``presets``: the module's
     quick and full size lists (``None``: it has none)."""
-    return Study(name, module, help, quick_help, None, None, presets, (), run=_run_printed, table=_printed)
+    return Study(name, f"benchmarks.{module}", help, quick_help, None, None, presets, (), run=_run_printed,
+                 table=_printed)
 
 
 # --------------------------------------------------------------------------------------------- registry
 STUDIES: dict[str, Study] = {study.name: study for study in (
-    Study("growth-circle", "growth_rates", "Fitted linear growth rates of PDE runs against MATH.md §2.3 (circle).",
+    Study("growth-circle", "studies.growth_rates", "Fitted linear growth rates of PDE runs against MATH.md §2.3 (circle).",
           "Fewer cases.", "file", None, None, (), run=_run_growth, table=_table,
           wrote=lambda out, result: f"wrote {out}", claims="growth_claims"),
     folder_study("mean-field", "mean_field",
@@ -182,7 +189,7 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
                  "Normalisation schemes (MATH.md §6): particles from an orthonormal start against the equiangular "
                  "ODE with fitted late-time laws, the initial speed of i.i.d. tokens, and PDE mode growth under "
                  "Post-LN, nGPT and LN-scaling against the linear theory.", "normalization_claims"),
-    Study("castin-figures", "castin_figures",
+    Study("castin-figures", "studies.castin_figures",
           "Castin et al.'s figures: 2x2 covariance paths in the PSD cone, blow-up times, limit ranks.",
           "20 samples per rank histogram instead of 200.", "folder", "castin-figures", None,
           ("psd_cone.png", "rank_histograms.png"),
@@ -196,31 +203,31 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
                  "Noise-driven phase transitions (MATH.md §9): stationary branches with stability, folds and nu_c, the "
                  "curvature C and the tricritical beta*(d), hysteresis loops of ramped PDE runs and particles.",
                  "phase_transition_claims"),
-    benchmark("bench-circle", "bench_circle",
+    benchmark("bench-circle", "circle",
               "Benchmark: circle right-hand side vs its bare FFTs; spectral vs direct convolution.",
               "Fewer sizes and repeats."),
-    benchmark("bench-particles", "bench_particles",
+    benchmark("bench-particles", "particles",
               "Benchmark: particle right-hand side vs GEMM + exp, vs a per-particle loop; O(nM) circle path.",
               "Fewer sizes and shorter timings."),
-    benchmark("bench-sphere", "bench_sphere",
+    benchmark("bench-sphere", "sphere",
               "Benchmark: one S^2 right-hand side against the bare ducc0 transforms it performs.",
               "Fewer degrees and shorter timings.", ("QUICK_LMAXES", "LMAXES")),
-    benchmark("bench-staircase", "bench_staircase",
+    benchmark("bench-staircase", "staircase",
               "Benchmark: simulated time per wall-second with and without collapse of coincident nodes.",
               "Shorter runs without collapse.", None),
-    benchmark("bench-startup", "bench_startup",
+    benchmark("bench-startup", "startup",
               "Start-up: import meanfield and meanfield --version against import numpy (best of 5 interpreters).",
               "2 interpreters each.", presets=None),
-    benchmark("bench-frames", "bench_frames",
+    benchmark("bench-frames", "frames",
               "Frames: a default run (101 frames) against a 2-frame run of the same problem (circle spectral, S^2 "
               "particles n = 2000, 8000).", "1 timed run each.", presets=None),
-    benchmark("bench-cluster-schemes", "bench_cluster_schemes",
+    benchmark("bench-cluster-schemes", "cluster_schemes",
               "Benchmark: finite-volume rhs vs its FFTs and the spectral rhs; Lagrangian O(N M) vs direct O(N^2).",
               "Fewer sizes and shorter timings."),
-    benchmark("bench-clusters", "bench_clusters",
+    benchmark("bench-clusters", "clusters",
               "Benchmark: counting the clusters of one frame against one right-hand side of the same state (circle fv "
               "N = 512, S^2 particles n = 1e5, 1e6; SA, beta = 9).", "S^2 at n = 1e5 only, shorter timings."),
-    benchmark("bench-causal", "bench_causal",
+    benchmark("bench-causal", "causal",
               "Benchmark: one causal kinetic-PDE right-hand side against N_S ordinary ones; causal circle particles, "
               "prefix sums against the masked direct sum.", "Fewer sizes and shorter timings.",
               ("QUICK_CASES", "CASES")),

@@ -40,7 +40,7 @@ img { max-width: 100%; max-height: 42em; border: 1px solid #ddd; margin: 0.3em 0
 def study_out(study: Study, root: Path) -> Path:
     """Where the report puts a study's output: ``root/<name>`` (a folder, or ``<name>.nc`` inside it)."""
     folder = root / study.name
-    return folder / f"{study.module}.nc" if study.output == "file" else folder
+    return folder / f"{study.stem}.nc" if study.output == "file" else folder
 
 
 def report_workers(studies: int) -> int:

@@ -1,5 +1,5 @@
-"""Resumable task stores and their execution, shared by the sweep (validation/phase_diagram.py) and the
-Gaussian study (validation/gaussian.py).
+"""Resumable task stores and their execution, shared by the sweep (validation/studies/phase_diagram.py) and the
+Gaussian study (validation/studies/gaussian.py).
 
 A store is a folder of finished tasks, one compressed netCDF file each (:func:`write_compressed`,
 atomic), whose attributes carry every setting that determines its numbers; a re-run reads the

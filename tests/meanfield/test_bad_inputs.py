@@ -254,7 +254,7 @@ def tripwires(monkeypatch):
 
     for module, name in (("meanfield.solvers.runloop", "run"), ("meanfield.solvers.solve", "run_switching"),
                          ("meanfield.solvers.particle_run", "run_switching"),
-                         ("meanfield.validation.phase_diagram", "compute_chunks")):
+                         ("meanfield.validation.studies.phase_diagram", "compute_chunks")):
         monkeypatch.setattr(importlib.import_module(module), name, computing)
 
 
@@ -341,7 +341,7 @@ def test_bad_api_input_is_a_one_line_input_error(name, call, tripwires, tmp_path
 
 
 def test_a_refused_sweep_leaves_no_store(tmp_path):
-    from meanfield.validation.phase_diagram import run_sweep
+    from meanfield.validation.studies.phase_diagram import run_sweep
 
     with pytest.raises(InputError, match="--scheduler"):
         run_sweep(tmp_path / "store", scheduler="nonsense", progress=False)

@@ -32,9 +32,21 @@ def installed_tree(folder: Path) -> Path:
     for entry in (ROOT / "meanfield").iterdir():
         if entry.name != "__pycache__":
             (package / entry.name).symlink_to(entry)
-    for name in ("solvers", "validation"):
-        (package / name).symlink_to(ROOT / name)
+    (package / "solvers").symlink_to(ROOT / "solvers")
+    _mirror(ROOT / "validation", package / "validation")
     return package
+
+
+def _mirror(source: Path, target: Path) -> None:
+    """``target``: real folders holding links to ``source``'s files, so that a test can add a module there."""
+    target.mkdir()
+    for entry in source.iterdir():
+        if entry.name == "__pycache__":
+            continue
+        if entry.is_dir():
+            _mirror(entry, target / entry.name)
+        else:
+            (target / entry.name).symlink_to(entry)
 
 
 def lint_imports(folder: Path):
@@ -46,19 +58,27 @@ def test_the_layer_rule_and_no_cycles_hold(tmp_path):
     installed_tree(tmp_path)
     done = lint_imports(tmp_path)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert "3 kept, 0 broken" in done.stdout, done.stdout[-3000:]
+    assert "5 kept, 0 broken" in done.stdout, done.stdout[-3000:]
 
 
 @pytest.mark.parametrize("extra, broken", [
     ({"zz_model.py": "def f():\n    from meanfield.solvers import solve\n"}, "imported only by validation"),
     ({"zz_model.py": "from meanfield.validation import registry\n"}, "imported only by the command line"),
     ({"zz_one.py": "from . import zz_two\n", "zz_two.py": "from . import zz_one\n"}, "no import cycle"),
+    ({"validation/studies/zz_study.py": "from ..benchmarks import circle\n"}, "do not import each other"),
+    ({"validation/report.py": "+from .studies import mean_field\n"}, "imports no study or benchmark"),
 ])
 def test_each_contract_catches_its_violation(tmp_path, extra, broken):
-    """A lower layer reaching up (even inside a function), or two modules importing each other, breaks the check."""
+    """A lower layer reaching up (even inside a function), two modules importing each other, a study importing a
+    benchmark, or the validation infrastructure importing a study breaks the check."""
     package = installed_tree(tmp_path)
     for name, text in extra.items():
-        (package / name).write_text(text)
+        path = package / name
+        if text.startswith("+"):                  # the module as it is, with a line added (a copy: never the source)
+            text = path.read_text() + text[1:]
+        if path.is_symlink():
+            path.unlink()
+        path.write_text(text)
     done = lint_imports(tmp_path)
     assert done.returncode != 0 and "1 broken" in done.stdout, done.stdout[-3000:]
     assert f"{broken}" in done.stdout.split("Broken contracts")[-1], done.stdout[-3000:]

@@ -13,7 +13,7 @@ from meanfield.initial.circle import perturbed_density as circle_start
 from meanfield.initial.zonal import perturbed_density as zonal_start
 from meanfield.model import Model
 from meanfield.theory import critical_noise, growth_rates
-from meanfield.validation.formation_count import chi_square_p_value, formation_count_claims
+from meanfield.validation.studies.formation_count import chi_square_p_value, formation_count_claims
 
 
 @pytest.mark.parametrize("geometry, dim", [("circle", 2), ("sphere", 3), ("zonal", 5)])

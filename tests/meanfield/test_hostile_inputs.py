@@ -235,8 +235,8 @@ def test_qkv_files_that_are_not_numeric_archives_get_our_own_line(tmp_path, caps
 
 # -- signals sent to the command line at random moments (subprocesses) -------------------------------------------
 def test_signals_at_random_moments_of_runs_and_writes_save_the_run(tmp_path):
-    """Eight trials, two of each kind (validation/signal_trials.py; `meanfield validate bench-signals` runs 40)."""
-    from meanfield.validation.signal_trials import format_rows, run_trials
+    """Eight trials, two of each kind (validation/benchmarks/signal_trials.py; `meanfield validate bench-signals` runs 40)."""
+    from meanfield.validation.benchmarks.signal_trials import format_rows, run_trials
 
     rows = run_trials(8, tmp_path)
     assert not any(row["problem"] for row in rows), format_rows(rows)

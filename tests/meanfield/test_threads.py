@@ -90,7 +90,7 @@ def test_nonuniform_transforms_stay_on_one_thread():
 
 
 def test_bench_script_takes_threads_and_prints_the_counts_in_effect(capsys, monkeypatch):
-    import meanfield.validation.bench_sphere as bench
+    import meanfield.validation.benchmarks.sphere as bench
 
     monkeypatch.setattr(bench, "QUICK_LMAXES", (15,))
     with use_threads():

@@ -11,14 +11,14 @@ from meanfield.metastable import refined_formation_time
 from meanfield.initial.circle import circle_density
 from meanfield.solvers import CircleSpectral, make_stepper, run
 from meanfield.solvers.solve import solve
-from meanfield.validation.growth_rates import fitted_rates
+from meanfield.validation.studies.growth_rates import fitted_rates
 
 
 @pytest.mark.parametrize("attention", ["sa", "usa"])
 @pytest.mark.parametrize("beta", [4.0, 9.0])
 def test_growth_rates_match_theory(attention, beta):
     fitted, theory, tolerance = fitted_rates(attention, beta, resolution=128)
-    # within dopri5's step error and the quadratic feed (validation/growth_rates.py), ~4e-7 relative
+    # within dopri5's step error and the quadratic feed (validation/studies/growth_rates.py), ~4e-7 relative
     assert np.all(np.abs(fitted / theory - 1) <= tolerance) and np.all(tolerance < 1e-6)
 
 

@@ -19,7 +19,7 @@ from meanfield.solvers.solve import solve
 from meanfield.solvers.steppers import make_stepper
 from meanfield.analysis import wasserstein1_circle
 from meanfield.fits import fit_line
-from meanfield.validation.mean_field import INIT
+from meanfield.validation.studies.mean_field import INIT
 
 
 def frames_of(scheme, init: str, t_final: float, save_every: float, rtol: float = 1e-10) -> dict:
@@ -109,7 +109,7 @@ def test_pre_ln_radius_grows_linearly_at_the_uniform_state():
 
 def test_pre_ln_nodes_and_particles_agree_in_w1_as_post_ln_does():
     """W1 between Pre-LN particles and the Pre-LN node density: the level and slope the mean-field study
-    shows for Post-LN (validation/mean_field.py: quadrature nodes at ``pi / (2 n)`` scale, slope -1)."""
+    shows for Post-LN (validation/studies/mean_field.py: quadrature nodes at ``pi / (2 n)`` scale, slope -1)."""
     beta, r0, times, sizes = 4.0, 0.5, (1.0, 2.0, 4.0), (64, 128, 256)
     w1 = {}
     for name in ("post", "pre"):

@@ -8,7 +8,7 @@ so degree ``l`` grows at ``lambda_l / s_0(t)`` with the Post-LN rate ``lambda_l`
   ``alpha l (l + d - 2) I_{l+d/2-1}(beta) / (beta I_{d/2}(beta))``;
 * LN-scaling: ``log amplitude = 2 lambda_l (sqrt(t + 1) - 1) - nu l (l + d - 2) t`` (noise not divided).
 
-Rates are fitted from runs (least squares over 21 frames, as validation/growth_rates.py does).
+Rates are fitted from runs (least squares over 21 frames, as validation/studies/growth_rates.py does).
 """
 
 import math

@@ -13,7 +13,7 @@ from meanfield.sampling import _circle_law
 from meanfield.solvers.initial_state import initial_state
 from meanfield.solvers.solve import solve
 from meanfield.solvers.solve import scheme_class
-from meanfield.validation.cluster_formation import crossing_time
+from meanfield.validation.studies.cluster_formation import crossing_time
 
 SPEC, SEED = "perturbed:1e-4", 0
 CIRCLE_SIZES = (256, 1024, 4096)

@@ -141,7 +141,7 @@ def test_cli_refuses_in_one_line(tmp_path, capsys):
 
 
 def test_benchmark_tables_measure_and_extrapolate(monkeypatch):
-    import meanfield.validation.bench_particles as bench
+    import meanfield.validation.benchmarks.particles as bench
 
     monkeypatch.setattr(bench, "DIRECT_MAX", 700)
     times = bench.SphereTimes(quick=True)
@@ -185,7 +185,7 @@ def test_fields_with_the_lagrangian_band_are_the_lagrangian_sums(attention, rng)
 def test_whole_run_table_times_every_rhs_and_restores_the_scheme():
     """Table 8 of bench-particles: every right-hand side of the run is timed (the stepper's calls counted), the
     share outside them is a fraction of the wall time, and the scheme's rhs is the original afterwards."""
-    import meanfield.validation.bench_particles as bench
+    import meanfield.validation.benchmarks.particles as bench
     from meanfield.solvers.particles import ParticleScheme
 
     original = ParticleScheme.rhs

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from meanfield.validation.bench_circle import format_table, scaling_fits
+from meanfield.validation.benchmarks.circle import format_table, scaling_fits
 from meanfield.fits import log_log_slope
 
 

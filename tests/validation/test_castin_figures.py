@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from meanfield.validation.castin_figures import (CONE_A, blowup_cases, cone_coordinates, exact_limit_v_identity,
+from meanfield.validation.studies.castin_figures import (CONE_A, blowup_cases, cone_coordinates, exact_limit_v_identity,
                                        format_table, psd_cone_paths, rank_counts, rank_histograms, run)
 
 

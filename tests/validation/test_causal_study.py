@@ -10,8 +10,8 @@ from scipy.integrate import simpson
 
 from meanfield.causal_theory import profile_weights, t_crit
 from meanfield.model import Model
-from meanfield.validation import causal
-from meanfield.validation.causal import causal_claims
+from meanfield.validation.studies import causal
+from meanfield.validation.studies.causal import causal_claims
 
 
 def test_the_dipole_has_moments_0_1_0_0_about_the_last_position():

@@ -15,16 +15,16 @@ import pytest
 import xarray as xr
 
 from meanfield.validation.claims import SOURCE_KINDS, Check, close, standard_errors
-from meanfield.validation.cluster_formation import cluster_formation_claims
-from meanfield.validation.gaussian import gaussian_claims
-from meanfield.validation.growth_rates import growth_claims
-from meanfield.validation.long_context import long_context_claims
-from meanfield.validation.mean_field import mean_field_claims
-from meanfield.validation.metastability import metastability_claims
-from meanfield.validation.noise_transition import noise_claims
-from meanfield.validation.normalization import normalization_claims
-from meanfield.validation.scheme_comparison import scheme_claims
-from meanfield.validation.staircase import staircase_claims
+from meanfield.validation.studies.cluster_formation import cluster_formation_claims
+from meanfield.validation.studies.gaussian import gaussian_claims
+from meanfield.validation.studies.growth_rates import growth_claims
+from meanfield.validation.studies.long_context import long_context_claims
+from meanfield.validation.studies.mean_field import mean_field_claims
+from meanfield.validation.studies.metastability import metastability_claims
+from meanfield.validation.studies.noise_transition import noise_claims
+from meanfield.validation.studies.normalization import normalization_claims
+from meanfield.validation.studies.scheme_comparison import scheme_claims
+from meanfield.validation.studies.staircase import staircase_claims
 
 
 def one(checks: list[Check], words: str) -> Check:
@@ -165,7 +165,7 @@ def _staircase(slope, stderr, dof, merge_error=9e-8):
 
 
 def test_merge_times_without_the_exponential_law_fail():
-    from meanfield.validation.staircase import slope_against_merge_estimate
+    from meanfield.validation.studies.staircase import slope_against_merge_estimate
 
     scatter = iter([1.5, 1.4, 1.1, 1.2, 1.7, 1.1])
     follows = slope_against_merge_estimate(_staircase_rows(lambda law: next(scatter) * law))

@@ -8,7 +8,7 @@ recorded, a count that disagrees with the events, and schemes that disagree wher
 import numpy as np
 import xarray as xr
 
-from meanfield.validation.cluster_events import analyse, cluster_events_claims, disagreements
+from meanfield.validation.studies.cluster_events import analyse, cluster_events_claims, disagreements
 
 
 def _run(times, counts, events=(), formation=np.nan):

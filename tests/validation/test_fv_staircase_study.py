@@ -1,4 +1,4 @@
-"""The fv-staircase study (validation/fv_staircase.py) and its claims (:func:`fv_staircase_claims`, there).
+"""The fv-staircase study (validation/studies/fv_staircase.py) and its claims (:func:`fv_staircase_claims`, there).
 
 Issue 20: finite-volume clusters used to stay pinned to their cells once they had shrunk to a cell, so they
 never moved or merged.  :func:`test_pinned_fv_fails_the_claims_that_read_its_clusters` runs a tiny case
@@ -19,8 +19,8 @@ import pytest
 
 import meanfield.solvers.point_clusters as point_clusters
 from meanfield.solvers.solve import solve
-from meanfield.validation import fv_staircase
-from meanfield.validation.fv_staircase import fv_staircase_claims
+from meanfield.validation.studies import fv_staircase
+from meanfield.validation.studies.fv_staircase import fv_staircase_claims
 from meanfield.validation.registry import STUDIES
 
 TINY = dict(beta=6.0, init="perturbed:1e-4", seed=0, t_final=200.0, save_log=fv_staircase.SAVE_LOG)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from meanfield.validation.long_context import RHO, format_table, gamma_half_sampled, run_study
+from meanfield.validation.studies.long_context import RHO, format_table, gamma_half_sampled, run_study
 
 
 def test_quick_long_context_study(tmp_path):

@@ -7,9 +7,9 @@ import pytest
 
 from meanfield.initial.circle import circle_density
 from meanfield.sampling import TrigonometricDensity
-from meanfield.validation.cluster_formation import crossing_time, run_study as cluster_study
+from meanfield.validation.studies.cluster_formation import crossing_time, run_study as cluster_study
 from meanfield.analysis import cdf_and_density_on_grid, trig_coefficients, wasserstein1_circle
-from meanfield.validation.mean_field import run_study
+from meanfield.validation.studies.mean_field import run_study
 
 INIT = "vonmises:1@0+vonmises:1@3"
 

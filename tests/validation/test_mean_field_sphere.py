@@ -9,7 +9,7 @@ from meanfield.initial.sphere import sphere_density, unit_vectors
 from meanfield.solvers.sphere import make_sphere_basis
 from meanfield.analysis import iid_mean_square, negative_sobolev_norm, point_mass_norm
 from meanfield.analysis import sphere_point_coefficients as empirical_coefficients
-from meanfield.validation.mean_field_sphere import INIT, format_table, run_study, series_function
+from meanfield.validation.studies.mean_field_sphere import INIT, format_table, run_study, series_function
 
 LMAX = 63
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from meanfield.validation.metastability import format_table, metastability_claims, run_study
+from meanfield.validation.studies.metastability import format_table, metastability_claims, run_study
 
 
 #: The unit suite runs the quick preset at beta = 9 alone (the quick study, `meanfield validate metastability
@@ -15,7 +15,7 @@ BETAS = (9.0,)
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
-    from meanfield.validation import metastability
+    from meanfield.validation.studies import metastability
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(metastability.QUICK, "betas", BETAS)
@@ -78,7 +78,7 @@ def test_batched_smoothed_densities_equal_the_per_frame_ones():
     :func:`smoothed_density` / :func:`empirical_coefficients` to rounding (MATH.md §2.1)."""
     from meanfield.diagnostics import empirical_coefficients
     from meanfield.metastable import smoothed_density
-    from meanfield.validation.metastability import smoothed_densities
+    from meanfield.validation.studies.metastability import smoothed_densities
 
     rng = np.random.default_rng(5)
     theta = rng.uniform(0, 2 * np.pi, (70, 300))

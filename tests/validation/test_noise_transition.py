@@ -8,7 +8,7 @@ import pytest
 from meanfield.model import Model
 from meanfield.theory import critical_noise
 from meanfield.solvers.stationary import circle_stationary_near
-from meanfield.validation.noise_transition import QUICK, fixed_point, format_table, plot_study, run_study
+from meanfield.validation.studies.noise_transition import QUICK, fixed_point, format_table, plot_study, run_study
 
 
 def test_quick_sweep_has_the_transition_at_nu_c(tmp_path, monkeypatch):

@@ -4,7 +4,7 @@ import numpy as np
 import xarray as xr
 
 from meanfield.cli import main
-from meanfield.validation.normalization import one_minus_rho
+from meanfield.validation.studies.normalization import one_minus_rho
 
 
 def test_one_minus_rho_has_no_cancellation_near_collapse():

@@ -12,7 +12,7 @@ from meanfield.solvers.particles import ParticleScheme
 from meanfield.solvers.runloop import run
 from meanfield.solvers.trackers import Observer
 from meanfield.solvers.steppers import make_stepper
-from meanfield.validation.phase_diagram import QUICK, clustered_fraction, equiangular_time, run_sweep, span_coordinates
+from meanfield.validation.studies.phase_diagram import QUICK, clustered_fraction, equiangular_time, run_sweep, span_coordinates
 
 SYNC = "synchronous"
 
@@ -100,7 +100,7 @@ def test_local_dask_cluster(tmp_path):
 def test_a_failing_chunk_on_the_local_cluster_raises_and_keeps_the_others(tmp_path):
     """An exception inside a worker surfaces in the caller (it once looked like a hang), after the other
     chunks are computed and saved, so a corrected re-run computes only the failed one."""
-    from meanfield.validation.phase_diagram import SweepSettings, compute_chunks
+    from meanfield.validation.studies.phase_diagram import SweepSettings, compute_chunks
     settings = SweepSettings(realisations=4, t_final=1.0, n_times=2)
     for scheduler in (None, SYNC):
         store = tmp_path / str(scheduler)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from meanfield.validation import phase_transitions as study
-from meanfield.validation.phase_transitions import phase_transition_claims
+from meanfield.validation.studies import phase_transitions as study
+from meanfield.validation.studies.phase_transitions import phase_transition_claims
 
 
 def test_ramps_jumps_and_exponents():

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from meanfield.cli import main
 from meanfield.validation import report
 from meanfield.validation.claims import above, below, close, equal, fraction
-from meanfield.validation.growth_rates import growth_claims
+from meanfield.validation.studies.growth_rates import growth_claims
 from meanfield.validation.registry import STUDIES, Study
 
 

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from meanfield.validation.scheme_comparison import (band_limited_start, cell_averages_of_point_values, cluster_readout,
+from meanfield.validation.studies.scheme_comparison import (band_limited_start, cell_averages_of_point_values, cluster_readout,
                                                     run_study, scheme_claims)
 
 

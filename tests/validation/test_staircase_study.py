@@ -1,4 +1,4 @@
-"""The staircase study's analysis (validation/staircase.py) on a small Lagrangian run."""
+"""The staircase study's analysis (validation/studies/staircase.py) on a small Lagrangian run."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from meanfield.solvers.solve import solve
-from meanfield.validation.staircase import analyse, fitted_slopes, plot_study, slope_against_estimate
+from meanfield.validation.studies.staircase import analyse, fitted_slopes, plot_study, slope_against_estimate
 
 
 def test_analysis_matches_the_k_point_ode_and_draws_the_figure(tmp_path):

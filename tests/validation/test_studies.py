@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from meanfield.validation.bench_circle import format_table, run_benchmark
-from meanfield.validation.growth_rates import format_table as growth_table, growth_claims, run_study
+from meanfield.validation.benchmarks.circle import format_table, run_benchmark
+from meanfield.validation.studies.growth_rates import format_table as growth_table, growth_claims, run_study
 
 
 def test_growth_study_quick_matches_theory():
@@ -23,7 +23,7 @@ def test_benchmark_spectral_convolution_equals_direct_quadrature():
 
 
 def test_cluster_scheme_benchmark_band_limited_sums_equal_direct_ones():
-    from meanfield.validation.bench_cluster_schemes import COLUMNS, run_benchmark
+    from meanfield.validation.benchmarks.cluster_schemes import COLUMNS, run_benchmark
     rows = run_benchmark(sizes=(256,), quick=True)
     assert rows[0]["max_rel_diff"] < 1e-12
     assert all(np.isfinite(rows[0][key]) and rows[0][key] > 0 for key in ("fv_us", "ratio_transforms", "speedup"))
@@ -31,8 +31,8 @@ def test_cluster_scheme_benchmark_band_limited_sums_equal_direct_ones():
 
 
 def test_particle_benchmark_times_every_normalisation_scheme_against_post_ln():
-    from meanfield.validation.bench_particles import NORMALIZATION_COLUMNS, _normalization_rows
-    from meanfield.validation.bench_particles import format_table as particle_table
+    from meanfield.validation.benchmarks.particles import NORMALIZATION_COLUMNS, _normalization_rows
+    from meanfield.validation.benchmarks.particles import format_table as particle_table
 
     rows = _normalization_rows(300, {"target": 0.01, "repeats": 1})
     assert [row["scheme"] for row in rows] == ["post", "pre", "mix", "peri", "ngpt", "lnscale"]

@@ -46,7 +46,7 @@ Output (``out_dir``): ``metastability.nc`` (one row per ``(beta, source)`` case;
 padded with NaN / count -1 past the last plateau), the runs ``pde_beta*.nc`` and
 ``particles_beta*.nc``, and ``metastability.png``.
 
-Run: ``python -m meanfield.validation.metastability [--quick] [--out-dir DIR]`` or
+Run: ``python -m meanfield.validation.studies.metastability [--quick] [--out-dir DIR]`` or
 ``meanfield validate metastability``.
 """
 
@@ -73,10 +73,10 @@ from meanfield.theory import dominant_mode, formation_time, growth_rates
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 
-from .claims import EPSILON, Check, at_most, below, close, equal
+from ..claims import EPSILON, Check, at_most, below, close, equal
 from .cluster_formation import crossing_time
 from .scheme_comparison import cluster_readout, fv_tokens
-from .harness import progress_bar, save_figure, study_main, write_dataset
+from ..harness import progress_bar, save_figure, study_main, write_dataset
 
 EPS = 1e-4
 #: The pattern has emerged, still in the linear regime, when the largest ``2 pi |rho_hat_k|`` reaches this.

@@ -9,7 +9,7 @@ This is a measurement, not a test: it prints times and ratios and asserts nothin
   the positional average (cumulative sums over the positions) and one loop over the slices.
 * **Causal circle particles** (``Q = K = V = I``, SA, ``lambda = 1``): the ``O(n M)`` decaying prefix sums
   against the masked direct sum, one right-hand side on one core, ``n = 1e3 .. 1e6``
-  (:mod:`meanfield.validation.bench_causal_particles`).
+  (:mod:`meanfield.validation.benchmarks.causal_particles`).
 
 Run with ``meanfield validate bench-causal [--quick]``.
 """
@@ -28,7 +28,7 @@ from meanfield.solvers.circle import CircleSpectral
 from meanfield.solvers.sphere import SphereSpectral
 from meanfield.threads import add_threads_argument, apply_threads_argument, header
 
-from .harness import best_times, column_table
+from ..harness import best_times, column_table
 
 #: (geometry, resolution, positions) of the PDE rows
 CASES = (("circle", 256, 33), ("circle", 256, 129), ("circle", 1024, 65), ("circle", 4096, 65),
@@ -78,7 +78,7 @@ def pde_row(geometry: str, resolution: int, positions: int, timing: dict, attent
 
 def run_benchmark(quick: bool = False) -> tuple[list[dict], list[dict]]:
     """The PDE rows and the particle rows."""
-    from meanfield.validation.bench_causal_particles import particle_rows
+    from meanfield.validation.benchmarks.causal_particles import particle_rows
 
     timing = {"target": 0.1, "repeats": 3} if quick else {"target": 0.4, "repeats": 5}
     pde = [pde_row(*case, timing) for case in (QUICK_CASES if quick else CASES)]

@@ -39,7 +39,7 @@ centres and the points its collapsed clusters were handed over to, at their own 
 Differences are maxima over clusters (angles in rad).
 
 Output: ``scheme_comparison.nc`` and ``scheme_comparison.png``.
-Run: ``python -m meanfield.validation.scheme_comparison [--quick] [--out-dir DIR]`` or
+Run: ``python -m meanfield.validation.studies.scheme_comparison [--quick] [--out-dir DIR]`` or
 ``meanfield validate schemes``.
 """
 
@@ -64,8 +64,8 @@ from meanfield.theory import dominant_mode, growth_rates
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 
-from .claims import EPSILON, FALSE_ALARM, Check, at_least, at_most, below, equal, fraction, standard_errors
-from .harness import progress_bar, save_figure, study_main, write_dataset
+from ..claims import EPSILON, FALSE_ALARM, Check, at_least, at_most, below, equal, fraction, standard_errors
+from ..harness import progress_bar, save_figure, study_main, write_dataset
 
 EPS = 1e-4
 STRUCTURED = "vonmises:6@0.4+vonmises:6@2.5+vonmises:6@4.3"

@@ -13,7 +13,7 @@ Cases: Lagrangian circle (beta 9, N = 512, ``perturbed:1e-4``: the issue's run) 
 particles on the circle (beta 9, n = 2048).  Threads: the setting of :mod:`meanfield.threads`
 (``--threads``, default all cores), printed in the header; ``wall 1 core`` / ``wall all`` time the run
 with collapse at 1 thread and at every core.
-Run: ``python -m meanfield.validation.bench_staircase [--quick] [--threads N]``.
+Run: ``python -m meanfield.validation.benchmarks.staircase [--quick] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from meanfield.threads import add_threads_argument, apply_threads_argument, head
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 
-from .harness import column_table
+from ..harness import column_table
 
 LONG = 1e9
 CASES = {

@@ -35,7 +35,7 @@ theoretical slope ``1 / (2 lambda_{k*})`` (lambda from :func:`meanfield.theory.g
 ``prediction_intercept``: the constant ``c`` of ``t_n`` above, fitted by least squares with
 the slope held at its theoretical value.
 
-Run: ``python -m meanfield.validation.cluster_formation [--quick] [--out-dir DIR]``.
+Run: ``python -m meanfield.validation.studies.cluster_formation [--quick] [--out-dir DIR]``.
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ from meanfield.theory import dominant_mode, formation_time, growth_rates
 from meanfield.solvers.particle_run import simulate
 from meanfield.fits import fit_line
 
-from .claims import Check, fraction, within_errors
-from .harness import fit_with_spread, progress_bar, save_figure, write_dataset
+from ..claims import Check, fraction, within_errors
+from ..harness import fit_with_spread, progress_bar, save_figure, write_dataset
 
 THRESHOLD = 0.5
 SAVE_EVERY = 0.1

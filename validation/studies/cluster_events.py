@@ -53,8 +53,8 @@ from meanfield.storage import save_run
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 
-from .claims import Check, below, equal
-from .harness import progress_bar, save_figure, study_main, write_dataset
+from ..claims import Check, below, equal
+from ..harness import progress_bar, save_figure, study_main, write_dataset
 
 QUICK = {"bump_cells": 512, "bump_tokens": 10_000, "fv_cells": 256, "nodes": 512, "tokens": 2048,
          "sphere_beta": 4.0, "sphere_lmax": 10, "sphere_t_final": 1e7}

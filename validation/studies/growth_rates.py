@@ -32,7 +32,7 @@ from meanfield.theory import critical_noise, growth_rates, quadratic_feed
 from meanfield.solvers.solve import solve
 from meanfield.solvers.steppers import Dopri5
 
-from .claims import Check, at_most
+from ..claims import Check, at_most
 
 MODES = np.arange(1, 7)
 EPS = 1e-12
@@ -131,4 +131,4 @@ def growth_claims(table) -> list[Check]:
                     source="theory: dopri5's step error |log R(z) / z - 1| at z = mu T / FRAMES (R its stability "
                            "function; every step at most a save interval, dt_max), the frames' dense-output offset "
                            "3 max_s |log R_s(z) - s z| / T, plus the quadratic feed 3 delta_k(T) / T from the run's initial amplitudes (MATH.md §2.3; "
-                           "validation/growth_rates.py)")]
+                           "validation/studies/growth_rates.py)")]

@@ -21,7 +21,7 @@
    the Post-LN rate ``lambda_l`` of MATH.md §2.3 (relative error printed), to what the fit can be off by
    (``pde_tolerance``, relative): dopri5's step error at the clock's fastest rate ``max dG/dt`` (steps at most a
    save interval, ``dt_max``), the frames' dense-output offset and the quadratic feed of the other modes
-   (:func:`meanfield.validation.growth_rates.frame_error`, ``feed_error``; the feed
+   (:func:`meanfield.validation.studies.growth_rates.frame_error`, ``feed_error``; the feed
    is derived for Post-LN and carries over to LN-scaling, whose divisor depends on ``t`` only; under nGPT
    ``|A|`` also varies with the perturbation, an O(1) change of the same quadratic coefficients).  From
    ``1e-12``, fitted below ``1e-8``, the feed is far below the step error.
@@ -48,9 +48,9 @@ from meanfield.theory import growth_rates
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 
-from .claims import Check, at_most, close, fraction
+from ..claims import Check, at_most, close, fraction
 from .growth_rates import feed_error, frame_error, initial_amplitudes
-from .harness import progress_bar, save_figure, study_main, write_dataset
+from ..harness import progress_bar, save_figure, study_main, write_dataset
 
 #: The power laws need ``n`` large enough to leave the slow start (Pre-LN: ``r`` grows from ``t = 0`` while
 #: ``rho`` is still small) before ``t_power / 10``: the ODE's own fit on ``[300, 3000]`` is 2.07 / 2.03 / 2.02

@@ -46,8 +46,8 @@ from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 from meanfield.fits import fit_line, log_log_slope
 
-from .claims import Check, at_most, below, equal, fraction, within_errors
-from .harness import progress_bar, save_figure, study_main, write_dataset
+from ..claims import Check, at_most, below, equal, fraction, within_errors
+from ..harness import progress_bar, save_figure, study_main, write_dataset
 
 FULL = {"betas": (4.0, 6.0, 9.0, 12.0), "nodes": 512, "tokens": 2048, "sphere_beta": 9.0, "sphere_lmax": 31,
         "t_final": 1e12, "eps": 1e-4}

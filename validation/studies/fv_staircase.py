@@ -49,9 +49,9 @@ from meanfield.theory import dominant_mode
 from meanfield.solvers.clusters import MIN_CLUSTER_MASS, frame_clusters, link_groups, merge_points
 from meanfield.solvers.solve import solve
 
-from .claims import EPSILON, Check, at_most, below, close, equal
+from ..claims import EPSILON, Check, at_most, below, close, equal
 from . import staircase
-from .harness import progress_bar, save_figure, study_main, write_dataset
+from ..harness import progress_bar, save_figure, study_main, write_dataset
 
 FULL = {"beta": 9.0, "eps": 1e-4, "cells": 2048, "nodes": 32768, "t_final": 1e9}
 #: The README case: finite volume at N/2 = 512 cells against 16384 Lagrangian nodes.
@@ -151,7 +151,7 @@ def _padded(values) -> np.ndarray:
 def analyse(run: xr.Dataset, beta: float, k: int) -> dict:
     """One row of the table (module docstring); K-point values only for fv runs that reach ``t_ref``.  A Lagrangian
     run's ``t_ref`` is the staircase study's: the first frame whose clusters are points
-    (:func:`meanfield.validation.staircase.reference_frame`)."""
+    (:func:`meanfield.validation.studies.staircase.reference_frame`)."""
     fv = run.attrs.get("scheme") == "fv"
     row = {"merge_time": _padded(run["merge_time"].values), "formation_time": formation_time(run, k),
            "final_count": int(run["cluster_count"].values[-1]), "stop_reason": str(run.attrs["stop_reason"]),
@@ -330,7 +330,7 @@ def _merges_after(table, label: str, start: float) -> np.ndarray:
 
 
 def fv_staircase_claims(table) -> list[Check]:
-    """Claims of ``fv-staircase`` (validation/fv_staircase.py): fv clusters become points that follow the K-point
+    """Claims of ``fv-staircase`` (validation/studies/fv_staircase.py): fv clusters become points that follow the K-point
     ODE and merge when the Lagrangian scheme's do; the start is one function at every resolution."""
     attrs = table.attrs
     size = {label: int(table.resolution.sel(run=label)) for label in table["run"].values}

@@ -52,7 +52,7 @@ Measured (shared, loaded 2-core machine, spherical-harmonic particle path from n
 slopes' standard error (spread / sqrt(seeds)) is ~0.02 and its 1e-3 tolerance ~0.08: slopes -0.491,
 -0.478, -0.450 (spread 0.13, 0.11, 0.10), about 13 s.
 
-Run: ``python -m meanfield.validation.mean_field_sphere [--quick] [--out-dir DIR]`` or
+Run: ``python -m meanfield.validation.studies.mean_field_sphere [--quick] [--out-dir DIR]`` or
 ``meanfield validate mean-field-sphere [--quick]``.  The particle path (direct ``n^2`` sums or the
 harmonic transform path) is whatever :func:`meanfield.solvers.particle_run.simulate` picks; the Dataset
 records it (attribute ``interaction``) and the wall time of every run.
@@ -77,8 +77,8 @@ from meanfield.solvers.lagrangian import SHT_EPSILON
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 from meanfield.solvers.sphere import make_sphere_basis
-from .claims import Check, within_errors
-from .harness import (curve_colours, fit_with_spread, progress_bar, save_figure, saved_frames, study_main,
+from ..claims import Check, within_errors
+from ..harness import (curve_colours, fit_with_spread, progress_bar, save_figure, saved_frames, study_main,
                       write_dataset)
 
 INIT = "vmf:1@45,0+vmf:1@-30,150"

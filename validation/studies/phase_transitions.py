@@ -49,8 +49,8 @@ from meanfield.solvers.stationary import stationary_state
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.fits import log_log_slope
 
-from .claims import Check, at_least, at_most, between, close, equal, fraction
-from .harness import progress_bar, save_figure, study_main, write_dataset
+from ..claims import Check, at_least, at_most, between, close, equal, fraction
+from ..harness import progress_bar, save_figure, study_main, write_dataset
 
 #: The independent curvature values of MATH.md §9 (circle, USA).
 INDEPENDENT_C = {2.0: -4.66, 3.0: 6.20}

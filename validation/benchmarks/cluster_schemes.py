@@ -20,7 +20,7 @@ A measurement, not a test: it prints ratios and asserts nothing about speed.
    ``fv / lagrangian`` (the target is ``<= 3``; measured 2.5 on an idle machine, 7.6 before it).
 
 Threads: the setting of :mod:`meanfield.threads` (``--threads``), printed in the header.
-Run: ``python -m meanfield.validation.bench_cluster_schemes [--quick] [--beta B]``.
+Run: ``python -m meanfield.validation.benchmarks.cluster_schemes [--quick] [--beta B]``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from meanfield.solvers.finite_volume import CircleFiniteVolume  # noqa: E402
 from meanfield.solvers.interaction import DirectInteraction  # noqa: E402
 from meanfield.solvers.lagrangian import CircleLagrangian  # noqa: E402
 
-from .harness import best_times, column_table  # noqa: E402
+from ..harness import best_times, column_table  # noqa: E402
 
 SIZES = (256, 1024, 4096, 16384)
 QUICK_SIZES = (256, 1024)

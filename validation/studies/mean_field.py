@@ -28,7 +28,7 @@ two clusters (at ~0 and ~3) are formed by t = 6 (peak density ~ 28 x uniform); t
 2048-point run loses resolution at t ~ 6.7 (clusters narrow exponentially), so the full
 study stops at t = 6, not t = 8.  A PDE run that stops early raises, it is never used.
 
-Run: ``python -m meanfield.validation.mean_field [--quick] [--out-dir DIR]``.
+Run: ``python -m meanfield.validation.studies.mean_field [--quick] [--out-dir DIR]``.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 from meanfield.fits import fit_line
 
-from .claims import Check, at_most, close, within_errors
-from .harness import (curve_colours, fit_with_spread, progress_bar, save_figure, saved_frames,
+from ..claims import Check, at_most, close, within_errors
+from ..harness import (curve_colours, fit_with_spread, progress_bar, save_figure, saved_frames,
                       study_main, write_dataset)
 
 INIT = "vonmises:1@0+vonmises:1@3"

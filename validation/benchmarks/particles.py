@@ -57,7 +57,7 @@ CPU time; on a loaded machine the wall time (both are printed) is longer and eve
 noisier.  Threads: the setting of :mod:`meanfield.threads` (``--threads``, default all cores,
 applied to BLAS at run time through threadpoolctl), printed in the header; table 1 also times the
 SA right-hand side at 1 thread and at every core.  Run with
-``python -m meanfield.validation.bench_particles [--quick] [--threads N]``.
+``python -m meanfield.validation.benchmarks.particles [--quick] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ from meanfield.solvers.particles import ParticleScheme  # noqa: E402
 
 from meanfield.fits import log_log_slope  # noqa: E402
 
-from .harness import best_times, clock, column_table  # noqa: E402
+from ..harness import best_times, clock, column_table  # noqa: E402
 
 SIZES = (1000, 2000, 4000, 8000, 16000, 20000)
 QUICK_SIZES = (1000, 4000)
@@ -494,7 +494,7 @@ def format_table(rows: list[dict], columns=RHS_COLUMNS) -> str:
 
 
 def main(argv=None) -> None:
-    """Command line: ``python -m meanfield.validation.bench_particles [--quick]``."""
+    """Command line: ``python -m meanfield.validation.benchmarks.particles [--quick]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="n = 1000, 4000 (S^2 harmonic path: to 1e5) and shorter timings")

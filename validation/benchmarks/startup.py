@@ -5,7 +5,7 @@ ratios to ``python -c 'import numpy'`` timed the same way in the same process (t
 The package imports its modules on first use (PEP 562, ``meanfield/__init__.py``) and the command line reads
 its output paths without xarray (``meanfield/output_paths.py``), so neither loads scipy, xarray or a solver.
 
-Run: ``python -m meanfield.validation.bench_startup [--quick]``.
+Run: ``python -m meanfield.validation.benchmarks.startup [--quick]``.
 """
 
 from __future__ import annotations

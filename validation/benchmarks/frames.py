@@ -10,7 +10,7 @@ energy's grouping once the tokens have gathered, 5 ms at n = 2000).  The target 
 cores: 1.08 (circle N = 1024, the README case), 1.30 (S^2, n = 8000), 1.70 (n = 2000) and 1.77 (circle N = 256):
 where a step costs a few right-hand sides of a cheap transform, the frames' cluster counts are the run's cost.
 
-Run: ``python -m meanfield.validation.bench_frames [--quick]``.
+Run: ``python -m meanfield.validation.benchmarks.frames [--quick]``.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ from meanfield.model import USA_BETA_MAX, Model
 from meanfield.sampling import uniform_sphere
 from meanfield.storage import check_output_folder, netcdf_safe, package_version, write_atomic as write_file
 
-from .tasks import SYNCHRONOUS, machine_cores, read_attrs, run_tasks, write_compressed
+from ..tasks import SYNCHRONOUS, machine_cores, read_attrs, run_tasks, write_compressed
 
 #: The paper's figure: d = 2, 8, 32, 128, t in [0, 30] and beta in [0.1, 9] (its code: 90 betas,
 #: 200 times).  We keep its window, with beta step 0.5 and t step 0.5: a chunk (d, beta) costs its

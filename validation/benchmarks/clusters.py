@@ -21,7 +21,7 @@ Timings: :func:`meanfield.validation.harness.best_times` (interleaved, best of s
 setting of :mod:`meanfield.threads`, printed in the header.  The circle count's Fourier sums end in a small
 complex matvec through BLAS; on this 2-core machine a 2-thread BLAS made that row erratic (the count 0.8 to 8 ms,
 and the rhs timed next to it up to twice as slow): use ``--threads 1`` for a steady circle row.
-Run: ``python -m meanfield.validation.bench_clusters [--quick] [--threads N]``.
+Run: ``python -m meanfield.validation.benchmarks.clusters [--quick] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from meanfield.threads import add_threads_argument, apply_threads_argument, head
 from meanfield.solvers.finite_volume import CircleFiniteVolume
 from meanfield.solvers.particles import ParticleScheme
 
-from .harness import best_times, column_table
+from ..harness import best_times, column_table
 
 BETA = 9.0
 CIRCLE_N = 512
@@ -120,7 +120,7 @@ def run_benchmark(quick: bool = False) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    """Command line: ``python -m meanfield.validation.bench_clusters [--quick] [--threads N]``."""
+    """Command line: ``python -m meanfield.validation.benchmarks.clusters [--quick] [--threads N]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="S^2 at n = 1e5 only, shorter timings")
     add_threads_argument(parser)

@@ -23,7 +23,7 @@ Newton–GMRES from the PDE's final state); ``fixed_point_gap`` is ``max |rho_PD
 Output: ``noise_transition.nc`` (``order(beta, ratio, start)``, ``stationary``, ``fixed_point_gap``,
 ``final_time``) and ``noise_transition.png`` (the bifurcation diagram with ``nu_c`` marked).
 
-Run: ``python -m meanfield.validation.noise_transition [--quick] [--out-dir DIR]`` or
+Run: ``python -m meanfield.validation.studies.noise_transition [--quick] [--out-dir DIR]`` or
 ``meanfield validate noise-transition``.
 """
 
@@ -46,8 +46,8 @@ from meanfield.solvers.runloop import COMPLETED, run
 from meanfield.solvers.stationary import circle_stationary_near
 from meanfield.solvers.steppers import make_stepper
 
-from .claims import Check, at_least, at_most
-from .harness import progress_bar, save_figure, study_main, write_dataset
+from ..claims import Check, at_least, at_most
+from ..harness import progress_bar, save_figure, study_main, write_dataset
 
 CLUSTER_KAPPA = 5.0
 STARTS = {"perturbed": "perturbed:1e-3", "clustered": f"vonmises:{CLUSTER_KAPPA:g}@0"}

@@ -34,7 +34,7 @@ agreement with the closed form at ``T`` are stored as well.  Runs that blow up
 random non-PSD matrix) are counted separately; for them we store the ``1e-6`` rank of the
 last covariance (the direction of the blow-up).
 
-Run: ``python -m meanfield.validation.castin_figures [--quick] [--out-dir DIR]``.
+Run: ``python -m meanfield.validation.studies.castin_figures [--quick] [--out-dir DIR]``.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ from matplotlib.lines import Line2D
 
 from meanfield.gaussian import RTOL, solve
 from meanfield.storage import netcdf_safe, package_version
-from .claims import EPSILON, Check, below, fraction
-from .harness import save_figure, write_dataset
+from ..claims import EPSILON, Check, below, fraction
+from ..harness import save_figure, write_dataset
 
 RANK_TOL = 1e-6
 DECAY_KEEP = 0.5
@@ -488,7 +488,7 @@ def run_all(quick: bool = False, out_dir="castin-figures"):
 # --------------------------------------------------------------------------------------------- claims
 def _closed_form_conditioning(cone, regimes) -> float:
     """Largest ``T |A + A^T| |Sigma_0|`` over the cone paths of ``regimes``: the condition number of
-    ``Sigma_0^{-1} - T (A + A^T)``, which the closed form inverts (validation/castin_figures.py)."""
+    ``Sigma_0^{-1} - T (A + A^T)``, which the closed form inverts (validation/studies/castin_figures.py)."""
     worst = 0.0
     for regime in regimes:
         a = cone.A.sel(regime=regime).values
@@ -518,7 +518,7 @@ def castin_claims(result) -> list[Check]:
         checks.append(fraction(f"V = I, d = {int(d)}: every limit rank is ceil(d/2) = {limit}",
                                ranks.sel(V="identity", d=d)["rank"].values == limit,
                                source="exact: with V = I the limit has rank d - rank(A + A^T) = ceil(d/2) "
-                                      "(validation/castin_figures.py docstring)"))
+                                      "(validation/studies/castin_figures.py docstring)"))
         rnd = ranks.sel(V="random", d=d)
         done = rnd.stop_reason.values == "completed"
         checks.append(fraction(f"V random, d = {int(d)}: every run that converges reaches rank <= {limit}",

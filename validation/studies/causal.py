@@ -44,8 +44,8 @@ from meanfield.solvers.solve import solve
 from meanfield.storage import netcdf_safe, package_version
 from meanfield.fits import log_log_slope
 
-from .claims import Check, at_most, between, close, equal, within_errors
-from .harness import progress_bar, save_figure, study_main, write_dataset
+from ..claims import Check, at_most, between, close, equal, within_errors
+from ..harness import progress_bar, save_figure, study_main, write_dataset
 
 #: Amplitude of the linear-regime perturbations (the nonlinear terms are eps times smaller).
 EPS = 1e-7

@@ -12,7 +12,7 @@ synthesis fewer).  A ratio close to 1 means the right-hand side costs little bey
 its transforms.  Threads: the setting of :mod:`meanfield.threads` (``--threads``, default all cores),
 printed in the header; ``sa_1core_ms`` / ``sa_all_ms`` time the SA right-hand side of a scheme built at
 1 thread and at every core (ducc0's grid transforms give the same bits at both).
-Run with ``python -m meanfield.validation.bench_sphere [--quick] [--threads N]``.
+Run with ``python -m meanfield.validation.benchmarks.sphere [--quick] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from meanfield.model import Model
 from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all
 from meanfield.solvers.sphere import SphereSpectral, shtns_available
 
-from .harness import best_times, column_table
+from ..harness import best_times, column_table
 
 LMAXES = (63, 127, 255, 511)
 QUICK_LMAXES = (63, 127, 255)
@@ -97,7 +97,7 @@ def run_benchmark(beta: float = 9.0, quick: bool = False, lmaxes=None) -> list[d
 
 
 def main(argv=None) -> None:
-    """Command line: ``python -m meanfield.validation.bench_sphere [--quick] [--beta B]``."""
+    """Command line: ``python -m meanfield.validation.benchmarks.sphere [--quick] [--beta B]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="lmax = 63, 127, 255 and shorter timings")
     parser.add_argument("--beta", type=float, default=9.0, help="inverse temperature (default 9)")

@@ -49,7 +49,7 @@ setting of :mod:`meanfield.threads` (``--threads``, default all cores: BLAS thro
 FFTW threaded from 2^16 points), printed in the header; the scaling table also times the SA
 right-hand side at 1 thread and at every core.  A multithreaded matvec on this 2-core machine was
 erratic (the same 1024 x 1024 matvec took 0.17 ms or 8 ms from run to run): use ``--threads 1``
-for steady direct-quadrature columns.  Run with ``python -m meanfield.validation.bench_circle [--quick] [--threads N]``.
+for steady direct-quadrature columns.  Run with ``python -m meanfield.validation.benchmarks.circle [--quick] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ from meanfield.solvers.circle import CircleSpectral  # noqa: E402
 
 from meanfield.fits import log_log_slope  # noqa: E402
 
-from .harness import best_times, column_table  # noqa: E402
+from ..harness import best_times, column_table  # noqa: E402
 
 SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 QUICK_SIZES = (256, 1024, 4096, 16384, 32768, 65536)
@@ -370,7 +370,7 @@ def format_table(rows: list[dict], columns=None) -> str:
 
 
 def main(argv=None) -> None:
-    """Command line: ``python -m meanfield.validation.bench_circle [--quick] [--beta B]``."""
+    """Command line: ``python -m meanfield.validation.benchmarks.circle [--quick] [--beta B]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"N = {', '.join(map(str, QUICK_SIZES))} and shorter timings")

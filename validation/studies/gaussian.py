@@ -36,7 +36,7 @@ that changes its numbers); a re-run with the same ``out_dir`` reuses those files
 (``attrs["reused_tasks"]``) and computes only the rest, so a killed study resumes.  Ctrl-C writes
 what has finished (missing runs are NaN, ``attrs["stop_reason"] = "interrupted"``) before stopping.
 
-Run: ``python -m meanfield.validation.gaussian [--quick] [--out-dir DIR]``.
+Run: ``python -m meanfield.validation.studies.gaussian [--quick] [--out-dir DIR]``.
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ from meanfield.solvers.particles import ParticleScheme
 from meanfield.solvers.runloop import run
 from meanfield.solvers.steppers import make_stepper
 from meanfield.plotting.style import legend_below
-from .claims import Check, below, within_errors
-from .harness import progress_bar, save_figure, study_main, write_dataset
-from .tasks import SYNCHRONOUS, machine_cores, run_tasks, write_compressed
+from ..claims import Check, below, within_errors
+from ..harness import progress_bar, save_figure, study_main, write_dataset
+from ..tasks import SYNCHRONOUS, machine_cores, run_tasks, write_compressed
 
 KINDS = ("softmax", "l2", "multihead", "sinkhorn")
 #: kind -> (particle kernel, moment-ODE attention, number of heads)

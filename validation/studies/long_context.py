@@ -21,7 +21,7 @@
 Output (``out_dir``): ``long_context.nc`` and ``long_context.png`` (limit against gamma for each rho;
 finite-n curves converging to it; Monte Carlo against the formula; uniform tokens).
 
-Run: ``python -m meanfield.validation.long_context [--quick] [--out-dir DIR]`` or ``meanfield validate long-context``.
+Run: ``python -m meanfield.validation.studies.long_context [--quick] [--out-dir DIR]`` or ``meanfield validate long-context``.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from meanfield.long_context import (critical_gamma, gram_output_cosines, gram_to
 from meanfield.plotting.style import outside_legend
 from meanfield.storage import netcdf_safe, package_version
 
-from .claims import EPSILON, Check, at_most, close, equal
-from .harness import save_figure, study_main, write_dataset
+from ..claims import EPSILON, Check, at_most, close, equal
+from ..harness import save_figure, study_main, write_dataset
 
 RHOS = (0.25, 0.5, 0.75)
 #: The rho of the finite-n panel, the Gram check and the Monte Carlo.

@@ -27,8 +27,8 @@ from meanfield.formation_count import PATTERNS, count_at_formation, count_distri
 from meanfield.model import Model
 from meanfield.solvers.solve import solve
 
-from .claims import Check, above
-from .harness import progress_bar, save_figure, study_main, write_dataset
+from ..claims import Check, above
+from ..harness import progress_bar, save_figure, study_main, write_dataset
 
 EPS = 1e-4
 #: The prediction's draws start at this seed, away from the runs' seeds 0 .. seeds - 1.

@@ -1,0 +1,1 @@
+"""The benchmarks: each prints timings measured against a baseline run in the same process."""
