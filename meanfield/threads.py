@@ -30,7 +30,7 @@ the library (measured on this machine; checked in tests/meanfield/test_threads.p
 
 :func:`thread_attrs` is what a run records (``threads``, ``blas_threads``,
 ``bit_reproducible_across_threads``).  :func:`header` and :func:`one_vs_all` serve the benchmarks
-(validation/benchmarks/*.py): the thread counts in effect, and a timing at 1 thread and at all cores;
+(``validation/benchmarks/*.py``): the thread counts in effect, and a timing at 1 thread and at all cores;
 :func:`add_threads_argument` / :func:`apply_threads_argument` give a script the CLI's ``--threads``.
 """
 
