@@ -7,8 +7,8 @@ xarray.
 
 from meanfield.lazy_names import first_use
 
-_NAMES = {"CircleSpectral": "circle", "FourierBasis": "fourier", "SphereBasis": "sphere", "SphereSpectral": "sphere",
-          "ZonalBasis": "zonal", "ZonalGalerkin": "zonal", "Scheme": "contract", "SchemeProtocol": "contract",
+_NAMES = {"CircleSpectral": "circle", "FourierBasis": "fourier", "SphereBasis": "sphere_basis", "SphereSpectral": "sphere",
+          "ZonalBasis": "zonal_basis", "ZonalGalerkin": "zonal", "Scheme": "contract", "SchemeProtocol": "contract",
           "run": "runloop", "SCHEMES": "solve", "STEPPERS": "steppers", "make_stepper": "steppers",
           "Tracker": "trackers", "Observer": "trackers", "SteadyState": "trackers"}
 __getattr__ = first_use(globals(), "meanfield.solvers",

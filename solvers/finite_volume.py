@@ -630,7 +630,7 @@ def zonal_cell_volumes(faces: np.ndarray, dim: int, points: int = 20):
 class ZonalFiniteVolume(_FiniteVolumeScheme):
     """Finite volumes for zonal densities on S^{d-1}: ``N`` equal cells in the polar angle (module docstring).
 
-    ``basis`` is a :class:`meanfield.solvers.zonal.ZonalBasis` of degree ``max(2, (N-1)//3)``: it carries the
+    ``basis`` is a :class:`meanfield.solvers.zonal_basis.ZonalBasis` of degree ``max(2, (N-1)//3)``: it carries the
     initial data (values at its Gauss–Jacobi nodes) and the degrees reported in ``mode_amplitude``.
     ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (MATH.md §6).
     """
@@ -649,7 +649,7 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         self._common(model, positivity_tol, resolution_tol, normalization)
         n = self.resolution = int(resolution)
         dim, beta = model.dim, model.beta
-        from .zonal import ZonalBasis            # here: a circle run does not load the zonal module
+        from .zonal_basis import ZonalBasis
 
         self.basis = basis = ZonalBasis(max(2, dealiased_band(n)), dim)
         self.faces = faces = math.pi * np.arange(n + 1) / n

@@ -93,8 +93,8 @@ TEXT_SPECS = {"circle": lambda spec, scheme, seed: circle_density(spec, scheme.r
 
 
 def _gauss_legendre_basis(lat: np.ndarray, lon: np.ndarray):
-    """The :class:`meanfield.solvers.sphere.SphereBasis` whose grid is ``lat x lon`` (sorted), or ``None``."""
-    from .sphere import SphereBasis
+    """The :class:`meanfield.solvers.sphere_basis.SphereBasis` whose grid is ``lat x lon`` (sorted), or ``None``."""
+    from .sphere_basis import SphereBasis
 
     for lmax in range(max(1, (2 * lat.size) // 3 - 2), (2 * lat.size) // 3 + 1):
         basis = SphereBasis(lmax)

@@ -6,7 +6,7 @@ each node carrying its quadrature mass as a weight:
 
 * circle: nodes ``alpha_j = 2 pi j / N`` (the grid of :class:`meanfield.solvers.fourier.FourierBasis`),
   weights ``w_j = rho_0(alpha_j) 2 pi / N`` (trapezoid rule, spectrally exact for periodic data);
-* S^2: the Gauss–Legendre grid of :class:`meanfield.solvers.sphere.SphereBasis` (``lmax = resolution``),
+* S^2: the Gauss–Legendre grid of :class:`meanfield.solvers.sphere_basis.SphereBasis` (``lmax = resolution``),
   weights ``w_j = rho_0(x_j) x quadrature weight``.
 
 The nodes then move with the velocity of the weighted empirical measure
@@ -140,7 +140,7 @@ from .contract import Scheme
 from .fourier import FourierBasis
 from .interaction import CircleFourierInteraction, SphereHarmonicInteraction
 from .particles import SPHERE_TOL
-from .sphere import dealiased_grid_values, make_sphere_basis
+from .sphere_basis import dealiased_grid_values, make_sphere_basis
 
 NUFFT_EPSILON = 1e-13
 #: Relative band limit of the kernel: modes with ``kappa_l / kappa_0`` below this are dropped.
@@ -502,7 +502,7 @@ class CircleLagrangian(_Lagrangian):
 class SphereLagrangian(_Lagrangian):
     """Weighted Gauss–Legendre nodes on S^2; see the module docstring.
 
-    ``resolution`` is the ``lmax`` of the :class:`meanfield.solvers.sphere.SphereBasis` whose grid holds the
+    ``resolution`` is the ``lmax`` of the :class:`meanfield.solvers.sphere_basis.SphereBasis` whose grid holds the
     nodes and the reported density.  State: node positions, shape ``(nlat * nlon, 3)``, row-major
     over the grid (``particle = ring * nlon + column``); under a normalisation that carries a radius
     (Pre, Mix, Peri-LN; MATH.md §6) a fourth column holds the nodes' radii ``r_j(t)`` (``r_j(0) = r0``).

@@ -86,7 +86,7 @@ class SymmetricBasis:
             self.P = np.cos(np.outer(self.angles, self.degrees)) / math.sqrt(math.pi)
             self.P[:, 0] = 1.0 / math.sqrt(2 * math.pi)
         else:
-            from .zonal import ZonalBasis
+            from .zonal_basis import ZonalBasis
             zonal = ZonalBasis(self.top, self.dim, nodes=count)
             self.angles, self.quad, self.P = zonal.polar, zonal.quad, zonal.P[:, self.degrees]
         self.analysis = self.P.T * self.quad

@@ -1,6 +1,6 @@
 """Initial zonal densities on S^{d-1} from a text spec (the ``--init`` flag), d >= 3.
 
-Densities are returned as values at the nodes of a zonal basis (``meanfield.solvers.zonal.ZonalBasis``
+Densities are returned as values at the nodes of a zonal basis (``meanfield.solvers.zonal_basis.ZonalBasis``
 or anything with ``nodes``, ``lmax``, ``dim``, ``synthesise``, ``polynomials`` and
 ``interpolant_coeffs``),
 ordered as the basis orders them.  Specs (MATH.md §2.2 normalisation; every density

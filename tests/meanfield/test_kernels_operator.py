@@ -109,8 +109,8 @@ def test_von_mises_spellings_agree_and_messages_name_the_one_used():
 def test_von_mises_alias_on_the_sphere_and_zonal():
     from meanfield.initial.sphere import sphere_density
     from meanfield.initial.zonal import zonal_density
-    from meanfield.solvers.sphere import make_sphere_basis
-    from meanfield.solvers.zonal import ZonalBasis
+    from meanfield.solvers.sphere_basis import make_sphere_basis
+    from meanfield.solvers.zonal_basis import ZonalBasis
     sphere = make_sphere_basis(8)
     np.testing.assert_array_equal(sphere_density("vonmises:2@10,20", sphere), sphere_density("vmf:2@10,20", sphere))
     zonal = ZonalBasis(12, 5)

@@ -11,7 +11,8 @@ from meanfield.model import Model
 from meanfield.threads import (FFTW_THREADED_MIN, NONUNIFORM_THREADS, available_cores, blas_threads, ducc0_threads,
                                fftw_threads, header, one_vs_all, set_threads, thread_attrs, thread_count, use_threads)
 from meanfield.solvers.lagrangian import SphereLagrangian
-from meanfield.solvers.sphere import SphereBasis, SphereSpectral
+from meanfield.solvers.sphere import SphereSpectral
+from meanfield.solvers.sphere_basis import SphereBasis
 
 CORES = available_cores()
 needs_two = pytest.mark.skipif(CORES < 2, reason="needs two cores to compare thread counts")

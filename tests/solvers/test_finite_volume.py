@@ -18,7 +18,8 @@ from meanfield.theory import critical_noise, dominant_mode, formation_time, grow
 from meanfield.solvers.finite_volume import (CircleFiniteVolume, FiniteVolume1D, ZonalFiniteVolume, cell_integrals,
                                    zonal_cell_volumes)
 from meanfield.solvers.solve import solve
-from meanfield.solvers.zonal import ZonalBasis, normalised_gegenbauer
+from meanfield.gegenbauer import normalised_gegenbauer
+from meanfield.solvers.zonal_basis import ZonalBasis
 
 NS = np.array([64, 128, 256, 512])
 

@@ -14,7 +14,7 @@ from meanfield.theory import dominant_mode, formation_time
 from meanfield.solvers.interaction import DirectInteraction
 from meanfield.solvers.lagrangian import CircleLagrangian, SphereLagrangian
 from meanfield.solvers.solve import solve
-from meanfield.solvers.sphere import SphereBasis
+from meanfield.solvers.sphere_basis import SphereBasis
 
 
 def log_slopes(sizes, errors):

@@ -10,7 +10,8 @@ from meanfield.initial.sphere import direction, sphere_density, von_mises_fisher
 from meanfield.model import Model
 from meanfield.theory import critical_noise, growth_rates
 from meanfield.solvers.runloop import run
-from meanfield.solvers.sphere import SphereBasis, SphereSpectral
+from meanfield.solvers.sphere import SphereSpectral
+from meanfield.solvers.sphere_basis import SphereBasis
 from meanfield.solvers.steppers import make_stepper
 
 DEGREES = np.arange(1, 7)

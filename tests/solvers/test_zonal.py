@@ -14,7 +14,9 @@ from meanfield.storage import build_run_dataset, save_run
 from meanfield.theory import critical_noise, growth_rates
 from meanfield.solvers.runloop import run
 from meanfield.solvers.steppers import make_stepper
-from meanfield.solvers.zonal import ZonalBasis, ZonalGalerkin, normalised_gegenbauer
+from meanfield.gegenbauer import normalised_gegenbauer
+from meanfield.solvers.zonal import ZonalGalerkin
+from meanfield.solvers.zonal_basis import ZonalBasis
 
 MODES = np.arange(1, 7)
 

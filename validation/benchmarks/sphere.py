@@ -24,7 +24,8 @@ import time
 from meanfield.initial.sphere import sphere_density
 from meanfield.model import Model
 from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all
-from meanfield.solvers.sphere import SphereSpectral, shtns_available
+from meanfield.solvers.sphere import SphereSpectral
+from meanfield.solvers.sphere_basis import shtns_available
 
 from ..harness import best_times, column_table
 

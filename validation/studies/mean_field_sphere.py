@@ -28,7 +28,7 @@ that divided by ``4 n`` (see below), negligible.  Degree 0 is left out (both mea
 Coefficients: ``mu_lm = sum_j w_j conj(Y_lm(x_j))`` by ducc0's adjoint non-uniform synthesis
 (:func:`meanfield.analysis.sphere_point_coefficients`, as :meth:`meanfield.solvers.lagrangian.SphereLagrangian.coefficients`);
 ``rho_lm`` by analysing each saved PDE density frame with
-:func:`meanfield.solvers.sphere.make_sphere_basis` (exact: the frames are synthesised from degree-``lmax``
+:func:`meanfield.solvers.sphere_basis.make_sphere_basis` (exact: the frames are synthesised from degree-``lmax``
 states on a dealiased Gauss–Legendre grid).  Both in the package's m-major orthonormal layout
 (``m >= 0`` stored, ``m > 0`` counted twice).
 
@@ -76,7 +76,7 @@ from meanfield.analysis import SOBOLEV_S, iid_mean_square, lmax_of, negative_sob
 from meanfield.solvers.lagrangian import SHT_EPSILON
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
-from meanfield.solvers.sphere import make_sphere_basis
+from meanfield.solvers.sphere_basis import make_sphere_basis
 from ..claims import Check, within_errors
 from ..harness import (curve_colours, fit_with_spread, progress_bar, save_figure, saved_frames, study_main,
                       write_dataset)
