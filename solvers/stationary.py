@@ -358,6 +358,15 @@ def _block(scheme, state: np.ndarray, indices: np.ndarray, direction) -> np.ndar
     ``direction * e_i``, ``i`` in ``indices``, read back along the same directions."""
     step = DIFFERENCE_STEP * float(np.max(np.abs(state)))
     linear = 0.0 if scheme.linear is None else scheme.linear
+    if getattr(scheme, "takes_columns", False):    # every column's difference in one right-hand side
+        perturbation = np.zeros((state.size, indices.size), dtype=np.result_type(state, direction))
+        perturbation[indices, np.arange(indices.size)] = step * direction
+        plus, minus = state[:, None] + perturbation, state[:, None] - perturbation
+        block = linear if np.ndim(linear) == 0 else linear[:, None]
+        change = (scheme.rhs(plus, 0.0) + block * plus - scheme.rhs(minus, 0.0) - block * minus) / (2 * step)
+        matrix = np.ascontiguousarray((change[indices] / direction).real)
+        matrix[np.abs(matrix) < 1e-200] = 0.0
+        return np.linalg.eigvals(matrix)
     columns = []
     for index in indices:
         basis_vector = np.zeros_like(state)

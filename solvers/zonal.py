@@ -36,6 +36,12 @@ from .density_scheme import DensityScheme
 from .normalized_velocity import VelocityNormalization
 from .zonal_basis import shared_basis
 
+def _along(factors: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``factors * values`` with ``factors`` along the first axis of ``values``: one state (a vector), or a block of
+    states as columns (the same products, column by column)."""
+    return factors * values if values.ndim == 1 else factors[:, None] * values
+
+
 class ZonalGalerkin(DensityScheme):
     """Galerkin right-hand side for zonal densities on S^{d-1}; see the module docstring.
 
@@ -101,12 +107,12 @@ class ZonalGalerkin(DensityScheme):
     def speed_profile(self, state: np.ndarray, t: float = 0.0) -> np.ndarray:
         """``V(t_j)`` at time ``t`` with ``X = V (e - t x)``: the meridional velocity is ``-sin th V``."""
         basis = self.basis
-        speed = basis.derivative(state * self.velocity)
+        speed = basis.derivative(_along(self.velocity, state))
         divisor = self.speed_divisor
         if divisor.ngpt:
             return divisor.divide(speed, t, speed * speed * self._sin2, basis.synthesise(state * self.radial))
         if self.model.attention == "sa":
-            speed = speed / basis.synthesise(state * self.conv)
+            speed = speed / basis.synthesise(_along(self.conv, state))
         return divisor.divide(speed, t)
 
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
@@ -118,8 +124,15 @@ class ZonalGalerkin(DensityScheme):
         ``transport(state, state, t)``; the causal kinetic PDE of MATH.md §8 takes the positional average)."""
         rho = self.basis.synthesise(state)
         speed = self.speed_profile(source, t)
-        self.max_speed = float(np.max(np.abs(speed) * self._sin))
-        return self._divergence @ (self._flux_weight * rho * speed)
+        self.max_speed = float(np.max(_along(self._sin, np.abs(speed))))
+        return self._divergence @ (_along(self._flux_weight, rho) * speed)
+
+    @property
+    def takes_columns(self) -> bool:
+        """Whether :meth:`rhs` takes a block of states as the columns of a ``(L + 1, m)`` array (each column's
+        right-hand side in its column: the linearisation of :mod:`meanfield.solvers.stationary` takes its
+        Jacobian in one call); not under nGPT, whose divisor is per state."""
+        return not self.speed_divisor.ngpt
 
     def stable_dt(self, cfl: float) -> float:
         """``cfl / max(lmax max|X|, lambda_max)``: advection CFL and the fastest linear growth (MATH.md §2.3)."""

@@ -189,3 +189,19 @@ def test_restart_from_a_zonal_run_resamples(tmp_path):
     assert np.max(np.abs(state[25:])) < 1e-13
     with pytest.raises(InputError, match="dimension"):
         zonal_density(str(path), ZonalBasis(24, 3))
+
+
+@pytest.mark.parametrize("attention", ["sa", "usa"])
+def test_a_block_of_states_as_columns_gives_each_columns_right_hand_side(attention):
+    """``rhs`` of a ``(L + 1, m)`` block (the linearisation's Jacobian in one call): each column the right-hand side of
+    that column alone, to the rounding of a matrix product taken as one (a factor applied along the wrong axis, or a
+    column mixed with another, is off by the perturbation itself, 1e-3)."""
+    scheme = ZonalGalerkin(Model(attention, 4.0, 0.0, 3), 16)
+    assert scheme.takes_columns
+    uniform = scheme.state_from_density(np.full(scheme.basis.nodes.size, 1.0 / (4 * np.pi)))
+    rng = np.random.default_rng(5)
+    block = uniform[:, None] + 1e-3 * uniform[0] * rng.standard_normal((uniform.size, 6))
+    together = scheme.rhs(block, 0.0)
+    for column in range(block.shape[1]):
+        alone = scheme.rhs(block[:, column], 0.0)
+        np.testing.assert_allclose(together[:, column], alone, rtol=0, atol=1e-13 * np.max(np.abs(alone)))
