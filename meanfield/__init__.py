@@ -42,7 +42,7 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
 """
 
 
-from . import _import_guard  # noqa: F401 - first: the command's signals while the modules below load
+from .app import _import_guard  # noqa: F401 - first: the command's signals while the modules below load
 from .errors import InputError
 from .lazy_names import first_use
 from .version import __version__
@@ -65,7 +65,7 @@ _PUBLIC = {
     **{name: ("meanfield.long_context", name) for name in ("critical_gamma", "limit_cosine", "one_layer_cosine")},
     "Model": ("meanfield.model", "Model"), "Normalization": ("meanfield.normalization", "Normalization"),
     **{name: ("meanfield.settings", name) for name in ("Attention", "Mask", "Monitor", "Saving", "StepControl")},
-    "load_run": ("meanfield.storage", "load_run"), "save_run": ("meanfield.storage", "save_run"),
+    "load_run": ("meanfield.app.storage", "load_run"), "save_run": ("meanfield.app.storage", "save_run"),
     **{name: ("meanfield.theory", name) for name in ("critical_noise", "dominance_probabilities", "dominant_mode",
                                                       "formation_time", "growth_rates", "law_leader",
                                                       "typical_amplitude")},

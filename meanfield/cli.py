@@ -4,7 +4,7 @@ Flags are spelled the same in every subcommand, and their defaults come from
 :mod:`meanfield.defaults`, as the Python API's do.  A user mistake prints one line,
 ``meanfield: error: ...``, and exits with status 2 before anything is computed or written;
 never a traceback.  Every output path is checked before computing and written safely
-(:func:`meanfield.storage.write_atomic`).  Exit statuses: :data:`EXIT_HELP`.
+(:func:`meanfield.app.storage.write_atomic`).  Exit statuses: :data:`EXIT_HELP`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from pathlib import Path
 import click
 import numpy as np
 
-from . import __version__, signals
+from . import __version__
+
+from .app import signals
 from .defaults import GAUSSIAN_DEFAULTS, GEOMETRY_DEFAULTS, PARTICLE_DEFAULTS, RUN_DEFAULTS, SOLVE_DEFAULTS
 from .errors import InputError, require
 from .limits import (MAX_BRANCH_MODES, MAX_LIST, MAX_MODES, MAX_ZONAL_DIM, check_dim, check_frames, check_integer, check_matrix_dim, check_number,
@@ -27,11 +29,11 @@ from .limits import (MAX_BRANCH_MODES, MAX_LIST, MAX_MODES, MAX_ZONAL_DIM, check
 from .model import Model
 from .normalization import Normalization
 from .number_text import read_integer, read_number
-from .json_output import strict_json
-from .option_types import INTEGER, NUMBER
+from .app.json_output import strict_json
+from .app.option_types import INTEGER, NUMBER
 from .settings import Monitor, Saving, StepControl, gather
 
-from .output_paths import MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes
+from .app.output_paths import MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes
 
 EXIT_COMPLETED = 0
 EXIT_USAGE = 2
@@ -58,9 +60,9 @@ def exit_status(stop_reason: str) -> int:
 
 
 def _save(dataset, out) -> int | None:
-    """Write the run; Ctrl-C and SIGTERM wait until it is written (:mod:`meanfield.signals`).  Returns the exit
+    """Write the run; Ctrl-C and SIGTERM wait until it is written (:mod:`meanfield.app.signals`).  Returns the exit
     status a signal that arrived meanwhile asks for, or None."""
-    from .storage import save_run
+    from .app.storage import save_run
 
     try:
         save_run(dataset, out)
@@ -160,7 +162,7 @@ def cli(threads):
     Numeric options take these values in every command (outside them: one line, exit 2):
     {ranges}
     """
-    from .threads import set_threads
+    from .app.threads import set_threads
 
     set_threads(threads)
     if click.get_current_context().invoked_subcommand not in DASK_COMMANDS:
@@ -834,7 +836,7 @@ def plot(run, output, movie):
     from .plotting.movie import check_movie_dataset, write_movie
     from .plotting.run_data import check_plottable
     from .plotting.runs import plot_run
-    from .storage import load_run
+    from .app.storage import load_run
 
     if output is None and movie is None:
         output = str(Path(run).with_suffix(".png"))
@@ -876,7 +878,7 @@ def clusters(run, frame, time_, as_json):
     """
 
     from .cluster_report import cluster_table, format_table, frame_index
-    from .storage import load_run
+    from .app.storage import load_run
 
     dataset = load_run(run)
     table = cluster_table(dataset, frame_index(dataset, frame, time_))
@@ -1041,7 +1043,7 @@ def phase_diagram(ctx, store, dims, betas, quick, no_progress, **settings):
                        if ctx.get_parameter_source(key) is ParameterSource.DEFAULT})
     try:
         dataset = run_sweep(store, progress=not no_progress, **values)
-    except KeyboardInterrupt as interrupt:      # Ctrl-C, or SIGTERM (meanfield.signals)
+    except KeyboardInterrupt as interrupt:      # Ctrl-C, or SIGTERM (meanfield.app.signals)
         click.echo(f"interrupted: the chunks finished so far are stored in {store}; re-run to resume", err=True)
         raise click.exceptions.Exit(signals.exit_status_of(interrupt)) from None
     figure = Path(store) / "phase_diagram.png"

@@ -21,7 +21,7 @@ from . import fourier_series
 from .cluster_detection import clusters_in_frame
 from .limits import check_integer, check_solve_size
 from .model import Model
-from .storage import save_run
+from .app.storage import save_run
 from .metastable import linear_formation_time
 from .theory import dominant_mode
 

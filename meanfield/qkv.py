@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError, require
-from .input_files import regular_file
+from .app.input_files import regular_file
 from .limits import RANGES, describe_bytes, memory_budget
 from .seeding import stream
 

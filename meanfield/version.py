@@ -1,5 +1,5 @@
 """The installed distribution's version: ``meanfield.__version__`` and the ``package_version`` attribute of every
-run (:func:`meanfield.storage.package_version`)."""
+run (:func:`meanfield.app.storage.package_version`)."""
 
 from importlib.metadata import PackageNotFoundError, version
 

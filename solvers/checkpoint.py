@@ -546,7 +546,7 @@ def run_file(init):
     record (:func:`from_dataset`) are checked here, before anything reads them."""
     import xarray as xr
 
-    from meanfield.storage import load_run
+    from meanfield.app.storage import load_run
 
     if isinstance(init, TypedStart):
         return init.run

@@ -5,7 +5,7 @@ wired to :func:`solve` here by ``meanfield/__init__.py``, so the model module :m
 solver).  ``(alpha, L)``, ``Sigma = L L^T``, is integrated by scipy's DOP853 inside the one run loop
 (:func:`meanfield.solvers.runloop.run` with :class:`meanfield.solvers.steppers.ScipyStepper`, step for step what
 ``scipy.integrate.solve_ivp`` does; every step is saved by :class:`meanfield.solvers.trackers.StepRecorder`), and the
-Dataset is built by :func:`meanfield.storage.build_run_dataset` with the attributes of every run
+Dataset is built by :func:`meanfield.app.storage.build_run_dataset` with the attributes of every run
 (:func:`meanfield.solvers.run_record.run_attrs`).  The blow-up event, its extrapolated time and the
 classification of a stop are those of :mod:`meanfield.gaussian`.  :func:`solve_case` runs a named case
 (:mod:`meanfield.gaussian_cases`) as ``meanfield gaussian`` does.
@@ -24,7 +24,7 @@ from meanfield.defaults import GAUSSIAN_DEFAULTS
 from meanfield.gaussian import (ATOL, BLOWUP_FACTOR, FINITE_TIME_GAP, RTOL, Head, blowup_event, covariance_norm,
                                 extrapolate_blowup, factor_rhs, initial_factor, positive_number, validated_problem)
 from meanfield.gaussian_cases import case_command, gaussian_case
-from meanfield.storage import build_run_dataset
+from meanfield.app.storage import build_run_dataset
 
 from .run_record import loop_attrs, run_attrs
 from .runloop import run

@@ -56,7 +56,7 @@ import numpy as np
 from meanfield.errors import require
 from meanfield.harmonics import SHT_MIN_EPSILON, m_major_layout, point_mass_coefficients, sphere_locations
 from meanfield.memo import ArrayMemo
-from meanfield.threads import NONUNIFORM_THREADS
+from meanfield.app.threads import NONUNIFORM_THREADS
 from meanfield.kernel_operator import KernelOperator
 from meanfield.kernels import band_limit, scaled_funk_hecke
 

@@ -133,7 +133,7 @@ from meanfield.kernels import band_limit
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.theory import fastest_growth_rate
-from meanfield.threads import NONUNIFORM_THREADS
+from meanfield.app.threads import NONUNIFORM_THREADS
 
 from .clusters import ClosingPairsStep, ClusterTracker, NodeCollapse, closing_rate, resolve_collapse_tol
 from .contract import Scheme
@@ -506,8 +506,8 @@ class SphereLagrangian(_Lagrangian):
     nodes and the reported density.  State: node positions, shape ``(nlat * nlon, 3)``, row-major
     over the grid (``particle = ring * nlon + column``); under a normalisation that carries a radius
     (Pre, Mix, Peri-LN; MATH.md §6) a fourth column holds the nodes' radii ``r_j(t)`` (``r_j(0) = r0``).
-    ``nthreads``: ducc0 threads of the grid basis (default :func:`meanfield.threads.ducc0_threads`); the
-    non-uniform transforms run on :data:`meanfield.threads.NONUNIFORM_THREADS` (one: bit for bit).
+    ``nthreads``: ducc0 threads of the grid basis (default :func:`meanfield.app.threads.ducc0_threads`); the
+    non-uniform transforms run on :data:`meanfield.app.threads.NONUNIFORM_THREADS` (one: bit for bit).
     """
     #: memory estimate (meanfield.limits.check_solve_size): work bytes per frame value (the dealiased grid's)
     work_bytes_per_value = 2500
@@ -515,7 +515,7 @@ class SphereLagrangian(_Lagrangian):
 
     geometry = "sphere"
     area = 4 * math.pi
-    #: no threaded BLAS on the right-hand side: the same bits at any thread count (meanfield.threads.thread_attrs)
+    #: no threaded BLAS on the right-hand side: the same bits at any thread count (meanfield.app.threads.thread_attrs)
     uses_blas = False
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
@@ -530,7 +530,7 @@ class SphereLagrangian(_Lagrangian):
         self.basis = basis = make_sphere_basis(int(resolution), backend, nthreads)
         self.resolution = basis.lmax
         # the non-uniform transforms stay on one thread: ducc0's threaded adjoint does not repeat bit for bit
-        # and its threaded synthesis_general changes with the count (meanfield.threads); the grid basis is threaded
+        # and its threaded synthesis_general changes with the count (meanfield.app.threads); the grid basis is threaded
         self.nthreads = NONUNIFORM_THREADS
         self.positivity_tol, self.resolution_tol = float(positivity_tol), float(resolution_tol)
         self.labels = np.ascontiguousarray(unit_vectors(basis).reshape(3, -1).T)

@@ -40,9 +40,9 @@ from meanfield.normalization import Normalization
 from meanfield.sampling import sample_tokens
 from meanfield.qkv import QKV_CHOICES, attention_heads, bounded_entries, is_qkv_file
 from meanfield.settings import Attention, Mask, Saving, StepControl, check_mask, gather, gather_attention
-from meanfield.storage import build_run_dataset
+from meanfield.app.storage import build_run_dataset
 from meanfield.theory import dominant_mode
-from meanfield.threads import thread_attrs
+from meanfield.app.threads import thread_attrs
 
 from . import checkpoint
 from .clusters import ClusterTracker, resolve_collapse_tol

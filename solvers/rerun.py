@@ -11,7 +11,7 @@ take ``Q``, ``K``, ``V`` (and heads) from the file's variables, so a ``--qkv FIL
 travel with it.
 
 A run whose numbers depend on the thread count (BLAS sums: ``bit_reproducible_across_threads = 0``,
-:mod:`meanfield.threads`) is re-run on the file's ``threads`` when this machine has that many cores; on
+:mod:`meanfield.app.threads`) is re-run on the file's ``threads`` when this machine has that many cores; on
 a machine with fewer, its BLAS sums may differ in the last bits (the new ``threads`` attribute says so).
 
 A run whose noise followed a schedule (``nu_schedule``, :mod:`meanfield.noise_schedule`) keeps it: a spec is read
@@ -41,8 +41,8 @@ import xarray as xr
 
 from meanfield.errors import InputError, require
 from meanfield.schemes import SCHEMES
-from meanfield.storage import load_run
-from meanfield.threads import available_cores, thread_count, use_threads
+from meanfield.app.storage import load_run
+from meanfield.app.threads import available_cores, thread_count, use_threads
 
 from . import checkpoint
 from .particle_run import simulate
@@ -61,7 +61,7 @@ MATRICES = ("Q", "K", "V")
 
 
 def _setting(attrs: dict, name: str):
-    """An attribute, with netCDF's ``"none"`` read back as ``None`` (:func:`meanfield.storage.netcdf_safe`)."""
+    """An attribute, with netCDF's ``"none"`` read back as ``None`` (:func:`meanfield.app.storage.netcdf_safe`)."""
     value = attrs.get(name)
     if isinstance(value, str) and value == "none":
         return None
@@ -210,7 +210,7 @@ def _simulate_again(dataset: xr.Dataset, init, progress: bool, nu_schedule=None)
 
 def _threads(attrs: dict) -> int:
     """The file's thread count when its numbers depend on it (BLAS sums, ``bit_reproducible_across_threads = 0``;
-    :mod:`meanfield.threads`) and this machine has that many cores; else the setting in effect."""
+    :mod:`meanfield.app.threads`) and this machine has that many cores; else the setting in effect."""
     threads = attrs.get("threads")
     if attrs.get("bit_reproducible_across_threads", 1) != 0 or not isinstance(threads, (int, np.integer)):
         return thread_count()

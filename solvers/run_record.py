@@ -20,7 +20,7 @@ import shlex
 from pathlib import Path
 
 from meanfield.initial.kinds import describe_init
-from meanfield.storage import package_version
+from meanfield.app.storage import package_version
 
 from . import checkpoint
 

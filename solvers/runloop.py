@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from meanfield import signals
+from meanfield.app import signals
 
 from .contract import conform
 from .steppers import StopRun
@@ -305,7 +305,7 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             while reason is None and loop.next < len(loop.targets):
                 reason = loop.advance()
-    except KeyboardInterrupt as interrupt:          # Ctrl-C, or SIGTERM on the command line (meanfield.signals)
+    except KeyboardInterrupt as interrupt:          # Ctrl-C, or SIGTERM on the command line (meanfield.app.signals)
         loop.interrupted()
         reason = f"interrupted{getattr(interrupt, 'note', '')} at t = {loop.t_seen:.6g}"
     except StopRun as exc:  # the stepper cannot go on (step size underflow, an integrator's terminal event)

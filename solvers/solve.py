@@ -19,9 +19,9 @@ from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
 from meanfield.settings import Monitor, Saving, StepControl, gather
-from meanfield.storage import build_run_dataset
+from meanfield.app.storage import build_run_dataset
 from meanfield.theory import dominant_mode
-from meanfield.threads import thread_attrs
+from meanfield.app.threads import thread_attrs
 
 from . import checkpoint
 from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule

@@ -6,7 +6,7 @@ ducc0's m-major layout (index ``m (2 lmax + 1 - m) / 2 + l``), Condon–Shortley
 colatitude ``theta`` from the north pole.  ``m = 0`` coefficients are real.
 
 Transforms (ducc0.sht on a Gauss–Legendre grid, checked numerically in
-tests/solvers/test_sphere.py), on :func:`meanfield.threads.ducc0_threads` threads read at
+tests/solvers/test_sphere.py), on :func:`meanfield.app.threads.ducc0_threads` threads read at
 construction: ``synthesis_2d`` / ``analysis_2d`` give the same bits at any thread count
 (tests/meanfield/test_threads.py):
 
@@ -63,7 +63,7 @@ class SphereSpectral(DensityScheme):
 
     geometry = "sphere"
     name = "spectral"
-    #: no threaded BLAS on the right-hand side: the same bits at any thread count (meanfield.threads.thread_attrs)
+    #: no threaded BLAS on the right-hand side: the same bits at any thread count (meanfield.app.threads.thread_attrs)
     uses_blas = False
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,

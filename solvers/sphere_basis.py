@@ -16,7 +16,7 @@ import numpy as np
 
 from meanfield.errors import require
 from meanfield.harmonics import m_major_layout
-from meanfield.threads import ducc0_threads
+from meanfield.app.threads import ducc0_threads
 
 
 def _dealiased_grid(lmax: int) -> tuple[int, int]:
@@ -47,7 +47,7 @@ class SphereBasis:
     def __init__(self, lmax: int, nthreads: int | None = None):
         require(isinstance(lmax, (int, np.integer)) and lmax >= 1, f"lmax must be an integer >= 1 (got {lmax!r})")
         self.lmax = int(lmax)
-        #: ducc0 threads of the grid transforms (bitwise the same at any count; meanfield.threads)
+        #: ducc0 threads of the grid transforms (bitwise the same at any count; meanfield.app.threads)
         self.nthreads = ducc0_threads() if nthreads is None else int(nthreads)
         self.nlat, self.nlon = _dealiased_grid(self.lmax)
         self.shape = (self.nlat, self.nlon)
@@ -196,7 +196,7 @@ SPHERE_BACKENDS = {"ducc0": SphereBasis, "shtns": ShtnsSphereBasis}
 def make_sphere_basis(lmax: int, backend: str | None = None, nthreads: int | None = None) -> SphereBasis:
     """The sphere basis of ``backend``: ``"ducc0"`` (required), ``"shtns"`` (optional, faster), or
     ``None``: SHTns when it is importable and the grid is large enough for it, else ducc0.
-    ``nthreads``: ducc0 threads, by default :func:`meanfield.threads.ducc0_threads` (read now)."""
+    ``nthreads``: ducc0 threads, by default :func:`meanfield.app.threads.ducc0_threads` (read now)."""
     require(backend in (None, *SPHERE_BACKENDS),
             f"the backend= parameter must be one of {', '.join(SPHERE_BACKENDS)} for the sphere (got {backend!r})")
     if backend is None:

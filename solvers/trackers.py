@@ -106,13 +106,13 @@ class Collapse(Tracker):
 
 
 class Progress(Tracker):
-    """A progress bar (:func:`meanfield.progress.progress_bar`): run time on a regular axis, frames on a log axis."""
+    """A progress bar (:func:`meanfield.app.progress.progress_bar`): run time on a regular axis, frames on a log axis."""
 
     def __init__(self, enabled: bool):
         self.enabled, self.bar, self.log_axis, self.t = enabled, None, False, 0.0
 
     def start(self, scheme, stepper, state, t: float, schedule) -> None:
-        from meanfield.progress import progress_bar
+        from meanfield.app.progress import progress_bar
         self.log_axis, self.t = schedule.log_axis, t
         if self.log_axis:
             self.bar = progress_bar(schedule.targets.size, enabled=self.enabled, unit="frame", desc="run")

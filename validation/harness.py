@@ -1,7 +1,7 @@
 """What every study shares: progress, writing, fits, timing, output checks, and running a registered study.
 
 - :func:`progress_bar`, :func:`write_dataset`, :func:`save_figure`: the studies' progress over runs
-  and their output files, written safely (:func:`meanfield.storage.write_atomic`: a temporary file
+  and their output files, written safely (:func:`meanfield.app.storage.write_atomic`: a temporary file
   renamed into place, folders created); :func:`study_main` is ``python -m meanfield.validation.studies.<study>``.
 - :func:`fit_with_spread`: a least-squares slope (:func:`meanfield.fits.fit_line`) and its one-seed spread;
   :func:`saved_frames` reads a run's frames at the study's times; :func:`curve_colours` colours one
@@ -9,7 +9,7 @@
 - :func:`best_times`, :func:`clock`: the benchmarks' timings (their exponents: :func:`meanfield.fits.log_log_slope`)
   and :func:`column_table` their printed tables.
 - :func:`check_output` refuses a destination before anything is computed
-  (:func:`meanfield.storage.check_output_folder` / ``check_output_file``); :func:`run` times a study
+  (:func:`meanfield.app.storage.check_output_folder` / ``check_output_file``); :func:`run` times a study
   of :mod:`meanfield.validation.registry`, formats its table and evaluates its claims (the study module's
   own claims function, :mod:`meanfield.validation.claims`), and :func:`run_caught` turns an exception into
   a one-line error so that the report (:mod:`meanfield.validation.report`) goes on.
@@ -32,7 +32,7 @@ import xarray as xr
 from meanfield.errors import require
 from meanfield.fits import fit_line
 from meanfield.plotting.style import DPI
-from meanfield.storage import RUN_SUFFIXES, check_output_file, check_output_folder, write_atomic
+from meanfield.app.storage import RUN_SUFFIXES, check_output_file, check_output_folder, write_atomic
 
 from .claims import Check
 from .registry import Study
@@ -41,8 +41,8 @@ from .registry import Study
 # --------------------------------------------------------------------------------------------- writing
 def progress_bar(total: int, desc: str):
     """Progress over study runs: a bar on a terminal, a log line every 5 % otherwise
-    (:func:`meanfield.progress.progress_bar`)."""
-    from meanfield.progress import progress_bar as _progress_bar
+    (:func:`meanfield.app.progress.progress_bar`)."""
+    from meanfield.app.progress import progress_bar as _progress_bar
     return _progress_bar(total, unit="run", desc=desc)
 
 
@@ -183,7 +183,7 @@ def run(study: Study, quick: bool, out, claims: bool = True) -> Outcome:
     start = time.perf_counter()
     result = study.run(module, quick, out)
     if study.output == "file" and out is not None:
-        from meanfield.storage import save_run
+        from meanfield.app.storage import save_run
         save_run(result, out)
     outcome = Outcome(study, quick, out, text=study.table(module, result),
                       wrote=study.wrote(out, result) if study.wrote and out is not None else "")

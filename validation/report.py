@@ -20,7 +20,7 @@ import shlex
 import time
 from pathlib import Path
 
-from meanfield.storage import write_atomic
+from meanfield.app.storage import write_atomic
 
 from . import harness
 from .registry import STUDIES, Study
@@ -45,7 +45,7 @@ def study_out(study: Study, root: Path) -> Path:
 
 def report_workers(studies: int) -> int:
     """Processes the studies run in: one per core (at most 4, at most one per study)."""
-    from meanfield.threads import available_cores
+    from meanfield.app.threads import available_cores
     return max(1, min(available_cores(), 4, studies))
 
 
@@ -59,7 +59,7 @@ def _prepared_out(study: Study, root: Path):
 def _run_in_worker(name: str, quick: bool, out, threads: int) -> dict:
     """One study in a worker process (:func:`run_report`): its outcome's fields, the study named (its registry entry
     holds functions, which a process boundary does not carry)."""
-    from meanfield.threads import set_threads
+    from meanfield.app.threads import set_threads
 
     set_threads(threads)
     with open(os.devnull, "w") as quiet:
@@ -107,7 +107,7 @@ def _run_side_by_side(claims: list, quick: bool, root: Path, workers: int, echo,
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    from meanfield.threads import available_cores
+    from meanfield.app.threads import available_cores
 
     threads = max(1, available_cores() // workers)
     echo(f"{len(claims)} studies in {workers} processes ({threads} thread{'s' if threads > 1 else ''} each), "

@@ -17,7 +17,7 @@ from pathlib import Path
 import xarray as xr
 
 from meanfield.errors import InputError
-from meanfield.storage import save_run
+from meanfield.app.storage import save_run
 
 #: Run the tasks in this process, without Dask.
 SYNCHRONOUS = "synchronous"
@@ -26,7 +26,7 @@ SCHEDULER_CHOICES = f"{SYNCHRONOUS}, threads, processes or the address of a runn
 
 
 def write_compressed(dataset: xr.Dataset, path) -> Path:
-    """Write compressed, safely (:func:`meanfield.storage.save_run`: temporary file renamed into place)."""
+    """Write compressed, safely (:func:`meanfield.app.storage.save_run`: temporary file renamed into place)."""
     encoding = {name: {"zlib": True, "complevel": 4} for name in dataset.data_vars
                 if dataset[name].dtype.kind == "f"}
     return save_run(dataset, path, encoding=encoding)

@@ -41,7 +41,7 @@ from scipy.special import ive
 from ..errors import InputError, require
 from ..fourier_series import coefficients, dealiased_band, synthesis
 from ..perturbation import circle_lowest, circle_noise, require_positive
-from ..storage import last_valid_density, load_run
+from ..app.storage import last_valid_density, load_run
 from .spec import VON_MISES, check_sign_and_mass, density_from_spec, parse_number, require_resolved
 
 INIT_HELP = "uniform, perturbed:EPS, vmf:KAPPA@MU (or vonmises:; sums with '+'), or an earlier run's .nc file"

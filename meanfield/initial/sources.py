@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import InputError, require
-from ..storage import last_valid_density, load_run
+from ..app.storage import last_valid_density, load_run
 
 #: Coordinates of a density, in the order of the run files, and their units.
 COORDINATES = {"circle": ("theta",), "sphere": ("lat", "lon"), "zonal": ("polar",)}

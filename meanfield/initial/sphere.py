@@ -39,7 +39,7 @@ from scipy.interpolate import CubicSpline, RectBivariateSpline
 
 from ..errors import InputError, require
 from ..perturbation import require_positive, sphere_lowest, sphere_noise, sphere_normals
-from ..storage import last_valid_density, load_run
+from ..app.storage import last_valid_density, load_run
 from .spec import VON_MISES, check_sign_and_mass, density_from_spec, parse_number, require_resolved
 
 SPHERE_INIT_HELP = ("uniform, perturbed:EPS, vmf:KAPPA@LAT,LON (LAT/LON in degrees; sums with '+'), "

@@ -39,7 +39,7 @@ from scipy.special import ive
 from ..errors import InputError, require
 from ..geometry import sphere_area
 from ..perturbation import require_positive, zonal_lowest, zonal_noise
-from ..storage import last_valid_density, load_run
+from ..app.storage import last_valid_density, load_run
 from .spec import VON_MISES, check_sign_and_mass, density_from_spec, init_label, parse_number, require_resolved
 
 INIT_HELP = "uniform, perturbed:EPS, vmf:KAPPA (sums with '+'), or an earlier zonal run's .nc file"

@@ -18,7 +18,7 @@ redraws only the artists that move (a full redraw per frame costs ten times more
 the pixels to the writer.  A .gif is written by matplotlib's Pillow writer; an .mp4 by the ffmpeg binary that the
 ``imageio-ffmpeg`` package ships (``imageio_ffmpeg.get_ffmpeg_exe()``: no system install, nothing
 downloaded).  The file is written to a temporary file in the same folder and renamed into place
-(:func:`meanfield.storage.write_atomic`).
+(:func:`meanfield.app.storage.write_atomic`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from matplotlib.figure import Figure
 
 from ..errors import require
 from ..geometry import sphere_area
-from ..storage import MOVIE_SUFFIXES, check_output_file, write_atomic
+from ..app.storage import MOVIE_SUFFIXES, check_output_file, write_atomic
 from .gaussian import covariance_ellipse, gaussian_end, gaussian_profile
 from .particles import pair_inner_products
 from .run_data import PLOTTABLE, frame_indices, require_run

@@ -43,7 +43,7 @@ from matplotlib.lines import Line2D
 
 from ..errors import InputError
 from ..normalization import LABELS, Normalization
-from ..storage import check_output_file, image_suffixes, write_atomic
+from ..app.storage import check_output_file, image_suffixes, write_atomic
 from .causal import causal_figure, is_causal
 from .gaussian import gaussian_figure, gaussian_title
 from .particles import clustered_fraction_panel, inner_product_panel, token_histogram_panel
@@ -171,7 +171,7 @@ def check_image_path(path) -> Path:
 
 
 def _save(fig: Figure, path) -> None:
-    """Write through a temporary file renamed into place (:func:`meanfield.storage.write_atomic`)."""
+    """Write through a temporary file renamed into place (:func:`meanfield.app.storage.write_atomic`)."""
     write_atomic(path, lambda temporary: fig.savefig(temporary, dpi=DPI))
 
 

@@ -18,7 +18,7 @@ import xarray as xr
 import meanfield
 from meanfield import InputError, Model
 from meanfield.cli import main
-from meanfield.storage import build_run_dataset, save_run
+from meanfield.app.storage import build_run_dataset, save_run
 
 HUGE = str(10 ** 12)
 ABOVE_INT64 = str(2 ** 64)

@@ -11,7 +11,7 @@ import xarray as xr
 
 from meanfield import InputError, Model, dominance_probabilities, formation_time, growth_rates
 from meanfield.cli import main
-from meanfield.storage import REQUIRED_ATTRS
+from meanfield.app.storage import REQUIRED_ATTRS
 
 
 def run_cli(capsys, *args):
@@ -286,7 +286,7 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, cap
 
 
 def test_a_failed_write_removes_the_folders_it_made(tmp_path):
-    from meanfield.storage import write_atomic
+    from meanfield.app.storage import write_atomic
 
     def failing(temporary):
         temporary.write_text("partial")
@@ -300,7 +300,7 @@ def test_a_failed_write_removes_the_folders_it_made(tmp_path):
 
 
 def test_attributes_beyond_int64_are_written_as_text(tmp_path):
-    from meanfield.storage import load_run, save_run
+    from meanfield.app.storage import load_run, save_run
 
     attrs = {"geometry": "circle", "stop_reason": "completed", "seed": 2 ** 70, "small": np.int64(5), "flag": True}
     ds = xr.Dataset({"mass": ("time", [1.0])}, coords={"time": [0.0]}, attrs=attrs)

@@ -8,7 +8,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 from meanfield.cli import main
-from meanfield.storage import save_run
+from meanfield.app.storage import save_run
 from meanfield.solvers.particle_run import simulate
 
 

@@ -8,7 +8,7 @@ from numpy.polynomial.hermite_e import hermegauss
 
 from meanfield.errors import InputError
 from meanfield.gaussian import _build_heads, moment_rhs, solve, velocity_field
-from meanfield.storage import load_run, package_version, save_run
+from meanfield.app.storage import load_run, package_version, save_run
 
 I2 = np.eye(2)
 SIGMA0 = np.array([[1.0, 0.3], [0.3, 0.5]])

@@ -22,11 +22,11 @@ import pytest
 import xarray as xr
 
 from tests.meanfield.error_lines import one_error_line
-from meanfield import signals, storage
+from meanfield.app import signals, storage
 from meanfield.cli import exit_status, main
 from meanfield.errors import InputError
 from meanfield.model import Model
-from meanfield.storage import (FALLBACK_VARIABLE, Unwritable, build_run_dataset, check_output_file,
+from meanfield.app.storage import (FALLBACK_VARIABLE, Unwritable, build_run_dataset, check_output_file,
                                remove_stale_temporaries, save_run)
 from meanfield.solvers.solve import solve
 
@@ -47,7 +47,7 @@ def command_line_signals():
     signals.uninstall()
 
 
-# -- meanfield.signals in this process -----------------------------------------------------------------------
+# -- meanfield.app.signals in this process -----------------------------------------------------------------------
 def test_sigterm_stops_a_run_between_steps_like_ctrl_c(command_line_signals):
     timer = __import__("threading").Timer(0.8, os.kill, (os.getpid(), signal.SIGTERM))
     timer.start()
@@ -122,7 +122,7 @@ def test_the_next_write_removes_a_killed_writers_temporary_and_nothing_else(tmp_
 
 def test_a_killed_writer_leaves_a_temporary_that_the_next_run_removes(tmp_path):
     script = ("import os, xarray as xr, numpy as np\n"
-              "from meanfield.storage import save_run\n"
+              "from meanfield.app.storage import save_run\n"
               "def stop(path): os.kill(os.getpid(), 9)\n"
               "xr.Dataset.to_netcdf = lambda self, path, **kw: (open(path, 'wb').write(b'x' * 1000), stop(path))\n"
               f"save_run(xr.Dataset({{'a': ('t', np.zeros(3))}}), {str(tmp_path / 'a.nc')!r})\n")

@@ -22,10 +22,10 @@ import meanfield
 from tests.meanfield.error_lines import one_error_line
 from meanfield.cli import cli, main
 from meanfield.errors import InputError
-from meanfield.json_output import strict_json
+from meanfield.app.json_output import strict_json
 from meanfield.limits import RANGES
 from meanfield.noise_schedule import NoiseSchedule
-from meanfield.option_types import INTEGER, NUMBER
+from meanfield.app.option_types import INTEGER, NUMBER
 
 
 

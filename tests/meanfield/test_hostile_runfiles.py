@@ -24,7 +24,7 @@ from meanfield.errors import InputError
 from meanfield.limits import RANGES
 from meanfield.solvers import particle_run, solve as solve_module
 from meanfield.solvers.run_record import RERUN_COMMAND
-from meanfield.storage import save_run
+from meanfield.app.storage import save_run
 
 from ..solvers.test_rerun import assert_same_run
 from .error_lines import one_error_line as _one_error_line

@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from meanfield.progress import LineProgress, describe_seconds, progress_bar
+from meanfield.app.progress import LineProgress, describe_seconds, progress_bar
 
 
 class Clock:

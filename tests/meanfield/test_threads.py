@@ -1,4 +1,4 @@
-"""One thread setting for BLAS, ducc0 and FFTW (meanfield.threads): parsing, limits, bit-for-bit results."""
+"""One thread setting for BLAS, ducc0 and FFTW (meanfield.app.threads): parsing, limits, bit-for-bit results."""
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ from meanfield import solve
 from meanfield.cli import main
 from meanfield.errors import InputError
 from meanfield.model import Model
-from meanfield.threads import (FFTW_THREADED_MIN, NONUNIFORM_THREADS, available_cores, blas_threads, ducc0_threads,
+from meanfield.app.threads import (FFTW_THREADED_MIN, NONUNIFORM_THREADS, available_cores, blas_threads, ducc0_threads,
                                fftw_threads, header, one_vs_all, set_threads, thread_attrs, thread_count, use_threads)
 from meanfield.solvers.lagrangian import SphereLagrangian
 from meanfield.solvers.sphere import SphereSpectral

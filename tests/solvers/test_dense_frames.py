@@ -16,7 +16,7 @@ from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.runloop import run
 from meanfield.solvers.solve import solve
 from meanfield.solvers.steppers import Dopri5, make_stepper
-from meanfield.storage import save_run
+from meanfield.app.storage import save_run
 
 RTOL = 1e-8
 

@@ -125,9 +125,9 @@ def test_the_command_line_reruns_and_refuses_a_damaged_start_record(tmp_path, ca
 
 
 def test_a_blas_run_is_rerun_on_the_thread_count_it_recorded(tmp_path):
-    """Particle sums go through BLAS, whose threaded results change with the count (meanfield.threads): the
+    """Particle sums go through BLAS, whose threaded results change with the count (meanfield.app.threads): the
     re-run takes the file's ``threads``, not the setting in effect."""
-    from meanfield.threads import available_cores, thread_count, use_threads
+    from meanfield.app.threads import available_cores, thread_count, use_threads
 
     with use_threads(1):
         run = meanfield.simulate_particles(dim=3, n=600, beta=1.0, init="uniform", seed=2, t_final=0.2,

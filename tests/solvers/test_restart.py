@@ -10,7 +10,7 @@ import pytest
 
 import meanfield
 from meanfield.errors import InputError
-from meanfield.storage import save_run
+from meanfield.app.storage import save_run
 from meanfield.solvers.particle_run import simulate
 
 

@@ -241,7 +241,7 @@ def test_initial_densities_and_refusals():
 
 
 def test_restart_from_a_sphere_run_file_resamples_spectrally(tmp_path):
-    from meanfield.storage import build_run_dataset, save_run
+    from meanfield.app.storage import build_run_dataset, save_run
     scheme = SphereSpectral(Model("sa", 2.0, 0.0, 3), 16)
     density = sphere_density("vmf:2@20,50", scheme.basis, 0)
     frames = [scheme.frame(scheme.state_from_density(density))]

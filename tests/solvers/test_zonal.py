@@ -10,7 +10,7 @@ from meanfield.errors import InputError
 from meanfield.geometry import sphere_area
 from meanfield.initial.zonal import von_mises_fisher, zonal_density
 from meanfield.model import Model
-from meanfield.storage import build_run_dataset, save_run
+from meanfield.app.storage import build_run_dataset, save_run
 from meanfield.theory import critical_noise, growth_rates
 from meanfield.solvers.runloop import run
 from meanfield.solvers.steppers import make_stepper

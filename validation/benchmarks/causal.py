@@ -26,7 +26,7 @@ from meanfield.model import Model
 from meanfield.solvers.causal import CausalKinetic
 from meanfield.solvers.circle import CircleSpectral
 from meanfield.solvers.sphere import SphereSpectral
-from meanfield.threads import add_threads_argument, apply_threads_argument, header
+from meanfield.app.threads import add_threads_argument, apply_threads_argument, header
 
 from ..harness import best_times, column_table
 

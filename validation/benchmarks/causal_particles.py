@@ -5,7 +5,7 @@ A measurement, not a test: it asserts nothing about speed.  One right-hand side 
 the circle, seeded) on the ``O(n M)`` path of decaying prefix sums
 (:class:`meanfield.solvers.causal_interaction.CausalCircleInteraction`) and, up to :data:`DIRECT_MAX` tokens, on the
 masked ``O(n^2)`` direct sum (:class:`meanfield.solvers.causal_interaction.CausalDirectInteraction`), both on one core
-(BLAS limited to 1 thread through threadpoolctl, :func:`meanfield.threads.use_threads`).  Timings as in
+(BLAS limited to 1 thread through threadpoolctl, :func:`meanfield.app.threads.use_threads`).  Timings as in
 :mod:`meanfield.validation.benchmarks.particles` (:func:`~meanfield.validation.benchmarks.particles.timing_for`: best of
 several interleaved runs at small ``n``, one call each at large ``n``).  Each row also gives the largest difference
 of the two paths relative to the largest speed.  Run with ``python -m meanfield.validation.benchmarks.causal_particles
@@ -21,7 +21,7 @@ import numpy as np
 from meanfield.model import Model
 from meanfield.settings import Attention, Mask
 from meanfield.solvers.particles import ParticleScheme
-from meanfield.threads import use_threads
+from meanfield.app.threads import use_threads
 from meanfield.validation.benchmarks.particles import time_calls, timing_for
 
 #: The case timed: SA, beta = 9, ALiBi slope 1, mask causal.

@@ -45,7 +45,7 @@ Timings are the best of several runs (``time.perf_counter``), each run long enou
 that a measurement takes about ``target`` seconds; the per-call cost is printed in
 microseconds.  Many short runs make it likely that one of them ran undisturbed on a
 shared machine; the load average before and after is printed with the tables.  Threads: the
-setting of :mod:`meanfield.threads` (``--threads``, default all cores: BLAS through threadpoolctl,
+setting of :mod:`meanfield.app.threads` (``--threads``, default all cores: BLAS through threadpoolctl,
 FFTW threaded from 2^16 points), printed in the header; the scaling table also times the SA
 right-hand side at 1 thread and at every core.  A multithreaded matvec on this 2-core machine was
 erratic (the same 1024 x 1024 matvec took 0.17 ms or 8 ms from run to run): use ``--threads 1``
@@ -62,7 +62,7 @@ import time
 import numpy as np  # noqa: E402
 
 from meanfield.model import Model  # noqa: E402
-from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
+from meanfield.app.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
 from meanfield.solvers import circle_kernel, fourier  # noqa: E402
 from meanfield.solvers.circle import CircleSpectral  # noqa: E402
 

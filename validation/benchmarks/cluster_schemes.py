@@ -19,7 +19,7 @@ A measurement, not a test: it prints ratios and asserts nothing about speed.
    frames a decade) with 512 cells and with 512 Lagrangian nodes, each run twice, the faster wall of each kept:
    ``fv / lagrangian`` (the target is ``<= 3``; measured 2.5 on an idle machine, 7.6 before it).
 
-Threads: the setting of :mod:`meanfield.threads` (``--threads``), printed in the header.
+Threads: the setting of :mod:`meanfield.app.threads` (``--threads``), printed in the header.
 Run: ``python -m meanfield.validation.benchmarks.cluster_schemes [--quick] [--beta B]``.
 """
 
@@ -31,7 +31,7 @@ import time
 import numpy as np  # noqa: E402
 
 from meanfield.initial.circle import circle_density  # noqa: E402
-from meanfield.threads import add_threads_argument, apply_threads_argument, header  # noqa: E402
+from meanfield.app.threads import add_threads_argument, apply_threads_argument, header  # noqa: E402
 from meanfield.model import Model  # noqa: E402
 from meanfield.solvers.circle import CircleSpectral  # noqa: E402
 from meanfield.solvers.finite_volume import CircleFiniteVolume  # noqa: E402

@@ -18,7 +18,7 @@ both timed in this process on the same data.
    non-uniform synthesis on one thread (the count for the point-mass coefficients of its field).
 
 Timings: :func:`meanfield.validation.harness.best_times` (interleaved, best of several runs).  Threads: the
-setting of :mod:`meanfield.threads`, printed in the header.  The circle count's Fourier sums end in a small
+setting of :mod:`meanfield.app.threads`, printed in the header.  The circle count's Fourier sums end in a small
 complex matvec through BLAS; on this 2-core machine a 2-thread BLAS made that row erratic (the count 0.8 to 8 ms,
 and the rhs timed next to it up to twice as slow): use ``--threads 1`` for a steady circle row.
 Run: ``python -m meanfield.validation.benchmarks.clusters [--quick] [--threads N]``.
@@ -35,7 +35,7 @@ import numpy as np
 from meanfield.circle_clusters import AVAILABLE as COMPILED_COUNT
 from meanfield.cluster_detection import clusters_of_atoms, clusters_of_density
 from meanfield.model import Model
-from meanfield.threads import add_threads_argument, apply_threads_argument, header
+from meanfield.app.threads import add_threads_argument, apply_threads_argument, header
 from meanfield.solvers.finite_volume import CircleFiniteVolume
 from meanfield.solvers.particles import ParticleScheme
 

@@ -54,7 +54,7 @@ the number of runs falls with ``n`` (:func:`timing_for`): from ``n = 16000`` the
 right-hand sides, the baselines and the loop are timed by one call each, without warm-up
 (:func:`time_calls`), so those rows are noisier.  The whole run takes about a minute of
 CPU time; on a loaded machine the wall time (both are printed) is longer and every row
-noisier.  Threads: the setting of :mod:`meanfield.threads` (``--threads``, default all cores,
+noisier.  Threads: the setting of :mod:`meanfield.app.threads` (``--threads``, default all cores,
 applied to BLAS at run time through threadpoolctl), printed in the header; table 1 also times the
 SA right-hand side at 1 thread and at every core.  Run with
 ``python -m meanfield.validation.benchmarks.particles [--quick] [--threads N]``.
@@ -71,7 +71,7 @@ import numpy as np  # noqa: E402
 from meanfield.model import Model  # noqa: E402
 from meanfield.normalization import SCHEMES, Normalization  # noqa: E402
 from meanfield.settings import Attention  # noqa: E402
-from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
+from meanfield.app.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
 from meanfield.solvers.interaction import DEFAULT_BLOCK_BYTES, SPHERE_ACCURACY  # noqa: E402
 from meanfield.solvers.particles import ParticleScheme  # noqa: E402
 

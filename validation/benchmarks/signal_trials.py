@@ -7,7 +7,7 @@ command ends within 15 s of the signal with exit status 130 (SIGINT) or 143 (SIG
 itself, when it lands after the command finished), the folder holds ``run.nc`` and nothing else (no
 temporary file), an interrupted run's ``stop_reason`` says so and it kept at least two frames, and a run
 whose write was interrupted is whole (1001 frames, ``completed``): DESIGN.md "Stopping" and
-:mod:`meanfield.signals`.
+:mod:`meanfield.app.signals`.
 
 ``meanfield validate bench-signals`` runs :data:`SIZES` trials (``--quick``: :data:`QUICK_SIZES`), four at
 a time, and prints one row a trial; the unit test (tests/meanfield/test_hostile_inputs.py) runs a few.

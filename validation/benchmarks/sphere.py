@@ -9,7 +9,7 @@ synthesis of the velocity potential's gradient, (SA only) a spin-0 synthesis of
 exactly those ducc0 transforms, called on the scheme's own preallocated buffers
 (SA: 2 spin-0 syntheses + 1 spin-1 synthesis + 1 spin-1 analysis; USA one spin-0
 synthesis fewer).  A ratio close to 1 means the right-hand side costs little beyond
-its transforms.  Threads: the setting of :mod:`meanfield.threads` (``--threads``, default all cores),
+its transforms.  Threads: the setting of :mod:`meanfield.app.threads` (``--threads``, default all cores),
 printed in the header; ``sa_1core_ms`` / ``sa_all_ms`` time the SA right-hand side of a scheme built at
 1 thread and at every core (ducc0's grid transforms give the same bits at both).
 Run with ``python -m meanfield.validation.benchmarks.sphere [--quick] [--threads N]``.
@@ -23,7 +23,7 @@ import time
 
 from meanfield.initial.sphere import sphere_density
 from meanfield.model import Model
-from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all
+from meanfield.app.threads import add_threads_argument, apply_threads_argument, header, one_vs_all
 from meanfield.solvers.sphere import SphereSpectral
 from meanfield.solvers.sphere_basis import shtns_available
 

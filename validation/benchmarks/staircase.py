@@ -10,7 +10,7 @@ tied to the stiff contraction inside clusters) to a shorter ``t`` that fits a fe
 linearly in ``t``; with it, like the number of merges plus the log of the span.
 
 Cases: Lagrangian circle (beta 9, N = 512, ``perturbed:1e-4``: the issue's run) and i.i.d.
-particles on the circle (beta 9, n = 2048).  Threads: the setting of :mod:`meanfield.threads`
+particles on the circle (beta 9, n = 2048).  Threads: the setting of :mod:`meanfield.app.threads`
 (``--threads``, default all cores), printed in the header; ``wall 1 core`` / ``wall all`` time the run
 with collapse at 1 thread and at every core.
 Run: ``python -m meanfield.validation.benchmarks.staircase [--quick] [--threads N]``.
@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from meanfield.threads import add_threads_argument, apply_threads_argument, header, one_vs_all
+from meanfield.app.threads import add_threads_argument, apply_threads_argument, header, one_vs_all
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 

@@ -3,7 +3,7 @@
 A measurement, not a test: it prints the best of ``REPEATS`` walls of each command in fresh interpreters, and their
 ratios to ``python -c 'import numpy'`` timed the same way in the same process (the target is ``<= 3`` for both).
 The package imports its modules on first use (PEP 562, ``meanfield/__init__.py``) and the command line reads
-its output paths without xarray (``meanfield/output_paths.py``), so neither loads scipy, xarray or a solver.
+its output paths without xarray (``meanfield/app/output_paths.py``), so neither loads scipy, xarray or a solver.
 
 Run: ``python -m meanfield.validation.benchmarks.startup [--quick]``.
 """

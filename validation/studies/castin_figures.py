@@ -50,7 +50,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from meanfield.gaussian import RTOL, solve
-from meanfield.storage import netcdf_safe, package_version
+from meanfield.app.storage import netcdf_safe, package_version
 from ..claims import EPSILON, Check, below, fraction
 from ..harness import save_figure, write_dataset
 

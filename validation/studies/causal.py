@@ -41,7 +41,7 @@ from meanfield.causal_theory import end_slope, evolve_mode, lost_in_the_middle, 
 from meanfield.model import Model
 from meanfield.plotting.style import outside_legend
 from meanfield.solvers.solve import solve
-from meanfield.storage import netcdf_safe, package_version
+from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.fits import log_log_slope
 
 from ..claims import Check, at_most, between, close, equal, within_errors

@@ -49,7 +49,7 @@ from scipy.integrate import cumulative_trapezoid
 from scipy.special import i0e
 
 from meanfield.cluster_lineage import COUNT_CHANGE
-from meanfield.storage import save_run
+from meanfield.app.storage import save_run
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 

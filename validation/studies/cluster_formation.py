@@ -51,7 +51,7 @@ from matplotlib.figure import Figure
 
 from meanfield.model import Model
 from meanfield.plotting.style import legend_below
-from meanfield.storage import netcdf_safe, package_version
+from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.theory import dominant_mode, formation_time, growth_rates
 from meanfield.solvers.particle_run import simulate
 from meanfield.fits import fit_line

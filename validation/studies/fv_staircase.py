@@ -44,7 +44,7 @@ from meanfield.cluster_dynamics import MERGE_DISTANCE, cluster_history
 from meanfield.metastable import FORMATION_THRESHOLD
 from meanfield.model import Model
 from meanfield.plotting.style import legend_below
-from meanfield.storage import save_run
+from meanfield.app.storage import save_run
 from meanfield.theory import dominant_mode
 from meanfield.solvers.clusters import MIN_CLUSTER_MASS, frame_clusters, link_groups, merge_points
 from meanfield.solvers.solve import solve

@@ -54,7 +54,7 @@ from meanfield.errors import require
 from meanfield.gaussian import solve as solve_moments
 from meanfield.model import Model
 from meanfield.settings import Attention
-from meanfield.storage import netcdf_safe, package_version
+from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.solvers.particles import ParticleScheme
 from meanfield.solvers.runloop import run
 from meanfield.solvers.steppers import make_stepper

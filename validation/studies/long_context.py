@@ -39,7 +39,7 @@ from scipy.optimize import brentq
 from meanfield.long_context import (critical_gamma, gram_output_cosines, gram_tokens, iid_cosine_estimate,
                                     limit_cosine, midpoint_gamma, monte_carlo_layer, one_layer_cosine)
 from meanfield.plotting.style import outside_legend
-from meanfield.storage import netcdf_safe, package_version
+from meanfield.app.storage import netcdf_safe, package_version
 
 from ..claims import EPSILON, Check, at_most, close, equal
 from ..harness import save_figure, study_main, write_dataset

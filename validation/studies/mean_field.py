@@ -47,7 +47,7 @@ from meanfield.analysis import W1_GRID_POINTS, wasserstein1_circle
 from meanfield.errors import require
 from meanfield.initial.circle import circle_density
 from meanfield.plotting.style import legend_below
-from meanfield.storage import netcdf_safe, package_version
+from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve
 from meanfield.fits import fit_line

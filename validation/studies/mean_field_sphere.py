@@ -71,7 +71,7 @@ from matplotlib.figure import Figure
 
 from meanfield.defaults import geometry_default
 from meanfield.errors import require
-from meanfield.storage import netcdf_safe, package_version
+from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.analysis import SOBOLEV_S, iid_mean_square, lmax_of, negative_sobolev_norm, sphere_point_coefficients
 from meanfield.solvers.lagrangian import SHT_EPSILON
 from meanfield.solvers.particle_run import simulate

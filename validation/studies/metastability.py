@@ -68,7 +68,7 @@ from meanfield.metastable import (angle_errors, first_merge_time, kstar_angles, 
                                   linearised_density, local_maxima_angles, plateaus, refined_formation_time)
 from meanfield.model import Model
 from meanfield.plotting.style import deviation_heat_map, mean_density, theta_axis
-from meanfield.storage import netcdf_safe, package_version, save_run
+from meanfield.app.storage import netcdf_safe, package_version, save_run
 from meanfield.theory import dominant_mode, formation_time, growth_rates
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve

@@ -38,7 +38,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from meanfield.model import Model
 from meanfield.plotting.style import outside_legend
-from meanfield.storage import netcdf_safe, package_version
+from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.theory import critical_noise, dominant_mode, growth_rates
 from meanfield.initial.circle import circle_density
 from meanfield.solvers.circle import CircleSpectral

@@ -50,7 +50,7 @@ from meanfield.errors import require
 from meanfield.limits import MAX_DIM, MAX_FRAMES, MAX_LIST, check_fits, check_seed, particle_work_bytes
 from meanfield.model import USA_BETA_MAX, Model
 from meanfield.sampling import uniform_sphere
-from meanfield.storage import check_output_folder, netcdf_safe, package_version, write_atomic as write_file
+from meanfield.app.storage import check_output_folder, netcdf_safe, package_version, write_atomic as write_file
 
 from ..tasks import SYNCHRONOUS, machine_cores, read_attrs, run_tasks, write_compressed
 
@@ -310,7 +310,7 @@ def compute_chunks(jobs: list, settings: SweepSettings, store, scheduler=None, p
     chunks written.  A chunk that raises does not stop the others: they are computed and saved,
     then the first exception is raised.  On Ctrl-C the chunks written so far stay in ``store``.
     """
-    from meanfield.progress import progress_bar
+    from meanfield.app.progress import progress_bar
 
     with progress_bar(len(jobs), enabled=progress, unit="chunk", desc="phase diagram") as bar:
         def save(args, dataset: xr.Dataset) -> None:

@@ -46,7 +46,7 @@ from meanfield.solvers.branch import (UNIFORM_AMPLITUDE, Branch, bessel_root, cu
 from meanfield.solvers.branch_check import check_fold, check_stable_state
 from meanfield.solvers.solve import solve
 from meanfield.solvers.stationary import stationary_state
-from meanfield.storage import netcdf_safe, package_version
+from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.fits import log_log_slope
 
 from ..claims import Check, at_least, at_most, between, close, equal, fraction

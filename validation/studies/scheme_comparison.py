@@ -59,7 +59,7 @@ from meanfield.initial.circle import circle_density
 from meanfield.metastable import refined_formation_time
 from meanfield.model import Model
 from meanfield.plotting.style import legend_below
-from meanfield.storage import netcdf_safe, package_version
+from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.theory import dominant_mode, growth_rates
 from meanfield.solvers.particle_run import simulate
 from meanfield.solvers.solve import solve

@@ -39,7 +39,7 @@ import xarray as xr
 from meanfield.cluster_dynamics import MERGE_DISTANCE, cluster_history, merge_time_estimate, plateau_estimate
 from meanfield.model import Model
 from meanfield.plotting.style import legend_below
-from meanfield.storage import save_run
+from meanfield.app.storage import save_run
 from meanfield.theory import dominant_mode
 from meanfield.solvers.clusters import frame_clusters
 from meanfield.solvers.particle_run import simulate

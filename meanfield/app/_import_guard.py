@@ -1,7 +1,7 @@
 """The ``meanfield`` command's Ctrl-C and SIGTERM while its modules load (imported first by ``meanfield/__init__``).
 
 Nothing is computed or open yet, so one line and the signal's exit status (130, 143) rather than a
-``KeyboardInterrupt`` traceback or a silent death; :mod:`meanfield.signals` takes over once the modules have loaded.
+``KeyboardInterrupt`` traceback or a silent death; :mod:`meanfield.app.signals` takes over once the modules have loaded.
 Library use is untouched: the handlers go in only when this process is the ``meanfield`` console command.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from .number_text import read_integer, read_number
+from ..number_text import read_integer, read_number
 
 
 class _Strict(click.ParamType):

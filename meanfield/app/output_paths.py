@@ -1,7 +1,7 @@
 """Output paths checked before anything is computed: suffixes, folders, name lengths, ``~user`` (DESIGN.md).
 
-These checks need no netCDF or xarray, so the command line reads them without loading :mod:`meanfield.storage`
-(so that ``meanfield --version`` and the refusals of bad paths start fast); :mod:`meanfield.storage` writes.
+These checks need no netCDF or xarray, so the command line reads them without loading :mod:`meanfield.app.storage`
+(so that ``meanfield --version`` and the refusals of bad paths start fast); :mod:`meanfield.app.storage` writes.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import InputError, require
+from ..errors import InputError, require
 
 
 #: Suffixes of run files.

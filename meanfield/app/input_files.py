@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import InputError, require
+from ..errors import InputError, require
 
 
 def regular_file(path, label: str) -> Path:

@@ -43,7 +43,7 @@ from typing import Callable
 
 from threadpoolctl import ThreadpoolController
 
-from .errors import require
+from ..errors import require
 
 #: FFTW plans get threads from this many points on (below it one thread is faster here:
 #: N = 16384 r2c + c2r 0.11 ms on 1 thread, 0.3-0.9 ms on 2; N = 65536 r2c 0.16-0.22 ms vs 0.14-0.15 ms).

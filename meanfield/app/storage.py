@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .version import __version__
-from .errors import InputError, require
+from ..version import __version__
+from ..errors import InputError, require
 from .input_files import regular_file
 from .output_paths import (IMAGE_FORMATS, MOVIE_SUFFIXES, RUN_SUFFIXES, _can_create_files_in,  # noqa: F401 - storage's API
                            check_name_lengths, check_output_file, check_output_folder, expanded, image_suffixes,
@@ -234,7 +234,7 @@ def save_run(dataset: xr.Dataset, path, encoding: dict | None = None) -> Path:
 
 def _check_size(handle: xr.Dataset, path) -> None:
     """The variables' unpacked size (shape x item size, read from the header) within the memory budget."""
-    from .limits import describe_bytes, memory_budget
+    from ..limits import describe_bytes, memory_budget
 
     unpacked = sum(variable.size * variable.dtype.itemsize for variable in handle.variables.values())
     require(unpacked <= memory_budget(),
