@@ -1,8 +1,8 @@
 """Build hook for the three optional C extensions (metadata is in pyproject.toml).
 
 ``meanfield.solvers._circle_kernel`` fuses the pointwise work of the circle right-hand side
-(solvers/circle_kernel.py); ``meanfield.solvers._fv_kernel`` the circle finite-volume right-hand side
-(solvers/fv_kernel.py); ``meanfield._circle_clusters`` counts the clusters of a measure on the circle in one
+(solvers/schemes/circle_kernel.py); ``meanfield.solvers._fv_kernel`` the circle finite-volume right-hand side
+(solvers/schemes/fv_kernel.py); ``meanfield._circle_clusters`` counts the clusters of a measure on the circle in one
 call (meanfield/circle_clusters.py).  All are optional: without a C compiler the install goes on and the package
 uses numpy for the same work (the same values for the kernels; the same decisions for the count), slower at small grids.
 """

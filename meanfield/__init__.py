@@ -37,7 +37,7 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
   :func:`green`, :func:`psi`, :func:`mode_rates`, :func:`profile_weights`, :func:`lost_in_the_middle`,
   :func:`end_slope`, :func:`t_crit`.
 * noise-driven phase transitions (MATH.md §9) — :func:`stationary_branch`: the branch of stationary states from
-  ``nu_#`` with its stability, folds, ``nu_c`` and curvature (:mod:`meanfield.solvers.branch`); ``nu_schedule=`` of
+  ``nu_#`` with its stability, folds, ``nu_c`` and curvature (:mod:`meanfield.solvers.stationary.branch`); ``nu_schedule=`` of
   :func:`solve` and :func:`simulate_particles` ramps the noise (:mod:`meanfield.noise_schedule`).
 """
 
@@ -73,9 +73,9 @@ _PUBLIC = {
                                                                     "initial_rate", "late_time_decay",
                                                                     "mode_amplitude_factor")},
     # the entry points that live in ``solvers`` (DESIGN.md "Layout": the model does not import the solvers)
-    "solve": ("meanfield.solvers.solve", "solve"), "simulate_particles": ("meanfield.solvers.particle_run", "simulate"),
-    "rerun": ("meanfield.solvers.rerun", "rerun"), "stationary_branch": ("meanfield.solvers.branch", "stationary_branch"),
-    "solve_gaussian_case": ("meanfield.solvers.gaussian_run", "solve_case"),
+    "solve": ("meanfield.solvers.runs.solve", "solve"), "simulate_particles": ("meanfield.solvers.runs.particle_run", "simulate"),
+    "rerun": ("meanfield.solvers.runs.rerun", "rerun"), "stationary_branch": ("meanfield.solvers.stationary.branch", "stationary_branch"),
+    "solve_gaussian_case": ("meanfield.solvers.runs.gaussian_run", "solve_case"),
 }
 
 

@@ -239,7 +239,7 @@ def iid_mean_square(rho_lm: np.ndarray, s: float = SOBOLEV_S) -> float:
 
 def sphere_point_coefficients(x: np.ndarray, weights: np.ndarray, lmax: int) -> np.ndarray:
     """``mu_lm = sum_j w_j conj(Y_lm(x_j))``, ``l <= lmax``, of unit vectors ``x`` (n, 3): the adjoint
-    non-uniform synthesis of :meth:`meanfield.solvers.lagrangian.SphereLagrangian.coefficients` (same locations,
+    non-uniform synthesis of :meth:`meanfield.solvers.schemes.lagrangian.SphereLagrangian.coefficients` (same locations,
     accuracy; :mod:`meanfield.harmonics`, MATH.md §2.2)."""
     x = np.ascontiguousarray(x, dtype=float)
     weights = np.ascontiguousarray(weights, dtype=float)

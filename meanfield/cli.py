@@ -101,7 +101,7 @@ def _model_options(f, beta_required: bool = True):
 
 def _kept_model_options(f):
     """The model options of a command that continues run files: not given, they are the file's
-    (:mod:`meanfield.solvers.continuation`); given and different, refused unless --override."""
+    (:mod:`meanfield.solvers.runs.continuation`); given and different, refused unless --override."""
     f = click.option("--override", is_flag=True,
                      help="Allow the model (--attention, --beta, --nu, --normalization and its parameters; particles: "
                           "--qkv and its --seed) to differ from the --init run's (recorded in the file).")(f)
@@ -361,8 +361,8 @@ BRANCH_MAX_BETA = {"sa": 14.0, "usa": 30.0}
 
 
 def _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_json, modes, verify, others) -> None:
-    """``theory --branch`` / ``--tricritical`` (MATH.md §9; :mod:`meanfield.solvers.branch`)."""
-    from meanfield.solvers.branch import bessel_root, tricritical_beta
+    """``theory --branch`` / ``--tricritical`` (MATH.md §9; :mod:`meanfield.solvers.stationary.branch`)."""
+    from meanfield.solvers.stationary.branch import bessel_root, tricritical_beta
 
     require(not (branch and tricritical), "give --branch or --tricritical, not both")
     require(not any(value not in (None, False) for value in others),
@@ -395,7 +395,7 @@ def _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_j
 def _branch_report(attention, beta, dim, modes, verify) -> tuple[dict, list[str]]:
     """``theory --branch [--modes K] [--verify]``: mode 1's numbers at the top level (the keys of older versions),
     every mode's branch under ``branches``, USA's free-energy minimiser and the checks by time evolution."""
-    from meanfield.solvers.branch_family import free_energy_minimiser, stationary_branches
+    from meanfield.solvers.stationary.branch_family import free_energy_minimiser, stationary_branches
 
     family = stationary_branches(attention, beta, dim, modes)
     first = family["mode 1"].attrs
@@ -432,9 +432,9 @@ def _branch_report(attention, beta, dim, modes, verify) -> tuple[dict, list[str]
 
 def _verify_branches(family, attention, beta, dim, lines) -> dict:
     """``--verify``: every fold and ``nu_c`` of the family checked by time evolution
-    (:mod:`meanfield.solvers.branch_check`)."""
-    from meanfield.solvers.branch import Branch
-    from meanfield.solvers.branch_check import check_fold, check_stable_state
+    (:mod:`meanfield.solvers.stationary.branch_check`)."""
+    from meanfield.solvers.stationary.branch import Branch
+    from meanfield.solvers.stationary.branch_check import check_fold, check_stable_state
 
     checks = {}
     for label, ds in family.items():
@@ -602,7 +602,7 @@ def _solve_command(geometry: str, spec: dict):
                   help="netCDF output (.nc).")
     @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
     def command(out, no_progress, **settings):
-        from meanfield.solvers.solve import solve as run_solver
+        from meanfield.solvers.runs.solve import solve as run_solver
 
         out = check_output_file(out, "--out", RUN_SUFFIXES)
         signals.save_runs_whole()
@@ -629,7 +629,7 @@ for _geometry, _spec in GEOMETRIES.items():
 
 def _report_clusters(dataset):
     """The clusters of the last frame (meanfield.cluster_detection, the one definition that ``cluster_count`` uses
-    too), and every merge of runs that track them (meanfield.solvers.clusters)."""
+    too), and every merge of runs that track them (meanfield.solvers.tracking.clusters)."""
     from .cluster_detection import clusters_in_frame
 
     if "density" in dataset or "positions" in dataset:
@@ -723,7 +723,7 @@ def particles(out, no_progress, **settings):
       meanfield particles --dim 2 --n 200 --beta 64 --mask causal --alibi 1 --t-final 50 \\
           --out causal.nc
     """
-    from meanfield.solvers.particle_run import simulate
+    from meanfield.solvers.runs.particle_run import simulate
 
     if settings["seed"] is None and not str(settings["init"]).strip().endswith(".nc"):   # a run file: its seed
         settings["seed"] = PARTICLE_DEFAULTS["seed"]
@@ -756,7 +756,7 @@ def rerun(run, out, no_progress):
     Example:
       meanfield rerun run.nc --out again.nc
     """
-    from meanfield.solvers.rerun import rerun as run_again
+    from meanfield.solvers.runs.rerun import rerun as run_again
 
     out = check_output_file(out, "--out", RUN_SUFFIXES)
     signals.save_runs_whole()
@@ -799,7 +799,7 @@ def gaussian(attention, dim, case, seed, scaled, eps, t_final, save_every, out):
     Example:
       meanfield gaussian --attention softmax --dim 2 --case identity --t-final 0.4 --out gaussian.nc
     """
-    from meanfield.solvers.gaussian_run import solve_case
+    from meanfield.solvers.runs.gaussian_run import solve_case
 
     out = check_output_file(out, "--out", RUN_SUFFIXES)
     check_matrix_dim(dim)

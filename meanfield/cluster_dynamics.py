@@ -261,7 +261,7 @@ class ClusterHistory:
     def approach_times(self, distance: float = MERGE_DISTANCE, min_mass: float = 0.0) -> list:
         """The times at which two points of mass ``>= min_mass`` come within ``distance`` (from above), found
         by bisection on each segment's dense output: the run trackers' definition of a merge
-        (:class:`meanfield.solvers.clusters.ClusterTracker`) applied to a history integrated with a smaller
+        (:class:`meanfield.solvers.tracking.clusters.ClusterTracker`) applied to a history integrated with a smaller
         ``merge_distance`` (the points it joins are the trackers' tight groups).  Several rings contracting onto
         one pole together come within ``distance`` of each other pairwise before any joins; this counts each
         such approach, as a run does."""

@@ -13,7 +13,7 @@ weak maxima can change basin at once and carry most of a basin's mass with them)
 
 A cluster of ``mu_0`` whose destination is ``-1`` **dissolves** (noise spreading it below the thresholds).  Each
 event carries the two ids, their masses just before, the time (located between the two states by the caller: on a
-run's dense output, :class:`meanfield.solvers.clusters.ClusterTracker`) and the count just after it, so that the
+run's dense output, :class:`meanfield.solvers.tracking.clusters.ClusterTracker`) and the count just after it, so that the
 count of every state is the first state's count plus formations minus merges and dissolutions up to its time.
 """
 

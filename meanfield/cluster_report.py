@@ -2,7 +2,7 @@
 
 The clusters are the package's one definition (:func:`meanfield.cluster_detection.clusters_in_frame`, MATH.md §10)
 read off the frame itself; their ids and the events (formation, merge, dissolution, with times located on the
-stepper's dense output) are what the run recorded (:class:`meanfield.solvers.clusters.ClusterTracker`:
+stepper's dense output) are what the run recorded (:class:`meanfield.solvers.tracking.clusters.ClusterTracker`:
 ``cluster_id``, ``event_*``).  A file without that record (written before it existed, or a causal run) gets the
 clusters without ids and no event list.
 """

@@ -35,7 +35,7 @@ def run_demo(out_dir="meanfield-demo", resolution: int = 1024, progress: bool = 
 
     ``resolution`` is checked (an integer >= 8 that fits in memory) before anything is printed.
     """
-    from meanfield.solvers.solve import scheme_class, solve
+    from meanfield.solvers.runs.solve import scheme_class, solve
     from .plotting.runs import plot_run
 
     check_integer("--resolution", resolution, 8)

@@ -192,7 +192,7 @@ def count_distribution(model: Model, eps: float, *, geometry: str = "circle", dr
 
 def count_at_formation(run) -> int:
     """A run's count at formation: its count just before its first merge (its final count when nothing merges),
-    from the events it recorded (:class:`meanfield.solvers.clusters.ClusterTracker`)."""
+    from the events it recorded (:class:`meanfield.solvers.tracking.clusters.ClusterTracker`)."""
     require("event_kind" in run and "cluster_count" in run, "the run has no cluster events (an older file?)")
     kinds, after = run["event_kind"].values, run["clusters_after_event"].values
     merges = np.flatnonzero(kinds == "merge")

@@ -2,7 +2,7 @@
 
 ``rho_hat_k = (1/2 pi) int rho(t) exp(-i k t) dt``, i.e. ``(1/N) sum_j rho_j exp(-i k theta_j)`` on the grid
 ``theta_j = 2 pi j / N``, stored for ``k = 0 .. N/2`` (real data, Hermitian symmetry).  The schemes' repeated
-transforms go through :class:`meanfield.solvers.fourier.FourierBasis` (planned FFTW buffers), whose one-off
+transforms go through :class:`meanfield.solvers.bases.fourier.FourierBasis` (planned FFTW buffers), whose one-off
 transforms are these functions; everything else in ``meanfield`` (initial data, sampling, diagnostics)
 calls them directly (``meanfield`` does not import ``solvers``, DESIGN.md *Layout*).
 """

@@ -63,7 +63,7 @@ Integration
 ``Sigma = L L^T`` with ``dL/dt = M L`` solves ``dSigma/dt = M Sigma + Sigma M^T``,
 so the covariance is symmetric positive semi-definite by construction, with no
 clipping.  The run itself (scipy's DOP853 on ``(alpha, L)`` inside the package's run loop, the Dataset and its
-attributes) is :func:`meanfield.solvers.gaussian_run.solve`, reached as ``meanfield.gaussian.solve``.
+attributes) is :func:`meanfield.solvers.runs.gaussian_run.solve`, reached as ``meanfield.gaussian.solve``.
 A terminal event fires when ``||Sigma||_2`` exceeds ``BLOWUP_FACTOR * ||Sigma_0||_2``.
 The blow-up time is estimated by extrapolating ``1 / ||Sigma||_2`` linearly to zero
 from the last accepted steps: for the exact solution ``Sigma(t) = Sigma_0 (I - 2 t Sigma_0)^{-1}``
@@ -291,11 +291,11 @@ def positive_number(name: str, value) -> float:
 
 
 def __getattr__(name: str):
-    """``meanfield.gaussian.solve``: the Gaussian driver :func:`meanfield.solvers.gaussian_run.solve`, imported on first
+    """``meanfield.gaussian.solve``: the Gaussian driver :func:`meanfield.solvers.runs.gaussian_run.solve`, imported on first
     use (an entry point of the layer rule, pyproject's import-linter contract, so that this model module imports no
     solver when it is imported)."""
     if name == "solve":
-        from .solvers.gaussian_run import solve as function
+        from .solvers.runs.gaussian_run import solve as function
         globals()["solve"] = function
         return function
     raise AttributeError(f"module 'meanfield.gaussian' has no attribute {name!r}")

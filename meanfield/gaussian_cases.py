@@ -4,7 +4,7 @@
 from ``--seed``; the exact solution ``Sigma_0 (I - 2 t Sigma_0)^{-1}`` blows up at ``t* = 1/2``.
 ``random``: ``V, Q, K`` with i.i.d. ``N(0, 1/d)`` entries, a ``N(0, I/d)`` mean and a random
 covariance, all from ``--seed``.
-:func:`meanfield.solvers.gaussian_run.solve_case` (``meanfield.solve_gaussian_case``) runs a case with the
+:func:`meanfield.solvers.runs.gaussian_run.solve_case` (``meanfield.solve_gaussian_case``) runs a case with the
 attributes that repeat it (``command``), for the command line and the API alike.
 """
 

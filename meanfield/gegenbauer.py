@@ -2,7 +2,7 @@
 
 ``P_l = C_l^lam / ||C_l^lam||`` (``lam = (d - 2) / 2``), orthonormal on the sphere:
 ``int_{S^{d-1}} P_l(x_d) P_k(x_d) dsigma = delta_lk`` (MATH.md §2.2, *Zonal densities*).  The zonal Galerkin
-scheme and the finite volumes (:mod:`meanfield.solvers.zonal`, :mod:`meanfield.solvers.finite_volume`) and
+scheme and the finite volumes (:mod:`meanfield.solvers.schemes.zonal`, :mod:`meanfield.solvers.schemes.finite_volume`) and
 :func:`meanfield.analysis.zonal_point_coefficients` share them (``meanfield`` does not import ``solvers``,
 DESIGN.md *Layout*).
 """

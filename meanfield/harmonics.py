@@ -6,7 +6,7 @@ Coefficients are the orthonormal ``rho_lm``, ``l = 0 .. lmax``, ``m = 0 .. l``, 
 and SHTns's m-major layout (:func:`m_major_layout`).  :func:`point_mass_coefficients` is ducc0's adjoint
 non-uniform synthesis ``mu_lm = sum_j w_j conj(Y_lm(x_j))`` (MATH.md §2.2) at the ``(colatitude, longitude)`` of
 :func:`sphere_locations`; the weighted-node schemes ask it for :data:`SHT_EPSILON`.  The solvers
-(:mod:`meanfield.solvers.sphere`, :mod:`meanfield.solvers.interaction`, :mod:`meanfield.solvers.lagrangian`) and
+(:mod:`meanfield.solvers.schemes.sphere`, :mod:`meanfield.solvers.schemes.interaction`, :mod:`meanfield.solvers.schemes.lagrangian`) and
 :mod:`meanfield.analysis` share these (``meanfield`` does not import ``solvers``, DESIGN.md *Layout*).
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 
 #: Smallest accuracy ducc0's non-uniform transforms reach in double precision.
 SHT_MIN_EPSILON = 3e-13
-#: Requested accuracy of the weighted-node schemes' NUFFT-based transforms (:mod:`meanfield.solvers.lagrangian`)
+#: Requested accuracy of the weighted-node schemes' NUFFT-based transforms (:mod:`meanfield.solvers.schemes.lagrangian`)
 #: and of :func:`meanfield.analysis.sphere_point_coefficients` (ducc0 needs > 2e-13 in double precision).
 SHT_EPSILON = SHT_MIN_EPSILON
 

@@ -266,7 +266,7 @@ def frame_count(t_final: float, save_every: float | None, save_log: int | None, 
 
 
 def _decades(t_final: float) -> float:
-    """Decades of a log time axis, from :data:`meanfield.solvers.runloop.LOG_SAVE_START` (0.01) to ``t_final``."""
+    """Decades of a log time axis, from :data:`meanfield.solvers.runs.runloop.LOG_SAVE_START` (0.01) to ``t_final``."""
     return max(0.0, math.log10(max(t_final, 1e-2)) + 2.0)
 
 
@@ -300,7 +300,7 @@ def check_frames(t_final: float, save_every: float | None, save_log: int | None,
 # ------------------------------------------------------------------------------------------ PDE runs
 def solve_work_bytes(memory, resolution: int) -> float:
     """Estimated peak bytes of a PDE scheme's work arrays (table in the module docstring), from what the scheme
-    class declares (:class:`meanfield.solvers.contract.Scheme`): ``work_bytes_per_value`` per value of a frame
+    class declares (:class:`meanfield.solvers.schemes.contract.Scheme`): ``work_bytes_per_value`` per value of a frame
     (``frame_values(resolution)``) and ``work_bytes_per_resolution_squared``."""
     return (BASE_BYTES + memory.work_bytes_per_value * memory.frame_values(resolution)
             + memory.work_bytes_per_resolution_squared * float(resolution) ** 2)

@@ -2,7 +2,7 @@
 
 The run loop hands the same accepted state to the collapse check, the next step's merge check and step bound
 (:func:`meanfield.point_groups.close_pairs`), and to the frame's energy and the next step's first
-right-hand side (:class:`meanfield.solvers.interaction.SphereHarmonicInteraction`).  States are never modified in
+right-hand side (:class:`meanfield.solvers.schemes.interaction.SphereHarmonicInteraction`).  States are never modified in
 place once made (every stepper and post-step map returns new arrays), so an array is recognised by its buffer,
 shape and strides while its owner is alive (a weak reference keeps the buffer from being reused unseen).
 """

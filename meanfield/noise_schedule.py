@@ -26,8 +26,8 @@ Values are finite and ``>= 0``, times finite with ``T0 < T1``; each mistake is r
 How the solvers use it: a schedule enters only through :meth:`NoiseSchedule.integral`.  The PDE's noise is the
 diagonal part ``nu(t) Delta`` with fixed eigenvalues ``-l (l + d - 2)`` (MATH.md §2.2), so its exact propagator
 from ``a`` to ``b`` is ``exp(-l (l + d - 2) int_a^b nu)``, which the Lawson steppers use as their integrating
-factors (:mod:`meanfield.solvers.steppers`); a particle's geodesic random-walk step over ``[t, t + h]`` has
-variance ``2 int_t^{t+h} nu`` (:mod:`meanfield.solvers.particles`).  For a piecewise-linear schedule the integral is
+factors (:mod:`meanfield.solvers.steppers.steppers`); a particle's geodesic random-walk step over ``[t, t + h]`` has
+variance ``2 int_t^{t+h} nu`` (:mod:`meanfield.solvers.schemes.particles`).  For a piecewise-linear schedule the integral is
 exact (trapezoids over the linear pieces), so a constant schedule ``ramp:A>A@...`` is the ordinary ``--nu A`` run
 up to round-off.
 """

@@ -4,7 +4,7 @@ Every scheme moves a token's direction by ``dtheta_j/dt = P_{theta_j} A_j / s_j`
 by ``dr_j/dt`` (the table of :mod:`meanfield.normalization`, which this module uses and never
 re-types).  ``A_j = sum_k w_k exp(beta <theta_j, theta_k>) theta_k / Z_j`` with ``Q = K = V = I``;
 SA normalises by ``Z_j = sum_k exp(beta <theta_j, theta_k>)``, USA has ``Z_j = n`` (weights ``1/n``,
-MATH.md §1; exactly what ``solvers/interaction.py`` computes with uniform weights).
+MATH.md §1; exactly what ``solvers/schemes/interaction.py`` computes with uniform weights).
 
 **1. Orthonormal (equiangular) start** (:func:`equiangular_solution`, :func:`equiangular_rhs`).
 With ``n`` pairwise orthogonal unit tokens and one radius ``r0`` (``n <= d`` to realise it with

@@ -2,7 +2,7 @@
 
 With noise the uniform density loses stability through degree ``k`` at ``nu_#^(k) = lambda_k(0) / (k (k + d - 2))``
 (:func:`onset_noise`, MATH.md §2.3).  A branch of states with the symmetry of that degree leaves it there
-(:mod:`meanfield.solvers.branch`); near onset, with ``a`` the branch's amplitude (on the circle ``rho_hat_k``, on
+(:mod:`meanfield.solvers.stationary.branch`); near onset, with ``a`` the branch's amplitude (on the circle ``rho_hat_k``, on
 S^{d-1} the orthonormal coefficient ``c_k``) and ``delta = nu / nu_#^(k) - 1``:
 
 * **pitchfork** (the circle's every mode, S^{d-1}'s odd degrees: a symmetry maps ``a`` to ``-a``):
@@ -21,7 +21,7 @@ functions ``Y_j`` (:func:`onset_coefficient`; MATH.md §9 derives them).  With `
   + s^3 Q / 6 - s^3 / (2 |S|) ]`` and ``(1 - m_k) |S| T / 2``.
 
 On the circle's mode 1 (USA) this is ``C = 2 pi^2 (2 r - 1) / (1 - r)``, ``r = I_2(beta) / I_1(beta)``, whose sign
-changes at the tricritical ``beta*`` (:func:`meanfield.solvers.branch.bessel_root`).
+changes at the tricritical ``beta*`` (:func:`meanfield.solvers.stationary.branch.bessel_root`).
 """
 
 from __future__ import annotations

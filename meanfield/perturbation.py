@@ -12,7 +12,7 @@ where ``phi_{l,i}`` is an orthonormal basis of the degree-``l`` functions for th
 * sphere S^2 (``L0 = 12``): ``phi = sqrt(4 pi)`` times the real orthonormal spherical harmonics
   (``Y_l0``, ``sqrt 2 Re Y_lm``, ``sqrt 2 Im Y_lm``, ``m = 1..l``);
 * zonal S^{d-1} (``L0 = 12``): ``phi = sqrt(|S^{d-1}|) P_l(x_d)``, one per degree, ``P_l`` the normalised
-  Gegenbauer polynomials of :mod:`meanfield.solvers.zonal`.
+  Gegenbauer polynomials of :mod:`meanfield.solvers.schemes.zonal`.
 
 The normals are drawn from ``numpy.random.default_rng(seed)`` in one fixed order whatever the grid:
 the circle ``a_1, b_1, a_2, b_2, ..., a_16, b_16``; the sphere degree by degree, in each the ``m = 0``

@@ -6,7 +6,7 @@ a connected component of the links (:func:`link_groups`: each distinct point lin
 radius joined until none are).  :func:`merge_points` replaces each group by one point carrying its summed weight
 at its weighted mean direction: exact for coincident nodes or tokens, which move together for ever (MATH.md §5,
 "Merging coincident nodes is exact").  The solvers collapse coincident nodes and follow merges with these
-(:mod:`meanfield.solvers.clusters`), and :mod:`meanfield.cluster_detection` uses the groups as the cells of
+(:mod:`meanfield.solvers.tracking.clusters`), and :mod:`meanfield.cluster_detection` uses the groups as the cells of
 S^{d-1}, ``d >= 4`` (``meanfield`` does not import ``solvers``, DESIGN.md *Layout*).
 
 Cost when nothing happens.  Every check starts from the pairs closer than a chord (:func:`close_pairs`: one sort
@@ -23,7 +23,7 @@ import numpy as np
 
 from .memo import ArrayMemo
 
-#: The tight radius (rad) of the merge bookkeeping (:class:`meanfield.solvers.clusters.ClusterTracker`): a cluster
+#: The tight radius (rad) of the merge bookkeeping (:class:`meanfield.solvers.tracking.clusters.ClusterTracker`): a cluster
 #: is followed for merges once its nodes are linked within it; :data:`SHARED_CHORD` is its chord.
 TIGHT_RADIUS = 1e-6
 #: Up to this many points, :func:`link_groups` checks the all-apart case by direct distances.

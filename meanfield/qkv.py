@@ -25,10 +25,10 @@ from .seeding import stream
 QKV_CHOICES = ("identity", "repulsive", "random")
 #: The arrays of a ``--qkv`` file.
 QKV_NAMES = ("Q", "K", "V")
-#: The attention kernels of particle runs (:mod:`meanfield.solvers.interaction`): ``dot`` on the sphere or in R^d,
+#: The attention kernels of particle runs (:mod:`meanfield.solvers.schemes.interaction`): ``dot`` on the sphere or in R^d,
 #: ``l2`` and ``sinkhorn`` in R^d.
 KERNELS = ("dot", "l2", "sinkhorn")
-#: The interaction paths of particle runs (:class:`meanfield.solvers.particles.ParticleScheme`).
+#: The interaction paths of particle runs (:class:`meanfield.solvers.schemes.particles.ParticleScheme`).
 INTERACTION_PATHS = ("auto", "harmonic", "direct")
 
 

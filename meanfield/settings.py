@@ -59,7 +59,7 @@ def check_run_length(t_final, save_every, t_start: float = 0.0):
 
 @dataclass(frozen=True)
 class StepControl:
-    """The time stepper (:mod:`meanfield.solvers.steppers`): ``stepper`` (``None``: the scheme's), ``rtol`` in (0, 1)
+    """The time stepper (:mod:`meanfield.solvers.steppers.steppers`): ``stepper`` (``None``: the scheme's), ``rtol`` in (0, 1)
     (dopri5), ``atol`` > 0 (``None``: 1e-14 times the state's scale), ``cfl`` in (0, 2] (fixed-step
     steppers; ``None``: the scheme's ``default_cfl``, 0.5, or 0.9 for the finite volumes), ``dt_max`` > 0 (particles: the noise's splitting step; ``None``:
     ``PARTICLE_DEFAULTS["noise_dt_max"]`` with noise)."""
@@ -82,7 +82,7 @@ class StepControl:
         return scheme.default_cfl if self.cfl is None else self.cfl
 
     def stepper_options(self, scheme) -> dict:
-        """What :func:`meanfield.solvers.steppers.make_stepper` takes besides the name for a run of ``scheme``
+        """What :func:`meanfield.solvers.steppers.steppers.make_stepper` takes besides the name for a run of ``scheme``
         (``dt_max`` only when given)."""
         options = {"cfl": self.cfl_for(scheme), "rtol": self.rtol, "atol": self.atol}
         return options if self.dt_max is None else dict(options, dt_max=self.dt_max)
@@ -90,7 +90,7 @@ class StepControl:
 
 @dataclass(frozen=True)
 class Monitor:
-    """The validity monitor of a density run (:mod:`meanfield.solvers.density_scheme`, MATH.md §4): stop when the
+    """The validity monitor of a density run (:mod:`meanfield.solvers.schemes.density_scheme`, MATH.md §4): stop when the
     spectral tail exceeds ``max(resolution_tol, 10 x its initial value)`` times the mean (``resolution_tol``
     > 0), or the density dips below ``-positivity_tol`` times its mean (``positivity_tol`` >= 0)."""
 
@@ -132,7 +132,7 @@ def _frozen_matrix(matrix):
 
 @dataclass(frozen=True, eq=False)
 class Attention:
-    """A particle run's attention (MATH.md §1, :class:`meanfield.solvers.particles.ParticleScheme`).
+    """A particle run's attention (MATH.md §1, :class:`meanfield.solvers.schemes.particles.ParticleScheme`).
 
     Parameters
     ----------
@@ -150,7 +150,7 @@ class Attention:
     sinkhorn_eps : float
         The entropic parameter of ``sinkhorn``, > 0.
     interaction : {"auto", "harmonic", "direct"}
-        The interaction path (:mod:`meanfield.solvers.particles`).
+        The interaction path (:mod:`meanfield.solvers.schemes.particles`).
 
     Matrices are kept as read-only copies; objects compare by identity (they may hold arrays).
     """
@@ -215,7 +215,7 @@ def check_mask(mask, alibi) -> tuple[str, float]:
 
 @dataclass(frozen=True)
 class Mask:
-    """A particle run's causal mask (MATH.md §8, :mod:`meanfield.solvers.causal_interaction`): ``kind`` one of
+    """A particle run's causal mask (MATH.md §8, :mod:`meanfield.solvers.schemes.causal_interaction`): ``kind`` one of
     :data:`meanfield.defaults.MASKS` (``"none"``: every token attends to all; ``"causal"``: token ``j`` attends to
     ``k <= j``; ``"strict"``: ``k < j``) and the ALiBi slope ``alibi`` (``lambda >= 0``, mean-field units; 0 without a
     mask), checked by :func:`check_mask` when made."""

@@ -1,6 +1,6 @@
 /*
- * Fused pointwise work of the circle pseudo-spectral right-hand side (solvers/circle.py,
- * MATH.md §2.1).  Optional: solvers/circle_kernel.py falls back to numpy, with the same bits,
+ * Fused pointwise work of the circle pseudo-spectral right-hand side (solvers/schemes/circle.py,
+ * MATH.md §2.1).  Optional: solvers/schemes/circle_kernel.py falls back to numpy, with the same bits,
  * when this extension was not built.
  *
  * One call of CircleKernel.rhs(state, s[, source]) does what CircleSpectral.transport(state, source) does
@@ -266,7 +266,7 @@ static PyTypeObject KernelType = {
     .tp_name = "solvers._circle_kernel.CircleKernel",
     .tp_basicsize = sizeof(Kernel),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Fused pointwise work of the circle right-hand side (solvers/circle_kernel.py).",
+    .tp_doc = "Fused pointwise work of the circle right-hand side (solvers/schemes/circle_kernel.py).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Kernel_init,
     .tp_dealloc = (destructor)Kernel_dealloc,

@@ -1,6 +1,6 @@
 /*
- * The circle finite-volume right-hand side in one call (solvers/finite_volume.py, MATH.md §2.5).  Optional:
- * solvers/fv_kernel.py falls back to numpy, with the same values, when this extension was not built.
+ * The circle finite-volume right-hand side in one call (solvers/schemes/finite_volume.py, MATH.md §2.5).  Optional:
+ * solvers/schemes/fv_kernel.py falls back to numpy, with the same values, when this extension was not built.
  *
  * One call of FvKernel.rhs(rho, divisor, points) does what CircleFiniteVolume's numpy path does:
  *
@@ -370,7 +370,7 @@ static PyTypeObject KernelType = {
     .tp_name = "solvers._fv_kernel.FvKernel",
     .tp_basicsize = sizeof(Kernel),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The circle finite-volume right-hand side in one call (solvers/fv_kernel.py).",
+    .tp_doc = "The circle finite-volume right-hand side in one call (solvers/schemes/fv_kernel.py).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Kernel_init,
     .tp_dealloc = (destructor)Kernel_dealloc,

@@ -6,7 +6,7 @@ exception raised inside netCDF's close can leave xarray's file lock held, and th
 So, on the command line (:func:`install`, called by :func:`meanfield.cli.main`):
 
 * SIGTERM raises :class:`Terminated`, a ``KeyboardInterrupt``: the run loop
-  (:func:`meanfield.solvers.runloop.run`) catches it like Ctrl-C and the run ends with
+  (:func:`meanfield.solvers.runs.runloop.run`) catches it like Ctrl-C and the run ends with
   ``stop_reason = "interrupted by SIGTERM at t = ..."``;
 * in a command that saves one run (``solve``, ``particles``, ``gaussian``, ``demo``: :func:`save_runs_whole`),
   both signals are only remembered, never raised in the middle of a step, a frame or the write: the run

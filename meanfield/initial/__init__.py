@@ -14,7 +14,7 @@ One job a module:
   density.
 
 Nothing here knows a scheme: putting initial data onto one (``initial_state``) is
-:mod:`meanfield.solvers.initial_state`'s job, through what the scheme contract declares.
+:mod:`meanfield.solvers.runs.initial_state`'s job, through what the scheme contract declares.
 
 Import each name from the module that defines it (``from meanfield.initial.circle import circle_density``).
 """

@@ -5,7 +5,7 @@ averages) or linear between its points (point values, constant beyond the end po
 ``polar``).  :func:`conservative_averages` integrates such a function over target cells by
 Gauss–Legendre on the pieces between the merged break points, exact to round-off, so mass is kept
 and non-negative data stay non-negative.  Which cells a scheme takes is the scheme's own
-(``cells()`` of :mod:`meanfield.solvers.contract`).
+(``cells()`` of :mod:`meanfield.solvers.schemes.contract`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from scipy.special import roots_legendre
 
 from .sources import GridSource
 
-#: Gauss–Legendre points per piece of the conservative remap (as meanfield.solvers.finite_volume.zonal_cell_volumes).
+#: Gauss–Legendre points per piece of the conservative remap (as meanfield.solvers.schemes.finite_volume.zonal_cell_volumes).
 QUADRATURE_POINTS = 20
 
 

@@ -21,7 +21,7 @@ Specs (MATH.md §2.1 normalisation; every density integrates to 1 unless read fr
     the last frame of an earlier circle run, resampled spectrally to N.
 
 Numpy arrays, ``xarray`` objects and functions are read by :mod:`meanfield.initial.sources` and put
-onto a scheme by :mod:`meanfield.solvers.initial_state`, which uses :func:`circle_values` to bring
+onto a scheme by :mod:`meanfield.solvers.runs.initial_state`, which uses :func:`circle_values` to bring
 values given at other angles onto the grid.
 
 Anything else, a density that is negative somewhere, or one that does not integrate to a

@@ -6,7 +6,7 @@ the run files) on any grid; its values are point values, or cell averages when i
 last density frame: finite-volume runs, and Lagrangian frames flagged ``density_resolved = 0``,
 hold cell averages.  Values are checked to be real, finite and non-negative (:func:`as_values`);
 a function is called once on arrays of points (:func:`evaluate`).  Putting a source onto a
-scheme is :mod:`meanfield.solvers.initial_state`'s job.
+scheme is :mod:`meanfield.solvers.runs.initial_state`'s job.
 """
 
 from __future__ import annotations

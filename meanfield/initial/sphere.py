@@ -24,7 +24,7 @@ Anything else, a density that is negative somewhere or does not integrate to a p
 number, and a density the basis cannot resolve (it differs from its degree-``lmax``
 projection by more than 1e-3 of the mean density) is refused with one line naming
 ``--init``.  Values given on another latitude/longitude grid (numpy, ``xarray``, functions:
-:mod:`meanfield.solvers.initial_state`) come onto the grid by :func:`resample_grid` (a
+:mod:`meanfield.solvers.runs.initial_state`) come onto the grid by :func:`resample_grid` (a
 Gauss–Legendre grid of a run: spectral) or :func:`latlon_values` (any other grid: bicubic).  This
 module never imports :mod:`solvers`: it works with the basis object it is given (grid
 ``basis.colatitude`` x ``basis.longitude``, ``analyse``/``synthesise``/``integrate``).

@@ -1,6 +1,6 @@
 """Initial zonal densities on S^{d-1} from a text spec (the ``--init`` flag), d >= 3.
 
-Densities are returned as values at the nodes of a zonal basis (``meanfield.solvers.zonal_basis.ZonalBasis``
+Densities are returned as values at the nodes of a zonal basis (``meanfield.solvers.bases.zonal_basis.ZonalBasis``
 or anything with ``nodes``, ``lmax``, ``dim``, ``synthesise``, ``polynomials`` and
 ``interpolant_coeffs``),
 ordered as the basis orders them.  Specs (MATH.md §2.2 normalisation; every density
@@ -25,7 +25,7 @@ integrates to 1 over S^{d-1} unless read from a file):
 Anything else, a density that is negative somewhere, massless, or unresolved (content past
 degree lmax larger than 1e-3 of the mean) is refused with one line naming ``--init``.
 Values given at other polar angles (numpy, ``xarray``, functions:
-:mod:`meanfield.solvers.initial_state`) come onto the nodes by :func:`polar_values`.
+:mod:`meanfield.solvers.runs.initial_state`) come onto the nodes by :func:`polar_values`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@
     colour), which :func:`~meanfield.plotting.run_data.theory_curves` returns as numbers.
 
 Runs saved on a log time axis (``--save-log``) are drawn against ``log t`` (the frame at
-``t = 0`` is left out of those axes); runs that track clusters (:mod:`meanfield.solvers.clusters`) add the
+``t = 0`` is left out of those axes); runs that track clusters (:mod:`meanfield.solvers.tracking.clusters`) add the
 point-cluster energy of every plateau (dashed) and the merge times (dotted) to panel (b).
 
 Sphere runs draw equal-area maps of the same deviation at a few times; Lagrangian sphere runs

@@ -252,8 +252,8 @@ def tripwires(monkeypatch):
     def computing(*args, **kwargs):
         raise AssertionError("a bad input started computing")
 
-    for module, name in (("meanfield.solvers.runloop", "run"), ("meanfield.solvers.solve", "run_switching"),
-                         ("meanfield.solvers.particle_run", "run_switching"),
+    for module, name in (("meanfield.solvers.runs.runloop", "run"), ("meanfield.solvers.runs.solve", "run_switching"),
+                         ("meanfield.solvers.runs.particle_run", "run_switching"),
                          ("meanfield.validation.studies.phase_diagram", "compute_chunks")):
         monkeypatch.setattr(importlib.import_module(module), name, computing)
 
@@ -289,7 +289,7 @@ def _solve(geometry="circle", **settings):
 
 
 def _simulate(**settings):
-    from meanfield.solvers.particle_run import simulate
+    from meanfield.solvers.runs.particle_run import simulate
     return lambda: simulate(**({"t_final": 1.0, "beta": 1.0} | settings))
 
 

@@ -194,8 +194,8 @@ PARTICLES_SMALL = ["particles", "--n", "16", "--beta", "1", "--t-final", "1", "-
 @pytest.mark.parametrize("command", ["solve", "particles"])
 @pytest.mark.parametrize("outcome, status", [("completed", 0), ("stopped", 3), ("interrupted", 130)])
 def test_exit_status_follows_the_stop_reason(command, outcome, status, tmp_path, capsys, monkeypatch):
-    from meanfield.solvers.circle import CircleSpectral
-    from meanfield.solvers.particles import ParticleScheme
+    from meanfield.solvers.schemes.circle import CircleSpectral
+    from meanfield.solvers.schemes.particles import ParticleScheme
 
     if outcome != "completed":
         _stop_at(CircleSpectral if command == "solve" else ParticleScheme, monkeypatch, outcome == "interrupted")

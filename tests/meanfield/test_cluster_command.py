@@ -9,7 +9,7 @@ from scipy.optimize import minimize_scalar
 
 from meanfield.cli import main
 from meanfield.app.storage import save_run
-from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.runs.particle_run import simulate
 
 
 @pytest.fixture(scope="module")

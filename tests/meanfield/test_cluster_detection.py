@@ -11,7 +11,7 @@ import meanfield as mf
 from meanfield.cluster_detection import clusters_in_frame, clusters_of_atoms, clusters_of_density
 from meanfield.errors import InputError
 from meanfield.geometry import sphere_area
-from meanfield.solvers.sphere_basis import make_sphere_basis
+from meanfield.solvers.bases.sphere_basis import make_sphere_basis
 
 AXES = np.eye(3)
 
@@ -201,7 +201,7 @@ def test_tokens_and_the_density_they_sample_have_the_same_clusters(rng):
 def test_zonal_rings_as_a_density_and_as_tokens():
     """S^4 (d = 5): a cap on the pole and a ring at polar angle 2 are two clusters, as a density on Gauss nodes
     and as tokens on S^4 (their zonal rings); a uniform zonal density has none."""
-    from meanfield.solvers.zonal_basis import ZonalBasis
+    from meanfield.solvers.bases.zonal_basis import ZonalBasis
 
     dim = 5
     basis = ZonalBasis(40, dim)

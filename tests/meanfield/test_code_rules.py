@@ -87,7 +87,7 @@ def test_each_contract_catches_its_violation(tmp_path, extra, broken):
 def test_the_linted_tree_is_the_installed_package(tmp_path):
     """What the contracts check is the package Python imports (a broken layout would let them pass on nothing)."""
     installed_tree(tmp_path)
-    code = "import meanfield.solvers.solve, meanfield.validation.registry as r, meanfield; print(meanfield.__file__)"
+    code = "import meanfield.solvers.runs.solve, meanfield.validation.registry as r, meanfield; print(meanfield.__file__)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                           env=dict(os.environ, PYTHONPATH=str(tmp_path)))
     assert done.returncode == 0, done.stderr
@@ -134,12 +134,12 @@ def test_no_module_imports_the_package_init_for_a_name():
 
 
 def test_the_pde_driver_names_no_scheme():
-    """solvers/solve.py asks a scheme only through the contract (DESIGN.md "Scheme contract"): no scheme name appears
+    """solvers/runs/solve.py asks a scheme only through the contract (DESIGN.md "Scheme contract"): no scheme name appears
     in its code (docstrings aside), so adding a scheme is its module and a line in meanfield/schemes.py."""
     from meanfield.schemes import SCHEMES
 
     names = {name for table in SCHEMES.values() for name in table}
-    tree = ast.parse((ROOT / "solvers" / "solve.py").read_text())
+    tree = ast.parse((ROOT / "solvers" / "runs" / "solve.py").read_text())
     docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                   if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
                   and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}

@@ -9,18 +9,18 @@ import pytest
 
 import meanfield
 from meanfield import InputError
-from meanfield.solvers.trackers import Tracker
+from meanfield.solvers.tracking.trackers import Tracker
 
 
 @pytest.mark.parametrize("name, module, function, parameters", [
-    ("solve", "meanfield.solvers.solve", "solve", ["geometry", "beta", "t_final", "save_log", "rtol", "atol", "resolution_tol",
+    ("solve", "meanfield.solvers.runs.solve", "solve", ["geometry", "beta", "t_final", "save_log", "rtol", "atol", "resolution_tol",
                                           "normalization", "alpha", "trackers", "override"]),
-    ("simulate_particles", "meanfield.solvers.particle_run", "simulate", ["n", "beta", "t_final", "qkv", "Q", "heads",
+    ("simulate_particles", "meanfield.solvers.runs.particle_run", "simulate", ["n", "beta", "t_final", "qkv", "Q", "heads",
                                                                  "dt_max", "interaction", "r0", "trackers"]),
-    ("rerun", "meanfield.solvers.rerun", "rerun", ["run", "progress"]),
+    ("rerun", "meanfield.solvers.runs.rerun", "rerun", ["run", "progress"]),
 ])
 def test_entry_points_are_the_functions_with_every_parameter(name, module, function, parameters):
-    """help(meanfield.solve) showed solve(geometry='circle', **settings), and meanfield.solvers.solve.solve raised
+    """help(meanfield.solve) showed solve(geometry='circle', **settings), and meanfield.solvers.runs.solve.solve raised
     AttributeError (the function shadowed its module in solvers/__init__.py)."""
     entry = getattr(meanfield, name)
     assert entry is getattr(importlib.import_module(module), function)
@@ -44,7 +44,7 @@ def test_user_trackers_record_with_the_run():
     tokens = meanfield.simulate_particles(dim=3, n=16, beta=1.0, t_final=0.5, save_every=0.25,
                                           trackers=[Tracker()])
     assert tokens.attrs["stop_reason"] == "completed"
-    with pytest.raises(InputError, match="trackers must be meanfield.solvers.trackers.Tracker instances"):
+    with pytest.raises(InputError, match="trackers must be meanfield.solvers.tracking.trackers.Tracker instances"):
         meanfield.solve("circle", beta=1.0, t_final=1.0, trackers=[object()])
 
 
@@ -77,7 +77,7 @@ def test_every_parameter_is_documented_in_a_numpydoc_section(entry):
 
 @pytest.mark.parametrize("package", ["meanfield", "meanfield.solvers", "meanfield.validation"])
 def test_no_module_is_shadowed_by_a_name_of_its_package(package):
-    """`meanfield.solvers.solve` was the function solve, so the module path the docstrings cite did not import."""
+    """`meanfield.solvers.runs.solve` was the function solve, so the module path the docstrings cite did not import."""
     import pkgutil
     import types
 

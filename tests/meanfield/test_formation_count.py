@@ -27,7 +27,7 @@ def test_the_pattern_is_the_runs_start(geometry, dim):
     if geometry == "circle":
         expected = circle_start(eps, pattern.places.size, seed)
     elif geometry == "zonal":
-        from meanfield.solvers.zonal_basis import ZonalBasis
+        from meanfield.solvers.bases.zonal_basis import ZonalBasis
 
         basis = ZonalBasis(12, dim)
         expected_at_nodes = zonal_start(eps, basis, seed)
@@ -41,7 +41,7 @@ def test_the_pattern_is_the_runs_start(geometry, dim):
         from meanfield.formation_count import SPHERE_ROWS
         from meanfield.harmonics import m_major_layout
         from meanfield.initial.sphere import perturbed_density as sphere_start
-        from meanfield.solvers.sphere_basis import make_sphere_basis
+        from meanfield.solvers.bases.sphere_basis import make_sphere_basis
 
         basis = make_sphere_basis(31)
         solver = basis.analyse(sphere_start(eps, basis, seed))

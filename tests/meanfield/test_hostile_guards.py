@@ -25,7 +25,7 @@ from meanfield.cli import exit_status, main
 from meanfield.errors import InputError
 from meanfield.limits import MAX_FRAMES, MAX_T_FINAL
 from meanfield.qkv import qkv_file
-from meanfield.solvers.runloop import MAX_STEPS, steps_to_cover
+from meanfield.solvers.runs.runloop import MAX_STEPS, steps_to_cover
 
 CIRCLE = ["solve", "circle", "--beta", "9", "--resolution", "64", "--no-progress"]
 PARTICLES = ["particles", "--n", "8", "--beta", "1", "--no-progress"]
@@ -75,7 +75,7 @@ def test_a_dt_max_below_round_off_stops_a_particle_run(tmp_path, capsys, stepper
 
 def test_round_off_is_relative_to_the_clock():
     """The guard is ``h <= 1e-14 max(|t|, 1)``: a step of 1e-3 is fine at t = 1 and round-off at t = 1e12."""
-    from meanfield.solvers.steppers import RK4, StepSizeUnderflow
+    from meanfield.solvers.steppers.steppers import RK4, StepSizeUnderflow
 
     class Still:
         """The least scheme: nothing moves, every step bound is 1e-3."""

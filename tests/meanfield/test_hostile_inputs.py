@@ -28,7 +28,7 @@ from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.app.storage import (FALLBACK_VARIABLE, Unwritable, build_run_dataset, check_output_file,
                                remove_stale_temporaries, save_run)
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.solve import solve
 
 SMALL_RUN = ["solve", "circle", "--scheme", "fv", "--beta", "9", "--resolution", "64", "--no-progress"]
 
@@ -339,7 +339,7 @@ def _rename_initial_fields(fields):
     return damage
 
 
-#: The record of a run's start, which `meanfield rerun` repeats it from (solvers/rerun.py), damaged.
+#: The record of a run's start, which `meanfield rerun` repeats it from (solvers/runs/rerun.py), damaged.
 START_RECORD_DAMAGE = {
     "the start holds a NaN": (_set_values("initial_state", lambda v: v.__setitem__(3, np.nan)), "not finite"),
     "the start's shape is wrong": (_set_attr("initial_state", "stored_shape", "[7, 7]"), "stored_shape"),
@@ -670,7 +670,7 @@ def test_a_right_hand_side_that_is_not_finite_stops_the_run_instead_of_looping(m
     """A NaN right-hand side (a bug, or overflow the range table missed) stops the run with its reason and keeps
     every finite frame; it looped for ever on a NaN step size."""
     from meanfield import simulate_particles
-    from meanfield.solvers.particles import ParticleScheme
+    from meanfield.solvers.schemes.particles import ParticleScheme
 
     original = ParticleScheme.rhs
 
@@ -746,7 +746,7 @@ def test_a_particle_continuation_needs_no_option_its_file_records(tmp_path):
 def test_a_large_beta_on_the_sphere_decides_the_particle_path_before_building_its_tables():
     """`particles --beta 1e6` spent over a minute building S^2 harmonic tables (band 7e3: 2.7e7 coefficients)
     for a path `auto` then did not take; the band is now weighed first and nothing is built."""
-    from meanfield.solvers.particles import ParticleScheme
+    from meanfield.solvers.schemes.particles import ParticleScheme
 
     scheme = ParticleScheme(Model("sa", 1e6, 0.0, 3), 50)
     assert scheme.interaction_path == "direct" and not hasattr(scheme, "_sphere_harmonic")

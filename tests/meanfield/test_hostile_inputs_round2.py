@@ -278,7 +278,7 @@ def test_an_interrupt_inside_a_frame_keeps_the_cluster_table_and_the_frames_in_s
     """SIGTERM landing after the cluster bookkeeping had recorded a frame's row but before the run loop recorded the
     frame left one row too many: building the run failed (conflicting sizes for 'time', 277 against 276; seen once
     in CI).  A tracker after the bookkeeping interrupts the third frame."""
-    from meanfield.solvers.trackers import Tracker
+    from meanfield.solvers.tracking.trackers import Tracker
 
     class InterruptsAFrame(Tracker):
         def __init__(self):

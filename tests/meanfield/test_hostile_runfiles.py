@@ -22,8 +22,8 @@ import meanfield
 from meanfield.cli import main
 from meanfield.errors import InputError
 from meanfield.limits import RANGES
-from meanfield.solvers import particle_run, solve as solve_module
-from meanfield.solvers.run_record import RERUN_COMMAND
+from meanfield.solvers.runs import particle_run, solve as solve_module
+from meanfield.solvers.records.run_record import RERUN_COMMAND
 from meanfield.app.storage import save_run
 
 from ..solvers.test_rerun import assert_same_run

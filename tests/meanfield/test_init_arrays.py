@@ -1,4 +1,4 @@
-"""init= as numpy values, DataArrays, functions and runs (meanfield.initial, meanfield.solvers.initial_state,
+"""init= as numpy values, DataArrays, functions and runs (meanfield.initial, meanfield.solvers.runs.initial_state,
 meanfield.sampling)."""
 
 import math
@@ -13,12 +13,12 @@ from meanfield.initial.circle import von_mises
 from meanfield.initial.sphere import direction
 from meanfield.initial.zonal import von_mises_fisher
 from meanfield.sampling import sample_tokens
-from meanfield.solvers.circle import CircleSpectral
-from meanfield.solvers.finite_volume import CircleFiniteVolume, ZonalFiniteVolume
-from meanfield.solvers.initial_state import initial_state
-from meanfield.solvers.lagrangian import CircleLagrangian, SphereLagrangian
-from meanfield.solvers.sphere import SphereSpectral
-from meanfield.solvers.zonal import ZonalGalerkin
+from meanfield.solvers.schemes.circle import CircleSpectral
+from meanfield.solvers.schemes.finite_volume import CircleFiniteVolume, ZonalFiniteVolume
+from meanfield.solvers.runs.initial_state import initial_state
+from meanfield.solvers.schemes.lagrangian import CircleLagrangian, SphereLagrangian
+from meanfield.solvers.schemes.sphere import SphereSpectral
+from meanfield.solvers.schemes.zonal import ZonalGalerkin
 
 CIRCLE = Model(beta=1.0, dim=2)
 SPHERE = Model(beta=1.0, dim=3)

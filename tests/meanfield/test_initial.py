@@ -9,7 +9,7 @@ import xarray as xr
 from meanfield import InputError
 from meanfield.fourier_series import dealiased_band
 from meanfield.initial.circle import circle_density
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.solve import solve
 
 
 def test_uniform_and_von_mises_are_normalised():

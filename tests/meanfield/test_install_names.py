@@ -19,7 +19,7 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 
 def test_the_short_names_are_not_importable_from_an_installed_meanfield(tmp_path):
     """Outside the checkout only ``meanfield`` imports; its subpackages are the repository's folders."""
-    code = ("import importlib.util, meanfield.solvers.solve, meanfield.validation.harness;"
+    code = ("import importlib.util, meanfield.solvers.runs.solve, meanfield.validation.harness;"
             "print(importlib.util.find_spec('solvers'), importlib.util.find_spec('validation'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["None", "None"]
@@ -45,7 +45,7 @@ def test_the_sdist_and_wheel_install_only_meanfield(tmp_path):
     assert any(name.startswith("meanfield/solvers/_circle_kernel") and name.endswith(".so") for name in names)
     assert any(name.startswith("meanfield/_circle_clusters") and name.endswith(".so") for name in names)
     assert any(name.startswith("meanfield/solvers/_fv_kernel") and name.endswith(".so") for name in names)
-    assert {"meanfield/solvers/solve.py", "meanfield/validation/harness.py", "meanfield/cli.py"} <= set(names)
+    assert {"meanfield/solvers/runs/solve.py", "meanfield/validation/harness.py", "meanfield/cli.py"} <= set(names)
     # every module of the three folders, subpackages included (a package missing from pyproject's list is not built)
     root = REPOSITORY
     installed = {"meanfield": "meanfield", "solvers": "meanfield/solvers", "validation": "meanfield/validation"}

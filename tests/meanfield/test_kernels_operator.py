@@ -76,7 +76,7 @@ def test_banded_degrees_and_top_sixth():
 
 
 def test_fourier_series_round_trip_and_basis():
-    from meanfield.solvers.fourier import FourierBasis
+    from meanfield.solvers.bases.fourier import FourierBasis
     rng = np.random.default_rng(4)
     values = rng.standard_normal(48)
     coeffs = fourier_series.coefficients(values)
@@ -90,7 +90,7 @@ def test_fourier_series_round_trip_and_basis():
 
 
 def test_fourier_phases_in_both_layouts():
-    from meanfield.solvers.interaction import fourier_phases
+    from meanfield.solvers.schemes.interaction import fourier_phases
     theta = np.random.default_rng(5).uniform(0, 2 * math.pi, (2, 7))
     last = fourier_phases(theta, 9)
     first = fourier_phases(theta, 9, modes_last=False)
@@ -109,8 +109,8 @@ def test_von_mises_spellings_agree_and_messages_name_the_one_used():
 def test_von_mises_alias_on_the_sphere_and_zonal():
     from meanfield.initial.sphere import sphere_density
     from meanfield.initial.zonal import zonal_density
-    from meanfield.solvers.sphere_basis import make_sphere_basis
-    from meanfield.solvers.zonal_basis import ZonalBasis
+    from meanfield.solvers.bases.sphere_basis import make_sphere_basis
+    from meanfield.solvers.bases.zonal_basis import ZonalBasis
     sphere = make_sphere_basis(8)
     np.testing.assert_array_equal(sphere_density("vonmises:2@10,20", sphere), sphere_density("vmf:2@10,20", sphere))
     zonal = ZonalBasis(12, 5)
@@ -118,7 +118,7 @@ def test_von_mises_alias_on_the_sphere_and_zonal():
 
 
 def test_backend_message_names_the_api_parameter():
-    from meanfield.solvers.finite_volume import CircleFiniteVolume
+    from meanfield.solvers.schemes.finite_volume import CircleFiniteVolume
     with pytest.raises(InputError, match=r"^the backend= parameter must be pyfftw or scipy"):
         CircleFiniteVolume(Model("sa", 2.0, 0.0, 2), 16, backend="fftw")
 
@@ -131,7 +131,7 @@ def test_attention_scale():
 @pytest.mark.parametrize("attention", ["sa", "usa"])
 def test_node_sums_agree_with_the_particle_sums(attention):
     """The Lagrangian nodes' real-form sums and the particles' complex ones are the same O(n M) Bessel sums."""
-    from meanfield.solvers.interaction import CircleFourierInteraction
+    from meanfield.solvers.schemes.interaction import CircleFourierInteraction
     rng = np.random.default_rng(6)
     theta = np.sort(rng.uniform(0, 2 * math.pi, 40))
     weights = rng.uniform(0.5, 1.5, 40)

@@ -7,7 +7,7 @@ from matplotlib.legend import Legend
 
 import meanfield
 from meanfield import gaussian
-from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.runs.particle_run import simulate
 
 
 def legend_cover(fig) -> float:

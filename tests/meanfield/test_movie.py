@@ -10,8 +10,8 @@ from meanfield.gaussian import solve as solve_moments
 from meanfield.plotting.movie import MAX_FRAMES, write_movie
 from meanfield.plotting.run_data import frame_indices
 from meanfield.plotting.runs import plot_run
-from meanfield.solvers.solve import solve
-from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.runs.solve import solve
+from meanfield.solvers.runs.particle_run import simulate
 
 RUNS = {
     "circle": lambda: solve("circle", beta=4.0, resolution=32, init="perturbed:1e-3", t_final=1.0, save_every=0.1),

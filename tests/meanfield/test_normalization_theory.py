@@ -16,7 +16,7 @@ from meanfield.normalization_theory import (attention_time, effective_growth_rat
                                             log_mode_amplitude_factor, mode_amplitude_factor, uniform_divisor,
                                             uniform_output)
 from meanfield.theory import growth_rates
-from meanfield.solvers.interaction import DirectInteraction
+from meanfield.solvers.schemes.interaction import DirectInteraction
 
 N, BETA, R0, ALPHA, TAU = 6, 3.0, 1.5, 0.7, 0.8
 
@@ -91,8 +91,8 @@ def test_equiangular_ode_follows_orthonormal_particles(attention):
 
 
 def test_equiangular_ode_follows_the_packages_usa_particles():
-    """meanfield.solvers.particle_run (USA, weights 1/n) from an orthonormal start, every scheme, to 1e-10."""
-    from meanfield.solvers.particle_run import simulate
+    """meanfield.solvers.runs.particle_run (USA, weights 1/n) from an orthonormal start, every scheme, to 1e-10."""
+    from meanfield.solvers.runs.particle_run import simulate
     for name in SCHEMES:
         run = simulate(dim=8, n=N, beta=BETA, attention="usa", init="orthogonal", t_final=1.0, save_every=0.25,
                        rtol=1e-12, **Normalization(name, r0=R0, alpha=ALPHA, mix_switch=TAU).options())
@@ -105,7 +105,7 @@ def test_equiangular_ode_follows_the_packages_usa_particles():
 
 
 def test_usa_is_the_packages_usa():
-    """The USA output used above is meanfield.solvers.interaction's USA with weights 1/n (MATH.md §1)."""
+    """The USA output used above is meanfield.solvers.schemes.interaction's USA with weights 1/n (MATH.md §1)."""
     rng = np.random.default_rng(3)
     theta = rng.standard_normal((N, 8))
     theta /= np.linalg.norm(theta, axis=1, keepdims=True)

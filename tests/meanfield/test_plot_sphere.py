@@ -6,7 +6,7 @@ import pytest
 from meanfield import Model, growth_rates
 from meanfield.plotting.runs import plot_run
 from meanfield.plotting.run_data import theory_curves
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.solve import solve
 
 RUNS = {
     "sphere": lambda: solve("sphere", attention="sa", beta=4.0, resolution=12, init="perturbed:1e-3", seed=0,

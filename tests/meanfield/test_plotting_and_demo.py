@@ -8,7 +8,7 @@ from meanfield import InputError, Model, growth_rates
 from meanfield.cli import main
 from meanfield.plotting.runs import plot_run
 from meanfield.plotting.run_data import theory_curves
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.solve import solve
 
 
 def test_theory_curves_are_the_linear_prediction():
@@ -45,7 +45,7 @@ def test_demo_predicts_and_finds_four_clusters(tmp_path, capsys):
 
 @pytest.mark.parametrize("dim", [2, 3])
 def test_plot_particle_runs(dim, tmp_path):
-    from meanfield.solvers.particle_run import simulate
+    from meanfield.solvers.runs.particle_run import simulate
     ds = simulate(dim=dim, n=64, beta=4.0, init="uniform", seed=0, t_final=2.0, save_every=0.5)
     fig = plot_run(ds, tmp_path / "p.png")
     assert len(fig.axes) >= 3 and (tmp_path / "p.png").stat().st_size > 20_000
@@ -89,7 +89,7 @@ def test_gaussian_tokens_on_a_line_are_drawn_as_densities(tmp_path):
 
 def test_a_run_under_a_normalisation_scheme_names_it_and_draws_the_radii():
     from meanfield import plot_run
-    from meanfield.solvers.particle_run import simulate
+    from meanfield.solvers.runs.particle_run import simulate
 
     run = simulate(dim=3, n=20, beta=2.0, t_final=1.0, save_every=0.25, normalization="pre", r0=1.5)
     fig = plot_run(run)

@@ -32,8 +32,8 @@ def test_every_public_name_resolves_on_first_use():
 
     for name in meanfield.__all__:
         assert getattr(meanfield, name) is not None, name
-    assert meanfield.solve.__module__ == "meanfield.solvers.solve"
-    assert meanfield.gaussian.solve.__module__ == "meanfield.solvers.gaussian_run"
+    assert meanfield.solve.__module__ == "meanfield.solvers.runs.solve"
+    assert meanfield.gaussian.solve.__module__ == "meanfield.solvers.runs.gaussian_run"
     with pytest.raises(AttributeError, match="has no attribute 'nonsense'"):
         meanfield.nonsense  # noqa: B018
 
@@ -43,7 +43,7 @@ def test_the_gaussian_driver_is_wired_whichever_way_its_module_is_imported():
     code = ("import meanfield.gaussian_cases, meanfield.gaussian as g\n"
             "print(g.solve.__module__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "meanfield.solvers.gaussian_run"
+    assert done.stdout.strip() == "meanfield.solvers.runs.gaussian_run"
 
 
 @pytest.mark.parametrize("scheme", ["fv", "spectral"])

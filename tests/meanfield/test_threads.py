@@ -10,9 +10,9 @@ from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.app.threads import (FFTW_THREADED_MIN, NONUNIFORM_THREADS, available_cores, blas_threads, ducc0_threads,
                                fftw_threads, header, one_vs_all, set_threads, thread_attrs, thread_count, use_threads)
-from meanfield.solvers.lagrangian import SphereLagrangian
-from meanfield.solvers.sphere import SphereSpectral
-from meanfield.solvers.sphere_basis import SphereBasis
+from meanfield.solvers.schemes.lagrangian import SphereLagrangian
+from meanfield.solvers.schemes.sphere import SphereSpectral
+from meanfield.solvers.bases.sphere_basis import SphereBasis
 
 CORES = available_cores()
 needs_two = pytest.mark.skipif(CORES < 2, reason="needs two cores to compare thread counts")
@@ -118,7 +118,7 @@ def test_sphere_lagrangian_run_is_bitwise_at_one_and_two_threads():
 
 def test_runs_record_their_threads_and_whether_the_bits_depend_on_them():
     import meanfield
-    from meanfield.solvers.particle_run import simulate
+    from meanfield.solvers.runs.particle_run import simulate
 
     sphere = meanfield.solve("sphere", beta=1.0, resolution=7, t_final=0.1, save_every=0.1)
     assert sphere.attrs["bit_reproducible_across_threads"] == 1 and sphere.attrs["threads"] >= 1

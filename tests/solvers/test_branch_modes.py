@@ -17,9 +17,9 @@ import pytest
 from meanfield.cli import main
 from meanfield.model import Model
 from meanfield.onset_theory import onset_coefficient, onset_noise
-from meanfield.solvers.branch import AMPLITUDE_POINTS, UNIFORM_AMPLITUDE, Branch, stationary_branch
-from meanfield.solvers.branch_check import check_fold
-from meanfield.solvers.branch_family import free_energy_minimiser, stationary_branches
+from meanfield.solvers.stationary.branch import AMPLITUDE_POINTS, UNIFORM_AMPLITUDE, Branch, stationary_branch
+from meanfield.solvers.stationary.branch_check import check_fold
+from meanfield.solvers.stationary.branch_family import free_energy_minimiser, stationary_branches
 
 from .independent_branch import fold_and_first_order
 
@@ -134,7 +134,7 @@ def test_the_command_line_keeps_its_keys_adds_the_modes_and_verifies(capsys, mon
     level with mode 1's numbers, both branches, USA's state of least free energy (mode 1 below nu_c, uniform above,
     the change at nu_c itself), and ``--verify``'s glue: each branch with a fold or ``nu_c`` is checked and the
     outcomes kept (the checks themselves are replaced here by recorders; the real runs are the test above)."""
-    from meanfield.solvers import branch_check
+    from meanfield.solvers.stationary import branch_check
 
     checked = []
 
@@ -170,7 +170,7 @@ def test_an_unresolved_leading_eigenvalue_is_not_called_stable():
     exponentially slowly and the leading eigenvalue is -3e-11 to -1.3e-10 beside a spectrum of scale 1.5, below
     what the central differences resolve (1e-16 / 1e-6 of it): those points were reported stable, and a time
     evolution from one of them could not tell.  Now no point of the half is stable."""
-    from meanfield.solvers.stationary import resolved_stable
+    from meanfield.solvers.stationary.stationary import resolved_stable
 
     assert not resolved_stable(np.array([-3.4e-11, -1.53]))
     assert resolved_stable(np.array([-0.25, -1.53]))

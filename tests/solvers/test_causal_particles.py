@@ -12,8 +12,8 @@ from meanfield import simulate_particles as simulate
 from meanfield.cli import main
 from meanfield.normalization import Normalization
 from meanfield.settings import Attention, Mask
-from meanfield.solvers import causal_interaction
-from meanfield.solvers.particles import ParticleScheme
+from meanfield.solvers.schemes import causal_interaction
+from meanfield.solvers.schemes.particles import ParticleScheme
 
 MASKS = ("causal", "strict")
 

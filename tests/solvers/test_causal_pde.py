@@ -8,8 +8,8 @@ import xarray as xr
 
 from meanfield.cli import main
 from meanfield.errors import InputError
-from meanfield.solvers.causal import PositionalAverage, product_trapezoid_weights
-from meanfield.solvers.solve import solve
+from meanfield.solvers.schemes.causal import PositionalAverage, product_trapezoid_weights
+from meanfield.solvers.runs.solve import solve
 
 
 def exact_average(h_antiderivative_weighted, s, alibi):

@@ -10,7 +10,7 @@ from meanfield.diagnostics import detect_clusters
 from meanfield.metastable import refined_formation_time
 from meanfield.initial.circle import circle_density
 from meanfield.solvers import CircleSpectral, make_stepper, run
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.solve import solve
 from meanfield.validation.studies.growth_rates import fitted_rates
 
 

@@ -1,4 +1,4 @@
-"""The compiled circle kernel (solvers/circle_kernel.py, issue 14 item 2) gives numpy's bits.
+"""The compiled circle kernel (solvers/schemes/circle_kernel.py, issue 14 item 2) gives numpy's bits.
 
 Its operations are numpy's, one IEEE operation per value in the same order, so the
 right-hand side, ``max|X|`` and whole runs must be *identical* (raw bytes) with and
@@ -10,9 +10,9 @@ import pytest
 
 import meanfield
 from meanfield.model import Model
-from meanfield.solvers import circle as circle_module
-from meanfield.solvers import circle_kernel
-from meanfield.solvers.circle import CircleSpectral
+from meanfield.solvers.schemes import circle as circle_module
+from meanfield.solvers.schemes import circle_kernel
+from meanfield.solvers.schemes.circle import CircleSpectral
 
 pytestmark = pytest.mark.skipif(not circle_kernel.AVAILABLE,
                                 reason="the compiled circle kernel is not built in this install (no C compiler)")

@@ -1,4 +1,4 @@
-"""Cluster identities and events recorded by every run (solvers/clusters.py ClusterTracker; MATH.md §10).
+"""Cluster identities and events recorded by every run (solvers/tracking/clusters.py ClusterTracker; MATH.md §10).
 
 Issue 32's three von Mises bumps (weights 0.5 / 0.3 / 0.2, kappa 8 / 12 / 6 at 0.5 / 2.6 / 4.4 rad on a 0.05
 background, SA, beta = 6) run by the spectral scheme (until it stops), finite volumes (N = 512), Lagrangian nodes
@@ -17,9 +17,9 @@ from scipy.special import i0e
 
 from meanfield.cluster_detection import clusters_in_frame
 from meanfield.cluster_lineage import COUNT_CHANGE
-from meanfield.solvers.clusters import ClusterTracker
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.solve import solve
+from meanfield.solvers.tracking.clusters import ClusterTracker
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.solve import solve
 
 #: Spread of the merge time over each scheme's own resolutions (measured: Lagrangian N = 512 / 1024 / 2048 / 16384
 #: 145.778 / 145.754 / 145.883 / 145.775; fv N = 256 / 512 / 1024 / 2048 145.904 / 145.720 / 145.818 / 145.814;
@@ -138,8 +138,8 @@ def test_particles_are_counted_at_frames_with_the_events_of_every_step(monkeypat
     2000 quadrature tokens merge at the same time as when counted after every step (to the bisection's 1e-10; the
     lazy path dates it on the steps' dense output)."""
     from meanfield.model import Model
-    from meanfield.solvers.particle_run import simulate
-    from meanfield.solvers.particles import ParticleScheme
+    from meanfield.solvers.runs.particle_run import simulate
+    from meanfield.solvers.schemes.particles import ParticleScheme
 
     assert ParticleScheme(Model("sa", 6.0, 0.0, 2), 8).clusters_read_state_alone
     assert not ParticleScheme(Model("sa", 6.0, 0.0, 2), 8, collapse_tol=1e-6).clusters_read_state_alone

@@ -1,4 +1,4 @@
-"""The sorted-coordinate test of meanfield.solvers.clusters.link_groups (issue 22 item 5): never says "apart" wrongly."""
+"""The sorted-coordinate test of meanfield.solvers.tracking.clusters.link_groups (issue 22 item 5): never says "apart" wrongly."""
 
 import numpy as np
 import pytest
@@ -103,7 +103,7 @@ def test_a_frame_energy_reuses_the_last_rhs_coefficients_and_rhs_reads_no_memo(m
     """SphereHarmonicInteraction: a step ends with a right-hand side at the accepted state; the frame's energy at
     that very array reuses its coefficients (the same energy, bit for bit), once; right-hand sides never read the
     memo, so a benchmark's repeated calls all compute."""
-    from meanfield.solvers import interaction
+    from meanfield.solvers.schemes import interaction
 
     rng = np.random.default_rng(4)
     x = rng.standard_normal((1, 3000, 3))

@@ -1,4 +1,4 @@
-"""The scheme contract (meanfield.solvers.contract): every registered scheme and the particle scheme satisfies it."""
+"""The scheme contract (meanfield.solvers.schemes.contract): every registered scheme and the particle scheme satisfies it."""
 
 import gc
 import weakref
@@ -8,12 +8,12 @@ import pytest
 
 from meanfield.model import Model
 from meanfield.schemes import SCHEMES
-from meanfield.solvers.contract import (OPTIONAL_PARTS, PDE_PARTS, REQUIRED_PARTS, Scheme, SchemeProtocol, conform,
+from meanfield.solvers.schemes.contract import (OPTIONAL_PARTS, PDE_PARTS, REQUIRED_PARTS, Scheme, SchemeProtocol, conform,
                               missing_parts)
-from meanfield.solvers.initial_state import initial_state
-from meanfield.solvers.particles import ParticleScheme
-from meanfield.solvers.solve import scheme_class
-from meanfield.solvers.steppers import make_stepper
+from meanfield.solvers.runs.initial_state import initial_state
+from meanfield.solvers.schemes.particles import ParticleScheme
+from meanfield.solvers.runs.solve import scheme_class
+from meanfield.solvers.steppers.steppers import make_stepper
 
 RESOLUTION = {"circle": 32, "sphere": 7, "zonal": 16}
 DIM = {"circle": 2, "sphere": 3, "zonal": 4}
@@ -141,7 +141,7 @@ def test_what_a_scheme_declares_is_what_its_run_records(geometry, name):
     takes it (the finite volumes' cell averages are CF ``<grid>: mean``; the Lagrangian nodes record
     ``collapse_tol_used``; both count clusters)."""
     from meanfield.errors import InputError
-    from meanfield.solvers.solve import solve
+    from meanfield.solvers.runs.solve import solve
 
     cls = scheme_class(geometry, name)
     init = {"circle": "vonmises:1@0", "sphere": "perturbed:0.01", "zonal": "vmf:1"}[geometry]

@@ -1,4 +1,4 @@
-"""Frames from dopri5's dense output (meanfield.solvers.runloop): the steps follow the error control alone,
+"""Frames from dopri5's dense output (meanfield.solvers.runs.runloop): the steps follow the error control alone,
 the frames agree with steps landed on the frame times to the stepper's tolerance, and a run that ends inside a step
 keeps the stepper's state as its restart record."""
 
@@ -10,12 +10,12 @@ import pytest
 from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.initial.circle import circle_density
-from meanfield.solvers import checkpoint
-from meanfield.solvers.circle import CircleSpectral
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.runloop import run
-from meanfield.solvers.solve import solve
-from meanfield.solvers.steppers import Dopri5, make_stepper
+from meanfield.solvers.records import checkpoint
+from meanfield.solvers.schemes.circle import CircleSpectral
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.runloop import run
+from meanfield.solvers.runs.solve import solve
+from meanfield.solvers.steppers.steppers import Dopri5, make_stepper
 from meanfield.app.storage import save_run
 
 RTOL = 1e-8

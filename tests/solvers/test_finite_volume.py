@@ -1,4 +1,4 @@
-"""The finite-volume schemes (solvers/finite_volume.py) against theory and the spectral schemes.
+"""The finite-volume schemes (solvers/schemes/finite_volume.py) against theory and the spectral schemes.
 
 MATH.md §2 (PDE, mass, energy), §2.1–2.2 (spectral velocity), §2.3 (growth rates).
 """
@@ -15,11 +15,11 @@ from meanfield.initial.circle import circle_density
 from meanfield.initial.zonal import zonal_density
 from meanfield.model import Model
 from meanfield.theory import critical_noise, dominant_mode, formation_time, growth_rates
-from meanfield.solvers.finite_volume import (CircleFiniteVolume, FiniteVolume1D, ZonalFiniteVolume, cell_integrals,
+from meanfield.solvers.schemes.finite_volume import (CircleFiniteVolume, FiniteVolume1D, ZonalFiniteVolume, cell_integrals,
                                    zonal_cell_volumes)
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.solve import solve
 from meanfield.gegenbauer import normalised_gegenbauer
-from meanfield.solvers.zonal_basis import ZonalBasis
+from meanfield.solvers.bases.zonal_basis import ZonalBasis
 
 NS = np.array([64, 128, 256, 512])
 
@@ -263,7 +263,7 @@ def test_a_finite_volume_file_carries_its_cell_volumes(geometry, extra):
     """issue 22 item 2: a file stands alone: sum(density * cell_volume) is every frame's mass (1, to round-off),
     the volumes tile the sphere (2 pi, |S^{d-1}|), and a wrong volume (e.g. the cell width on S^{d-1}) would not."""
     from meanfield.geometry import sphere_area
-    from meanfield.solvers.solve import solve
+    from meanfield.solvers.runs.solve import solve
 
     run = solve(geometry, beta=9.0, scheme="fv", resolution=64, init="perturbed:1e-2", seed=0, t_final=0.5, **extra)
     grid = run["density"].dims[-1]
@@ -283,7 +283,7 @@ def test_formation_does_not_depend_on_the_frame_cadence():
     off the 4096-mode spectral run at every N, against the grid's own 1.1e-4, 2.3e-5, 8.1e-6, 2.3e-6 at
     N = 256 .. 2048 (MATH.md §2.5)."""
     from meanfield.cluster_detection import clusters_in_frame
-    from meanfield.solvers.solve import solve
+    from meanfield.solvers.runs.solve import solve
 
     common = dict(beta=9.0, seed=0, init="perturbed:1e-4", t_final=14.0, resolution=256, scheme="fv")
     one, many = (clusters_in_frame(solve("circle", save_every=every, **common)) for every in (14.0, 0.14))

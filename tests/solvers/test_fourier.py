@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from meanfield.solvers.fourier import FourierBasis
+from meanfield.solvers.bases.fourier import FourierBasis
 
 
 @pytest.mark.parametrize("backend", ["pyfftw", "scipy"])

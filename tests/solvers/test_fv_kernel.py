@@ -1,4 +1,4 @@
-"""The compiled finite-volume kernel (solvers/fv_kernel.py, issue 34 item 2) gives numpy's values.
+"""The compiled finite-volume kernel (solvers/schemes/fv_kernel.py, issue 34 item 2) gives numpy's values.
 
 Its operations are numpy's, one IEEE operation per value in the same order, on multipliers split into a real and an
 imaginary table, so the grid's rate of change, the fluxes the point clusters read, ``max_i r_i`` and whole runs
@@ -13,9 +13,9 @@ import pytest
 
 import meanfield
 from meanfield.model import Model
-from meanfield.solvers import finite_volume as fv_module
-from meanfield.solvers import fv_kernel
-from meanfield.solvers.finite_volume import CircleFiniteVolume
+from meanfield.solvers.schemes import finite_volume as fv_module
+from meanfield.solvers.schemes import fv_kernel
+from meanfield.solvers.schemes.finite_volume import CircleFiniteVolume
 
 pytestmark = pytest.mark.skipif(not fv_kernel.AVAILABLE,
                                 reason="the compiled fv kernel is not built in this install (no C compiler)")

@@ -1,4 +1,4 @@
-"""The Gaussian moment ODEs run in the package's run loop (meanfield.solvers.steppers.ScipyStepper): the same steps,
+"""The Gaussian moment ODEs run in the package's run loop (meanfield.solvers.steppers.steppers.ScipyStepper): the same steps,
 event roots and dense output as scipy's solve_ivp, and the attrs contract of every run."""
 
 import numpy as np
@@ -7,8 +7,8 @@ from scipy.integrate import solve_ivp
 
 from meanfield import gaussian
 from meanfield.gaussian_cases import gaussian_case
-from meanfield.solvers import gaussian_run
-from meanfield.solvers.gaussian_run import solve_case
+from meanfield.solvers.runs import gaussian_run
+from meanfield.solvers.runs.gaussian_run import solve_case
 
 
 @pytest.mark.parametrize("case, attention, save_every", [("identity", "softmax", None), ("identity", "l2", 0.05),
@@ -50,7 +50,7 @@ def test_every_gaussian_run_has_the_attrs_contract():
 
 
 def test_ctrl_c_keeps_the_steps_computed_so_far(monkeypatch):
-    from meanfield.solvers.steppers import ScipyStepper
+    from meanfield.solvers.steppers.steppers import ScipyStepper
     step, calls = ScipyStepper.step, []
 
     def interrupted(self, u, t, h_max):

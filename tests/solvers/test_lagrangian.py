@@ -1,4 +1,4 @@
-"""Lagrangian weighted-node schemes (solvers/lagrangian.py; MATH.md §1, §2, §2.1, §2.2)."""
+"""Lagrangian weighted-node schemes (solvers/schemes/lagrangian.py; MATH.md §1, §2, §2.1, §2.2)."""
 
 import math
 
@@ -11,10 +11,10 @@ from meanfield.diagnostics import detect_clusters
 from meanfield.initial.circle import circle_density
 from meanfield.initial.sphere import sphere_density
 from meanfield.theory import dominant_mode, formation_time
-from meanfield.solvers.interaction import DirectInteraction
-from meanfield.solvers.lagrangian import CircleLagrangian, SphereLagrangian
-from meanfield.solvers.solve import solve
-from meanfield.solvers.sphere_basis import SphereBasis
+from meanfield.solvers.schemes.interaction import DirectInteraction
+from meanfield.solvers.schemes.lagrangian import CircleLagrangian, SphereLagrangian
+from meanfield.solvers.runs.solve import solve
+from meanfield.solvers.bases.sphere_basis import SphereBasis
 
 
 def log_slopes(sizes, errors):

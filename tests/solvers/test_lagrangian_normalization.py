@@ -1,4 +1,4 @@
-"""Lagrangian nodes under the normalisation schemes of MATH.md §6 (solvers/lagrangian.py)."""
+"""Lagrangian nodes under the normalisation schemes of MATH.md §6 (solvers/schemes/lagrangian.py)."""
 
 import math
 
@@ -10,13 +10,13 @@ from meanfield import InputError, Model
 from meanfield.cli import main
 from meanfield.initial.circle import circle_density
 from meanfield.normalization import Normalization
-from meanfield.solvers.interaction import DirectInteraction
+from meanfield.solvers.schemes.interaction import DirectInteraction
 from meanfield.initial.sphere import sphere_density
-from meanfield.solvers.lagrangian import CircleLagrangian, SphereLagrangian
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.runloop import run
-from meanfield.solvers.solve import solve
-from meanfield.solvers.steppers import make_stepper
+from meanfield.solvers.schemes.lagrangian import CircleLagrangian, SphereLagrangian
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.runloop import run
+from meanfield.solvers.runs.solve import solve
+from meanfield.solvers.steppers.steppers import make_stepper
 from meanfield.analysis import wasserstein1_circle
 from meanfield.fits import fit_line
 from meanfield.validation.studies.mean_field import INIT

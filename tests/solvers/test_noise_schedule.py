@@ -20,10 +20,10 @@ from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.noise_schedule import FunctionSchedule, NoiseSchedule, as_schedule
 from meanfield.plotting.run_data import theory_curves
-from meanfield.solvers.checkpoint import INITIAL, PREFIX
-from meanfield.solvers.particles import ParticleScheme
-from meanfield.solvers.run_record import RERUN_COMMAND
-from meanfield.solvers.steppers import make_stepper
+from meanfield.solvers.records.checkpoint import INITIAL, PREFIX
+from meanfield.solvers.schemes.particles import ParticleScheme
+from meanfield.solvers.records.run_record import RERUN_COMMAND
+from meanfield.solvers.steppers.steppers import make_stepper
 from meanfield.theory import critical_noise, growth_rates
 
 from .test_rerun import assert_same_run

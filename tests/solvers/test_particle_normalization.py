@@ -1,4 +1,4 @@
-"""Particles under the normalisation schemes of MATH.md §6 (meanfield.solvers.particles, meanfield.solvers.particle_run)."""
+"""Particles under the normalisation schemes of MATH.md §6 (meanfield.solvers.schemes.particles, meanfield.solvers.runs.particle_run)."""
 
 import math
 
@@ -10,9 +10,9 @@ from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.normalization import SCHEMES, Normalization
 from meanfield.settings import Attention
-from meanfield.solvers.interaction import CircleFourierInteraction, DirectInteraction
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.particles import ParticleScheme
+from meanfield.solvers.schemes.interaction import CircleFourierInteraction, DirectInteraction
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.schemes.particles import ParticleScheme
 
 N, D, BETA, R0, T = 6, 8, 3.0, 1.5, 5.0
 TAU = 1.0

@@ -10,11 +10,11 @@ from meanfield import InputError, Model
 from meanfield.sampling import TrigonometricDensity, sample_tokens, uniform_sphere
 from meanfield.settings import Attention
 from meanfield.initial.circle import circle_density
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.particles import ParticleScheme
-from meanfield.solvers.runloop import run
-from meanfield.solvers.trackers import Observer
-from meanfield.solvers.steppers import make_stepper
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.schemes.particles import ParticleScheme
+from meanfield.solvers.runs.runloop import run
+from meanfield.solvers.tracking.trackers import Observer
+from meanfield.solvers.steppers.steppers import make_stepper
 
 
 def equiangular_rhs(attention, beta, n):

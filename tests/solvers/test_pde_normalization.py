@@ -1,4 +1,4 @@
-"""The density schemes under nGPT and LN-scaling (MATH.md §6, meanfield.solvers.normalized_velocity).
+"""The density schemes under nGPT and LN-scaling (MATH.md §6, meanfield.solvers.schemes.normalized_velocity).
 
 Closed forms are written out here (not taken from the package).  About the uniform state ``P A = 0``,
 so degree ``l`` grows at ``lambda_l / s_0(t)`` with the Post-LN rate ``lambda_l`` (MATH.md §2.3):
@@ -25,9 +25,9 @@ from meanfield.errors import InputError
 from meanfield.kernels import scaled_funk_hecke, scaled_funk_hecke_beta_derivative
 from meanfield.model import Model
 from meanfield.normalization import Normalization
-from meanfield.solvers.finite_volume import CircleFiniteVolume
-from meanfield.solvers.circle import CircleSpectral
-from meanfield.solvers.zonal import ZonalGalerkin
+from meanfield.solvers.schemes.finite_volume import CircleFiniteVolume
+from meanfield.solvers.schemes.circle import CircleSpectral
+from meanfield.solvers.schemes.zonal import ZonalGalerkin
 from tests.solvers.test_restart import _frames_equal, _split
 
 BETA, ALPHA = 4.0, 1.7

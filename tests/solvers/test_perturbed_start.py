@@ -10,9 +10,9 @@ from meanfield import fourier_series
 from meanfield.geometry import sphere_area
 from meanfield.model import Model
 from meanfield.sampling import _circle_law
-from meanfield.solvers.initial_state import initial_state
-from meanfield.solvers.solve import solve
-from meanfield.solvers.solve import scheme_class
+from meanfield.solvers.runs.initial_state import initial_state
+from meanfield.solvers.runs.solve import solve
+from meanfield.solvers.runs.solve import scheme_class
 from meanfield.validation.studies.cluster_formation import crossing_time
 
 SPEC, SEED = "perturbed:1e-4", 0

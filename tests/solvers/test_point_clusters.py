@@ -1,4 +1,4 @@
-"""Finite volume with point clusters (MATH.md §5; solvers/point_clusters.py): the points' velocity, the
+"""Finite volume with point clusters (MATH.md §5; solvers/schemes/point_clusters.py): the points' velocity, the
 hand-over, mass, energy, merges against the K-point ODE, restarts, and runs before any hand-over."""
 
 import math
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from scipy.integrate import quad
 
-import meanfield.solvers.point_clusters as point_clusters
+import meanfield.solvers.schemes.point_clusters as point_clusters
 from meanfield.cluster_dynamics import as_unit_vectors, cluster_history, cluster_velocity, ring_velocity
 from meanfield.model import Model
-from meanfield.solvers.finite_volume import CircleFiniteVolume, ZonalFiniteVolume
-from meanfield.solvers.solve import solve
+from meanfield.solvers.schemes.finite_volume import CircleFiniteVolume, ZonalFiniteVolume
+from meanfield.solvers.runs.solve import solve
 
 
 # -- the velocity of grid plus points at the points -------------------------------------------------------

@@ -3,7 +3,7 @@
 Every geometry and scheme runs twice in this process and every data variable (and
 coordinate) is compared on its raw bytes, NaN positions included.  The circle schemes
 also run in two separate processes: FFTW plans are the one source of run-to-run
-differences found (``meanfield.solvers.fourier``), and a plan chosen by timing (FFTW_MEASURE)
+differences found (``meanfield.solvers.bases.fourier``), and a plan chosen by timing (FFTW_MEASURE)
 can differ between processes while a process reuses its own plans (its wisdom).
 """
 
@@ -15,8 +15,8 @@ import pytest
 import xarray as xr
 
 import meanfield
-from meanfield.solvers.fourier import FourierBasis
-from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.bases.fourier import FourierBasis
+from meanfield.solvers.runs.particle_run import simulate
 
 #: Small runs that still move: the circle fv and Lagrangian ones pass cluster formation (t ~ 10 at beta = 9).
 #: The coarse spectral grids (N = 64, L = 16) start from perturbed:1e-5: the default start's quadratic

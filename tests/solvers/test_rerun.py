@@ -1,4 +1,4 @@
-"""Every run repeats from its own file, bit for bit (issue 21 item 4; solvers/rerun.py).
+"""Every run repeats from its own file, bit for bit (issue 21 item 4; solvers/runs/rerun.py).
 
 A run started from data that cannot be typed (an array, a DataArray, a function, positions, a run file that is
 later deleted) stores the record of its start; ``meanfield.rerun`` / ``meanfield rerun`` must reproduce every
@@ -16,7 +16,7 @@ import xarray as xr
 import meanfield
 from meanfield.cli import main
 from meanfield.errors import InputError
-from meanfield.solvers.run_record import RERUN_COMMAND
+from meanfield.solvers.records.run_record import RERUN_COMMAND
 
 THETA = 2 * math.pi * np.arange(128) / 128
 BUMPY = (1 + 0.02 * np.cos(3 * THETA) + 0.01 * np.sin(5 * THETA)) / (2 * math.pi)

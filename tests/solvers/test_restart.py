@@ -1,4 +1,4 @@
-"""Exact restarts (meanfield.solvers.checkpoint): 0 -> T/2 from a file, then T/2 -> T, is 0 -> T bit for bit.
+"""Exact restarts (meanfield.solvers.records.checkpoint): 0 -> T/2 from a file, then T/2 -> T, is 0 -> T bit for bit.
 
 The half-way time is a save time of the whole run, so the run loop lands a step on it in
 both runs; everything after it (adaptive step size, collapse owner map and merged weights,
@@ -11,7 +11,7 @@ import pytest
 import meanfield
 from meanfield.errors import InputError
 from meanfield.app.storage import save_run
-from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.runs.particle_run import simulate
 
 
 def _frames_equal(whole, first, second) -> None:

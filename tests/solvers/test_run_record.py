@@ -1,4 +1,4 @@
-"""Every driver records a run through one function (meanfield.solvers.run_record.run_attrs): the PDE, the causal
+"""Every driver records a run through one function (meanfield.solvers.records.run_record.run_attrs): the PDE, the causal
 PDE, particles, the Gaussian moment ODEs and the stationary branch carry the same common attributes, and the
 branch's command repeats it."""
 
@@ -6,7 +6,7 @@ import pytest
 
 import meanfield
 from meanfield.gaussian_cases import gaussian_case
-from meanfield.solvers.run_record import loop_attrs, run_attrs
+from meanfield.solvers.records.run_record import loop_attrs, run_attrs
 
 COMMON = ("geometry", "package_version", "command", "stop_reason", "wall_time")
 STEPPED = ("t_reached", "steps", "rejected_steps")

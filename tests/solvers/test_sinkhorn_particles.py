@@ -1,4 +1,4 @@
-"""Sinkhorn attention (kernel="sinkhorn") in the R^d particle engine (meanfield.solvers.interaction).
+"""Sinkhorn attention (kernel="sinkhorn") in the R^d particle engine (meanfield.solvers.schemes.interaction).
 
 The plan ``P_ij = w_i w_j exp(beta <Q x_i, K x_j> / eps + f_i + g_j)`` has both marginals equal
 to the weights; tokens move by the conditional mean ``sum_j (P_ij / w_i) V x_j``.  For Gaussian
@@ -13,8 +13,8 @@ import pytest
 from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.settings import Attention
-from meanfield.solvers.interaction import DirectInteraction
-from meanfield.solvers.particles import ParticleScheme
+from meanfield.solvers.schemes.interaction import DirectInteraction
+from meanfield.solvers.schemes.particles import ParticleScheme
 
 D = 2
 

@@ -1,5 +1,5 @@
 """``solve()`` and ``simulate()`` take densities as arrays, DataArrays, callables and runs
-(meanfield.solvers.initial_state), and their defaults are the command line's (meanfield.defaults)."""
+(meanfield.solvers.runs.initial_state), and their defaults are the command line's (meanfield.defaults)."""
 
 import math
 
@@ -11,7 +11,7 @@ import meanfield
 from meanfield.cli import cli
 from meanfield.defaults import GEOMETRY_DEFAULTS
 from meanfield.initial.circle import von_mises
-from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.runs.particle_run import simulate
 
 RUN = {"beta": 4.0, "resolution": 64, "t_final": 1.0, "save_every": 0.5}
 

@@ -1,4 +1,4 @@
-"""The S^2 pseudo-spectral solver (solvers/sphere.py) against the theory of MATH.md §2.2–2.3."""
+"""The S^2 pseudo-spectral solver (solvers/schemes/sphere.py) against the theory of MATH.md §2.2–2.3."""
 
 import math
 
@@ -9,10 +9,10 @@ from meanfield.errors import InputError
 from meanfield.initial.sphere import direction, sphere_density, von_mises_fisher
 from meanfield.model import Model
 from meanfield.theory import critical_noise, growth_rates
-from meanfield.solvers.runloop import run
-from meanfield.solvers.sphere import SphereSpectral
-from meanfield.solvers.sphere_basis import SphereBasis
-from meanfield.solvers.steppers import make_stepper
+from meanfield.solvers.runs.runloop import run
+from meanfield.solvers.schemes.sphere import SphereSpectral
+from meanfield.solvers.bases.sphere_basis import SphereBasis
+from meanfield.solvers.steppers.steppers import make_stepper
 
 DEGREES = np.arange(1, 7)
 

@@ -5,8 +5,8 @@ import pytest
 
 from meanfield import InputError, Model
 from meanfield.initial.sphere import sphere_density
-from meanfield.solvers.sphere import SphereSpectral
-from meanfield.solvers.sphere_basis import make_sphere_basis, shtns_available
+from meanfield.solvers.schemes.sphere import SphereSpectral
+from meanfield.solvers.bases.sphere_basis import make_sphere_basis, shtns_available
 
 needs_shtns = pytest.mark.skipif(not shtns_available(), reason="optional backend shtns is not installed")
 

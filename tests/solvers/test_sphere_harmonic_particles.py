@@ -1,4 +1,4 @@
-"""S^2 tokens through spherical harmonics (issue 14 item 1): meanfield.solvers.interaction.SphereHarmonicInteraction
+"""S^2 tokens through spherical harmonics (issue 14 item 1): meanfield.solvers.schemes.interaction.SphereHarmonicInteraction
 against the direct sums, the auto choice of ParticleScheme and its refusals."""
 
 import numpy as np
@@ -9,9 +9,9 @@ from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.settings import Attention
-from meanfield.solvers.interaction import CircleFourierInteraction, DirectInteraction, SphereHarmonicInteraction
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.particles import ParticleScheme, harmonic_crossover
+from meanfield.solvers.schemes.interaction import CircleFourierInteraction, DirectInteraction, SphereHarmonicInteraction
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.schemes.particles import ParticleScheme, harmonic_crossover
 from meanfield.fits import log_log_slope
 
 
@@ -169,7 +169,7 @@ def test_continued_harmonic_run_is_exact_and_keeps_its_path():
 def test_fields_with_the_lagrangian_band_are_the_lagrangian_sums(attention, rng):
     """One implementation of the transforms can serve both: with SphereLagrangian's band and epsilon the
     harmonic fields are its right-hand side to rounding."""
-    from meanfield.solvers.lagrangian import SHT_EPSILON, SphereLagrangian
+    from meanfield.solvers.schemes.lagrangian import SHT_EPSILON, SphereLagrangian
 
     scheme = SphereLagrangian(Model(attention=attention, beta=3.0, dim=3), 12)
     state = scheme.state_from_density(1 + 0.3 * rng.random(scheme.basis.shape))
@@ -186,7 +186,7 @@ def test_whole_run_table_times_every_rhs_and_restores_the_scheme():
     """Table 8 of bench-particles: every right-hand side of the run is timed (the stepper's calls counted), the
     share outside them is a fraction of the wall time, and the scheme's rhs is the original afterwards."""
     import meanfield.validation.benchmarks.particles as bench
-    from meanfield.solvers.particles import ParticleScheme
+    from meanfield.solvers.schemes.particles import ParticleScheme
 
     original = ParticleScheme.rhs
     row = bench.whole_run_row("small", dict(dim=3, n=400, beta=4.0, t_final=0.5, save_every=0.25))

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.solve import solve
 
 
 @pytest.mark.parametrize("attention, t_final", [("sa", 1.0), ("usa", 0.05)])

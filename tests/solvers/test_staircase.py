@@ -9,11 +9,11 @@ from scipy.integrate import quad
 
 from meanfield.cluster_dynamics import cluster_history, plateau_estimate, point_energy
 from meanfield.errors import InputError
-from meanfield.solvers.clusters import DEFAULT_COLLAPSE_TOL, frame_clusters
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.runloop import log_save_times
-from meanfield.solvers.solve import solve
-from meanfield.solvers.steppers import make_stepper
+from meanfield.solvers.tracking.clusters import DEFAULT_COLLAPSE_TOL, frame_clusters
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.runloop import log_save_times
+from meanfield.solvers.runs.solve import solve
+from meanfield.solvers.steppers.steppers import make_stepper
 
 
 def pair_merge_time(d0, m_a, m_b, beta, attention, merge_distance=1e-3):
@@ -177,7 +177,7 @@ def test_collapse_and_log_saving_refuse_bad_values():
 
 
 def test_massless_nodes_merge_without_nan():
-    from meanfield.solvers.clusters import NodeCollapse
+    from meanfield.solvers.tracking.clusters import NodeCollapse
     points = np.array([[1.0, 0.0, 0.0], [1.0, 1e-15, 0.0], [0.0, 1.0, 0.0]])
     points /= np.linalg.norm(points, axis=1, keepdims=True)
     merged, weights = NodeCollapse(3, DEFAULT_COLLAPSE_TOL).collapse_points(points, np.array([0.0, 0.0, 1.0]))

@@ -8,8 +8,8 @@ import pytest
 from meanfield.cli import main
 from meanfield.errors import InputError
 from meanfield.model import Model
-from meanfield.solvers.branch import bessel_root, curvature, stationary_branch, tricritical_beta
-from meanfield.solvers.stationary import (StationaryProblem, SymmetricBasis, fixed_nu, linearised_spectrum, newton,
+from meanfield.solvers.stationary.branch import bessel_root, curvature, stationary_branch, tricritical_beta
+from meanfield.solvers.stationary.stationary import (StationaryProblem, SymmetricBasis, fixed_nu, linearised_spectrum, newton,
                                           uniform_rates)
 from meanfield.theory import critical_noise
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from meanfield.solvers.steppers import STEPPERS, make_stepper, phi_functions
+from meanfield.solvers.steppers.steppers import STEPPERS, make_stepper, phi_functions
 
 
 class Bernoulli:

@@ -1,14 +1,14 @@
-"""Trackers in the one run loop (meanfield.solvers.trackers): when they are called and what they record or stop."""
+"""Trackers in the one run loop (meanfield.solvers.tracking.trackers): when they are called and what they record or stop."""
 
 import numpy as np
 import pytest
 
 from meanfield.diagnostics import empirical_coefficients
 from meanfield.model import Model
-from meanfield.solvers.circle import CircleSpectral
-from meanfield.solvers.runloop import run
-from meanfield.solvers.steppers import make_stepper
-from meanfield.solvers.trackers import STATIONARY, ModeAmplitudes, Observer, SteadyState, Tracker
+from meanfield.solvers.schemes.circle import CircleSpectral
+from meanfield.solvers.runs.runloop import run
+from meanfield.solvers.steppers.steppers import make_stepper
+from meanfield.solvers.tracking.trackers import STATIONARY, ModeAmplitudes, Observer, SteadyState, Tracker
 
 
 class Counting(Tracker):
@@ -85,7 +85,7 @@ def test_steady_state_stops_a_run_once_the_order_parameter_settles():
 
 
 def test_observer_and_mode_amplitudes_add_to_every_frame():
-    from meanfield.solvers.particles import ParticleScheme
+    from meanfield.solvers.schemes.particles import ParticleScheme
     scheme = ParticleScheme(Model(beta=2.0, dim=2), 16, seed=0)
     angles = np.linspace(0, 2 * np.pi, 16, endpoint=False) + 0.01 * np.arange(16)
     x = np.stack([np.cos(angles), np.sin(angles)], axis=-1)[None]
@@ -104,7 +104,7 @@ def test_an_observer_alone_records_only_what_it_observes():
     """``Observer`` with ``scheme_frames=False`` (what replaces ``ParticleScheme(observe=...)``): frames hold
     the observed numbers only, the same bits as computed from a run that keeps the scheme's frames."""
     from meanfield.settings import Attention
-    from meanfield.solvers.particles import ParticleScheme
+    from meanfield.solvers.schemes.particles import ParticleScheme
     x = np.random.default_rng(3).standard_normal((1, 24, 3))
     x /= np.linalg.norm(x, axis=-1, keepdims=True)
     fraction = lambda y: {"near": float(np.mean(np.einsum("bnd,bmd->bnm", y, y) > 0.9))}

@@ -12,11 +12,11 @@ from meanfield.initial.zonal import von_mises_fisher, zonal_density
 from meanfield.model import Model
 from meanfield.app.storage import build_run_dataset, save_run
 from meanfield.theory import critical_noise, growth_rates
-from meanfield.solvers.runloop import run
-from meanfield.solvers.steppers import make_stepper
+from meanfield.solvers.runs.runloop import run
+from meanfield.solvers.steppers.steppers import make_stepper
 from meanfield.gegenbauer import normalised_gegenbauer
-from meanfield.solvers.zonal import ZonalGalerkin
-from meanfield.solvers.zonal_basis import ZonalBasis
+from meanfield.solvers.schemes.zonal import ZonalGalerkin
+from meanfield.solvers.bases.zonal_basis import ZonalBasis
 
 MODES = np.arange(1, 7)
 

@@ -17,8 +17,8 @@ import math
 import numpy as np
 import pytest
 
-import meanfield.solvers.point_clusters as point_clusters
-from meanfield.solvers.solve import solve
+import meanfield.solvers.schemes.point_clusters as point_clusters
+from meanfield.solvers.runs.solve import solve
 from meanfield.validation.studies import fv_staircase
 from meanfield.validation.studies.fv_staircase import fv_staircase_claims
 from meanfield.validation.registry import STUDIES

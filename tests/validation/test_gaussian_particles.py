@@ -7,7 +7,7 @@ from meanfield.errors import InputError
 from meanfield.gaussian import velocity_field
 from meanfield.model import Model
 from meanfield.settings import Attention
-from meanfield.solvers.particles import ParticleScheme
+from meanfield.solvers.schemes.particles import ParticleScheme
 from meanfield.validation.studies.gaussian import FULL, KIND_SETTINGS, format_table, rms_slope, run_study, slopes, study_tasks
 
 D = 2

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from meanfield.initial.sphere import sphere_density, unit_vectors
-from meanfield.solvers.sphere_basis import make_sphere_basis
+from meanfield.solvers.bases.sphere_basis import make_sphere_basis
 from meanfield.analysis import iid_mean_square, negative_sobolev_norm, point_mass_norm
 from meanfield.analysis import sphere_point_coefficients as empirical_coefficients
 from meanfield.validation.studies.mean_field_sphere import INIT, format_table, run_study, series_function

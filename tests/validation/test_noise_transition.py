@@ -7,7 +7,7 @@ import pytest
 
 from meanfield.model import Model
 from meanfield.theory import critical_noise
-from meanfield.solvers.stationary import circle_stationary_near
+from meanfield.solvers.stationary.stationary import circle_stationary_near
 from meanfield.validation.studies.noise_transition import QUICK, fixed_point, format_table, plot_study, run_study
 
 
@@ -25,7 +25,7 @@ def test_quick_sweep_has_the_transition_at_nu_c(tmp_path, monkeypatch):
 
 
 def test_the_fixed_point_is_the_stationary_solver_s_nearest_state_at_the_frame_s_angles():
-    """One stationary solver (meanfield.solvers.stationary): from a cluster turned away from 0 it finds the state at the
+    """One stationary solver (meanfield.solvers.stationary.stationary): from a cluster turned away from 0 it finds the state at the
     cluster's own angle, of mass 1, solving its equation to 1e-12; the uniform density is its own fixed point."""
     model = Model("sa", 2.0, 0.5 * critical_noise(Model("sa", 2.0, 0.0, 2)), 2)
     n = 64

@@ -8,10 +8,10 @@ from scipy.integrate import solve_ivp
 
 from meanfield import InputError, Model
 from meanfield.sampling import uniform_sphere
-from meanfield.solvers.particles import ParticleScheme
-from meanfield.solvers.runloop import run
-from meanfield.solvers.trackers import Observer
-from meanfield.solvers.steppers import make_stepper
+from meanfield.solvers.schemes.particles import ParticleScheme
+from meanfield.solvers.runs.runloop import run
+from meanfield.solvers.tracking.trackers import Observer
+from meanfield.solvers.steppers.steppers import make_stepper
 from meanfield.validation.studies.phase_diagram import QUICK, clustered_fraction, equiangular_time, run_sweep, span_coordinates
 
 SYNC = "synchronous"

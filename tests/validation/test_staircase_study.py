@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.solve import solve
 from meanfield.validation.studies.staircase import analyse, fitted_slopes, plot_study, slope_against_estimate
 
 

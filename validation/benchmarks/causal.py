@@ -3,7 +3,7 @@
 This is a measurement, not a test: it prints times and ratios and asserts nothing about speed.
 
 * **Kinetic PDE.**  One right-hand side of the causal kinetic PDE on ``N_S`` positions
-  (:class:`meanfield.solvers.causal.CausalKinetic`) against ``N_S`` right-hand sides of the ordinary scheme of the
+  (:class:`meanfield.solvers.schemes.causal.CausalKinetic`) against ``N_S`` right-hand sides of the ordinary scheme of the
   same resolution, on the same slices, timed in the same process (``ratio = causal / (N_S x ordinary)``; the
   issue's target is at most 1.5).  Both run the compiled circle kernel where it is built; the causal one adds
   the positional average (cumulative sums over the positions) and one loop over the slices.
@@ -23,9 +23,9 @@ import time
 import numpy as np
 
 from meanfield.model import Model
-from meanfield.solvers.causal import CausalKinetic
-from meanfield.solvers.circle import CircleSpectral
-from meanfield.solvers.sphere import SphereSpectral
+from meanfield.solvers.schemes.causal import CausalKinetic
+from meanfield.solvers.schemes.circle import CircleSpectral
+from meanfield.solvers.schemes.sphere import SphereSpectral
 from meanfield.app.threads import add_threads_argument, apply_threads_argument, header
 
 from ..harness import best_times, column_table

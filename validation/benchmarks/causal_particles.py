@@ -3,8 +3,8 @@
 A measurement, not a test: it asserts nothing about speed.  One right-hand side of
 ``ParticleScheme(Model("sa", 9, dim=2), n, mask=Mask("causal", 1))`` (``Q = K = V = I``, tokens i.i.d. uniform on
 the circle, seeded) on the ``O(n M)`` path of decaying prefix sums
-(:class:`meanfield.solvers.causal_interaction.CausalCircleInteraction`) and, up to :data:`DIRECT_MAX` tokens, on the
-masked ``O(n^2)`` direct sum (:class:`meanfield.solvers.causal_interaction.CausalDirectInteraction`), both on one core
+(:class:`meanfield.solvers.schemes.causal_interaction.CausalCircleInteraction`) and, up to :data:`DIRECT_MAX` tokens, on the
+masked ``O(n^2)`` direct sum (:class:`meanfield.solvers.schemes.causal_interaction.CausalDirectInteraction`), both on one core
 (BLAS limited to 1 thread through threadpoolctl, :func:`meanfield.app.threads.use_threads`).  Timings as in
 :mod:`meanfield.validation.benchmarks.particles` (:func:`~meanfield.validation.benchmarks.particles.timing_for`: best of
 several interleaved runs at small ``n``, one call each at large ``n``).  Each row also gives the largest difference
@@ -20,7 +20,7 @@ import numpy as np
 
 from meanfield.model import Model
 from meanfield.settings import Attention, Mask
-from meanfield.solvers.particles import ParticleScheme
+from meanfield.solvers.schemes.particles import ParticleScheme
 from meanfield.app.threads import use_threads
 from meanfield.validation.benchmarks.particles import time_calls, timing_for
 

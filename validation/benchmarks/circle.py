@@ -3,7 +3,7 @@
 This is a measurement, not a test: it prints ratios and asserts nothing about speed.
 
 1. **Right-hand side vs its transforms.**  One ``CircleSpectral.rhs`` call does three
-   syntheses and one analysis (``solvers/circle.py``).  Its cost is divided by the
+   syntheses and one analysis (``solvers/schemes/circle.py``).  Its cost is divided by the
    cost of exactly those four transforms, run through the basis's own FFTW objects
    on the buffers the right-hand side just filled.  A ratio close to 1 means the
    right-hand side costs little beyond its transforms; a large ratio means time goes
@@ -12,7 +12,7 @@ This is a measurement, not a test: it prints ratios and asserts nothing about sp
    SA and USA: USA does two syntheses and no division, and is compared both with the
    same four-transform baseline (``ratio_usa``, the issue's measure) and with its own
    three transforms (``ratio_usa_own``).  The pointwise work runs in the compiled kernel of
-   :mod:`meanfield.solvers.circle_kernel` where it is built (the header says which path ``rhs_us`` took);
+   :mod:`meanfield.solvers.schemes.circle_kernel` where it is built (the header says which path ``rhs_us`` took);
    ``ratio_sa_numpy`` times the numpy path of the same scheme (same bits) for comparison.
 2. **Spectral vs direct convolution.**  ``K*rho`` the way the scheme computes it
    (coefficients times ``scheme.conv``, then one synthesis) against the direct
@@ -25,7 +25,7 @@ This is a measurement, not a test: it prints ratios and asserts nothing about sp
    direct one to about 1e-13 relative; the largest pointwise relative difference
    is printed.  The direct method is skipped above ``DIRECT_MAX`` points.
 3. **Reproducible vs timed FFTW plans.**  The package plans FFTW with FFTW_ESTIMATE so
-   that runs repeat bit for bit (``solvers/fourier.py``); FFTW_MEASURE, which times
+   that runs repeat bit for bit (``solvers/bases/fourier.py``); FFTW_MEASURE, which times
    candidate algorithms, was used before.  At ``N`` in :data:`PLANNING_SIZES` the SA
    right-hand side and the bare transform pair (one analysis, a copy of the ``N/2 + 1``
    coefficients, one synthesis) are timed with both kinds of plan in this process
@@ -63,8 +63,9 @@ import numpy as np  # noqa: E402
 
 from meanfield.model import Model  # noqa: E402
 from meanfield.app.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
-from meanfield.solvers import circle_kernel, fourier  # noqa: E402
-from meanfield.solvers.circle import CircleSpectral  # noqa: E402
+from meanfield.solvers.schemes import circle_kernel  # noqa: E402
+from meanfield.solvers.bases import fourier
+from meanfield.solvers.schemes.circle import CircleSpectral  # noqa: E402
 
 from meanfield.fits import log_log_slope  # noqa: E402
 
@@ -280,7 +281,7 @@ def _planning_rows(n: int, beta: float, timing: dict) -> dict:
     """SA right-hand side and bare transform pair with FFTW_MEASURE vs FFTW_ESTIMATE plans.
 
     Two schemes that differ only in their basis's plans; the ESTIMATE ones are planned first
-    (each plan sets the process's wisdom aside anyway, see :mod:`meanfield.solvers.fourier`).  The
+    (each plan sets the process's wisdom aside anyway, see :mod:`meanfield.solvers.bases.fourier`).  The
     planning time is that of a separate basis of the scheme's (three synthesis slots).
     """
     bases, plan_seconds, schemes = {}, {}, {}

@@ -5,14 +5,14 @@ A measurement, not a test: it prints ratios and asserts nothing about speed.
 1. **Finite volume vs its transforms.**  One ``CircleFiniteVolume.rhs`` (SA) does one analysis (the
    cell averages' DFT) and two syntheses at the faces (numerator and denominator of the
    velocity), then the positivity-cut reconstruction and the upwind fluxes (one compiled call where
-   :mod:`meanfield.solvers.fv_kernel` is built; the header says which).  Its cost is divided by the
+   :mod:`meanfield.solvers.schemes.fv_kernel` is built; the header says which).  Its cost is divided by the
    cost of those three transforms through the scheme's own FFTW objects (``ratio_transforms``), and
    by the pseudo-spectral right-hand side at the same ``N`` (``ratio_spectral``).  Issue 34 asks
    ``<= 3`` at ``N = 1024`` and ``<= 2`` at 4096 (measured 1.63 and 1.70; 8.4 and 5.6 before the
    compiled call).
 2. **Lagrangian band-limited sums vs the direct pair sum.**  ``CircleLagrangian.rhs`` evaluates the
    velocity of ``N`` weighted nodes by ``M(beta)``-mode sums (``O(N M)``); the baseline is the
-   ``O(N^2)`` weighted pair sum of :class:`meanfield.solvers.interaction.DirectInteraction` on the same nodes
+   ``O(N^2)`` weighted pair sum of :class:`meanfield.solvers.schemes.interaction.DirectInteraction` on the same nodes
    (skipped above ``DIRECT_MAX``).  ``speedup = direct / band-limited``; ``max_rel_diff`` is their
    largest relative difference.
 3. **The whole staircase.**  The README case (SA, beta = 9, ``perturbed:1e-4``, seed 0, to ``t = 1e9`` with 20
@@ -33,10 +33,10 @@ import numpy as np  # noqa: E402
 from meanfield.initial.circle import circle_density  # noqa: E402
 from meanfield.app.threads import add_threads_argument, apply_threads_argument, header  # noqa: E402
 from meanfield.model import Model  # noqa: E402
-from meanfield.solvers.circle import CircleSpectral  # noqa: E402
-from meanfield.solvers.finite_volume import CircleFiniteVolume  # noqa: E402
-from meanfield.solvers.interaction import DirectInteraction  # noqa: E402
-from meanfield.solvers.lagrangian import CircleLagrangian  # noqa: E402
+from meanfield.solvers.schemes.circle import CircleSpectral  # noqa: E402
+from meanfield.solvers.schemes.finite_volume import CircleFiniteVolume  # noqa: E402
+from meanfield.solvers.schemes.interaction import DirectInteraction  # noqa: E402
+from meanfield.solvers.schemes.lagrangian import CircleLagrangian  # noqa: E402
 
 from ..harness import best_times, column_table  # noqa: E402
 
@@ -94,7 +94,7 @@ def lagrangian_row(n: int, beta: float, target: float) -> dict:
 
 def staircase_walls(resolution: int = 512) -> dict:
     """Seconds of the README staircase with each scheme (the faster of two runs; module docstring, item 3)."""
-    from meanfield.solvers.solve import solve
+    from meanfield.solvers.runs.solve import solve
 
     case = dict(beta=9.0, seed=0, init="perturbed:1e-4", t_final=1e9, save_log=20, resolution=resolution)
     walls = {}
@@ -125,7 +125,7 @@ def main(argv=None) -> None:
     print(f"finite-volume and Lagrangian circle schemes, SA, beta = {args.beta:g} (µs per call)")
     print(header())
     print(f"finite-volume right-hand side: {CircleFiniteVolume(Model('sa', args.beta, 0.0, 2), 64).pointwise_kernel} "
-          f"(solvers/fv_kernel.py)")
+          f"(solvers/schemes/fv_kernel.py)")
     print(column_table(rows, COLUMNS))
     walls = staircase_walls()
     print(f"README staircase (512 cells / nodes, t = 1e9): fv {walls['fv']:.2f} s, Lagrangian "

@@ -36,8 +36,8 @@ from meanfield.circle_clusters import AVAILABLE as COMPILED_COUNT
 from meanfield.cluster_detection import clusters_of_atoms, clusters_of_density
 from meanfield.model import Model
 from meanfield.app.threads import add_threads_argument, apply_threads_argument, header
-from meanfield.solvers.finite_volume import CircleFiniteVolume
-from meanfield.solvers.particles import ParticleScheme
+from meanfield.solvers.schemes.finite_volume import CircleFiniteVolume
+from meanfield.solvers.schemes.particles import ParticleScheme
 
 from ..harness import best_times, column_table
 

@@ -2,9 +2,9 @@
 
 A measurement, not a test: each case runs twice in this process, with the default 101 frames and with 2 (the start
 and the end), at the same ``rtol``, and prints the ratio of their walls (best of ``REPEATS``) and of their steps.
-Since frames come from dopri5's dense output (:mod:`meanfield.solvers.runloop`) the steps are the same; what is
+Since frames come from dopri5's dense output (:mod:`meanfield.solvers.runs.runloop`) the steps are the same; what is
 left is the work per frame: the scheme's record, and the cluster count of every frame
-(:mod:`meanfield.solvers.clusters`: about 1.2 ms at n = 2000 tokens on S^2, two and a half right-hand sides of the
+(:mod:`meanfield.solvers.tracking.clusters`: about 1.2 ms at n = 2000 tokens on S^2, two and a half right-hand sides of the
 harmonic path there; 50 us on the circle at N = 256, where a whole 41-step run takes 12 ms; and the point-cluster
 energy's grouping once the tokens have gathered, 5 ms at n = 2000).  The target is ``<= 1.3``; measured on 2 idle
 cores: 1.08 (circle N = 1024, the README case), 1.30 (S^2, n = 8000), 1.70 (n = 2000) and 1.77 (circle N = 256):
@@ -33,8 +33,8 @@ CASES = {
 
 def timed(kind: str, settings: dict, frames: int, repeats: int) -> tuple[float, int, str]:
     """``(best wall, steps, stop reason)`` of the case saved ``frames`` times after its start."""
-    from meanfield.solvers.particle_run import simulate
-    from meanfield.solvers.solve import solve
+    from meanfield.solvers.runs.particle_run import simulate
+    from meanfield.solvers.runs.solve import solve
 
     settings = dict(settings, save_every=settings["t_final"] / frames)
     walls = []

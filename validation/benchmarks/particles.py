@@ -24,14 +24,14 @@ Tokens are uniform on the sphere (seeded), one system (``B = 1``), uniform weigh
    ``beta = 4`` and ``16``: speedup and the same relative difference as above
    (``CIRCLE_SIZES``: without 16000, to keep the run short).
 4. **Block size.**  The SA right-hand side of table 1 at ``BLOCK_N`` tokens for several
-   ``block_bytes`` (``DEFAULT_BLOCK_BYTES`` of ``solvers/interaction.py`` first); the
+   ``block_bytes`` (``DEFAULT_BLOCK_BYTES`` of ``solvers/schemes/interaction.py`` first); the
    speedup is relative to the default, and ``ratio_to_floor`` divides by the GEMM + exp
    of table 1 done in small row blocks through one reused buffer (the in-cache floor,
    cheaper than table 1's memory-bound ``n x n`` baseline).
 
 5. **Normalisation schemes** (MATH.md §6): every scheme's SA right-hand side (direct path) against Post-LN's.
 6. **S^2: spherical-harmonic path vs direct** .  ``ParticleScheme(Model("sa", 4, dim=3), n,
-   Attention("sa", interaction="harmonic"))`` (:class:`meanfield.solvers.interaction.SphereHarmonicInteraction`,
+   Attention("sa", interaction="harmonic"))`` (:class:`meanfield.solvers.schemes.interaction.SphereHarmonicInteraction`,
    accuracy 1e-12, ducc0 on one thread) at ``n = 1e3 .. 1e6`` (quick: to 1e5): time per right-hand side, speedup
    over the direct path and the largest relative difference (as in table 2).  The direct path is timed up to
    :data:`DIRECT_MAX` tokens; beyond, its time is extrapolated as ``n^2`` from the largest measured size
@@ -72,8 +72,8 @@ from meanfield.model import Model  # noqa: E402
 from meanfield.normalization import SCHEMES, Normalization  # noqa: E402
 from meanfield.settings import Attention  # noqa: E402
 from meanfield.app.threads import add_threads_argument, apply_threads_argument, header, one_vs_all  # noqa: E402
-from meanfield.solvers.interaction import DEFAULT_BLOCK_BYTES, SPHERE_ACCURACY  # noqa: E402
-from meanfield.solvers.particles import ParticleScheme  # noqa: E402
+from meanfield.solvers.schemes.interaction import DEFAULT_BLOCK_BYTES, SPHERE_ACCURACY  # noqa: E402
+from meanfield.solvers.schemes.particles import ParticleScheme  # noqa: E402
 
 from meanfield.fits import log_log_slope  # noqa: E402
 
@@ -460,7 +460,7 @@ TARGET_BARE_RATIO = 1.15
 def whole_run_row(label: str, settings: dict) -> dict:
     """One particle run (uniform tokens, seeded) with every right-hand side timed: the share of the wall time
     spent outside them (sampling, steps' arithmetic, collapse and merge checks, cluster counts, frames)."""
-    from meanfield.solvers.particle_run import simulate
+    from meanfield.solvers.runs.particle_run import simulate
 
     spent = {"seconds": 0.0, "calls": 0, "fastest": math.inf}
     original = ParticleScheme.rhs

@@ -2,7 +2,7 @@
 
 This is a measurement, not a test: it prints times and ratios and asserts nothing about speed.
 
-One ``SphereSpectral.rhs`` call (``solvers/sphere.py``) does, on the dealiased
+One ``SphereSpectral.rhs`` call (``solvers/schemes/sphere.py``) does, on the dealiased
 Gauss–Legendre grid of ``SphereBasis(lmax)``: a spin-0 synthesis of ``rho``, a spin-1
 synthesis of the velocity potential's gradient, (SA only) a spin-0 synthesis of
 ``K*rho``, and one spin-1 analysis of the flux.  Its cost is divided by the cost of
@@ -24,8 +24,8 @@ import time
 from meanfield.initial.sphere import sphere_density
 from meanfield.model import Model
 from meanfield.app.threads import add_threads_argument, apply_threads_argument, header, one_vs_all
-from meanfield.solvers.sphere import SphereSpectral
-from meanfield.solvers.sphere_basis import shtns_available
+from meanfield.solvers.schemes.sphere import SphereSpectral
+from meanfield.solvers.bases.sphere_basis import shtns_available
 
 from ..harness import best_times, column_table
 

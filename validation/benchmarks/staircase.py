@@ -22,8 +22,8 @@ import argparse
 import time
 
 from meanfield.app.threads import add_threads_argument, apply_threads_argument, header, one_vs_all
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.solve import solve
 
 from ..harness import column_table
 

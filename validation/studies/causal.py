@@ -40,7 +40,7 @@ from meanfield.analysis import wasserstein1_circle
 from meanfield.causal_theory import end_slope, evolve_mode, lost_in_the_middle, mode_rates, profile_weights, t_crit
 from meanfield.model import Model
 from meanfield.plotting.style import outside_legend
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.solve import solve
 from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.fits import log_log_slope
 
@@ -158,7 +158,7 @@ def mean_field_density(kappa: float):
 
 def mean_field_errors(sizes, seeds: int, positions: int) -> tuple[np.ndarray, xr.Dataset]:
     """``W1`` per window between causal particles and the kinetic PDE at ``t_final`` (shape (n, seed, window))."""
-    from meanfield.solvers.particle_run import simulate as simulate_particles
+    from meanfield.solvers.runs.particle_run import simulate as simulate_particles
 
     p = MEAN_FIELD
     pde = solve("circle", beta=p["beta"], resolution=256, mask="causal", alibi=p["alibi"], positions=positions,
@@ -384,7 +384,7 @@ def causal_clustering(n: int, beta: float, seed: int = 1, metastable_t: float = 
     ``beta`` (token 1's drift, the cluster count per frame, the centres of the last frame) and the consensus run at
     :data:`CONSENSUS` ``beta`` (every token's final distance to token 1)."""
     from meanfield.cluster_detection import clusters_in_frame
-    from meanfield.solvers.particle_run import simulate as simulate_particles
+    from meanfield.solvers.runs.particle_run import simulate as simulate_particles
 
     runs = {}
     for name, b, t_final in (("metastable", beta, metastable_t), ("consensus", CONSENSUS["beta"], consensus_t)):

@@ -2,7 +2,7 @@
 cluster-events``.
 
 Two cases, each run by several schemes; every run records its clusters' ids and events
-(:class:`meanfield.solvers.clusters.ClusterTracker`: formation and merge times located on the stepper's dense output).
+(:class:`meanfield.solvers.tracking.clusters.ClusterTracker`: formation and merge times located on the stepper's dense output).
 
 1. **Three bumps**: von Mises bumps of weights 0.5 / 0.3 / 0.2, kappa 8 / 12 / 6 at 0.5 / 2.6 / 4.4 rad
    on a 0.05 background, SA, beta = 6, to t = 300 every 15: spectral (until it stops), finite volumes and Lagrangian
@@ -28,7 +28,7 @@ finite volumes         N = 1024 / 2048     407.36 / 407.43      1408.83 / 1410.5
 quadrature particles   n = 8192 / 16384    407.69 / 407.24      1410.34 / 1411.55
 =====================  ==================  ===================  ==================
 
-(finite volumes with the step that resolves the growth, solvers/finite_volume.py), so the second merge lies
+(finite volumes with the step that resolves the growth, solvers/schemes/finite_volume.py), so the second merge lies
 near 1411.5 +- 1, half a time unit from the saved frame t = 10^(63/20) = 1412.5: at
 smaller sizes two schemes' times of it straddle that frame (Lagrangian M = 4096 with fv N = 1024 did), and the
 frame is counted by each scheme at its own side of the merge.  The full sizes (fv N = 2048, M = 8192,
@@ -50,8 +50,8 @@ from scipy.special import i0e
 
 from meanfield.cluster_lineage import COUNT_CHANGE
 from meanfield.app.storage import save_run
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.solve import solve
 
 from ..claims import Check, below, equal
 from ..harness import progress_bar, save_figure, study_main, write_dataset

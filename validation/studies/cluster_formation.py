@@ -53,7 +53,7 @@ from meanfield.model import Model
 from meanfield.plotting.style import legend_below
 from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.theory import dominant_mode, formation_time, growth_rates
-from meanfield.solvers.particle_run import simulate
+from meanfield.solvers.runs.particle_run import simulate
 from meanfield.fits import fit_line
 
 from ..claims import Check, fraction, within_errors

@@ -25,7 +25,7 @@ import xarray as xr
 
 from meanfield.formation_count import PATTERNS, count_at_formation, count_distribution, linear_count
 from meanfield.model import Model
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.solve import solve
 
 from ..claims import Check, above
 from ..harness import progress_bar, save_figure, study_main, write_dataset

@@ -4,7 +4,7 @@ Lagrangian scheme (MATH.md §5): ``meanfield validate fv-staircase``.
 Circle, SA, one ``beta``, ``perturbed:EPS`` (seed 0: the same function at every resolution, MATH.md
 §2.4), four runs to ``t_final`` on a log time axis: finite volume at ``N/2`` and ``N`` cells and
 Lagrangian nodes at ``M`` and ``2M``.  Without noise a collapsed fv cluster is handed over to a weighted
-point that moves with grid plus points (:mod:`meanfield.solvers.point_clusters`); before that fix the clusters
+point that moves with grid plus points (:mod:`meanfield.solvers.schemes.point_clusters`); before that fix the clusters
 stayed pinned to their cells and never merged.  What is measured (the claims are
 :func:`fv_staircase_claims`, below):
 
@@ -46,8 +46,8 @@ from meanfield.model import Model
 from meanfield.plotting.style import legend_below
 from meanfield.app.storage import save_run
 from meanfield.theory import dominant_mode
-from meanfield.solvers.clusters import MIN_CLUSTER_MASS, frame_clusters, link_groups, merge_points
-from meanfield.solvers.solve import solve
+from meanfield.solvers.tracking.clusters import MIN_CLUSTER_MASS, frame_clusters, link_groups, merge_points
+from meanfield.solvers.runs.solve import solve
 
 from ..claims import EPSILON, Check, at_most, below, close, equal
 from . import staircase
@@ -76,7 +76,7 @@ RUNS = (("fv N/2", "fv", "half"), ("fv N", "fv", "full"), ("lagrangian M", "lagr
 # --------------------------------------------------------------------------------------------- reading runs
 def point_clusters(run: xr.Dataset, index: int) -> tuple[np.ndarray, np.ndarray]:
     """Angles in ``[0, 2 pi)`` and masses of an fv run's point clusters in frame ``index``: its points grouped at
-    the bookkeeping's ``MERGE_DISTANCE``, groups of mass >= ``MIN_CLUSTER_MASS`` (:mod:`meanfield.solvers.clusters`)."""
+    the bookkeeping's ``MERGE_DISTANCE``, groups of mass >= ``MIN_CLUSTER_MASS`` (:mod:`meanfield.solvers.tracking.clusters`)."""
     angles, masses = run["point_position"].values[index], run["point_mass"].values[index]
     used = np.isfinite(angles) & np.isfinite(masses)
     if not used.any():
@@ -89,7 +89,7 @@ def point_clusters(run: xr.Dataset, index: int) -> tuple[np.ndarray, np.ndarray]
 
 
 def lagrangian_clusters(run: xr.Dataset, index: int) -> tuple[np.ndarray, np.ndarray]:
-    """Angles and masses of a Lagrangian run's clusters in frame ``index`` (:func:`meanfield.solvers.clusters.frame_clusters`)."""
+    """Angles and masses of a Lagrangian run's clusters in frame ``index`` (:func:`meanfield.solvers.tracking.clusters.frame_clusters`)."""
     centres, masses = frame_clusters(run, index)
     return np.mod(np.arctan2(centres[:, 1], centres[:, 0]), 2 * math.pi), masses
 
@@ -209,7 +209,7 @@ def run_study(quick: bool = False, out_dir="fv-staircase-study", seed: int = 0,
 def build_table(runs: dict, beta: float, eps: float) -> xr.Dataset:
     """The table of four runs keyed by the labels of :data:`RUNS` (:func:`analyse` each; the settings the claims
     read, among them the point stepper's ``POINT_STEP`` in force, as attributes)."""
-    import meanfield.solvers.point_clusters as point_clusters_module
+    import meanfield.solvers.schemes.point_clusters as point_clusters_module
 
     k = dominant_mode(Model("sa", beta, 0.0, 2))
     rows = [analyse(runs[label], beta, k) for label, _, _ in RUNS]
@@ -343,7 +343,7 @@ def fv_staircase_claims(table) -> list[Check]:
                       n * EPSILON,
                       source="round-off: without noise every cluster collapses to a point (MATH.md §5); the fv hands "
                              "each over once it is about a cell wide and sweeps the last 1e-6 of the mass to the "
-                             "points (solvers/point_clusters.py), after which the grid holds exactly 0: the total "
+                             "points (solvers/schemes/point_clusters.py), after which the grid holds exactly 0: the total "
                              "less the points' masses is a sum of N cells rounded to N eps")]
     kpoint_counts, run_counts, errors = [], [], []
     for label in fv_runs:

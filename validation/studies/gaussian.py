@@ -5,7 +5,7 @@ For each attention kind (``softmax``; ``l2``; ``multihead`` = two softmax heads;
 dimension ``d`` and a few seeded random ``(V, Q, K)`` (entries ``N(0, 1/d) * MATRIX_SCALE``,
 ``Q, K`` of shape ``(d + 1) x d`` so the rectangular path is exercised), ``n`` tokens are
 sampled i.i.d. from ``N(alpha, Sigma)`` (``alpha``, ``Sigma`` drawn with the matrices),
-evolved to ``T_FINAL`` with the R^d particle engine (:class:`meanfield.solvers.particles.ParticleScheme`,
+evolved to ``T_FINAL`` with the R^d particle engine (:class:`meanfield.solvers.schemes.particles.ParticleScheme`,
 ``sphere=False``, SA normalisation, ``beta = 1``; dopri5 at ``PARTICLE_RTOL[kind]``; the seeds of
 one ``(draw, n)`` run as one batch, one task), and the particles' mean and covariance (of the empirical
 measure, ``ddof = 0``) at ``T_FINAL`` are compared with the moment ODEs
@@ -55,9 +55,9 @@ from meanfield.gaussian import solve as solve_moments
 from meanfield.model import Model
 from meanfield.settings import Attention
 from meanfield.app.storage import netcdf_safe, package_version
-from meanfield.solvers.particles import ParticleScheme
-from meanfield.solvers.runloop import run
-from meanfield.solvers.steppers import make_stepper
+from meanfield.solvers.schemes.particles import ParticleScheme
+from meanfield.solvers.runs.runloop import run
+from meanfield.solvers.steppers.steppers import make_stepper
 from meanfield.plotting.style import legend_below
 from ..claims import Check, below, within_errors
 from ..harness import progress_bar, save_figure, study_main, write_dataset

@@ -10,7 +10,7 @@ What the fit can be off by (``tolerance``, relative, per case and mode; MATH.md 
 * dopri5's step error: a step ``h <= T / FRAMES`` (the run's ``dt_max``) multiplies the mode by ``R(h mu)``
   instead of ``exp(h mu)`` (``mu`` the noise-free rate; the noise is treated exactly), a rate error
   ``|mu (log R(z) / z - 1)|``, ``z = mu T / FRAMES`` (:func:`step_error`), about ``z^5 / 3600``;
-* the frames' interpolation: a frame inside a step is dopri5's dense output (:mod:`meanfield.solvers.runloop`),
+* the frames' interpolation: a frame inside a step is dopri5's dense output (:mod:`meanfield.solvers.runs.runloop`),
   off by at most ``max_s |log R_s(z) - s z|`` in ``log |rho_hat_k|`` (:meth:`Dopri5.dense_stability`), an offset
   that does not accumulate and moves the slope by at most 3 times itself over ``T`` (:func:`frame_error`);
 * the quadratic feed of the other modes, ``delta_k(T)`` of :func:`meanfield.theory.quadratic_feed`
@@ -29,8 +29,8 @@ import xarray as xr
 from meanfield.diagnostics import fit_growth_rates
 from meanfield.model import Model
 from meanfield.theory import critical_noise, growth_rates, quadratic_feed
-from meanfield.solvers.solve import solve
-from meanfield.solvers.steppers import Dopri5
+from meanfield.solvers.runs.solve import solve
+from meanfield.solvers.steppers.steppers import Dopri5
 
 from ..claims import Check, at_most
 

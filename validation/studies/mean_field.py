@@ -48,8 +48,8 @@ from meanfield.errors import require
 from meanfield.initial.circle import circle_density
 from meanfield.plotting.style import legend_below
 from meanfield.app.storage import netcdf_safe, package_version
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.solve import solve
 from meanfield.fits import fit_line
 
 from ..claims import Check, at_most, close, within_errors

@@ -26,9 +26,9 @@ most ``1 / (pi L^2)`` to the square for any two probability measures (``sum_m |m
 that divided by ``4 n`` (see below), negligible.  Degree 0 is left out (both measures have mass 1).
 
 Coefficients: ``mu_lm = sum_j w_j conj(Y_lm(x_j))`` by ducc0's adjoint non-uniform synthesis
-(:func:`meanfield.analysis.sphere_point_coefficients`, as :meth:`meanfield.solvers.lagrangian.SphereLagrangian.coefficients`);
+(:func:`meanfield.analysis.sphere_point_coefficients`, as :meth:`meanfield.solvers.schemes.lagrangian.SphereLagrangian.coefficients`);
 ``rho_lm`` by analysing each saved PDE density frame with
-:func:`meanfield.solvers.sphere_basis.make_sphere_basis` (exact: the frames are synthesised from degree-``lmax``
+:func:`meanfield.solvers.bases.sphere_basis.make_sphere_basis` (exact: the frames are synthesised from degree-``lmax``
 states on a dealiased Gauss–Legendre grid).  Both in the package's m-major orthonormal layout
 (``m >= 0`` stored, ``m > 0`` counted twice).
 
@@ -54,7 +54,7 @@ slopes' standard error (spread / sqrt(seeds)) is ~0.02 and its 1e-3 tolerance ~0
 
 Run: ``python -m meanfield.validation.studies.mean_field_sphere [--quick] [--out-dir DIR]`` or
 ``meanfield validate mean-field-sphere [--quick]``.  The particle path (direct ``n^2`` sums or the
-harmonic transform path) is whatever :func:`meanfield.solvers.particle_run.simulate` picks; the Dataset
+harmonic transform path) is whatever :func:`meanfield.solvers.runs.particle_run.simulate` picks; the Dataset
 records it (attribute ``interaction``) and the wall time of every run.
 """
 
@@ -73,10 +73,10 @@ from meanfield.defaults import geometry_default
 from meanfield.errors import require
 from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.analysis import SOBOLEV_S, iid_mean_square, lmax_of, negative_sobolev_norm, sphere_point_coefficients
-from meanfield.solvers.lagrangian import SHT_EPSILON
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.solve import solve
-from meanfield.solvers.sphere_basis import make_sphere_basis
+from meanfield.solvers.schemes.lagrangian import SHT_EPSILON
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.solve import solve
+from meanfield.solvers.bases.sphere_basis import make_sphere_basis
 from ..claims import Check, within_errors
 from ..harness import (curve_colours, fit_with_spread, progress_bar, save_figure, saved_frames, study_main,
                       write_dataset)

@@ -30,7 +30,7 @@ detected centres, plus ``h^2 / 12`` for finite-volume cell averages (the run's e
 constant on their cells); for particles the tokens about their clusters' means, which with their masses
 also give the point energy (the smoothed density's basins would misplace tokens between two clusters
 about to merge).  A finite-volume run whose clusters have been handed over to points (MATH.md §5,
-:mod:`meanfield.solvers.point_clusters`) is read the same way from its tokens (:func:`fv_tokens`): the grid's cells at
+:mod:`meanfield.solvers.schemes.point_clusters`) is read the same way from its tokens (:func:`fv_tokens`): the grid's cells at
 their centres and the points at their own positions (the recorded density puts a point's mass in its cell,
 which would misplace it by up to ``h / 2`` and change the cross energy by ``beta sin D`` times that); the
 ``h^2 / 12`` is still added, a bound for the grid's share.
@@ -70,8 +70,8 @@ from meanfield.model import Model
 from meanfield.plotting.style import deviation_heat_map, mean_density, theta_axis
 from meanfield.app.storage import netcdf_safe, package_version, save_run
 from meanfield.theory import dominant_mode, formation_time, growth_rates
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.solve import solve
 
 from ..claims import EPSILON, Check, at_most, below, close, equal
 from .cluster_formation import crossing_time

@@ -17,7 +17,7 @@ Independent check of the clustered branch: a stationary state has zero flux ``rh
 
     SA:  rho = (K*rho)^{1/(beta nu)} / Z,        USA:  rho = exp((K*rho) / (beta nu)) / Z,
 
-solved by the package's one stationary solver (:func:`meanfield.solvers.stationary.circle_stationary_near`,
+solved by the package's one stationary solver (:func:`meanfield.solvers.stationary.stationary.circle_stationary_near`,
 Newton–GMRES from the PDE's final state); ``fixed_point_gap`` is ``max |rho_PDE - rho_fixed| / mean``.
 
 Output: ``noise_transition.nc`` (``order(beta, ratio, start)``, ``stationary``, ``fixed_point_gap``,
@@ -41,10 +41,10 @@ from meanfield.plotting.style import outside_legend
 from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.theory import critical_noise, dominant_mode, growth_rates
 from meanfield.initial.circle import circle_density
-from meanfield.solvers.circle import CircleSpectral
-from meanfield.solvers.runloop import COMPLETED, run
-from meanfield.solvers.stationary import circle_stationary_near
-from meanfield.solvers.steppers import make_stepper
+from meanfield.solvers.schemes.circle import CircleSpectral
+from meanfield.solvers.runs.runloop import COMPLETED, run
+from meanfield.solvers.stationary.stationary import circle_stationary_near
+from meanfield.solvers.steppers.steppers import make_stepper
 
 from ..claims import Check, at_least, at_most
 from ..harness import progress_bar, save_figure, study_main, write_dataset

@@ -45,8 +45,8 @@ from meanfield.normalization_theory import (attention_time, equiangular_solution
                                             mode_amplitude_factor)
 from meanfield.plotting.style import legend_below
 from meanfield.theory import growth_rates
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.solve import solve
 
 from ..claims import Check, at_most, close, fraction
 from .growth_rates import feed_error, frame_error, initial_amplitudes

@@ -15,8 +15,8 @@ equiangular solution ``g`` of MATH.md §1 (orthogonal start, rotf Thm 6.8–6.9)
 ``d`` grows.
 
 Work is split in chunks, one per ``(d, beta)``; each chunk integrates all realisations
-as one batched :class:`~meanfield.solvers.particles.ParticleScheme` (``dopri5``, ``rtol = 1e-6``)
-whose frames hold only the fractions (a :class:`meanfield.solvers.trackers.Observer`, ``scheme_frames=False``).  Two exact savings (MATH.md §1):
+as one batched :class:`~meanfield.solvers.schemes.particles.ParticleScheme` (``dopri5``, ``rtol = 1e-6``)
+whose frames hold only the fractions (a :class:`meanfield.solvers.tracking.trackers.Observer`, ``scheme_frames=False``).  Two exact savings (MATH.md §1):
 
 * ``d > n``: with ``Q = K = V = I`` each velocity is a combination of the tokens, so their
   span (dimension <= n) is invariant and the dynamics is rotation-equivariant; we integrate
@@ -187,10 +187,10 @@ def simulate_chunk(settings: SweepSettings, dim: int, index: int, beta: float) -
     as finished); any other early stop is recorded in ``attrs["stop_reason"]`` with NaN after it.
     """
     from meanfield.settings import Attention
-    from meanfield.solvers.particles import ParticleScheme
-    from meanfield.solvers.runloop import run
-    from meanfield.solvers.trackers import Observer
-    from meanfield.solvers.steppers import make_stepper
+    from meanfield.solvers.schemes.particles import ParticleScheme
+    from meanfield.solvers.runs.runloop import run
+    from meanfield.solvers.tracking.trackers import Observer
+    from meanfield.solvers.steppers.steppers import make_stepper
 
     x = initial_tokens(settings, dim, index)
     model = Model(attention="sa", beta=float(beta), nu=0.0, dim=x.shape[-1])

@@ -1,7 +1,7 @@
 """Study: noise-driven phase transitions (MATH.md §9) — stationary branches, folds, free energy, beta*, hysteresis.
 
 * **Bifurcation diagrams.**  The branch of stationary states leaving the uniform state at ``nu_#``
-  (:func:`meanfield.solvers.branch.stationary_branch`) for SA and USA at :data:`BETAS` on the circle (even states)
+  (:func:`meanfield.solvers.stationary.branch.stationary_branch`) for SA and USA at :data:`BETAS` on the circle (even states)
   and on S^{d-1}, ``d = 3..5`` (zonal states): the degree-1 amplitude against ``nu / nu_#``, stable and unstable
   parts from the linearised PDE's eigenvalues, the folds ``nu_sn`` and the first-order point ``nu_c`` marked,
   and USA's free-energy gap ``F(state) - F(uniform)`` along the branch.
@@ -17,7 +17,7 @@
   ``beta = 5, 6, 8``, S^2 at 5), against the independent continuation of :data:`INDEPENDENT_FOLDS` (Gauss–Jacobi
   quadrature, quoted to 7 digits); the smallest amplitude of any accepted point past the onset's (the uniform state
   is never taken for a branch point).
-* **Time evolution** (:mod:`meanfield.solvers.branch_check`): the PDE from the fold state at ``nu_sn (1 - 1e-3)``
+* **Time evolution** (:mod:`meanfield.solvers.stationary.branch_check`): the PDE from the fold state at ``nu_sn (1 - 1e-3)``
   must stay clustered and at ``nu_sn (1 + 1e-2)`` decay to uniform over ``t = 200``; the state at ``nu_c`` must stay
   (circle ``beta = 5``; full preset also S^2 ``beta = 5``).
 * **Mode branches**: the onset coefficient of the branches of modes 2 and 3 on the circle (USA, SA, ``beta = 5``)
@@ -41,11 +41,11 @@ from matplotlib.figure import Figure
 from meanfield.model import Model
 from meanfield.onset_theory import onset_coefficient
 from meanfield.plotting.style import outside_legend
-from meanfield.solvers.branch import (UNIFORM_AMPLITUDE, Branch, bessel_root, curvature, stationary_branch,
+from meanfield.solvers.stationary.branch import (UNIFORM_AMPLITUDE, Branch, bessel_root, curvature, stationary_branch,
                                       tricritical_beta)
-from meanfield.solvers.branch_check import check_fold, check_stable_state
-from meanfield.solvers.solve import solve
-from meanfield.solvers.stationary import stationary_state
+from meanfield.solvers.stationary.branch_check import check_fold, check_stable_state
+from meanfield.solvers.runs.solve import solve
+from meanfield.solvers.stationary.stationary import stationary_state
 from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.fits import log_log_slope
 
@@ -271,7 +271,7 @@ def _pde_half(spec: str, t_final: float, init) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _particle_half(spec: str, t_final: float, init, n: int) -> tuple[np.ndarray, np.ndarray]:
-    from meanfield.solvers.particle_run import simulate as simulate_particles
+    from meanfield.solvers.runs.particle_run import simulate as simulate_particles
     tokens = simulate_particles(dim=2, n=n, attention="usa", beta=LOOP["beta"], init=init, seed=1, resolution=256,
                                 nu_schedule=spec, t_final=t_final, save_every=t_final / LOOP_FRAMES)
     return tokens["nu"].values, np.abs(np.mean(np.exp(1j * tokens["theta"].values), axis=1))

@@ -61,8 +61,8 @@ from meanfield.model import Model
 from meanfield.plotting.style import legend_below
 from meanfield.app.storage import netcdf_safe, package_version
 from meanfield.theory import dominant_mode, growth_rates
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.solve import solve
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.solve import solve
 
 from ..claims import EPSILON, FALSE_ALARM, Check, at_least, at_most, below, equal, fraction, standard_errors
 from ..harness import progress_bar, save_figure, study_main, write_dataset
@@ -324,7 +324,7 @@ def scheme_claims(ds) -> list[Check]:
               at_most("Lagrangian against spectral before formation (largest difference)", ds.lagrangian_vs_spectral,
                       10 * rtol,
                       source="measured convergence: both are spectrally accurate for a band-limited start "
-                             "(solvers/lagrangian.py), so the gap is their time-integration error, proportional to "
+                             "(solvers/schemes/lagrangian.py), so the gap is their time-integration error, proportional to "
                              "rtol (2.5e-6, 2.4e-8 at rtol = 1e-6, 1e-8; N = 128, 256): 10 rtol"),
               equal(f"Clusters formed from a perturbation at beta = {beta:g} (k*)",
                     dominant_mode(Model("sa", beta, 0.0, 2)), ds.perturbed_clusters,
@@ -341,7 +341,7 @@ def scheme_claims(ds) -> list[Check]:
                    at_least(f"{label}: finite-volume density stays non-negative (smallest value)",
                             ds[f"{label}_fv_min_density"], 0.0, "≥ 0",
                             source="theory: every forward-Euler stage keeps cell averages >= 0 under the CFL step and "
-                                   "SSP-RK3 combines stages convexly (solvers/finite_volume.py)"),
+                                   "SSP-RK3 combines stages convexly (solvers/schemes/finite_volume.py)"),
                    at_most(f"{label}: finite-volume mass error", ds[f"{label}_fv_mass_error"],
                            (n + 10 * math.sqrt(3 * steps)) * EPSILON,
                            source=f"round-off: telescoping fluxes; each of 3 stages x {steps} steps rounds the mass by "

@@ -2,7 +2,7 @@
 
 For every case (circle SA at several beta from a ``perturbed:EPS`` density with Lagrangian nodes,
 the same beta from i.i.d. tokens, and S^2 at one beta with Lagrangian nodes) one run goes to
-``t_final`` on a log time axis with coincident nodes collapsing (:mod:`meanfield.solvers.clusters`).  Then:
+``t_final`` on a log time axis with coincident nodes collapsing (:mod:`meanfield.solvers.tracking.clusters`).  Then:
 
 * ``t_ref``: the first saved frame at which the clusters are points (the run's energy equals the
   point-cluster energy to 1e-8 relative, and the points linked within 1e-3 rad that carry >= 1 % of the mass are
@@ -41,9 +41,9 @@ from meanfield.model import Model
 from meanfield.plotting.style import legend_below
 from meanfield.app.storage import save_run
 from meanfield.theory import dominant_mode
-from meanfield.solvers.clusters import frame_clusters
-from meanfield.solvers.particle_run import simulate
-from meanfield.solvers.solve import solve
+from meanfield.solvers.tracking.clusters import frame_clusters
+from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.solve import solve
 from meanfield.fits import fit_line, log_log_slope
 
 from ..claims import Check, at_most, below, equal, fraction, within_errors

@@ -1,0 +1,1 @@
+"""The time steppers, registered by name."""
