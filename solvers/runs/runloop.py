@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from meanfield.app import signals
+from meanfield.errors import InputError
 
 from ..schemes.contract import conform
 from ..steppers.steppers import StopRun
@@ -203,8 +204,8 @@ class _Loop:
         while True:
             new_state, new_t, reason, snapshot = self.step(t_start, False, self.trackers[:1])   # validity alone
             if reason is not None:
-                raise StopRun(f"the restored state could not reach the continued run's start t = {t_start:.6g}: "
-                              f"{reason}")
+                raise InputError(f"the run file's restart record could not reach the continued run's start "
+                                 f"t = {t_start:.6g} again: {reason}")
             if new_t >= t_start:
                 break
             self.state, self.t = new_state, new_t
@@ -315,8 +316,8 @@ def run(scheme, stepper, state, t_final: float, save_every: float | None = None,
         record.state = loop.seen
         for tracker in started:
             tracker.finish(record)
-    if not record.times:             # a continued run whose restored state could not reach its start
-        raise StopRun(reason)
+    if not record.times:             # stopped before its first frame (Ctrl-C while the trackers started): nothing to keep
+        raise KeyboardInterrupt(reason)
     if reason is not None and loop.t_seen > record.times[-1]:
         record.times.append(loop.t_seen)
         record.frames.append(_frame(scheme, loop.seen, trackers, scheme_frames))
