@@ -179,10 +179,11 @@ def keep_dask_out() -> None:
     command: xarray imports ``dask.array`` and ``distributed`` (0.3 s of a 1 s ``meanfield solve``) only to ask
     whether each new variable is a dask array, and takes Dask's absence as the answer no.  A Python process that
     calls the command group (a test, a notebook) keeps its Dask."""
-    import os
     import sys
 
-    if os.path.basename((getattr(sys, "argv", None) or [""])[0]) == "meanfield":
+    from .app._import_guard import is_console_command
+
+    if is_console_command():
         sys.modules.setdefault("dask", None)
 
 

@@ -18,10 +18,14 @@ def _stop_while_importing(number, frame):  # pragma: no cover - exercised in a s
     os._exit(128 + number)
 
 
+def is_console_command() -> bool:
+    """Whether this process is the ``meanfield`` console command (not a Python session calling the package)."""
+    return os.path.basename((getattr(sys, "argv", None) or [""])[0]) == "meanfield"
+
+
 def guard() -> None:
     """Install :func:`_stop_while_importing` for SIGINT and SIGTERM when this process is the ``meanfield`` command."""
-    command = os.path.basename((getattr(sys, "argv", None) or [""])[0])
-    if command != "meanfield" or threading.current_thread() is not threading.main_thread():
+    if not is_console_command() or threading.current_thread() is not threading.main_thread():
         return
     for number in (signal.SIGINT, signal.SIGTERM):
         if signal.getsignal(number) in (signal.default_int_handler, signal.SIG_DFL):

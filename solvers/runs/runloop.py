@@ -140,6 +140,11 @@ def _check(trackers, scheme, state, t: float) -> str | None:
     return None
 
 
+def _snapped(t: float, target: float) -> float:
+    """``target`` when ``t`` is within 1e-12 of it (a step meant to land there), else ``t``."""
+    return target if abs(t - target) <= 1e-12 * max(1.0, target) else t
+
+
 def _feed(trackers, scheme, stepper, before, t0: float, after, t1: float) -> None:
     for tracker in trackers:
         tracker.after_step(scheme, stepper, before, t0, after, t1)
@@ -180,15 +185,13 @@ class _Loop:
         target, trackers = until, self.trackers if trackers is None else trackers
         snapshot = self.stepper.snapshot() if self.dense else None
         new_state, new_t = self.stepper.step(self.state, self.t, target - self.t if landing else math.inf)
-        if abs(new_t - target) <= 1e-12 * max(1.0, target):
-            new_t = target
+        new_t = _snapped(new_t, target)
         reason = _check(trackers, self.scheme, new_state, new_t)
         if reason is not None and self.dense and new_t > target:   # frames inside a failed step: retake it landing
             self.stepper.rewind(snapshot)
             snapshot = self.stepper.snapshot()
             new_state, new_t = self.stepper.step(self.state, self.t, target - self.t)
-            if abs(new_t - target) <= 1e-12 * max(1.0, target):
-                new_t = target
+            new_t = _snapped(new_t, target)
             reason = _check(trackers, self.scheme, new_state, new_t)
         return new_state, new_t, reason, snapshot
 

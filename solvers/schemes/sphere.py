@@ -122,7 +122,7 @@ class SphereSpectral(DensityScheme):
             radial = basis.synthesise(source * self.radial, out=self._conv_grid[0])
             divisor.divide(vel, t, vel[0] ** 2 + vel[1] ** 2, radial)
         else:
-            if self.model.attention == "sa":
+            if self.model.normalised:
                 np.divide(vel, basis.synthesise(source * self.conv, out=self._conv_grid[0]), out=vel)
             divisor.divide(vel, t)
         self.max_speed = math.sqrt(float(np.max(vel[0] ** 2 + vel[1] ** 2)))

@@ -111,7 +111,7 @@ class ZonalGalerkin(DensityScheme):
         divisor = self.speed_divisor
         if divisor.ngpt:
             return divisor.divide(speed, t, speed * speed * self._sin2, basis.synthesise(state * self.radial))
-        if self.model.attention == "sa":
+        if self.model.normalised:
             speed = speed / basis.synthesise(_along(self.conv, state))
         return divisor.divide(speed, t)
 

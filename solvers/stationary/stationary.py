@@ -365,16 +365,15 @@ def _block(scheme, state: np.ndarray, indices: np.ndarray, direction) -> np.ndar
         block = linear if np.ndim(linear) == 0 else linear[:, None]
         change = (scheme.rhs(plus, 0.0) + block * plus - scheme.rhs(minus, 0.0) - block * minus) / (2 * step)
         matrix = np.ascontiguousarray((change[indices] / direction).real)
-        matrix[np.abs(matrix) < 1e-200] = 0.0
-        return np.linalg.eigvals(matrix)
-    columns = []
-    for index in indices:
-        basis_vector = np.zeros_like(state)
-        basis_vector[index] = direction
-        plus, minus = state + step * basis_vector, state - step * basis_vector
-        change = (scheme.rhs(plus, 0.0) + linear * plus - scheme.rhs(minus, 0.0) - linear * minus) / (2 * step)
-        columns.append((change[indices] / direction).real)
-    matrix = np.array(columns).T
+    else:
+        columns = []
+        for index in indices:
+            basis_vector = np.zeros_like(state)
+            basis_vector[index] = direction
+            plus, minus = state + step * basis_vector, state - step * basis_vector
+            change = (scheme.rhs(plus, 0.0) + linear * plus - scheme.rhs(minus, 0.0) - linear * minus) / (2 * step)
+            columns.append((change[indices] / direction).real)
+        matrix = np.array(columns).T
     matrix[np.abs(matrix) < 1e-200] = 0.0          # subnormal differences would slow LAPACK a hundredfold
     return np.linalg.eigvals(matrix)
 

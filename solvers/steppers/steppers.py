@@ -345,11 +345,17 @@ class LawsonRK(_Stepper):
         (``z = h mu``; in Lawson form ``mu`` is the rate of the nonlinear part ``N``, the linear part
         being exact) by ``R(z)`` instead of ``exp(z)``.  Dormand–Prince: ``R(z) = sum_{i<=5} z^i / i!
         + z^6 / 600``, so a fitted rate is off by ``log R(z) / z - 1 ~ z^5 / 3600`` (MATH.md §2.3)."""
+        z, slopes = cls._stage_slopes(z)
+        return 1.0 + z * sum(b * k for b, k in zip(cls.b, slopes))
+
+    @classmethod
+    def _stage_slopes(cls, z):
+        """``(z, K_i(z))``: each stage's slope over ``mu u`` for ``u' = mu u`` (``z = h mu``), from the tableau."""
         z = np.asarray(z, dtype=complex if np.iscomplexobj(z) else float)
         slopes = []
         for row in cls.A:
             slopes.append(1.0 + z * sum(a * k for a, k in zip(row, slopes)))
-        return 1.0 + z * sum(b * k for b, k in zip(cls.b, slopes))
+        return z, slopes
 
     def _factor(self, s: float):
         return None if self.linear is None or s == 0.0 else self._exp(s)
@@ -481,10 +487,7 @@ class Dopri5(LawsonRK):
         (``z = h mu``) is ``R_s(z) u`` instead of ``exp(s z) u``; ``R_1 = R`` (:meth:`LawsonRK.stability`).  A frame
         taken inside a step is off by ``|log R_s(z) - s z|`` in ``log |u|``, about ``4.5e-7`` at ``z = 0.3``,
         ``2.6e-9`` at ``z = 0.1`` (the worst ``s``)."""
-        z = np.asarray(z, dtype=complex if np.iscomplexobj(z) else float)
-        slopes = []
-        for row in cls.A:
-            slopes.append(1.0 + z * sum(a * k for a, k in zip(row, slopes)))
+        z, slopes = cls._stage_slopes(z)
         weights = cls.P @ (float(fraction) ** np.arange(1, 5))
         return 1.0 + z * sum(w * k for w, k in zip(weights, slopes))
 
