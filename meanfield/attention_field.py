@@ -229,7 +229,7 @@ def _circle_graph(n: int) -> tuple[np.ndarray, np.ndarray]:
 def steepest_ascent(values: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
     """The node each node reaches by moving to its highest neighbour while one is higher (value, then index)."""
     n = values.size
-    key = np.lexsort((np.arange(n), values))          # a strict order: value, then index
+    key = np.argsort(values, kind="stable")           # a strict order: value, then index
     rank = np.empty(n, dtype=np.intp)
     rank[key] = np.arange(n)
     candidates = np.concatenate((np.arange(n)[:, None], neighbours), axis=1)
@@ -254,21 +254,18 @@ class SphereField(SampledField):
     def __init__(self, points, masses, beta: float, dim: int = 3):
         import ducc0
 
-        from .harmonics import SHT_EPSILON, m_major_layout, point_mass_coefficients, sphere_locations
+        from .harmonics import SHT_EPSILON, point_mass_coefficients, sphere_locations
 
         points = np.asarray(points, dtype=float)
         masses = np.asarray(masses, dtype=float)
-        band = band_limit(beta, 3, BAND_TOL)
-        lmax = max(band, _nodes_around(band, beta, 2 * SPACING) // 2, MIN_NODES // 2)
+        lmax, multiplier, laplacian = _sphere_sampling(float(beta))
         nlat, nlon = lmax + 2, 2 * lmax + 2
         loc, _ = sphere_locations(points)
-        mu = point_mass_coefficients(masses, loc, lmax, SHT_EPSILON)[0]
-        degree, _ = m_major_layout(lmax)
-        alm = mu * scaled_funk_hecke(degree, beta, 3)
+        alm = point_mass_coefficients(masses, loc, lmax, SHT_EPSILON)[0] * multiplier
         maps = np.empty((2, nlat, nlon))
         kw = dict(lmax=lmax, geometry="GL", spin=0, nthreads=1)
         ducc0.sht.synthesis_2d(alm=alm[None], map=maps[0:1], **kw)
-        ducc0.sht.synthesis_2d(alm=(-degree * (degree + 1.0) * alm)[None], map=maps[1:2], **kw)
+        ducc0.sht.synthesis_2d(alm=(laplacian * alm)[None], map=maps[1:2], **kw)
         colatitude, directions, neighbours, apart = _gauss_legendre_grid(nlat, nlon, float(beta))
         self.colatitude, self.lon_step, self.shape = colatitude, 2 * math.pi / nlon, (nlat, nlon)
         values = maps[0].reshape(-1)
@@ -283,9 +280,9 @@ class SphereField(SampledField):
         plane at the node (kept when it lies within a grid spacing; the node otherwise)."""
         x = self.directions[node]
         around = np.unique(np.append(self.neighbours[node], node))
-        e1 = np.cross(x, [0.0, 0.0, 1.0] if abs(x[2]) < 0.9 else [1.0, 0.0, 0.0])
+        e1 = _cross3(x, (0.0, 0.0, 1.0) if abs(x[2]) < 0.9 else (1.0, 0.0, 0.0))
         e1 /= np.linalg.norm(e1)
-        e2 = np.cross(x, e1)
+        e2 = _cross3(x, e1)
         u, v = self.directions[around] @ e1, self.directions[around] @ e2
         design = np.stack((np.ones_like(u), u, v, u * u, u * v, v * v), axis=1)
         coef, *_ = np.linalg.lstsq(design, self.values[around], rcond=None)
@@ -297,6 +294,27 @@ class SphereField(SampledField):
             return x
         moved = x + step[0] * e1 + step[1] * e2
         return moved / np.linalg.norm(moved)
+
+
+def _cross3(a, b) -> np.ndarray:
+    """``numpy.cross`` of two 3-vectors, the same products and differences, without its general machinery."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+@lru_cache(maxsize=16)
+def _sphere_sampling(beta: float) -> tuple[int, np.ndarray, np.ndarray]:
+    """The S^2 field's ``lmax`` (at least the kernel's band, nodes every ``2 SPACING`` kernel widths, ``MIN_NODES``
+    around) and, per stored coefficient (m-major), the multiplier ``exp(-beta) kappa_l`` of ``mu_lm`` and the
+    Laplacian's ``-l(l+1)`` (read-only)."""
+    from .harmonics import m_major_layout
+
+    band = band_limit(beta, 3, BAND_TOL)
+    lmax = max(band, _nodes_around(band, beta, 2 * SPACING) // 2, MIN_NODES // 2)
+    degree, _ = m_major_layout(lmax)
+    multiplier, laplacian = scaled_funk_hecke(degree, beta, 3), -degree * (degree + 1.0)
+    multiplier.setflags(write=False)
+    laplacian.setflags(write=False)
+    return lmax, multiplier, laplacian
 
 
 def _parabola_offset(left: float, centre: float, right: float) -> float:

@@ -32,9 +32,10 @@ SMALL_GROUP = 64
 LINK_NEIGHBOURS = 16
 
 
-def link_groups(points: np.ndarray, radius: float, remember: bool = False) -> tuple[np.ndarray, int]:
+def link_groups(points: np.ndarray, radius: float, remember: bool = False, pairs=None) -> tuple[np.ndarray, int]:
     """Group labels of unit vectors linked at chord distance < ``2 sin(radius / 2)`` (see the module docstring).
-    ``remember``: a run's state, never changed in place, whose close pairs later checks may reuse (:func:`close_pairs`)."""
+    ``remember``: a run's state, never changed in place, whose close pairs later checks may reuse (:func:`close_pairs`);
+    ``pairs``: the pairs closer than that chord when the caller has them (:func:`close_pairs_by_sorting`)."""
     from scipy.spatial import cKDTree
 
     if points.shape[0] < 2:
@@ -42,18 +43,17 @@ def link_groups(points: np.ndarray, radius: float, remember: bool = False) -> tu
     chord = 2 * math.sin(radius / 2)
     if points.shape[0] <= SMALL_GROUP and _all_apart(points, chord):   # a few point clusters: no tree needed
         return np.arange(points.shape[0]), points.shape[0]
-    if apart_by_sorting(points, chord, remember):    # the common case, in O(n log n) without a tree
-        return np.arange(points.shape[0]), points.shape[0]
-    close = pairs_within(points, chord)
+    close = pairs if pairs is not None else close_pairs(points, chord, remember)   # in O(n log n), no tree
+    if close is None:
+        close = pairs_within(points, chord)
     if close is None:
         nearest, _ = cKDTree(points).query(points, k=2)
         apart = bool(nearest[:, 1].min() >= chord)
     else:
         apart = close.shape[0] == 0
-    if apart:                                        # every node is its own group
+    if apart:                                        # every node is its own group (the common case)
         return np.arange(points.shape[0]), points.shape[0]
-    points, positions = np.unique(points, axis=0, return_inverse=True)   # identical positions first
-    positions = positions.ravel()
+    points, positions = unique_rows(points)          # identical positions first
     n = points.shape[0]
     if n < 2:
         return np.zeros(positions.size, dtype=int), 1
@@ -70,7 +70,8 @@ def link_groups(points: np.ndarray, radius: float, remember: bool = False) -> tu
     count, labels = _components(*links, n)
     while count > 1:     # groups whose centres are within the radius are one group (dense sub-clusters)
         centres, _ = merge_points(points, np.ones(n), labels, count)
-        pairs = pairs_within(centres, chord)
+        pairs = close_pairs_by_sorting(centres, chord)
+        pairs = pairs_within(centres, chord) if pairs is None else pairs
         if pairs is None:
             pairs = cKDTree(centres).query_pairs(chord, output_type="ndarray")
         if pairs.shape[0] == 0:
@@ -81,6 +82,53 @@ def link_groups(points: np.ndarray, radius: float, remember: bool = False) -> tu
         labels, count = outer[labels], joined
     return labels[positions], count
 
+
+
+def kept_groups(points: np.ndarray, labels: np.ndarray, count: int, radius: float) -> np.ndarray | None:
+    """The labels :func:`link_groups` gives ``points`` at ``radius`` when the groups ``labels`` (``count`` of them,
+    fewer than the points; e.g. the previous frame's) still hold, numbered as it numbers them; ``None`` when that
+    is not proved (the caller then links afresh).  Proved, in O(n log n), when every group lies within a quarter
+    chord of its first member (so all its pairs are linked, and the centres of any parts the neighbour links left
+    apart are joined) and each two groups' first members are farther apart than a chord plus twice the two
+    quarter-chord radii (so no pair across is linked).  :func:`link_groups` numbers a group by the
+    lexicographically smallest of its points (the order of ``numpy.unique``), and so does this."""
+    n = points.shape[0]
+    if n < 2 or count >= n or labels.shape != (n,):
+        return None
+    chord = 2 * math.sin(radius / 2)
+    first = np.full(count, n)
+    np.minimum.at(first, labels, np.arange(n))
+    if first.max() >= n:                            # an empty label: not a grouping of these points
+        return None
+    anchors = points[first]
+    spread = np.zeros(count)
+    np.maximum.at(spread, labels, np.sqrt(np.sum((points - anchors[labels]) ** 2, axis=-1)))
+    if not spread.max() < chord / 4 * (1 - 1e-9):
+        return None
+    reach = chord * (1 + 1e-9) + 2 * spread.max() * 2
+    pairs = close_pairs_by_sorting(anchors, reach, candidates=count) if count > 1 else np.zeros((0, 2), np.intp)
+    if pairs is None:
+        return None
+    a, b = pairs[:, 0], pairs[:, 1]
+    gaps = np.sqrt(np.sum((anchors[a] - anchors[b]) ** 2, axis=-1))
+    if np.any(gaps < chord * (1 + 1e-9) + 2 * (spread[a] + spread[b])):
+        return None
+    order = np.lexsort(points.T[::-1])
+    _, smallest = np.unique(labels[order], return_index=True)     # each group's first place in that order
+    number = np.empty(count, dtype=np.intp)
+    number[np.argsort(smallest)] = np.arange(count)
+    return number[labels]
+
+def unique_rows(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``numpy.unique(points, axis=0, return_inverse=True)`` (the distinct rows in lexicographic order, and each
+    row's index among them) by one lexicographic sort."""
+    order = np.lexsort(points.T[::-1])
+    ordered = points[order]
+    new = np.ones(ordered.shape[0], dtype=bool)
+    new[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+    positions = np.empty(ordered.shape[0], dtype=np.intp)
+    positions[order] = np.cumsum(new) - 1
+    return ordered[new], positions
 
 #: Candidate pairs per point beyond which :func:`apart_by_sorting` and :func:`pairs_within` give up (the tree is
 #: then cheaper).
@@ -207,14 +255,14 @@ def apart_by_sorting(points: np.ndarray, chord: float, remember: bool = False) -
     return pairs is not None and pairs.shape[0] == 0
 
 
-def fewest_groups(points: np.ndarray, radius: float) -> int:
+def fewest_groups(points: np.ndarray, radius: float, pairs=None) -> int:
     """A lower bound on the groups :func:`link_groups` makes of ``points`` at ``radius``, in one sort: each link
     joins at most two groups, so there are at least ``n`` minus the pairs closer than the chord (and groups whose
     centres are close only join groups already counted); ``1`` (no bound) when the pairs are too many to list by
-    sorting."""
+    sorting.  ``pairs``: :func:`close_pairs_by_sorting` at that chord, when the caller has it."""
     if points.shape[0] < 2:
         return points.shape[0]
-    pairs = close_pairs_by_sorting(points, 2 * math.sin(radius / 2))
+    pairs = close_pairs_by_sorting(points, 2 * math.sin(radius / 2)) if pairs is None else pairs
     return 1 if pairs is None else max(1, points.shape[0] - pairs.shape[0])
 
 

@@ -33,7 +33,9 @@ the solvers and the theory of :mod:`meanfield.cluster_dynamics`):
 * ``cluster_energy(time)`` (schemes with points): the point-cluster energy of MATH.md §5 of the groups of atoms
   linked within ``merge_distance`` = 1e-3 rad (``exp(-beta)`` scaled, like ``energy``), the value the energy takes
   on a plateau; it is NaN while more than :data:`MAX_ENERGY_ATOMS` atoms or :data:`MAX_ENERGY_GROUPS` groups remain
-  (clusters not yet collapsed; the grouping and an O(K^2) sum not paid).
+  (clusters not yet collapsed; the grouping and an O(K^2) sum not paid).  A frame whose points keep the last
+  frame's groups, provably (:func:`meanfield.point_groups.kept_groups`: each group within a quarter chord of one
+  member, the groups farther apart than a chord), reuses them, with the labels :func:`link_groups` would give.
 
 Cost: one count per saved frame (and per merging collapse; centres not refined between sampling nodes but at
 frames) and about 35 per event; counting costs 9.5 right-hand sides on the circle's finite volumes at
@@ -65,7 +67,8 @@ from meanfield.cluster_lineage import FORMATION, MERGE, ClusterLineage
 from meanfield.errors import require
 from meanfield.geometry import row_norms
 from meanfield.limits import check_option
-from meanfield.point_groups import TIGHT_RADIUS, close_pairs, fewest_groups, link_groups, merge_points
+from meanfield.point_groups import (TIGHT_RADIUS, close_pairs, close_pairs_by_sorting, fewest_groups, kept_groups,
+                                   link_groups, merge_points)
 
 from .trackers import Tracker
 
@@ -291,6 +294,7 @@ class ClusterTracker(Tracker):
         self.pending: list = []          # steps not counted yet: (before, t0, after, t1, the stepper's last_step)
         self._pending_bytes = 0
         self.stepper = None
+        self._energy_groups = None       # (labels, count) of the last frame's energy groups (:meth:`groups`)
 
     def resume(self, source) -> None:
         """An exact continuation keeps the ids of the file's last frame, its next id and its formation time."""
@@ -401,9 +405,16 @@ class ClusterTracker(Tracker):
         if frames is not None:
             del self.table[self._leg_rows + max(0, len(frames) - self._unrowed):]
 
-    def groups(self, points: np.ndarray, weights: np.ndarray):
-        """Centres and masses of the groups linked at ``merge_distance``."""
-        labels, count = link_groups(points, self.merge_distance)
+    def groups(self, points: np.ndarray, weights: np.ndarray, pairs=None):
+        """Centres and masses of the groups linked at ``merge_distance`` (``pairs``: the points' pairs closer than its
+        chord, when known): the last frame's groups when they provably still hold
+        (:func:`meanfield.point_groups.kept_groups`, the same labels), else linked afresh."""
+        last = self._energy_groups
+        labels = kept_groups(points, *last, self.merge_distance) if last is not None else None
+        count = last[1] if labels is not None else None
+        if labels is None:
+            labels, count = link_groups(points, self.merge_distance, pairs=pairs)
+        self._energy_groups = (labels, count)
         return merge_points(points, weights, labels, count)
 
     def frame(self, scheme, state, record: dict) -> dict:
@@ -426,8 +437,9 @@ class ClusterTracker(Tracker):
             energy = math.nan
             # more atoms, or more groups than that certainly (one sort): clusters not collapsed yet, no grouping paid
             points = scheme.points(state) if scheme.weights.size <= MAX_ENERGY_ATOMS else None
-            if points is not None and fewest_groups(points, self.merge_distance) <= MAX_ENERGY_GROUPS:
-                centres, masses = self.groups(points, scheme.weights)
+            pairs = close_pairs_by_sorting(points, 2 * math.sin(self.merge_distance / 2)) if points is not None else None
+            if points is not None and fewest_groups(points, self.merge_distance, pairs) <= MAX_ENERGY_GROUPS:
+                centres, masses = self.groups(points, scheme.weights, pairs)
                 energy = self.dynamics.energy(centres, masses) if masses.size <= MAX_ENERGY_GROUPS else math.nan
             found["cluster_energy"] = energy
         return found

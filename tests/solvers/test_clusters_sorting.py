@@ -1,4 +1,5 @@
-"""The sorted-coordinate test of meanfield.solvers.tracking.clusters.link_groups (issue 22 item 5): never says "apart" wrongly."""
+"""The sorted-coordinate test of meanfield.point_groups.link_groups: never says "apart" wrongly; its shortcuts (sorted
+coordinates, binned cubes, the previous frame's groups) give the k-d tree's labels."""
 
 import numpy as np
 import pytest
@@ -68,8 +69,8 @@ def test_the_binned_links_give_the_trees_groups_label_for_label(monkeypatch, kin
     for radius in (1e-3, 1e-2):
         binned = link_groups(points, radius)
         with monkeypatch.context() as patch:
-            patch.setattr(clusters, "pairs_within", lambda *args, **kwargs: None)
-            patch.setattr(clusters, "apart_by_sorting", lambda *args: False)
+            for shortcut in ("pairs_within", "close_pairs", "close_pairs_by_sorting"):
+                patch.setattr(clusters, shortcut, lambda *args, **kwargs: None)
             tree = clusters.link_groups(points, radius)
         assert binned[1] == tree[1] and np.array_equal(binned[0], tree[0]), (kind, radius)
 
@@ -122,3 +123,73 @@ def test_a_frame_energy_reuses_the_last_rhs_coefficients_and_rhs_reads_no_memo(m
     engine.velocity(x.copy())
     engine.scaled_energy(x)
     assert len(located) == 5                                  # another array's coefficients serve nothing here
+
+
+def _unit(x):
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def test_unique_rows_is_numpys_unique_of_rows():
+    from meanfield.point_groups import unique_rows
+
+    rng = np.random.default_rng(8)
+    points = _unit(rng.standard_normal((3000, 3)))
+    points[::7] = points[3]
+    points[1::11, 0] = points[5, 0]                         # ties in the first coordinate only
+    rows, positions = unique_rows(points)
+    expected_rows, expected_positions = np.unique(points, axis=0, return_inverse=True)
+    assert np.array_equal(rows, expected_rows) and np.array_equal(positions, expected_positions.ravel())
+
+
+def _rotation(rng):
+    q, r = np.linalg.qr(rng.standard_normal((3, 3)))
+    return q * np.sign(np.diag(r))
+
+
+def _clustered(rng, groups: int, spread: float, n: int = 1500):
+    """``n`` unit vectors in ``groups`` blobs of width ``spread`` (rad) around random centres, and their blob."""
+    centres = _unit(rng.standard_normal((groups, 3)))
+    members = rng.integers(0, groups, n)
+    return _unit(centres[members] + spread * rng.standard_normal((n, 3))), members
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kept_groups_are_link_groups_labels_when_they_answer(seed):
+    """The previous frame's groups, kept when provably unchanged, carry link_groups' own labels number for number
+    (so a frame's energy has the same bits either way), after a rotation that reorders the groups."""
+    from meanfield.point_groups import kept_groups
+
+    rng = np.random.default_rng(seed)
+    radius = 1e-3
+    chord = 2 * np.sin(radius / 2)
+    before, _ = _clustered(rng, int(rng.integers(2, 30)), 0.02 * chord)
+    labels, count = link_groups(before, radius)
+    moved = before @ _rotation(rng).T
+    kept = kept_groups(moved, labels, count, radius)
+    truth, truth_count = link_groups(moved, radius)
+    assert kept is not None and truth_count == count and np.array_equal(kept, truth)
+    assert not np.array_equal(kept, labels) or count < 3        # the rotation renumbered them
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kept_groups_refuse_what_they_cannot_prove(seed):
+    """A group wider than a quarter chord, two groups within reach of each other, a grouping of other points:
+    None (the caller links afresh), never a wrong label."""
+    from meanfield.point_groups import kept_groups
+
+    rng = np.random.default_rng(10 + seed)
+    radius = 1e-3
+    chord = 2 * np.sin(radius / 2)
+    points, members = _clustered(rng, 12, 0.02 * chord)
+    labels, count = link_groups(points, radius)
+    wide = points.copy()
+    wide[0] = _unit(points[0] + 0.3 * chord * _unit(np.cross(points[0], rng.standard_normal(3))))   # not proved
+    assert kept_groups(wide, labels, count, radius) is None
+    other = labels[np.argmax(labels != labels[0])]
+    near = points.copy()
+    shift = points[labels == other].mean(axis=0) - points[labels == labels[0]].mean(axis=0)
+    near[labels == labels[0]] = _unit(points[labels == labels[0]] + shift
+                                      + 0.6 * chord * _unit(np.cross(points[0], rng.standard_normal(3))))
+    assert kept_groups(near, labels, count, radius) is None                         # two groups within reach
+    assert kept_groups(points[:-1], labels, count, radius) is None                 # labels of other points
+    assert kept_groups(points, np.zeros(points.shape[0], dtype=int), 1, radius) is None   # one group 1 rad wide

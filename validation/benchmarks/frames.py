@@ -4,11 +4,13 @@ A measurement, not a test: each case runs twice in this process, with the defaul
 and the end), at the same ``rtol``, and prints the ratio of their walls (best of ``REPEATS``) and of their steps.
 Since frames come from dopri5's dense output (:mod:`meanfield.solvers.runs.runloop`) the steps are the same; what is
 left is the work per frame: the scheme's record, and the cluster count of every frame
-(:mod:`meanfield.solvers.tracking.clusters`: about 1.2 ms at n = 2000 tokens on S^2, two and a half right-hand sides of the
-harmonic path there; 50 us on the circle at N = 256, where a whole 41-step run takes 12 ms; and the point-cluster
-energy's grouping once the tokens have gathered, 5 ms at n = 2000).  The target is ``<= 1.3``; measured on 2 idle
-cores: 1.08 (circle N = 1024, the README case), 1.30 (S^2, n = 8000), 1.70 (n = 2000) and 1.77 (circle N = 256):
-where a step costs a few right-hand sides of a cheap transform, the frames' cluster counts are the run's cost.
+(:mod:`meanfield.solvers.tracking.clusters`: about 1 ms at n = 2000 tokens on S^2, two right-hand sides of the
+harmonic path there; 50 us on the circle at N = 256, where a whole 41-step run takes 12 ms; and, at n = 2000, the
+point-cluster energy's grouping, 3 ms at each of the 26 frames where one sort cannot prove more than 512 groups while
+the tokens gather, free once the groups are tight and the last frame's are proved to hold).  The target is
+``<= 1.3``; measured on 2 idle cores: 1.08 (circle N = 1024, the README case), 1.27 (S^2, n = 8000), 1.61
+(n = 2000) and 1.86 (circle N = 256): where a step costs a few right-hand sides of a cheap transform, the frames'
+cluster counts are the run's cost.
 
 Run: ``python -m meanfield.validation.benchmarks.frames [--quick]``.
 """
