@@ -396,13 +396,13 @@ def _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_j
 def _branch_report(attention, beta, dim, modes, verify) -> tuple[dict, list[str]]:
     """``theory --branch [--modes K] [--verify]``: mode 1's numbers at the top level (the keys of older versions),
     every mode's branch under ``branches``, USA's free-energy minimiser and the checks by time evolution."""
-    from meanfield.solvers.stationary.branch_family import free_energy_minimiser, stationary_branches
+    from meanfield.solvers.stationary.branch_family import branch_tables, free_energy_minimiser
 
-    family = stationary_branches(attention, beta, dim, modes)
+    family = branch_tables(attention, beta, dim, modes)
     first = family["mode 1"].attrs
     result = {"attention": attention, "beta": beta, "dim": dim, "nu_sharp": first["nu_sharp"],
               "nu_sn": _finite_or_none(first["nu_sn"]), "nu_c": _finite_or_none(first["nu_c"]),
-              "C": first["curvature"], "transition": first["transition"], "points": family["mode 1"].sizes["point"],
+              "C": first["curvature"], "transition": first["transition"], "points": family["mode 1"].points,
               "stop_reason": first["stop_reason"]}
     lines = [f"{attention.upper()} on S^{dim - 1}, beta = {beta:g}: the branches of stationary states (MATH.md §9)",
              f"{'branch':>9} {'nu_#':>13} {'type':>13} {'onset C/B':>11} {'(theory)':>11} {'folds nu_sn':>16} "
@@ -416,7 +416,7 @@ def _branch_report(attention, beta, dim, modes, verify) -> tuple[dict, list[str]
             "bifurcation": attrs["bifurcation"], "type": attrs["branch_type"], "transition": attrs["transition"],
             "onset_coefficient": attrs["onset_coefficient"], "onset_theory": attrs["onset_theory"], "folds": folds,
             "nu_c": _finite_or_none(attrs["nu_c"]), "stable_points": int(ds["stable"].sum()),
-            "points": ds.sizes["point"], "stop_reason": attrs["stop_reason"]}
+            "points": ds.points, "stop_reason": attrs["stop_reason"]}
         lines.append(f"{label:>9} {attrs['nu_sharp']:13.10g} {attrs['branch_type']:>13} "
                      f"{attrs['onset_coefficient']:11.6g} {attrs['onset_theory']:11.6g} "
                      f"{', '.join(f'{nu:.10g}' for nu in folds) or 'none':>16} "

@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
-import xarray as xr
 from scipy.optimize import brentq
 from scipy.special import ive
 
@@ -44,7 +44,6 @@ from meanfield.errors import require
 from meanfield.model import Model
 from meanfield.onset_theory import PITCHFORK, TRANSCRITICAL, bifurcation_kind, onset_coefficient, onset_noise
 
-from ..records.run_record import run_attrs
 from .stationary import (Point, StationaryProblem, SymmetricBasis, amplitude_tangent, fixed_amplitude, newton,
                          resolved_stable)
 
@@ -274,8 +273,37 @@ class Branch:
         return self.problem.free_energy(point.c, point.nu) - self.problem.uniform_free_energy(point.nu)
 
 
+@dataclass(frozen=True)
+class BranchTable:
+    """A followed branch as arrays (:func:`follow_branch`): what :func:`stationary_branch`'s Dataset holds, readable
+    without building it (``table["nu"]``, ``table.attrs``: the branch's own attributes; :meth:`dataset`)."""
+
+    variables: dict                 # name -> (dims, values[, attrs]) as the Dataset takes them
+    coords: dict
+    settings: dict
+    geometry: str
+    command: str
+    attrs: dict
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return np.asarray(self.variables[name][1])
+
+    @property
+    def points(self) -> int:
+        return len(self.variables["nu"][1])
+
+    def dataset(self):
+        """The xarray Dataset of :func:`stationary_branch` (with the run attributes of every meanfield result)."""
+        import xarray as xr
+
+        from ..records.run_record import run_attrs
+
+        return xr.Dataset(self.variables, coords=self.coords,
+                          attrs=run_attrs(self.settings, self.geometry, self.command, **self.attrs))
+
+
 def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *, mode: int = 1, sign: float = 1.0,
-                      lmax: int = 48, nu_range=None, max_points: int = MAX_POINTS, eigenvalues: int = 3) -> xr.Dataset:
+                      lmax: int = 48, nu_range=None, max_points: int = MAX_POINTS, eigenvalues: int = 3):
     """The branch of stationary states bifurcating from the uniform state through degree ``mode`` (MATH.md §9).
 
     Parameters
@@ -304,7 +332,7 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
     Returns
     -------
     xarray.Dataset
-        Per ``point``: ``nu``, ``amplitude`` (the mode's amplitude ``a``), ``degree_amplitude(point, degree)``,
+        (:func:`follow_branch` gives the same as a :class:`BranchTable`, without xarray.)  Per ``point``: ``nu``, ``amplitude`` (the mode's amplitude ``a``), ``degree_amplitude(point, degree)``,
         ``residual``, ``free_energy`` and ``free_energy_gap`` (USA; NaN for SA), ``eigenvalue(point, rank)`` (real
         parts, largest first; beyond the branch's symmetry: every perturbation on the circle, every zonal one on
         S^{d-1}) and ``stable``.  Attributes
@@ -319,6 +347,13 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
     meanfield.InputError
         One line naming the parameter.
     """
+    return follow_branch(attention, beta, dim, mode=mode, sign=sign, lmax=lmax, nu_range=nu_range,
+                         max_points=max_points, eigenvalues=eigenvalues).dataset()
+
+
+def follow_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *, mode: int = 1, sign: float = 1.0,
+                  lmax: int = 48, nu_range=None, max_points: int = MAX_POINTS, eigenvalues: int = 3) -> BranchTable:
+    """:func:`stationary_branch`'s branch as a :class:`BranchTable` (the same parameters and values)."""
     started = time.perf_counter()
     model = Model(attention, beta, 0.0, dim)
     require(isinstance(max_points, (int, np.integer)) and max_points >= AMPLITUDE_POINTS + 2,
@@ -340,7 +375,7 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
     transition = ("transcritical" if branch.kind == TRANSCRITICAL else "continuous" if fitted < 0 else "first-order")
     branch_type = ("transcritical" if branch.kind == TRANSCRITICAL else "supercritical" if fitted < 0
                    else "subcritical")
-    return xr.Dataset(
+    return BranchTable(
         {"nu": ("point", [p.nu for p in points], {"long_name": "noise of the stationary state"}),
          "amplitude": ("point", [branch.problem.amplitude(p.c) for p in points],
                        {"long_name": f"degree-{branch.mode} amplitude a (circle: rho_hat_{branch.mode}, MATH.md §2.1)"}),
@@ -352,18 +387,18 @@ def stationary_branch(attention: str = "usa", beta: float = 4.0, dim: int = 2, *
          "eigenvalue": (("point", "rank"), spectra,
                         {"long_name": "largest real parts of the linearised PDE's eigenvalues"}),
          "stable": ("point", stable.astype(np.int8))},
-        coords={"point": np.arange(len(points)), "degree": branch.basis.degrees, "rank": np.arange(eigenvalues)},
-        attrs=run_attrs({"attention": attention, "beta": float(beta), "dim": int(dim), "lmax": int(branch.basis.lmax)},
-                        "circle" if dim == 2 else "zonal",
-                        f"meanfield.stationary_branch({attention!r}, {float(beta)!r}, {int(dim)}, mode={int(mode)}, "
-                        f"sign={float(sign)!r}, lmax={lmax!r}, nu_range={nu_range!r}, max_points={max_points!r}, "
-                        f"eigenvalues={eigenvalues!r})",
-                        stop_reason=branch.stop_reason, wall_time=time.perf_counter() - started,
-                        mode=int(mode), sign=float(sign), nu_sharp=branch.nu_sharp, bifurcation=branch.kind,
-                        onset_coefficient=fitted, onset_theory=onset_coefficient(model, mode),
-                        curvature=branch.curvature(), transition=transition, branch_type=branch_type,
-                        folds=np.array([nu for nu, _ in folds], dtype=float),
-                        nu_sn=folds[0][0] if folds else math.nan, nu_c=nu_c))
+        {"point": np.arange(len(points)), "degree": branch.basis.degrees, "rank": np.arange(eigenvalues)},
+        {"attention": attention, "beta": float(beta), "dim": int(dim), "lmax": int(branch.basis.lmax)},
+        "circle" if dim == 2 else "zonal",
+        f"meanfield.stationary_branch({attention!r}, {float(beta)!r}, {int(dim)}, mode={int(mode)}, "
+        f"sign={float(sign)!r}, lmax={lmax!r}, nu_range={nu_range!r}, max_points={max_points!r}, "
+        f"eigenvalues={eigenvalues!r})",
+        dict(stop_reason=branch.stop_reason, wall_time=time.perf_counter() - started,
+             mode=int(mode), sign=float(sign), nu_sharp=branch.nu_sharp, bifurcation=branch.kind,
+             onset_coefficient=fitted, onset_theory=onset_coefficient(model, mode),
+             curvature=branch.curvature(), transition=transition, branch_type=branch_type,
+             folds=np.array([nu for nu, _ in folds], dtype=float),
+             nu_sn=folds[0][0] if folds else math.nan, nu_c=nu_c))
 
 
 # ------------------------------------------------------------------------------------------------ tricritical

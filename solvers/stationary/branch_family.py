@@ -17,13 +17,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import xarray as xr
 
 from meanfield.errors import require
 from meanfield.limits import MAX_BRANCH_MODES
 from meanfield.onset_theory import TRANSCRITICAL, bifurcation_kind
 
-from .branch import stationary_branch
+from .branch import BranchTable, follow_branch
 
 #: Noises at which the minimiser is compared (log-spaced over the branches' range).
 GRID = 2000
@@ -34,26 +33,30 @@ def branch_label(mode: int, sign: float) -> str:
     return f"mode {mode}" if sign == 0 else f"mode {mode}{'+' if sign > 0 else '-'}"
 
 
-def stationary_branches(attention: str, beta: float, dim: int, modes: int, **options) -> dict[str, xr.Dataset]:
-    """The branches of modes ``1 .. modes`` (module docstring), by :func:`branch_label`; ``options`` go to each
-    :func:`meanfield.solvers.stationary.branch.stationary_branch`."""
+def stationary_branches(attention: str, beta: float, dim: int, modes: int, **options) -> dict:
+    """The branches of modes ``1 .. modes`` (module docstring) as xarray Datasets, by :func:`branch_label`;
+    ``options`` go to each :func:`meanfield.solvers.stationary.branch.stationary_branch`."""
+    return {label: table.dataset() for label, table in branch_tables(attention, beta, dim, modes, **options).items()}
+
+
+def branch_tables(attention: str, beta: float, dim: int, modes: int, **options) -> dict[str, BranchTable]:
+    """:func:`stationary_branches` as :class:`meanfield.solvers.stationary.branch.BranchTable` (no xarray)."""
     require(isinstance(modes, (int, np.integer)) and 1 <= modes <= MAX_BRANCH_MODES,
             f"--modes must be an integer in [1, {MAX_BRANCH_MODES}] with --branch (got {modes!r})")
     family = {}
     for mode in range(1, int(modes) + 1):
         if bifurcation_kind(dim, mode) == TRANSCRITICAL:
             for sign in (1.0, -1.0):
-                family[branch_label(mode, sign)] = stationary_branch(attention, beta, dim, mode=mode, sign=sign,
-                                                                     **options)
+                family[branch_label(mode, sign)] = follow_branch(attention, beta, dim, mode=mode, sign=sign, **options)
         else:
-            family[branch_label(mode, 0)] = stationary_branch(attention, beta, dim, mode=mode, **options)
+            family[branch_label(mode, 0)] = follow_branch(attention, beta, dim, mode=mode, **options)
     return family
 
 
-def _stable_segments(ds: xr.Dataset):
+def _stable_segments(ds):
     """``(nu, gap)`` of each run of stable points along which ``nu`` is monotone, sorted by ``nu``; the branch's
     ``nu_c`` (a zero of the gap) is a node of the segment that holds it."""
-    nu, gap, stable = ds["nu"].values, ds["free_energy_gap"].values, ds["stable"].values.astype(bool)
+    nu, gap, stable = np.asarray(ds["nu"]), np.asarray(ds["free_energy_gap"]), np.asarray(ds["stable"]).astype(bool)
     segments, start = [], None
     for index in range(nu.size + 1):
         inside = index < nu.size and stable[index]
@@ -77,13 +80,14 @@ def _stable_segments(ds: xr.Dataset):
     return out
 
 
-def free_energy_minimiser(family: dict[str, xr.Dataset]) -> list[dict]:
+def free_energy_minimiser(family: dict) -> list[dict]:
     """USA: the intervals of ``nu`` (``low``, ``high``) and the ``state`` of least free energy in each (``uniform``
-    or a branch's label), over the range the branches span (module docstring).  Empty for SA (no free energy)."""
-    if not any(np.isfinite(ds["free_energy_gap"].values).any() for ds in family.values()):
+    or a branch's label), over the range the branches span (module docstring).  Empty for SA (no free energy).
+    ``family``: :func:`stationary_branches`' Datasets or :func:`branch_tables`' tables."""
+    if not any(np.isfinite(np.asarray(ds["free_energy_gap"])).any() for ds in family.values()):
         return []                                                # no free energy (SA records NaN)
-    low = max(float(ds["nu"].min()) for ds in family.values())     # where every branch has been followed
-    high = max(float(ds["nu"].max()) for ds in family.values())
+    low = max(float(np.min(ds["nu"])) for ds in family.values())    # where every branch has been followed
+    high = max(float(np.max(ds["nu"])) for ds in family.values())
     grid = np.geomspace(low, high, GRID)
     best_gap, best = np.zeros(grid.size), np.full(grid.size, "uniform", dtype=object)
     for label, ds in family.items():

@@ -73,3 +73,29 @@ def test_a_command_that_never_uses_dask_keeps_it_out_and_a_library_caller_keeps_
     as_command = dask_modules("/usr/bin/meanfield")
     assert "xarray" in as_command and not {"dask", "distributed", "dask.array"} & as_command
     assert "dask.array" in dask_modules("python", "import dask.array\n")
+
+
+def test_theory_branch_reads_its_branches_without_xarray():
+    """``theory --branch --json`` reads the branches as arrays (BranchTable): no xarray, whose import alone is a
+    quarter of the command's wall; the Dataset of the Python API holds the same numbers."""
+    code = ("import sys\nfrom meanfield.cli import main\n"
+            "try:\n    main(['theory', '--branch', '--attention', 'usa', '--beta', '3', '--dim', '2', '--json'])\n"
+            "except SystemExit:\n    pass\n"
+            "print('xarray' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split()[-1] == "False" and '"nu_sharp"' in done.stdout
+
+
+def test_a_branch_table_is_its_dataset():
+    import numpy as np
+
+    from meanfield.solvers.stationary.branch import follow_branch, stationary_branch
+
+    table = follow_branch("usa", 3.0, 2, max_points=12)
+    dataset = stationary_branch("usa", 3.0, 2, max_points=12)
+    assert table.points == dataset.sizes["point"]
+    for name in dataset.data_vars:
+        np.testing.assert_array_equal(table[name], dataset[name].values)
+    for key, value in table.attrs.items():
+        if key != "wall_time":
+            np.testing.assert_array_equal(dataset.attrs[key], value, err_msg=key)
