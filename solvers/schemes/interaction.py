@@ -575,9 +575,12 @@ class SphereHarmonicInteraction:
         cos_t, sin_t, cos_p, sin_p = trig
         tangent = np.empty((v_theta.size, 3))
         along = v_theta * cos_t
-        tangent[:, 0] = along * cos_p - v_phi * sin_p
-        tangent[:, 1] = along * sin_p + v_phi * cos_p
-        tangent[:, 2] = -v_theta * sin_t
+        east, north = along * cos_p, along * sin_p          # each component whole, then one strided write
+        east -= v_phi * sin_p
+        north += v_phi * cos_p
+        tangent[:, 0], tangent[:, 1] = east, north
+        np.multiply(v_theta, sin_t, out=along)
+        tangent[:, 2] = np.negative(along, out=along)
         return tangent
 
     def _system(self, x: np.ndarray, radial: bool):
@@ -588,6 +591,8 @@ class SphereHarmonicInteraction:
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """The tangent velocity ``P_x v`` (already projected) for tokens of shape ``(B, n, 3)``."""
         self.min_density = math.inf
+        if x.shape[0] == 1:                                  # one system: its array, not a copy of it
+            return self._system(x[0], False)[0][None]
         return np.stack([self._system(system, False)[0] for system in x])
 
     def attention_parts(self, theta: np.ndarray):

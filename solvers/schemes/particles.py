@@ -334,13 +334,13 @@ class ParticleScheme(ClosingPairsStep, Scheme):
             velocity = self._normalized_rhs(x, t)
             # the step bound follows the directions; the radius rate <theta, A> is bounded and moves nothing
             angular = velocity[..., :self.dim]
-            self.max_speed = float(np.sqrt(np.max(np.sum(angular * angular, axis=-1))))
+            self.max_speed = float(np.max(row_norms(angular)))
             self._field = (x, velocity)
             return velocity
         velocity = self.interaction.velocity(x)
         if self.sphere and not self.interaction.projected:
             velocity -= np.sum(velocity * x, axis=-1, keepdims=True) * x
-        self.max_speed = float(np.sqrt(np.max(np.sum(velocity * velocity, axis=-1))))
+        self.max_speed = float(np.max(row_norms(velocity)))   # sqrt is monotone: the bits of sqrt(max |v|^2)
         self._field = (x, velocity)
         return velocity
 
