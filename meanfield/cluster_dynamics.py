@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .attention_kind import attention_kind
 from .errors import require
 
 #: Two cluster centres closer than this (radians) have merged (MATH.md §5 bookkeeping).
@@ -77,11 +78,7 @@ def cluster_velocity(points: np.ndarray, masses: np.ndarray, beta: float, attent
     """Tangent velocities of weighted points on the sphere (MATH.md §5; ``exp(beta)`` explicit for USA)."""
     gram = points @ points.T
     kernel = np.exp(beta * (gram - 1.0)) * masses[None, :]
-    pull = kernel @ points
-    if attention == "sa":
-        pull /= kernel.sum(axis=1, keepdims=True)
-    else:
-        pull *= math.exp(beta)
+    pull = attention_kind(attention, "attention").output(kernel @ points, kernel.sum(axis=1, keepdims=True), beta)
     return pull - np.sum(pull * points, axis=1, keepdims=True) * points
 
 
@@ -110,7 +107,7 @@ def ring_velocity(th: np.ndarray, masses: np.ndarray, beta: float, dim: int, att
     log_kernel, slope = _ring_log_kernel(th, th, beta, dim)
     weights = np.exp(log_kernel) * masses[None, :]
     pull = np.sum(weights * slope, axis=1) / beta
-    return pull / weights.sum(axis=1) if attention == "sa" else pull * math.exp(beta)
+    return attention_kind(attention, "attention").output(pull, weights.sum(axis=1), beta)
 
 
 def ring_energy(th, masses, beta: float, dim: int) -> float:
@@ -353,7 +350,7 @@ def cluster_history(centres, masses, beta: float, attention: str = "sa", t_start
     masses = np.asarray(masses, dtype=float).copy()
     require(masses.shape == (points.shape[0],) and bool(np.all(masses > 0)),
             "masses must be positive, one per centre")
-    require(attention in ("sa", "usa"), f"attention must be 'sa' or 'usa' (got {attention!r})")
+    attention_kind(attention, "attention")
     require(beta > 0 and merge_distance > 0, "beta and merge_distance must be > 0")
     end = min(t_final, 1e15)
     history = ClusterHistory(beta=beta, dynamics=dynamics)

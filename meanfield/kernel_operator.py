@@ -23,11 +23,11 @@ run repeats the earlier bits.
 
 from __future__ import annotations
 
-import math
 from functools import cached_property
 
 import numpy as np
 
+from .attention_kind import attention_kind
 from .errors import InputError
 from .kernels import band_limit, representable, scaled_funk_hecke, scaled_funk_hecke_beta_derivative, scaled_funk_hecke_over_beta
 
@@ -38,10 +38,10 @@ def top_sixth(band: int) -> slice:
     return slice(max(1, (5 * band) // 6), band + 1)
 
 
-def attention_scale(attention: str, beta: float) -> float:
+def attention_scale(attention, beta: float) -> float:
     """``exp(beta)`` for USA, 1 for SA: what puts back the ``exp(-beta)`` of the scaled kernel sums (MATH.md §2:
-    SA's cancels in its ratio)."""
-    return math.exp(beta) if attention == "usa" else 1.0
+    SA's cancels in its ratio); ``attention``: a kind or its name (:mod:`meanfield.attention_kind`)."""
+    return attention_kind(attention).scale(beta)
 
 
 def _scale_free(normalization) -> bool:
@@ -74,6 +74,7 @@ class KernelOperator:
                              f"theory (`meanfield theory`) and particles go further")
         self.degrees = np.asarray(degrees)
         self.beta, self.dim, self.attention = beta, dim, attention
+        self.kind = attention_kind(attention)
         self.scale_free = _scale_free(normalization)
 
     @classmethod
@@ -121,12 +122,12 @@ class KernelOperator:
     @property
     def velocity_scale(self) -> float:
         """``exp(beta)`` for USA (unless scale-free), else 1 (MATH.md §2: SA's ``exp(beta)`` cancels)."""
-        return 1.0 if self.scale_free else attention_scale(self.attention, self.beta)
+        return 1.0 if self.scale_free else self.kind.scale(self.beta)
 
     def scaled(self, values):
         """``values`` (``exp(-beta)``-scaled sums or multipliers) times :attr:`velocity_scale`."""
-        if self.attention == "usa" and not self.scale_free:
-            return values * attention_scale(self.attention, self.beta)
+        if not (self.kind.normalised or self.scale_free):
+            return values * self.kind.scale(self.beta)
         return values
 
     def velocity(self, prefactor=1.0) -> np.ndarray:

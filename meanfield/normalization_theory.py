@@ -90,6 +90,7 @@ from scipy.integrate import solve_ivp
 
 from .errors import require
 from .geometry import laplace_eigenvalue, sphere_area
+from .attention_kind import attention_kind
 from .kernel_operator import attention_scale
 from .kernels import scaled_funk_hecke
 from .limits import check_integer
@@ -121,7 +122,8 @@ def _check_equiangular(n, beta, attention) -> tuple[int, float, str]:
 def _weights(n: int, beta: float, attention: str, u):
     """Self weight ``w`` and ``q = exp(-beta u)`` (module docstring, part 1)."""
     q = np.exp(-beta * u)
-    w = 1.0 / (1.0 + (n - 1) * q) if attention == "sa" else attention_scale(attention, beta) / n
+    kind = attention_kind(attention)
+    w = 1.0 / (1.0 + (n - 1) * q) if kind.normalised else kind.scale(beta) / n
     return w, q
 
 
@@ -219,7 +221,7 @@ def initial_rate(normalization, n: int, beta: float, attention: str = "sa") -> f
     if name in ("peri", "ngpt"):          # 2 / sqrt(e^{2 beta} + n - 1), scaled: no overflow
         base = 2.0 * math.exp(-beta) / math.sqrt(1.0 + (n - 1) * math.exp(-2.0 * beta))
         return base / scheme.r0 if name == "peri" else base * scheme.alpha
-    base = 2.0 * math.exp(-beta) / (1.0 + (n - 1) * math.exp(-beta)) if attention == "sa" else 2.0 / n
+    base = 2.0 * math.exp(-beta) / (1.0 + (n - 1) * math.exp(-beta)) if attention_kind(attention).normalised else 2.0 / n
     return base / scheme.r0 if name == "pre" else base
 
 
@@ -281,9 +283,9 @@ def uniform_output(model: Model) -> float:
     """``a = <theta, A>`` at the uniform state (module docstring, part 4): SA ``I_{d/2}(beta) / I_{d/2-1}(beta)``,
     USA ``kappa_1 / |S^{d-1}|``; 0 at ``beta = 0``."""
     kappa_1 = float(scaled_funk_hecke(1, model.beta, model.dim))        # exp(-beta) kappa_1
-    if model.attention == "sa":
+    if model.normalised:
         return kappa_1 / float(scaled_funk_hecke(0, model.beta, model.dim))
-    return kappa_1 * attention_scale(model.attention, model.beta) / sphere_area(model.dim)
+    return kappa_1 * model.kind.scale(model.beta) / sphere_area(model.dim)
 
 
 def _check_uniform(scheme: Normalization, model: Model) -> float:

@@ -42,7 +42,7 @@ def interaction_rate(model: Model, degrees) -> np.ndarray:
     if model.beta > 0 and _underflows(model, degrees):
         return _interaction_rate_by_ratios(model, degrees)
     operator = KernelOperator.of(model, degrees)
-    if model.attention == "sa":
+    if model.normalised:
         return operator.over_beta / scaled_funk_hecke(0, model.beta, model.dim)
     return operator.scaled(operator.over_beta) / sphere_area(model.dim)
 
@@ -62,7 +62,7 @@ def _interaction_rate_by_ratios(model: Model, degrees: np.ndarray) -> np.ndarray
     is formed."""
     nu, beta = (model.dim - 2) / 2.0, model.beta
     ratios = funk_hecke_ratio(degrees, beta, model.dim)
-    if model.attention == "sa":
+    if model.normalised:
         return ratios / beta
     return scaled_mean(nu, beta) * ratios / beta
 

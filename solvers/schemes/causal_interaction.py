@@ -81,7 +81,7 @@ class CausalDirectInteraction(DirectInteraction):
         last = np.arange(rows.start, rows.stop) - self.offset          # j', the last attended key of each row
         lag = last[:, None] - np.arange(columns)[None, :]
         bias = -decay * lag if decay > 0 else np.zeros(lag.shape)
-        if self.attention != "sa":
+        if not self.normalised:
             bias -= np.log(positional_norm(last + 1, decay))[:, None]
         bias[lag < 0] = -np.inf
         return bias
@@ -90,7 +90,7 @@ class CausalDirectInteraction(DirectInteraction):
         """``sum_k w_jk exp(<q_j, k_k>) v_k`` over the attended keys (SA: normalised, row max subtracted) in row
         blocks; rows without attended keys (token 1 under ``mask="strict"``) get 0."""
         batch, n, dim = values.shape
-        sa = self.attention == "sa"
+        sa = self.normalised
         if sa:       # the normaliser rides in the GEMM as a last column of ones
             values = np.concatenate((values, np.ones((batch, n, 1))), -1)
         out = np.zeros((batch, n, dim))
@@ -158,7 +158,7 @@ class CausalCircleInteraction(CircleFourierInteraction):
             speed[:, rows] = np.tensordot(self.speed_coeffs, local.imag, axes=1)
             if radial:
                 out[:, rows] = np.tensordot(self.radial_coeffs, local.real, axes=1)
-            if self.attention == "sa":
+            if self.normalised:
                 density = np.tensordot(self.density_coeffs, local.real, axes=1)
                 if rows.start == 0 and self.offset:
                     density[:, 0] = 1.0                                # token 1 attends to nothing: speed 0

@@ -69,7 +69,7 @@ class CircleSpectral(DensityScheme):
         self.model = model
         self.speed_divisor = divisor = VelocityNormalization(normalization, model)
         #: grid fields: rho, the velocity's numerator and (SA or nGPT) the denominator's field
-        fields = 3 if divisor.ngpt or model.attention == "sa" else 2
+        fields = 3 if divisor.ngpt or model.normalised else 2
         self.basis = basis = FourierBasis(int(resolution), backend, slots=fields, planning=planning)
         self.resolution = basis.n
         k = basis.wavenumbers

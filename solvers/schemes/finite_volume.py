@@ -330,7 +330,7 @@ class _FiniteVolumeScheme(DensityScheme):
         called only where needed): SA divides (clipped to ``[-1, 1]``), nGPT normalises (MATH.md §6)."""
         if self.speed_divisor.ngpt:
             return self._normalised(speed, t, radial())
-        if self.model.attention == "sa":
+        if self.model.normalised:
             speed = np.clip(speed / denominator(), -1.0, 1.0)
         return self._normalised(speed, t)
 

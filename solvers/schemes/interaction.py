@@ -53,6 +53,7 @@ from functools import cached_property
 import ducc0
 import numpy as np
 
+from meanfield.attention_kind import attention_kind
 from meanfield.errors import require
 from meanfield.harmonics import SHT_MIN_EPSILON, m_major_layout, point_mass_coefficients, sphere_locations
 from meanfield.memo import ArrayMemo
@@ -100,6 +101,7 @@ class DirectInteraction:
                  sinkhorn_max_iter: int = SINKHORN_MAX_ITER, sinkhorn_dense_bytes: int = SINKHORN_DENSE_BYTES,
                  warm_start: bool = True):
         self.beta, self.attention = beta, attention
+        self.normalised = attention_kind(attention).normalised     # SA: the output over the kernel's mass
         self.Q, self.K, self.V = Q, K, V
         self.weights = weights
         self.block_bytes = block_bytes
@@ -153,7 +155,7 @@ class DirectInteraction:
         """
         batch, n, _ = queries.shape
         dim = values.shape[-1]
-        sa = self.attention == "sa"
+        sa = self.normalised
         weights = np.asarray(self.weights, dtype=float)[:, None]
         weighted = values * weights
         if sa:
@@ -179,7 +181,7 @@ class DirectInteraction:
             ones = np.ones(queries.shape[:-1] + (1,))
             key_bias = -0.5 * self.beta * np.sum(keys * keys, axis=-1, keepdims=True)
             queries, keys = np.concatenate((queries, ones), -1), np.concatenate((keys, key_bias), -1)
-            if self.attention != "sa" and self.beta > 0:
+            if not self.normalised and self.beta > 0:
                 query_bias = -0.5 * np.sum(queries[..., :-1] ** 2, axis=-1, keepdims=True) / self.beta
                 queries, keys = np.concatenate((queries, query_bias), -1), np.concatenate((keys, ones), -1)
         return self._attend(queries, keys, values)
@@ -383,6 +385,7 @@ class CircleFourierInteraction:
 
     def __init__(self, beta: float, attention: str, weights, tol: float = 1e-16):
         self.beta, self.attention, self.weights = beta, attention, weights
+        self.normalised = attention_kind(attention).normalised
         self.kernel_operator = operator = KernelOperator.banded(beta, 2, attention, tol, extra=1)
         self.modes = modes = operator.degrees
         self.multiplicity = np.where(modes == 0, 1.0, 2.0)                    # T_k and its conjugate T_-k
@@ -402,7 +405,7 @@ class CircleFourierInteraction:
         sums = np.einsum("bjk,j->bk", phases, self.weights)                # T_k
         local = phases.conj() * sums[:, None, :]                          # exp(-ik theta_i) T_k
         speed = local.imag @ self.speed_coeffs
-        if self.attention == "sa":
+        if self.normalised:
             speed /= local.real @ self.density_coeffs
         return speed
 
@@ -447,7 +450,7 @@ class CircleFourierInteraction:
         sums = np.einsum("bjk,j->bk", phases, self.weights)
         local = phases.conj() * sums[:, None, :]
         radial, speed = local.real @ self.radial_coeffs, local.imag @ self.speed_coeffs
-        if self.attention == "sa":
+        if self.normalised:
             density = local.real @ self.density_coeffs
             radial, speed = radial / density, speed / density
         return radial, speed
@@ -508,6 +511,7 @@ class SphereHarmonicInteraction:
         require(isinstance(accuracy, (int, float)) and 1e-16 <= accuracy < 1,
                 f"accuracy must be in [1e-16, 1) (got {accuracy!r})")
         self.beta, self.attention, self.weights = beta, attention, weights
+        self.normalised = attention_kind(attention).normalised
         self.accuracy, self.nthreads = float(accuracy), int(nthreads)
         self.band = band = self.band_for(beta, self.accuracy) if band is None else int(band)
         self.epsilon = max(self.accuracy / 4, SHT_MIN_EPSILON) if epsilon is None else float(epsilon)
@@ -557,9 +561,9 @@ class SphereHarmonicInteraction:
         out = {"loc": loc, "trig": trig, "radial": None, "density": None}
         if radial:
             out["radial"] = ducc0.sht.synthesis_general(alm=mu * self.radial, spin=0, **kw)[0]
-        if self.attention == "sa" or density:
+        if self.normalised or density:
             out["density"] = ducc0.sht.synthesis_general(alm=mu * self.conv, spin=0, **kw)[0]
-        if self.attention == "sa":
+        if self.normalised:
             conv = out["density"]
             self.min_density = min(self.min_density, float(np.min(conv)))
             v_theta /= conv

@@ -128,7 +128,7 @@ from meanfield.errors import require
 from meanfield.geometry import row_norms
 from meanfield.harmonics import SHT_EPSILON, point_mass_coefficients, sphere_locations
 from meanfield.initial.sphere import unit_vectors
-from meanfield.kernel_operator import attention_scale, top_sixth
+from meanfield.kernel_operator import top_sixth
 from meanfield.kernels import band_limit
 from meanfield.model import Model
 from meanfield.normalization import Normalization
@@ -215,7 +215,7 @@ class _Lagrangian(ClosingPairsStep, Scheme):
 
     def _denominator_lost(self, t: float) -> str | None:
         low, self._min_denominator = self._min_denominator, math.inf
-        if self.model.attention == "sa" and not low > 0:
+        if self.model.normalised and not low > 0:
             return (f"SA normalisation lost at t = {t:.6g}: exp(-beta) K*mu = {low:.3g} at a node "
                     f"(cancellation in the mode sums)")
         return None
@@ -380,7 +380,7 @@ class CircleLagrangian(_Lagrangian):
         """
         theta = self.angles(state)
         (numerator, slope, denominator, denominator_slope), parts = self.interaction.node_sums(theta)
-        if self.model.attention == "sa":
+        if self.model.normalised:
             self._min_denominator = min(self._min_denominator, float(np.min(denominator)))
             speed = numerator / denominator
             slope = (slope - speed * denominator_slope) / denominator
@@ -388,7 +388,7 @@ class CircleLagrangian(_Lagrangian):
             speed = numerator
         if self.normalization.name != "post":
             return self._normalised(state, t, theta, speed, slope, parts,
-                                    denominator if self.model.attention == "sa" else 1.0)
+                                    denominator if self.model.normalised else 1.0)
         self.max_speed = float(np.max(np.abs(speed)))
         self.lipschitz = float(np.max(np.abs(slope)))
         self._speed, self._theta_of_speed = speed, theta
@@ -598,11 +598,11 @@ class SphereLagrangian(_Lagrangian):
         normalised = self.normalization.name != "post"
         f = self.interaction.fields(x, radial=normalised, density=True)
         v_theta, v_phi, conv = f["v_theta"], f["v_phi"], f["density"]              # conv: exp(-beta) K*mu
-        if self.model.attention == "sa":
+        if self.model.normalised:
             self._min_denominator = min(self._min_denominator, float(np.min(conv)))
             self.lipschitz = self.lipschitz_factor
         else:
-            self.lipschitz = self.lipschitz_factor * attention_scale("usa", self.model.beta) * float(np.max(conv))
+            self.lipschitz = self.lipschitz_factor * self.model.kind.scale(self.model.beta) * float(np.max(conv))
         growth = None
         if normalised:
             v_theta, v_phi, growth = self._normalised(state, t, v_theta, v_phi, f["radial"])

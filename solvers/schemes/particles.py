@@ -200,7 +200,7 @@ class ParticleScheme(ClosingPairsStep, Scheme):
         Q, K, V, heads = attention.matrices(dim, seed)
         require(sphere is False or kernel == "dot",
                 "kernel='l2' and kernel='sinkhorn' need tokens in R^d (sphere=False)")
-        require(kernel != "sinkhorn" or model.attention == "sa",
+        require(kernel != "sinkhorn" or model.normalised,
                 "kernel='sinkhorn' is normalised by construction: it needs attention 'sa', not 'usa'")
         self.kernel, self.sinkhorn_eps = kernel, float(sinkhorn_eps)
         if sphere:
