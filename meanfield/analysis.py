@@ -30,6 +30,7 @@ import numpy as np
 from . import fourier_series
 from .errors import require
 from .gegenbauer import normalised_gegenbauer
+from .geometries import Sphere2, Zonal, run_geometry
 from .harmonics import SHT_EPSILON, m_major_layout, point_mass_coefficients, sphere_locations
 
 #: The Sobolev order of the weak norms by default: ``s > (d - 1) / 2`` makes a point mass finite on S^2.
@@ -273,7 +274,7 @@ def sphere_frame_coefficients(run, index: int = -1, lmax: int | None = None) -> 
     """The m-major orthonormal coefficients ``rho_lm``, ``l <= lmax`` (default: the run's), of frame ``index`` of a
     spectral S^2 run file, from its grid and ``quadrature_weight`` alone: exact for the band-limited frames the
     Gauss–Legendre grid holds (to ducc0's ``SHT_EPSILON``)."""
-    require(run.attrs.get("geometry") == "sphere" and "quadrature_weight" in run,
+    require(isinstance(run_geometry(run.attrs), Sphere2) and "quadrature_weight" in run,
             "sphere_frame_coefficients needs a spectral S^2 run file with quadrature_weight (older files lack it)")
     lmax = int(run.attrs["resolution"]) if lmax is None else int(lmax)
     lat, lon = np.radians(run["lat"].values), np.radians(run["lon"].values)
@@ -310,7 +311,7 @@ def zonal_frame_coefficients(run, index: int = -1) -> np.ndarray:
     """The coefficients ``g_l``, ``l = 0 .. lmax``, on the ``L^2``-normalised Gegenbauer polynomials (MATH.md §2.2)
     of frame ``index`` of a zonal Galerkin run file, from its polar nodes and ``quadrature_weight`` alone: exact for
     the frames its Gauss–Gegenbauer rule holds (degree ``<= lmax``, the run's resolution)."""
-    require(run.attrs.get("geometry") == "zonal" and "quadrature_weight" in run,
+    require(isinstance(run_geometry(run.attrs), Zonal) and "quadrature_weight" in run,
             "zonal_frame_coefficients needs a zonal Galerkin run file with quadrature_weight (older files lack it)")
     masses = np.asarray(run["density"].values[index], dtype=float) * np.asarray(run["quadrature_weight"].values)
     return zonal_point_coefficients(np.asarray(run["polar"].values, dtype=float), masses, int(run.attrs["dim"]),

@@ -23,6 +23,7 @@ from . import __version__
 from .app import signals
 from .defaults import GAUSSIAN_DEFAULTS, GEOMETRY_DEFAULTS, PARTICLE_DEFAULTS, RUN_DEFAULTS, SOLVE_DEFAULTS
 from .errors import InputError, require
+from .geometries import geometry_of
 from .limits import (MAX_BRANCH_MODES, MAX_LIST, MAX_MODES, MAX_ZONAL_DIM, check_dim, check_frames, check_integer, check_matrix_dim, check_number,
                      RANGES, check_option, range_table,
                      check_seed)
@@ -566,7 +567,8 @@ def _solve_command(geometry: str, spec: dict):
                        "(--scheme spectral or galerkin; not etdrk4) [default: none, or the --init run's].")
     @click.option("--dim", type=INTEGER, default=None,
                   help=f"Ambient dimension d [default: {defaults['dim']}, or the --init run's]"
-                       + (" (zonal: at most 256)." if geometry == "zonal" else "."))
+                       + (f" ({geometry}: at most {geometry_of(geometry).max_dim})." if geometry_of(geometry).free_dim
+                          else "."))
     @click.option("--scheme", default=None,
                   help=f"Discretisation: {' | '.join(spec['schemes'])} [default: {spec['schemes'][0]}, "
                        f"or the --init run's].")
@@ -658,7 +660,7 @@ def _report_saved(dataset, out):
 def _report_run(dataset, out):
     attrs = dataset.attrs
     _report_saved(dataset, out)
-    word = "mode" if attrs["geometry"] == "circle" else "degree"
+    word = geometry_of(attrs["geometry"]).mode_word
     click.echo(f"dominant {word} predicted by the linear theory: {attrs['dominant_mode']}")
 
 

@@ -41,6 +41,7 @@ import numpy as np
 from .attention_field import FIELDS, SampledField, field_of
 from .circle_clusters import COMPILED
 from .errors import require
+from .geometries import geometry_of, run_geometry
 
 #: A maximum stands out when its prominence ``1 - saddle / peak`` is at least this ...
 PROMINENCE = 0.5
@@ -277,29 +278,10 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
     """
     thresholds = dict(prominence=prominence, concentration=concentration, min_mass=min_mass, refine=refine)
     density = np.asarray(density, dtype=float)
-    require(geometry in ("circle", "sphere", "zonal"), f"geometry must be circle, sphere or zonal (got {geometry!r})")
-    if geometry == "circle":
-        require(density.ndim == 1 and density.size >= 3, "density must be a 1-D array of at least 3 samples")
-        n = density.size
-        places = 2 * math.pi * np.arange(n) / n if theta is None else np.asarray(theta, dtype=float)
-        volumes = np.full(n, 2 * math.pi / n) if volumes is None else np.asarray(volumes, dtype=float)
-        require(volumes.shape == density.shape and places.shape == density.shape,
-                "theta and volumes must match the density's grid")
-        masses, dim = density * volumes, 2
-    elif geometry == "sphere":
-        require(density.ndim == 2 and lat is not None and lon is not None and volumes is not None,
-                "a sphere density needs its (lat, lon) grid and the quadrature weight of each row")
-        la, lo = np.meshgrid(np.radians(np.asarray(lat, dtype=float)), np.radians(np.asarray(lon, dtype=float)),
-                             indexing="ij")
-        require(la.shape == density.shape, "lat and lon must match the density's grid")
-        places = np.stack((np.cos(la) * np.cos(lo), np.cos(la) * np.sin(lo), np.sin(la)), axis=-1).reshape(-1, 3)
-        masses, dim = (density * np.asarray(volumes, dtype=float).reshape(-1, 1)).reshape(-1), 3
-    else:
-        require(density.ndim == 1 and polar is not None and volumes is not None and dim is not None,
-                "a zonal density needs its polar nodes, their volumes and dim")
-        places, volumes = np.asarray(polar, dtype=float), np.asarray(volumes, dtype=float)
-        require(places.shape == density.shape == volumes.shape, "polar and volumes must match the density's grid")
-        masses = density * volumes
+    shape = geometry_of(geometry)
+    geometry = shape.name
+    places, masses, dim = shape.density_masses(density, theta=theta, lat=lat, lon=lon, polar=polar, volumes=volumes,
+                                               dim=dim)
     if points is None or point_masses is None:
         return clusters_of_masses(places, masses, beta, geometry=geometry, dim=int(dim), **thresholds)
     require(FIELDS[geometry].one_angle, "point clusters are given on the circle or as zonal rings")
@@ -419,27 +401,15 @@ def clusters_of_variables(value, attrs, *, prominence: float = PROMINENCE, conce
     What :func:`clusters_in_frame` reads from a file and a run's cluster tracker from a state's frame (``refine``:
     :func:`clusters_of_field`)."""
     thresholds = dict(prominence=prominence, concentration=concentration, min_mass=min_mass, refine=refine)
-    geometry, beta = attrs.get("geometry"), _run_beta(attrs)
+    shape, beta = run_geometry(attrs), _run_beta(attrs)
     positions, weights = value("positions"), value("weights")
     if positions is not None and weights is not None:
         points = np.asarray(positions, dtype=float)
-        zonal = geometry == "zonal"
+        zonal = shape is not None and shape.rings
         return clusters_of_atoms(points if not zonal else np.asarray(value("node_theta")), weights, beta=beta,
                                  dim=int(attrs.get("dim", points.shape[-1])), zonal=zonal, **thresholds)
     density = value("density")
     require(density is not None, "clusters_in_frame needs a run with density, or positions and weights")
     density = np.asarray(density, dtype=float)
-    volumes = value("cell_volume")
-    volumes = value("quadrature_weight") if volumes is None else volumes
-    points = dict(points=value("point_position"), point_masses=value("point_mass"))
-    if geometry == "circle":
-        return clusters_of_density(density, beta=beta, theta=value("theta"), volumes=volumes, **points,
-                                   **thresholds)
-    if geometry == "sphere":
-        require(volumes is not None, "a sphere run needs quadrature_weight for its clusters (older files lack it)")
-        return clusters_of_density(density, beta=beta, geometry="sphere", lat=value("lat"), lon=value("lon"),
-                                   volumes=volumes, **thresholds)
-    require(geometry == "zonal" and volumes is not None,
-            "a zonal run needs quadrature_weight or cell_volume for its clusters (older files lack them)")
-    return clusters_of_density(density, beta=beta, geometry="zonal", polar=value("polar"), volumes=volumes,
-                               dim=int(attrs["dim"]), **points, **thresholds)
+    shape = geometry_of(attrs.get("geometry"), "a density run's geometry")
+    return clusters_of_density(density, beta=beta, geometry=shape, **shape.frame_density(value, attrs), **thresholds)

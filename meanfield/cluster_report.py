@@ -15,6 +15,7 @@ import numpy as np
 
 from .cluster_detection import clusters_in_frame
 from .errors import require
+from .geometries import atoms_geometry, run_geometry
 
 
 def frame_index(run, frame: int | None, time: float | None) -> int:
@@ -33,17 +34,12 @@ def frame_index(run, frame: int | None, time: float | None) -> int:
     return count - 1
 
 
-def _position(centre: np.ndarray, geometry: str | None) -> dict:
-    """A cluster's position in the geometry's own coordinates, and its unit vector."""
-    angle = math.atan2(centre[1], centre[0]) if centre.size == 2 else math.nan
-    if geometry == "zonal":
-        return {"polar_angle": abs(angle)}
-    if centre.size == 2:                      # the circle: PDE and particle runs
-        return {"angle": angle % (2 * math.pi)}
-    if centre.size == 3:
-        return {"lat": math.degrees(math.asin(max(-1.0, min(1.0, centre[2])))),
-                "lon": math.degrees(math.atan2(centre[1], centre[0])) % 360.0, "vector": centre.tolist()}
-    return {"vector": centre.tolist()}
+def _position(centre: np.ndarray, geometry) -> dict:
+    """A cluster's position in the geometry's own coordinates (a zonal ring's polar angle; a point's by the dimension
+    of its unit vector, PDE and particle runs alike), and its unit vector."""
+    if geometry is None or not geometry.rings:
+        geometry = atoms_geometry(centre.size)
+    return geometry.position(centre) if geometry is not None else {"vector": centre.tolist()}
 
 
 def _finite(value) -> float | None:
@@ -64,7 +60,7 @@ def cluster_table(run, index: int) -> dict:
         recorded = recorded[recorded >= 0]
         if recorded.size == clusters.count:
             ids = [int(value) for value in recorded]
-    geometry = run.attrs.get("geometry")
+    geometry = run_geometry(run.attrs)
     rows = [dict(id=ids[i], mass=float(clusters.masses[i]), basin_size=int(clusters.basin_sizes[i]),
                  concentration=float(clusters.concentrations[i]), prominence=_finite(clusters.prominences[i]),
                  **_position(clusters.centres[i], geometry)) for i in range(clusters.count)]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import roots_legendre
 
+from ..geometries import geometry_of
 from .sources import GridSource
 
 #: Gauss–Legendre points per piece of the conservative remap (as meanfield.solvers.schemes.finite_volume.zonal_cell_volumes).
@@ -40,10 +41,12 @@ def periodic_faces(centres: np.ndarray, period: float) -> np.ndarray:
     return 0.5 * (centres + np.append(centres[1:], centres[0] + period))
 
 
-def piecewise(source: GridSource, geometry: str) -> Piecewise:
-    """The source's piecewise representation: constant on its cells or linear between its points."""
+def piecewise(source: GridSource, geometry) -> Piecewise:
+    """The source's piecewise representation: constant on its cells or linear between its points (the circle's
+    periodic, a zonal density's on ``[0, pi]``; ``geometry`` a one-axis geometry or its name)."""
     (x,), values = source.coords, source.values
-    if geometry == "circle":
+    shape = geometry_of(geometry)
+    if shape.periodic:
         if not source.cell_averages:
             return Piecewise(x, lambda t: np.interp(t, x, values, period=2 * math.pi))
         faces = periodic_faces(x, 2 * math.pi)
@@ -55,7 +58,7 @@ def piecewise(source: GridSource, geometry: str) -> Piecewise:
         return Piecewise(faces, cells)
     if not source.cell_averages:
         return Piecewise(x, lambda t: np.interp(t, x, values))
-    faces = interval_faces(x, 0.0, math.pi)
+    faces = interval_faces(x, *shape.span)
     return Piecewise(faces, lambda t: values[np.clip(np.searchsorted(faces, t, side="right") - 1, 0, x.size - 1)])
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import InputError, require
+from ..geometries import geometry_of
 from ..app.storage import last_valid_density, load_run
 
 #: Coordinates of a density, in the order of the run files, and their units.
@@ -139,7 +140,7 @@ def run_source(dataset: xr.Dataset, geometry: str, label: str, dim: int | None =
     kind = dataset.attrs.get("geometry", geometry)          # a Dataset built by hand may carry no attributes
     require("density" in dataset, f"{label}: holds no density (a {kind} run); a {geometry} density run is needed")
     require(kind == geometry, f"{label}: a {kind} run, but a {geometry} density is needed")
-    if dim is not None and geometry == "zonal":
+    if dim is not None and geometry_of(geometry).free_dim:
         require(int(dataset.attrs.get("dim", dim)) == dim,
                 f"{label}: a zonal run in dimension {dataset.attrs.get('dim')}, but --dim is {dim}")
     last_valid_density(dataset, label)

@@ -16,10 +16,11 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..geometries import run_geometry
 from ..geometry import sphere_area
 from ..theory import growth_rates
 from .run_data import run_model
-from .style import deviation_heat_map, mode_colours, outside_legend, polar_axis, positive_values, theta_axis
+from .style import ANGLE_AXES, deviation_heat_map, mode_colours, outside_legend, positive_values
 
 #: The positions drawn in panels (b) and (c) (the nearest of the run's grid).
 SHOWN_POSITIONS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -37,7 +38,7 @@ def shown_positions(dataset) -> list[int]:
 
 
 def _direction(dataset) -> tuple[str, np.ndarray]:
-    name = "theta" if dataset.attrs["geometry"] == "circle" else "polar"
+    name = run_geometry(dataset.attrs).axis
     return name, dataset[name].values
 
 
@@ -48,7 +49,7 @@ def _slice_means(dataset) -> np.ndarray:
 
 def _position_map(fig: Figure, ax, dataset) -> None:
     s = dataset["s"].values
-    if dataset.attrs["geometry"] == "sphere":
+    if not run_geometry(dataset.attrs).curve:
         amplitudes = dataset["mode_amplitude"].isel(time=-1).values
         mesh = ax.pcolormesh(dataset["mode"].values, s, np.log10(np.maximum(amplitudes, 1e-300)), shading="nearest",
                              cmap="magma", vmin=float(np.log10(positive_values(amplitudes, "the degree amplitudes").max())) - 8,
@@ -59,7 +60,7 @@ def _position_map(fig: Figure, ax, dataset) -> None:
     else:
         name, x = _direction(dataset)
         deviation_heat_map(fig, ax, x, s, dataset["density"].isel(time=-1).values, _slice_means(dataset))
-        (theta_axis if name == "theta" else polar_axis)(ax)
+        ANGLE_AXES[name](ax)
         ax.set_title(r"(a) $f(t,s,\cdot)/\bar f - 1$ over position, last frame")
     ax.set_ylabel("token position $s$")
 
@@ -69,16 +70,16 @@ def _profiles(ax, dataset, shown) -> None:
     last = dataset.isel(time=-1)
     for index, colour in zip(shown, colours):
         label = f"$s = {float(dataset['s'][index]):.3g}$"
-        if dataset.attrs["geometry"] == "sphere":
+        if not run_geometry(dataset.attrs).curve:
             ax.semilogy(dataset["mode"].values, last["mode_amplitude"].isel(s=index).values, color=colour, label=label)
         else:
             name, x = _direction(dataset)
             ax.plot(x, last["density"].isel(s=index).values, color=colour, label=label)
-    if dataset.attrs["geometry"] == "sphere":
+    if not run_geometry(dataset.attrs).curve:
         ax.set_xlabel("degree $l$")
         ax.set_ylabel("degree amplitude")
     else:
-        (theta_axis if _direction(dataset)[0] == "theta" else polar_axis)(ax)
+        ANGLE_AXES[_direction(dataset)[0]](ax)
         ax.set_ylabel("density")
     ax.set_title(f"(b) per-slice profiles at t = {float(dataset['time'][-1]):.4g}")
     outside_legend(ax, *ax.get_legend_handles_labels())

@@ -31,6 +31,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..errors import require
+from ..geometries import run_geometry
 from ..geometry import sphere_area
 from ..app.storage import MOVIE_SUFFIXES, check_output_file, write_atomic
 from .gaussian import covariance_ellipse, gaussian_end, gaussian_profile
@@ -39,8 +40,8 @@ from .run_data import PLOTTABLE, frame_indices, require_run
 from .runs import run_title
 from .sphere import (NODE_COLOUR, has_nodes, lon_lat, marker_areas, mass_legend, mollweide_style, node_groups,
                      sphere_deviation_maps)
-from .style import (DEVIATION_COLORMAP, deviation_colorbar, deviation_norm, deviation_ticks, linear_label,
-                    linear_range, log_time_axis, mean_density, polar_axis, relative_deviation, symlog, theta_axis)
+from .style import (ANGLE_AXES, DEVIATION_COLORMAP, deviation_colorbar, deviation_norm, deviation_ticks, linear_label,
+                    linear_range, log_time_axis, mean_density, relative_deviation, symlog)
 
 #: At most this many frames, sampled evenly from the saved ones.
 MAX_FRAMES = 200
@@ -56,11 +57,10 @@ GEOMETRIES = PLOTTABLE
 
 def _needs(dataset) -> tuple[str, ...]:
     """The variables the movie of ``dataset`` reads."""
-    geometry = dataset.attrs.get("geometry")
-    if geometry == "particles" or (geometry == "sphere" and has_nodes(dataset)):
+    geometry, shape = dataset.attrs.get("geometry"), run_geometry(dataset.attrs)
+    if geometry == "particles" or (shape is not None and not shape.curve and has_nodes(dataset)):
         return ("positions", "weights")
-    return {"circle": ("density", "theta", "mass"), "zonal": ("density", "polar", "mass"),
-            "sphere": ("density", "lat", "lon", "mass"), "gaussian": ("mean", "covariance")}[geometry]
+    return ("density", *shape.grid_variables, "mass") if shape is not None else ("mean", "covariance")
 
 
 def check_movie_dataset(dataset) -> None:
@@ -110,8 +110,8 @@ class _DensityLine:
     """``rho / rho_bar - 1`` against the angle (circle: theta; zonal: polar angle), symmetric log axis."""
 
     def __init__(self, fig, ax, dataset, indices):
-        geometry = dataset.attrs["geometry"]
-        self.x = np.asarray(dataset["theta" if geometry == "circle" else "polar"].values, dtype=float)
+        axis = run_geometry(dataset.attrs).axis
+        self.x = np.asarray(dataset[axis].values, dtype=float)
         self.deviation = relative_deviation(dataset["density"].values, mean_density(dataset))
         linear = linear_range(self.deviation[0])
         shown = self.deviation[indices]
@@ -125,7 +125,7 @@ class _DensityLine:
         ax.set_yticks(*deviation_ticks(shown, linear))
         ax.minorticks_off()
         ax.grid(True, alpha=0.3)
-        (theta_axis if geometry == "circle" else polar_axis)(ax)
+        ANGLE_AXES[axis](ax)
         ax.set_ylabel(rf"$\rho/\bar\rho - 1$ (log scale beyond {linear_label(linear)})")
         ax.set_title("density relative to uniform")
 
@@ -274,8 +274,8 @@ class _PositionMap:
     one colour scale for every frame; on S^2 the degree amplitudes over (degree, ``s``), log scale."""
 
     def __init__(self, fig, ax, dataset, indices):
-        geometry, s = dataset.attrs["geometry"], dataset["s"].values
-        if geometry == "sphere":
+        shape, s = run_geometry(dataset.attrs), dataset["s"].values
+        if not shape.curve:
             x = dataset["mode"].values
             self.values = np.log10(np.maximum(np.asarray(dataset["mode_amplitude"].values, dtype=float), 1e-300))
             top = float(self.values[indices].max())
@@ -285,7 +285,7 @@ class _PositionMap:
             ax.set_xlabel("degree $l$")
             ax.set_title("degree amplitudes over position")
         else:
-            x = np.asarray(dataset["theta" if geometry == "circle" else "polar"].values, dtype=float)
+            x = np.asarray(dataset[shape.axis].values, dtype=float)
             mean = np.asarray(dataset["slice_mass"].values, dtype=float) / sphere_area(int(dataset.attrs.get("dim", 2)))
             deviation = np.asarray(dataset["density"].values, dtype=float) / mean[..., None] - 1.0
             linear = linear_range(deviation[0])
@@ -293,7 +293,7 @@ class _PositionMap:
             self.mesh = ax.pcolormesh(x, s, self.values[indices[0]], shading="nearest", cmap=DEVIATION_COLORMAP,
                                       norm=deviation_norm(self.values[indices]), rasterized=True)
             deviation_colorbar(fig, self.mesh, linear, deviation[indices], ax=ax, pad=0.02)
-            (theta_axis if geometry == "circle" else polar_axis)(ax)
+            ANGLE_AXES[shape.axis](ax)
             ax.set_title("density relative to uniform, per position")
         ax.set_ylabel("token position $s$")
         self.artists = [self.mesh]
@@ -309,9 +309,10 @@ def _main_panel(dataset):
         return _PositionMap, False
     if geometry == "gaussian":
         return _GaussianEllipse, False
-    if geometry in ("circle", "zonal"):
-        return _DensityLine, False
-    if geometry == "sphere":
+    shape = run_geometry(dataset.attrs)
+    if shape is not None:
+        if shape.curve:
+            return _DensityLine, False
         return (_SphereNodes, True) if has_nodes(dataset) else (_SphereMap, True)
     dim = dataset["positions"].shape[-1]
     return {2: (_CircleTokens, False), 3: (_SphereNodes, True)}.get(dim, (_InnerProducts, False))

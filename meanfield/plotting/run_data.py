@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError, require
+from ..geometries import run_geometry
 from ..model import Model
 from ..theory import dominant_mode, growth_rates
 
@@ -36,7 +37,9 @@ def check_plottable(dataset) -> None:
     geometry = dataset.attrs.get("geometry", "unknown")
     if geometry not in PLOTTABLE:
         raise InputError(f"plot: geometry {geometry} is not supported (circle, sphere, zonal, particle and gaussian runs only)")
-    needed = REQUIRED[geometry] + (("density",) if geometry == "sphere" and "positions" not in dataset else ())
+    shape = run_geometry(dataset.attrs)           # a map (S^2) is drawn from its density or from its nodes
+    needed = REQUIRED[geometry] + (("density",) if shape is not None and not shape.curve and "positions" not in dataset
+                                   else ())
     require_run(dataset, "plot", "figure", needed, "mean" if geometry == "gaussian" else "energy",
                 () if geometry == "gaussian" else REQUIRED_ATTRS)
 

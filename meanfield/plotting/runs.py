@@ -42,6 +42,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..errors import InputError
+from ..geometries import run_geometry
 from ..normalization import LABELS, Normalization
 from ..app.storage import check_output_file, image_suffixes, write_atomic
 from .causal import causal_figure, is_causal
@@ -50,25 +51,21 @@ from .particles import clustered_fraction_panel, inner_product_panel, token_hist
 from .run_data import (check_plottable, checked_modes, observed_amplitudes, run_dominant_mode, short_reason,
                        theory_curves)
 from .sphere import sphere_maps
-from .style import (DPI, deviation_heat_map, legend_below, log_time_axis, mean_density, mode_colours, outside_legend,
-                    polar_axis, positive_values, theta_axis, time_axis)
+from .style import (ANGLE_AXES, ANGLE_SYMBOLS, DPI, deviation_heat_map, legend_below, log_time_axis, mean_density,
+                    mode_colours, outside_legend, positive_values, time_axis)
 
 #: Theory lines stop where they exceed this multiple of the largest observed amplitude.
 THEORY_CEILING = 10.0
 
 
-def _density_panel(fig: Figure, ax, dataset) -> None:
-    deviation_heat_map(fig, ax, dataset["theta"].values, dataset["time"].values, dataset["density"].values,
+def _density_panel(fig: Figure, ax, dataset, shape) -> None:
+    """The density of a one-axis geometry (circle: theta; zonal: polar angle) relative to uniform over time."""
+    axis = shape.axis
+    deviation_heat_map(fig, ax, dataset[axis].values, dataset["time"].values, dataset["density"].values,
                        mean_density(dataset), log=log_time_axis(dataset))
-    theta_axis(ax)
-    ax.set_title(r"(a) density relative to uniform, $\rho(t,\theta)/\bar\rho - 1$")
-
-
-def _zonal_density_panel(fig: Figure, ax, dataset) -> None:
-    deviation_heat_map(fig, ax, dataset["polar"].values, dataset["time"].values, dataset["density"].values,
-                       mean_density(dataset), log=log_time_axis(dataset))
-    polar_axis(ax)
-    ax.set_title(r"(a) zonal density relative to uniform, $\rho(t,\vartheta)/\bar\rho - 1$")
+    ANGLE_AXES[axis](ax)
+    ax.set_title(f"(a) {shape.title_word or 'density'} relative to uniform, "
+                 rf"$\rho(t,{ANGLE_SYMBOLS[axis]})/\bar\rho - 1$")
 
 
 def _energy_panel(ax, dataset) -> None:
@@ -91,7 +88,8 @@ def _clipped(curve: np.ndarray, ceiling: float) -> np.ndarray:
 
 def _mode_names(dataset) -> tuple[str, str, str]:
     """(index symbol, amplitude symbol, panel title): Fourier modes on the circle, degrees on S^{d-1}."""
-    if dataset.attrs.get("geometry") in ("sphere", "zonal"):
+    shape = run_geometry(dataset.attrs)
+    if shape is not None and not shape.fourier:
         return r"\ell", r"a_\ell", "degree amplitudes"
     return "k", r"|\hat\rho_k|", "Fourier modes"
 
@@ -137,8 +135,8 @@ def _title(dataset) -> str:
     where = "on the circle" if int(attrs.get("dim", 2)) == 2 else f"on $S^{{{int(attrs['dim']) - 1}}}$"
     if attrs.get("geometry") == "particles":
         where = f"{attrs.get('n', '')} tokens " + where
-    elif attrs.get("geometry") == "zonal":
-        where = "zonal density " + where
+    elif getattr(run_geometry(attrs), "title_word", ""):
+        where = f"{run_geometry(attrs).title_word} " + where
     noise = f"$\\nu$ = {float(attrs['nu']):g}" if "nu_schedule" not in attrs else \
         f"$\\nu(t)$: {attrs['nu_schedule']}"     # a noise schedule (meanfield.noise_schedule)
     title = (f"{str(attrs['attention']).upper()} {where}:  $\\beta$ = {float(attrs['beta']):g},  "
@@ -180,11 +178,9 @@ def _row_figure(dataset, modes) -> Figure:
     fig = Figure(figsize=(19, 5), layout="constrained")
     fig.get_layout_engine().set(w_pad=0.08, wspace=0.04)
     axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.15, 1, 1]})
-    geometry = dataset.attrs["geometry"]
-    if geometry == "circle":
-        _density_panel(fig, axes[0], dataset)
-    elif geometry == "zonal":
-        _zonal_density_panel(fig, axes[0], dataset)
+    shape = run_geometry(dataset.attrs)
+    if shape is not None:
+        _density_panel(fig, axes[0], dataset, shape)
     elif "theta" in dataset:
         token_histogram_panel(fig, axes[0], dataset)
     else:
@@ -219,8 +215,9 @@ def plot_run(dataset, path=None, modes=None) -> Figure:
     check_plottable(dataset)
     if path is not None:
         path = check_image_path(path)
-    builders = {"sphere": _sphere_figure, "gaussian": gaussian_figure}
-    builder = causal_figure if is_causal(dataset) else builders.get(dataset.attrs["geometry"], _row_figure)
+    shape = run_geometry(dataset.attrs)
+    builder = (causal_figure if is_causal(dataset) else _sphere_figure if shape is not None and not shape.curve
+               else gaussian_figure if dataset.attrs["geometry"] == "gaussian" else _row_figure)
     fig = builder(dataset, modes)
     fig.suptitle(run_title(dataset))
     if path is not None:

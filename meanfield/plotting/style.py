@@ -191,6 +191,12 @@ def polar_axis(ax) -> None:
     _angle_axis(ax, math.pi, ["0", r"$\pi/4$", r"$\pi/2$", r"$3\pi/4$", r"$\pi$"], r"polar angle $\vartheta$")
 
 
+#: The x axis of a one-axis density, by the geometry's coordinate (:attr:`meanfield.geometries.Geometry.axis`), and
+#: the coordinate's symbol.
+ANGLE_AXES = {"theta": theta_axis, "polar": polar_axis}
+ANGLE_SYMBOLS = {"theta": r"\theta", "polar": r"\vartheta"}
+
+
 def log_time_axis(dataset) -> bool:
     """Whether the run was saved on a log time axis (``save_log`` attribute)."""
     return str(dataset.attrs.get("save_log", "none")) != "none"

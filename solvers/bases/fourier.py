@@ -136,6 +136,41 @@ class FourierBasis:
         self.multiplicity = fourier_series.multiplicity(n // 2 + 1, n)
 
     # -- transforms --------------------------------------------------------------------------
+    # -- the grid a density lives on (initial data, cells, band) ----------------------------------------------
+    @property
+    def band(self) -> int:
+        """The largest Fourier mode the grid keeps unaliased (``kmax``)."""
+        return int(self.kmax)
+
+    def grid_points(self) -> tuple:
+        """The grid's coordinates, as a user's callable receives them: ``(theta,)``."""
+        return (self.theta,)
+
+    def cells(self) -> tuple:
+        """``(faces, volumes, weight, period)``: the ``N`` equal arcs centred on the grid points (periodic, measure
+        ``dtheta``)."""
+        h = 2 * math.pi / self.n
+        faces = self.theta[0] - h / 2 + h * np.arange(self.n + 1)
+        return faces, np.full(self.n, h), None, 2 * math.pi
+
+    def text_density(self, spec: str, seed=None) -> np.ndarray:
+        """The density of a text spec (``--init``) at the grid points (:mod:`meanfield.initial.circle`)."""
+        from meanfield.initial.circle import circle_density
+
+        return circle_density(spec, self.n, seed)
+
+    def check_density(self, density: np.ndarray, label: str) -> None:
+        """Refuse, in one line naming ``label``, a density the grid does not hold (:mod:`meanfield.initial.circle`)."""
+        from meanfield.initial.circle import check_density
+
+        check_density(density, label, self.n)
+
+    def density_from(self, source) -> np.ndarray:
+        """A :class:`meanfield.initial.sources.GridSource` on another circle grid, at these grid points."""
+        from meanfield.initial.circle import circle_values
+
+        return circle_values(source.coords[0], source.values, self.n)
+
     def synthesis_input(self, slot: int = 0) -> np.ndarray:
         """The spectral input buffer of synthesis slot ``slot`` (fill it, then :meth:`synthesise`)."""
         return self._backward[slot].input_array

@@ -72,6 +72,39 @@ class SphereBasis:
         self._alm0 = np.empty((1, self.nalm), dtype=complex)
         self._alm1 = np.zeros((2, self.nalm), dtype=complex)  # B stays 0 for gradients
 
+    # -- the grid a density lives on (initial data, band) -----------------------------------------------------
+    @property
+    def band(self) -> int:
+        """The largest degree the grid keeps unaliased (``lmax``)."""
+        return self.lmax
+
+    def grid_points(self) -> tuple:
+        """The grid's coordinates, as a user's callable receives them: ``(lat, lon)`` in degrees, ``(nlat, nlon)``."""
+        return tuple(np.meshgrid(self.lat, self.lon, indexing="ij"))
+
+    def text_density(self, spec: str, seed=None) -> np.ndarray:
+        """The density of a text spec (``--init``) on the grid (:mod:`meanfield.initial.sphere`)."""
+        from meanfield.initial.sphere import sphere_density
+
+        return sphere_density(spec, self, seed)
+
+    def check_density(self, density: np.ndarray, label: str) -> None:
+        """Refuse, in one line naming ``label``, a density the grid does not hold (:mod:`meanfield.initial.sphere`)."""
+        from meanfield.initial.sphere import check_sphere_density
+
+        check_sphere_density(density, label, self)
+
+    def density_from(self, source) -> np.ndarray:
+        """A :class:`meanfield.initial.sources.GridSource` on a (lat, lon) grid, on this grid: resampled through the
+        harmonics when the source's grid is another Gauss–Legendre grid, else interpolated."""
+        from meanfield.initial import sphere
+
+        lat, lon = source.coords
+        old = _gauss_legendre_basis(lat, lon)
+        if old is not None:
+            return sphere.resample_grid(source.values[::-1], old, self)
+        return sphere.latlon_values(source.values, lat, lon, self.lat, self.lon)
+
     def _kw(self):
         return dict(lmax=self.lmax, geometry="GL", nthreads=self.nthreads)
 
@@ -180,6 +213,16 @@ class ShtnsSphereBasis(SphereBasis):
         out = self._laplace * self._spheroidal
         out[self.zonal] = out[self.zonal].real
         return out
+
+
+def _gauss_legendre_basis(lat: np.ndarray, lon: np.ndarray):
+    """The :class:`SphereBasis` whose grid is ``lat x lon`` (sorted), or ``None``."""
+    for lmax in range(max(1, (2 * lat.size) // 3 - 2), (2 * lat.size) // 3 + 1):
+        basis = SphereBasis(lmax)
+        if (basis.shape == (lat.size, lon.size) and np.allclose(lat[::-1], basis.lat, rtol=0, atol=1e-9)
+                and np.allclose(lon, basis.lon, rtol=0, atol=1e-9)):
+            return basis
+    return None
 
 
 def shtns_available() -> bool:

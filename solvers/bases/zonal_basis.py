@@ -49,6 +49,37 @@ class ZonalBasis:
     def size(self) -> int:
         return self.nodes.size
 
+    # -- the grid a density lives on (initial data, band) -----------------------------------------------------
+    @property
+    def band(self) -> int:
+        """The largest degree the basis keeps (``lmax``)."""
+        return self.lmax
+
+    def grid_points(self) -> tuple:
+        """The nodes' coordinates, as a user's callable receives them: ``(polar,)``."""
+        return (self.polar,)
+
+    def text_density(self, spec: str, seed=None) -> np.ndarray:
+        """The density of a text spec (``--init``) at the nodes (:mod:`meanfield.initial.zonal`)."""
+        from meanfield.initial.zonal import zonal_density
+
+        return zonal_density(spec, self, seed)
+
+    def check_density(self, density: np.ndarray, label: str) -> None:
+        """Refuse, in one line naming ``label``, a density the nodes do not hold (:mod:`meanfield.initial.zonal`)."""
+        from meanfield.initial.zonal import check_zonal_density
+
+        check_zonal_density(density, label, self)
+
+    def density_from(self, source) -> np.ndarray:
+        """A :class:`meanfield.initial.sources.GridSource` at these nodes: a zonal run resampled through its own
+        basis, other polar grids interpolated."""
+        from meanfield.initial import zonal
+
+        if source.run is not None:
+            return zonal.resample_run(source.run, self, source.label)
+        return zonal.polar_values(source.coords[0], source.values, self.polar)
+
     def synthesise(self, coeffs: np.ndarray) -> np.ndarray:
         """Values at the nodes of ``sum_l coeffs_l P_l``."""
         return self.P @ coeffs

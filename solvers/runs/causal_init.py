@@ -25,9 +25,9 @@ import re
 
 import numpy as np
 import xarray as xr
-from scipy.special import eval_gegenbauer
 
 from meanfield.errors import require
+from meanfield.geometries import geometry_of
 from meanfield.geometry import sphere_area
 from meanfield.initial.kinds import describe_init, kind_of, label_of
 from meanfield.initial.sources import load_init_run
@@ -49,17 +49,6 @@ class AtPosition:
         return self.function(self.s, *points)
 
 
-def zonal_profile(geometry: str, dim: int, degree: int):
-    """``phi(*points)``: the degree-``degree`` zonal harmonic about the pole, ``phi(pole) = 1`` (module docstring)."""
-    if geometry == "circle":
-        return lambda theta: np.cos(degree * theta)
-    if geometry == "sphere":
-        return lambda lat, lon: eval_gegenbauer(degree, 0.5, np.sin(np.radians(lat))) + 0.0 * lon
-    lam = (dim - 2) / 2.0
-    top = float(eval_gegenbauer(degree, lam, 1.0))
-    return lambda polar: eval_gegenbauer(degree, lam, np.cos(polar)) / top
-
-
 def bump(spec: str, geometry: str, dim: int):
     """The callable ``f(s, *points)`` of a ``bump:`` spec (module docstring), checked."""
     match = BUMP.match(spec.strip())
@@ -73,7 +62,7 @@ def bump(spec: str, geometry: str, dim: int):
     require(math.isfinite(width) and width > 0, f"--init {spec!r}: WIDTH must be a finite number > 0 (got {width:g})")
     degree = int(match["degree"] or 1)
     require(degree >= 1, f"--init {spec!r}: DEGREE must be >= 1")
-    profile, uniform = zonal_profile(geometry, dim, degree), 1.0 / sphere_area(dim)
+    profile, uniform = geometry_of(geometry).zonal_profile(dim, degree), 1.0 / sphere_area(dim)
 
     def density(s, *points):
         return uniform * (1.0 + eps * math.exp(-0.5 * ((s - centre) / width) ** 2) * profile(*points))

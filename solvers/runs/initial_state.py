@@ -66,13 +66,10 @@ renormalised).
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
 from meanfield.errors import require
 from meanfield.initial.averages import Piecewise, conservative_averages, piecewise
-from meanfield.initial.circle import check_density, circle_density, circle_values
 from meanfield.initial.kinds import kind_of, label_of
 from meanfield.initial.sources import COORDINATES, GridSource, as_values, evaluate, read_source
 from meanfield.initial.spec import check_sign_and_mass
@@ -80,44 +77,10 @@ from meanfield.initial.spec import check_sign_and_mass
 from ..records import checkpoint
 from ..schemes.contract import conform
 
-def _initial(geometry: str):
-    """The readers of ``meanfield.initial.<geometry>`` (sphere, zonal), imported when a run of that geometry needs
-    them: a circle run loads neither."""
-    return importlib.import_module(f"meanfield.initial.{geometry}")
-
-
-#: The text-spec readers: ``geometry -> (spec, scheme, seed) -> density`` on the scheme's input grid.
-TEXT_SPECS = {"circle": lambda spec, scheme, seed: circle_density(spec, scheme.resolution, seed),
-              "sphere": lambda spec, scheme, seed: _initial("sphere").sphere_density(spec, scheme.basis, seed),
-              "zonal": lambda spec, scheme, seed: _initial("zonal").zonal_density(spec, scheme.basis, seed)}
-
-
-def _gauss_legendre_basis(lat: np.ndarray, lon: np.ndarray):
-    """The :class:`meanfield.solvers.bases.sphere_basis.SphereBasis` whose grid is ``lat x lon`` (sorted), or ``None``."""
-    from ..bases.sphere_basis import SphereBasis
-
-    for lmax in range(max(1, (2 * lat.size) // 3 - 2), (2 * lat.size) // 3 + 1):
-        basis = SphereBasis(lmax)
-        if (basis.shape == (lat.size, lon.size) and np.allclose(lat[::-1], basis.lat, rtol=0, atol=1e-9)
-                and np.allclose(lon, basis.lon, rtol=0, atol=1e-9)):
-            return basis
-    return None
-
-
-def grid_values(source: GridSource, geometry: str, scheme) -> np.ndarray:
-    """Point values on the scheme's input grid (module docstring: the remap for non-fv targets)."""
-    if geometry == "circle":
-        return circle_values(source.coords[0], source.values, scheme.resolution)
-    basis = scheme.basis
-    if geometry == "sphere":
-        lat, lon = source.coords
-        old = _gauss_legendre_basis(lat, lon)
-        if old is not None:
-            return _initial("sphere").resample_grid(source.values[::-1], old, basis)
-        return _initial("sphere").latlon_values(source.values, lat, lon, basis.lat, basis.lon)
-    if source.run is not None:
-        return _initial("zonal").resample_run(source.run, basis, source.label)
-    return _initial("zonal").polar_values(source.coords[0], source.values, basis.polar)
+def grid_values(source: GridSource, scheme) -> np.ndarray:
+    """Point values on the scheme's input grid (module docstring: the remap for non-fv targets; the scheme's basis
+    does it, :meth:`meanfield.solvers.bases.fourier.FourierBasis.density_from` and its peers)."""
+    return scheme.basis.density_from(source)
 
 
 def own_grid(scheme) -> tuple[tuple, str]:
@@ -132,20 +95,8 @@ def own_grid(scheme) -> tuple[tuple, str]:
     return shape, f"{what} at {' x '.join(parts)} (the scheme's coords())"
 
 
-def _grid_points(geometry: str, scheme):
-    basis = scheme.basis
-    if geometry == "circle":
-        return (basis.theta,)
-    if geometry == "sphere":
-        return tuple(np.meshgrid(basis.lat, basis.lon, indexing="ij"))
-    return (basis.polar,)
-
-
-def _checked_density_state(density: np.ndarray, geometry: str, scheme, label: str):
-    check = {"circle": lambda: check_density(density, label, scheme.resolution),
-             "sphere": lambda: _initial("sphere").check_sphere_density(density, label, scheme.basis),
-             "zonal": lambda: _initial("zonal").check_zonal_density(density, label, scheme.basis)}
-    check[geometry]()
+def _checked_density_state(density: np.ndarray, scheme, label: str):
+    scheme.basis.check_density(density, label)
     return scheme.state_from_density(density)
 
 
@@ -169,7 +120,7 @@ def initial_state(init, geometry: str, scheme, seed=None):
     scheme = conform(scheme)
     kind = kind_of(init)
     if kind == "text":
-        return scheme.state_from_density(TEXT_SPECS[geometry](init, scheme, seed))
+        return scheme.state_from_density(scheme.basis.text_density(init, seed))
     label = label_of(init)
     fv = scheme.takes_cell_averages
     if kind == "array":
@@ -178,7 +129,7 @@ def initial_state(init, geometry: str, scheme, seed=None):
         require(values.shape == shape, f"{label}: expected shape {shape}: {what}")
         if fv:
             return _checked_average_state(values, scheme.cells()[1], scheme, label)
-        return _checked_density_state(values, geometry, scheme, label)
+        return _checked_density_state(values, scheme, label)
     if kind == "function":
         if fv:
             faces, volumes, weight, period = scheme.cells()
@@ -186,8 +137,8 @@ def initial_state(init, geometry: str, scheme, seed=None):
             function = Piecewise(np.empty(0), lambda t: evaluate(init, label, wrap(t)))
             return _checked_average_state(conservative_averages(function, faces, volumes, weight, period),
                                           volumes, scheme, label)
-        values = evaluate(init, label, *_grid_points(geometry, scheme))
-        return _checked_density_state(values, geometry, scheme, label)
+        values = evaluate(init, label, *scheme.basis.grid_points())
+        return _checked_density_state(values, scheme, label)
     if kind == "dataset":
         _check_claimed_grid(init, scheme)
     source = read_source(init, geometry, label, scheme.model.dim)
@@ -195,4 +146,4 @@ def initial_state(init, geometry: str, scheme, seed=None):
         faces, volumes, weight, period = scheme.cells()
         averages = conservative_averages(piecewise(source, geometry), faces, volumes, weight, period)
         return _checked_average_state(averages, volumes, scheme, label)
-    return _checked_density_state(grid_values(source, geometry, scheme), geometry, scheme, label)
+    return _checked_density_state(grid_values(source, scheme), scheme, label)

@@ -14,7 +14,8 @@ import numpy as np
 
 from meanfield.defaults import SOLVE_DEFAULTS, geometry_default
 from meanfield.errors import require
-from meanfield.limits import MAX_ZONAL_DIM, check_solve_size
+from meanfield.geometries import geometry_of
+from meanfield.limits import check_solve_size
 from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
@@ -231,9 +232,11 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     require(scheme in SCHEMES[geometry],
             f"--scheme must be one of {', '.join(SCHEMES[geometry])} for the {geometry} (got {scheme!r})")
     dim = geometry_default(geometry, "dim") if dim is None else dim
-    require(geometry != "zonal" or not isinstance(dim, (int, np.integer)) or dim <= MAX_ZONAL_DIM,
-            f"--dim must be <= {MAX_ZONAL_DIM} for zonal densities (got {dim}): beyond it the zonal solvers' "
-            f"coefficients leave double precision; `meanfield particles` and `meanfield theory` go to --dim 4096")
+    shape = geometry_of(geometry)
+    require(not shape.free_dim or not isinstance(dim, (int, np.integer)) or dim <= shape.max_dim,
+            f"--dim must be <= {shape.max_dim} for {shape.name} densities (got {dim}): beyond it the {shape.name} "
+            f"solvers' coefficients leave double precision; `meanfield particles` and `meanfield theory` go to "
+            f"--dim 4096")
     resolution = geometry_default(geometry, "resolution") if resolution is None else resolution
     nu, schedule, schedule_change = resolve_schedule(source, nu, nu_schedule, override)
     kept, changes = resolve_model(source, {"attention": attention, "beta": beta, "nu": nu}, SOLVE_DEFAULTS, override)

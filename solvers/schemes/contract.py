@@ -105,7 +105,6 @@ satisfies the protocol.
 
 from __future__ import annotations
 
-import math
 import types
 from typing import Protocol, runtime_checkable
 
@@ -249,19 +248,17 @@ class Scheme:
         return self.state_from_density(averages)
 
     def cells(self) -> tuple:
-        """``(faces, volumes, weight, period)`` of the cells whose averages the scheme takes: on the circle the
-        ``N`` equal arcs centred on the grid points ``basis.theta`` (periodic, measure ``dtheta``)."""
-        if self.geometry != "circle":
+        """``(faces, volumes, weight, period)`` of the cells whose averages the scheme takes: its basis's (on the
+        circle the ``N`` equal arcs centred on the grid points, periodic, measure ``dtheta``)."""
+        cells = getattr(self.basis, "cells", None)
+        if cells is None:
             raise NotImplementedError(f"the {self.geometry} {self.name} scheme declares no cells() to take cell "
                                       f"averages on (meanfield.solvers.schemes.contract)")
-        h = 2 * math.pi / self.resolution
-        faces = self.basis.theta[0] - h / 2 + h * np.arange(self.resolution + 1)
-        return faces, np.full(self.resolution, h), None, 2 * math.pi
+        return cells()
 
     def largest_mode(self) -> int:
-        """A PDE scheme's band: the largest Fourier mode (circle, ``basis.kmax``) or degree (sphere and
-        zonal, ``basis.lmax``) its grid keeps."""
-        return int(self.basis.kmax if self.geometry == "circle" else self.basis.lmax)
+        """A PDE scheme's band: the largest Fourier mode (circle) or degree (sphere and zonal) its basis keeps."""
+        return int(self.basis.band)
 
 
 #: The optional parts :class:`Scheme` declares (names of its attributes and methods).

@@ -98,6 +98,7 @@ from scipy.special import roots_legendre
 
 from meanfield.errors import require
 from meanfield.gegenbauer import normalised_gegenbauer
+from meanfield.geometries import geometry_of
 from meanfield.geometry import laplace_eigenvalue, sphere_area
 from meanfield.fourier_series import CIRCLE_NORM, dealiased_band
 from meanfield.kernels import band_limit
@@ -262,7 +263,7 @@ class _FiniteVolumeScheme(DensityScheme):
         """The cluster bookkeeping (:class:`meanfield.solvers.tracking.clusters.ClusterTracker`) of each frame's density on the
         scheme's own cells (the frames put the points' mass in their cells); without noise also the point energy
         of the handed-over points (zonal: rings on S^{d-1})."""
-        dim = self.model.dim if self.geometry == "zonal" else None
+        dim = self.model.dim if geometry_of(self.geometry).rings else None
         return [ClusterTracker(self.model.beta, dim=dim, energy=self.clusters.enabled)]
 
     def variable_attrs(self) -> dict:
