@@ -161,3 +161,48 @@ def test_the_package_cites_no_issue_numbers():
                 if re.search(r"\bissues? \d+", line):
                     cited.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert cited == []
+
+
+#: The names of the registered geometries and attention kinds, which only their own modules may branch on.
+MODEL_NAMES = {"circle", "sphere", "zonal", "sa", "usa"}
+#: The modules that define those objects (meanfield/geometries.py, meanfield/attention_kind.py).
+OBJECT_MODULES = {"meanfield/geometries.py", "meanfield/attention_kind.py"}
+
+
+def name_branches(source: str) -> list[tuple[int, str]]:
+    """``(line, code)`` of every comparison of a value with a geometry or attention name: ``== "circle"``,
+    ``!= "sa"``, ``in ("sphere", "zonal")`` (iterating over names, ``for a in ("sa", "usa")``, is not one)."""
+    def named(node) -> bool:
+        return isinstance(node, ast.Constant) and node.value in MODEL_NAMES
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        for op, left, right in zip(node.ops, [node.left, *node.comparators], node.comparators):
+            equality = isinstance(op, (ast.Eq, ast.NotEq)) and (named(left) or named(right))
+            membership = (isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set))
+                          and any(named(element) for element in right.elts))
+            if equality or membership:
+                found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_no_code_branches_on_a_geometry_or_attention_name():
+    """A geometry or an attention is an object (meanfield.geometries, meanfield.attention_kind): code asks it, so a
+    new one is one class; no module outside those two compares a value with their names."""
+    found = []
+    for folder in ("meanfield", "solvers", "validation"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative not in OBJECT_MODULES:
+                found += [f"{relative}:{line}: {code}" for line, code in name_branches(path.read_text(encoding="utf-8"))]
+    assert found == [], "\n".join(found)
+
+
+@pytest.mark.parametrize("code, branches", [
+    ('if geometry == "circle": pass', 1), ('x = "sa" != attention', 1), ('ok = g in ("sphere", "zonal")', 1),
+    ('ok = a not in ["usa"]', 1), ('for a in ("sa", "usa"): pass', 0), ('x = {"circle": 1}[g]', 0),
+    ('if geometry_of(g).fourier: pass', 0)])
+def test_the_name_rule_sees_each_kind_of_branch(code, branches):
+    assert len(name_branches(code)) == branches

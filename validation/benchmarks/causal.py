@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from meanfield.geometries import geometry_of
 from meanfield.model import Model
 from meanfield.solvers.schemes.causal import CausalKinetic
 from meanfield.solvers.schemes.circle import CircleSpectral
@@ -47,8 +48,8 @@ PARTICLE_COLUMNS = (("n", "n", "d"), ("prefix_s", "prefix_s", ".4g"), ("direct_s
 
 def _schemes(geometry: str, resolution: int, positions: int, attention: str, beta: float, alibi: float):
     """The ordinary scheme, the causal one on ``positions`` slices, and a state of smooth slices."""
-    model = Model(attention, beta, 0.0, 2 if geometry == "circle" else 3)
-    if geometry == "circle":
+    model = Model(attention, beta, 0.0, geometry_of(geometry).default_dim)
+    if geometry_of(geometry).fourier:
         one = CircleSpectral(model, resolution)
         theta = one.basis.theta
         density = lambda s: (1 + 0.1 * s * np.cos(theta) + 0.05 * np.sin(3 * theta)) / (2 * math.pi)

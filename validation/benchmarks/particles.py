@@ -68,6 +68,7 @@ import time
 
 import numpy as np  # noqa: E402
 
+from meanfield.attention_kind import attention_kind  # noqa: E402
 from meanfield.model import Model  # noqa: E402
 from meanfield.normalization import SCHEMES, Normalization  # noqa: E402
 from meanfield.settings import Attention  # noqa: E402
@@ -248,7 +249,7 @@ def loop_velocity(x: np.ndarray, beta: float, attention: str, rows: int | None =
         xi = tokens[i]
         weights = np.exp(beta * (tokens @ xi))
         v = weights @ tokens
-        v /= weights.sum() if attention == "sa" else n
+        v /= weights.sum() if attention_kind(attention).normalised else n
         out[i] = v - (v @ xi) * xi
     return out
 

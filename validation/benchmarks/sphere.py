@@ -21,6 +21,7 @@ import argparse
 import time
 
 
+from meanfield.attention_kind import attention_kind
 from meanfield.initial.sphere import sphere_density
 from meanfield.model import Model
 from meanfield.app.threads import add_threads_argument, apply_threads_argument, header, one_vs_all
@@ -79,7 +80,7 @@ def measure(lmax: int, beta: float, timing: dict, backend: str) -> dict:
     for attention in ("sa", "usa"):
         scheme, state = scheme_and_state(attention, beta, lmax, backend)
         row["nlat"], row["nlon"] = scheme.basis.shape
-        rhs_time, sht_time = best_times([lambda: scheme.rhs(state, 0.0), transforms(scheme, state, attention == "sa")],
+        rhs_time, sht_time = best_times([lambda: scheme.rhs(state, 0.0), transforms(scheme, state, attention_kind(attention).normalised)],
                                         **timing)
         row[f"rhs_{attention}_ms"] = 1e3 * rhs_time
         row[f"sht_{attention}_ms"] = 1e3 * sht_time

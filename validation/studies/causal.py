@@ -37,7 +37,9 @@ from scipy.special import eval_legendre, i0e
 from scipy.stats import vonmises
 
 from meanfield.analysis import wasserstein1_circle
+from meanfield.attention_kind import attention_kind
 from meanfield.causal_theory import end_slope, evolve_mode, lost_in_the_middle, mode_rates, profile_weights, t_crit
+from meanfield.geometries import geometry_of
 from meanfield.model import Model
 from meanfield.plotting.style import outside_legend
 from meanfield.solvers.runs.solve import solve
@@ -76,7 +78,7 @@ QUICK = {"linear_positions": (65, 129, 257), "sphere_cases": (("sa", 2.0), ("usa
 # ------------------------------------------------------------------------------------------ helpers
 def zonal_harmonic(geometry: str, degree: int, *points) -> np.ndarray:
     """``cos(k theta)`` (circle) or ``P_l(sin lat)`` (S^2, ``lat`` in degrees): value 1 at the pole."""
-    if geometry == "circle":
+    if geometry_of(geometry).fourier:
         return np.cos(degree * points[0])
     return eval_legendre(degree, np.sin(np.radians(points[0]))) + 0.0 * points[1]
 
@@ -84,14 +86,14 @@ def zonal_harmonic(geometry: str, degree: int, *points) -> np.ndarray:
 def harmonic_norm(geometry: str, degree: int) -> float:
     """The stored amplitude of ``f_0 phi_l`` per unit: circle ``|rho_hat_k| = 1 / (4 pi)``; S^2 the orthonormal
     ``|rho_l0| = sqrt(4 pi / (2l + 1)) / (4 pi)``."""
-    if geometry == "circle":
+    if geometry_of(geometry).fourier:
         return 1.0 / (4 * math.pi)
     return math.sqrt(4 * math.pi / (2 * degree + 1)) / (4 * math.pi)
 
 
 def perturbed(geometry: str, profile, weights: dict):
     """``f(s, *points) = f_0 (1 + EPS profile(s) sum_l weights[l] phi_l)`` (``f_0`` uniform)."""
-    area = 2 * math.pi if geometry == "circle" else 4 * math.pi
+    area = 2 * math.pi if geometry_of(geometry).fourier else 4 * math.pi
 
     def density(s, *points):
         angular = sum(weight * zonal_harmonic(geometry, degree, *points) for degree, weight in weights.items())
@@ -117,7 +119,7 @@ def reduction(geometry: str, attention: str, alibi: float) -> float:
     run (MATH.md §8's exact reduction)."""
     base = {"circle": dict(resolution=64, init="vmf:1@0+vmf:1@2", t_final=1.0),
             "sphere": dict(resolution=12, init="vmf:1@0,0+vmf:1@40,100", t_final=0.3)}[geometry]
-    t_final = base["t_final"] * (math.exp(-2.0) if attention == "usa" else 1.0)
+    t_final = base["t_final"] * (1.0 if attention_kind(attention).normalised else math.exp(-2.0))
     settings = dict(base, attention=attention, beta=2.0, t_final=t_final, save_every=t_final / 2, rtol=1e-10)
     ordinary = solve(geometry, **settings)
     causal = solve(geometry, mask="causal", alibi=alibi, positions=5, **settings)
@@ -128,11 +130,11 @@ def reduction(geometry: str, attention: str, alibi: float) -> float:
 def linear_case(geometry: str, attention: str, alibi: float, positions: int, beta: float = 4.0) -> float:
     """Largest error, relative to the largest amplitude, of every degree of :data:`LINEAR_DEGREES` at every
     position and frame against the Green's function solution (MATH.md §8)."""
-    model = Model(attention, beta, 0.0, 2 if geometry == "circle" else 3)
+    model = Model(attention, beta, 0.0, geometry_of(geometry).default_dim)
     rates = mode_rates(model, LINEAR_DEGREES)
     t_final = 2.5 / float(rates.max())
     profile = lambda s: np.exp(-0.5 * ((s - LINEAR_CENTRE) / LINEAR_WIDTH) ** 2)
-    run = solve(geometry, attention=attention, beta=beta, resolution=16 if geometry == "circle" else 6,
+    run = solve(geometry, attention=attention, beta=beta, resolution=16 if geometry_of(geometry).fourier else 6,
                 mask="causal", alibi=alibi, positions=positions, init=perturbed(geometry, profile,
                                                                                  dict.fromkeys(LINEAR_DEGREES, 1.0)),
                 t_final=t_final, save_every=t_final / 4, rtol=LINEAR_RTOL)

@@ -57,6 +57,10 @@ QUICK = {"betas": (4.0, 6.0, 9.0), "nodes": 256, "tokens": 1024, "sphere_beta": 
 POINT_TOL = 1e-8
 
 
+#: The label of the one case on S^2 (the others are on the circle).
+SPHERE_CASE = "sphere"
+
+
 def _cases(preset: dict, seed: int) -> list[tuple[str, float, callable]]:
     common = dict(seed=seed, t_final=preset["t_final"], save_log=20)
     cases = []
@@ -66,7 +70,7 @@ def _cases(preset: dict, seed: int) -> list[tuple[str, float, callable]]:
             init=f"perturbed:{preset['eps']:g}", **common)))
         cases.append(("particles", beta, lambda beta=beta: simulate(
             dim=2, n=preset["tokens"], beta=beta, init="uniform", **common)))
-    cases.append(("sphere", preset["sphere_beta"], lambda: solve(
+    cases.append((SPHERE_CASE, preset["sphere_beta"], lambda: solve(
         "sphere", scheme="lagrangian", beta=preset["sphere_beta"], resolution=preset["sphere_lmax"],
         init=f"perturbed:{preset['eps']:g}", **common)))
     return cases
@@ -118,7 +122,7 @@ def _plateau_energy_gap(run, theory) -> float:
 def slope_against_estimate(rows: list[dict]) -> float:
     """Slope of ``log(first merge - t_ref)`` against ``log exp(beta (1 - cos D))`` over all circle cases
     (1 if the plateau estimate captures the exponential dependence; its prefactor is not fitted)."""
-    chosen = [r for r in rows if r["source"] != "sphere" and np.isfinite(r["first_merge_run"])]
+    chosen = [r for r in rows if r["source"] != SPHERE_CASE and np.isfinite(r["first_merge_run"])]
     if len(chosen) < 2:
         return math.nan
     return log_log_slope([r["plateau_estimate"] for r in chosen], [r["first_merge_run"] - r["t_ref"] for r in chosen])
@@ -127,7 +131,7 @@ def slope_against_estimate(rows: list[dict]) -> float:
 def slope_against_merge_estimate(rows: list[dict]) -> tuple[float, float, int]:
     """Least-squares slope of ``log(first merge - t_ref)`` against ``log merge_estimate`` over all circle cases,
     its standard error from the residuals and their degrees of freedom (theory: slope 1)."""
-    chosen = [r for r in rows if r["source"] != "sphere" and np.isfinite(r["first_merge_run"])]
+    chosen = [r for r in rows if r["source"] != SPHERE_CASE and np.isfinite(r["first_merge_run"])]
     if len(chosen) < 3:
         return math.nan, math.nan, 0
     x = np.log([r["merge_estimate"] for r in chosen])
@@ -186,7 +190,7 @@ def plot_study(runs: dict, rows: list[dict], path) -> None:
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    circle = [key for key in runs if key[0] != "sphere"]
+    circle = [key for key in runs if key[0] != SPHERE_CASE]
     fig = Figure(figsize=(16, 5 + 2.4 * math.ceil(len(circle) / 2)), layout="constrained")   # room for legends below
     grid = fig.add_gridspec(math.ceil(len(circle) / 2) + 1, 2)
     for index, key in enumerate(circle):
