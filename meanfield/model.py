@@ -28,8 +28,7 @@ USA_BETA_MAX = KINDS["usa"].beta_max
 class Model:
     """Self-attention dynamics on the sphere S^{dim-1}.
 
-    attention : ``"sa"`` (normalised softmax) or ``"usa"`` (unnormalised surrogate), MATH.md §1: a name of
-                :data:`meanfield.attention_kind.KINDS` (:attr:`kind` is the object).
+    attention : ``"sa"`` (normalised softmax) or ``"usa"`` (unnormalised surrogate), MATH.md §1; :attr:`kind`.
     beta      : inverse temperature, ``beta >= 0`` (``USA`` needs ``beta <= 700``).
     nu        : noise strength, ``nu >= 0``; the PDE gets ``nu * Laplace(rho)`` (MATH.md §1).
     dim       : ambient dimension ``d >= 2``; tokens live on S^{d-1} (``dim = 2``: the circle).
