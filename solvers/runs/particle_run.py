@@ -40,20 +40,17 @@ from meanfield.normalization import Normalization
 from meanfield.sampling import sample_tokens
 from meanfield.qkv import QKV_CHOICES, attention_heads, bounded_entries, is_qkv_file
 from meanfield.settings import Attention, Mask, Saving, StepControl, check_mask, gather, gather_attention
-from meanfield.app.storage import build_run_dataset
 from meanfield.theory import dominant_mode
 from meanfield.app.threads import thread_attrs
 
 from ..records import checkpoint
-from ..tracking.clusters import ClusterTracker, resolve_collapse_tol
-from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
+from ..records.run_record import init_label, loop_attrs, restart_attrs, run_attrs, run_command, schedule_command
 from ..schemes.particles import ParticleScheme
-from .runloop import run_switching
-from ..records.run_record import (add_schedule_records, add_tracker_records, finish_dataset, init_label, loop_attrs,
-                         restart_attrs, run_attrs, run_command, schedule_command)
-from .run_setup import draw_seed, given, run_clock, save_targets, user_trackers
-from ..steppers.steppers import make_stepper
+from ..tracking.clusters import ClusterTracker, resolve_collapse_tol
 from ..tracking.trackers import ModeAmplitudes
+from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
+from .controller import RunPlan, assemble, execute
+from .run_setup import draw_seed, given, run_clock, user_trackers
 
 __all__ = ["simulate"]
 
@@ -253,138 +250,253 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         One line naming the parameter and what it may be, before anything is computed.
     """
     require(t_final is not None or saving is not None, "t_final is required: the end time of the run (--t-final)")
-    attention_fields = given(qkv=qkv, Q=Q, K=K, V=V, heads=heads, kernel=kernel, sinkhorn_eps=sinkhorn_eps,
-                             interaction=interaction)
-    if isinstance(attention, Attention):
-        gather_attention(attention, dict(attention_fields))     # an Attention object and its fields: refused
+    attention_fields = _attention_fields(attention, qkv=qkv, Q=Q, K=K, V=V, heads=heads, kernel=kernel,
+                                         sinkhorn_eps=sinkhorn_eps, interaction=interaction)
     flat = given(t_final=t_final, save_every=save_every, save_log=save_log, stepper=stepper, rtol=rtol, cfl=cfl,
                  dt_max=dt_max)
     step, saving = gather(StepControl, "step", step, flat), gather(Saving, "saving", saving, flat)
     normalization_parameters = given(alpha=alpha, r0=r0, mix_switch=mix_switch)
     extra = user_trackers(trackers)
-    require(step.atol is None, "atol applies to solve() only (particle runs use the stepper's default)")
-    positions_given = positions is not None
-    require(weights is None or positions_given,
-            "weights= needs positions= (the tokens they weigh): tokens sampled from init carry their own weights")
-    source = checkpoint.run_file(init) if positions is None else None
-    same_tokens = source if source is not None and _same_tokens(source, n, dim) else None
-    chosen_normalization, normalization_change = resolve_normalization(same_tokens, normalization,
-                                                                        normalization_parameters, override)
-    exact = source is not None and _continues(source, n, dim, chosen_normalization)
+    _refuse_misplaced(step, positions, weights)
+    source, chosen_normalization, normalization_change, exact = _continuation(
+        init if positions is None else None, n, dim, normalization, normalization_parameters, override)
     continued = source if exact else None
     require(beta is not None or continued is not None,
             "--beta is required unless init is a particle run file of these tokens, whose beta a continuation keeps")
-    kind = attention.kind if isinstance(attention, Attention) else attention
-    nu, schedule, schedule_change = resolve_schedule(continued, nu, nu_schedule, override)
-    model_given = {"attention": kind, "beta": beta, "nu": nu}
-    model = Model(dim=dim, **resolve_model(continued, model_given, PARTICLE_DEFAULTS, override)[0])
+    model, schedule, schedule_change = _particle_model(continued, attention, beta, nu, nu_schedule, dim, override)
     mask, alibi, causal_change = causal_settings(continued, mask, alibi, override)
     require(mask == "none" or sampling == "iid" or exact,
             f"--sampling {sampling} needs --mask none: a mask orders the tokens as a sequence of i.i.d. draws "
             f"(--sampling iid), not as quadrature nodes")
-    from_file = (continued is not None and not isinstance(attention, Attention)
-                 and not attention_fields.keys() & MATRIX_FIELDS)
-    if from_file:                     # Q, K, V not given: the file's (its qkv, or the matrices it holds)
-        attention_fields.update(recorded_matrices(continued))
-        seed = int(continued.attrs["seed"]) if seed is None and "seed" in continued.attrs else seed
-    attention = gather_attention(attention if isinstance(attention, Attention) else model.attention, attention_fields)
+    attention, from_file, seed = _gathered_attention(attention, attention_fields, continued, model, seed)
     t_start, t_final, save_every, save_log = run_clock(continued, saving)
+    attention, seed, qkv = _drawn_matrices(attention, from_file, continued, dim, seed)
+    changes = joined(_model_change(continued, model, qkv, seed, override), normalization_change, causal_change,
+                     schedule_change)
+    collapse_tol, tol = _collapse_setting(collapse_tol, schedule, chosen_normalization, attention.heads, mask, model)
+    check_option("--n", n)
+    check_particle_size(n, dim, t_final, save_every, save_log, resolution, t_start)
+    given_tokens = positions is not None
+    label = "custom positions" if given_tokens else init_label(init)
+    positions, weights = _tokens(init, positions, weights, exact, n, dim, seed, resolution, sampling)
+    tokens = Tokens(model, n, replace(attention, interaction=_interaction_path(continued, attention)), weights, seed,
+                    tol, chosen_normalization, Mask(mask, alibi), schedule)
+    dt_max = tokens.dt_max(step)
+    ran = execute(tokens.plan(step, dt_max, positions, (t_start, t_final, save_every, save_log), continued, extra,
+                              progress))
+    settings = dict(dim=dim, n=n, **_model_settings(model), init=label, seed=seed, sampling=sampling,
+                    resolution=resolution, qkv=qkv, t_final=t_final, save_every=save_every, save_log=save_log,
+                    **_step_settings(ran, step), collapse_tol=collapse_tol,
+                    **_optional_settings(chosen_normalization, attention.interaction, mask, alibi, schedule))
+    typed = None if given_tokens or (schedule is not None and not schedule.segments) else init
+    command = run_command(["particles"], schedule_command(settings, schedule), typed, changes)
+    attrs = run_attrs(dict(settings, **chosen_normalization.as_attrs()), "particles", command,
+                      **_run_record_attrs(ran, t_start, exact, changes), dt_max=dt_max,
+                      interaction=type(ran.scheme.interaction).__name__,
+                      interaction_path=ran.scheme.interaction_path, collapse_tol_used=tol)
+    return assemble(ran, attrs, dims=tokens.dims(ran.scheme), coords=tokens.coords(ran.scheme),
+                    static=_static_variables(ran.scheme), schedule=schedule)
+
+
+def _attention_fields(attention, **fields) -> dict:
+    """The attention settings given as keywords; refused, in one line, beside an :class:`Attention` object."""
+    fields = given(**fields)
+    if isinstance(attention, Attention):
+        gather_attention(attention, dict(fields))     # an Attention object and its fields: refused
+    return fields
+
+
+def _refuse_misplaced(step: StepControl, positions, weights) -> None:
+    require(step.atol is None, "atol applies to solve() only (particle runs use the stepper's default)")
+    require(weights is None or positions is not None,
+            "weights= needs positions= (the tokens they weigh): tokens sampled from init carry their own weights")
+
+
+def _particle_model(continued, attention, beta, nu, nu_schedule, dim: int, override: bool):
+    """``(model, noise schedule, its change)``: as given, else the continued run file's (:mod:`.continuation`)."""
+    nu, schedule, schedule_change = resolve_schedule(continued, nu, nu_schedule, override)
+    kind = attention.kind if isinstance(attention, Attention) else attention
+    model = Model(dim=dim, **resolve_model(continued, {"attention": kind, "beta": beta, "nu": nu}, PARTICLE_DEFAULTS,
+                                           override)[0])
+    return model, schedule, schedule_change
+
+
+def _continuation(init, n: int, dim: int, normalization, parameters: dict, override: bool):
+    """``(run file, normalisation, its change, exact)``: the particle run file ``init`` names (``None``: none, or
+    tokens given), the normalisation a run of these tokens keeps, and whether it continues the file exactly."""
+    source = checkpoint.run_file(init) if init is not None else None
+    same_tokens = source if source is not None and _same_tokens(source, n, dim) else None
+    chosen, change = resolve_normalization(same_tokens, normalization, parameters, override)
+    return source, chosen, change, source is not None and _continues(source, n, dim, chosen)
+
+
+def _interaction_path(continued, attention: Attention) -> str:
+    """The interaction path: a continued run keeps its file's unless told otherwise (an exact continuation sums
+    alike)."""
+    if continued is not None and attention.interaction == "auto":
+        return str(continued.attrs.get("interaction_path", attention.interaction))
+    return attention.interaction
+
+
+def _run_record_attrs(ran, t_start: float, exact: bool, changes: str) -> dict:
+    """The loop's record, the threads and how the run started, as its attributes."""
+    return dict(**loop_attrs(ran.record),
+                **thread_attrs(ran.scheme.interaction_path != "harmonic" or ran.scheme.dim != 3),
+                scheme="particles", **restart_attrs(t_start, "exact" if exact else "none", changes))
+
+
+def _gathered_attention(attention, fields: dict, continued, model: Model, seed):
+    """The run's :class:`Attention` (its matrices not drawn yet), whether its matrices are the continued file's, and
+    the seed (a continuation's, when not given)."""
+    from_file = (continued is not None and not isinstance(attention, Attention) and not fields.keys() & MATRIX_FIELDS)
+    if from_file:                     # Q, K, V not given: the file's (its qkv, or the matrices it holds)
+        fields.update(recorded_matrices(continued))
+        seed = int(continued.attrs["seed"]) if seed is None and "seed" in continued.attrs else seed
+    attention = gather_attention(attention if isinstance(attention, Attention) else model.attention, fields)
+    return attention, from_file, seed
+
+
+def _drawn_matrices(attention: Attention, from_file: bool, continued, dim: int, seed):
+    """``(attention with its matrices, seed, qkv label)``: the seed drawn first (a random qkv is drawn from the seed
+    the run records), the matrices drawn or read once (the scheme takes them as given)."""
     qkv = attention.label
-    seed = draw_seed(seed)                              # first: a random qkv is drawn from the seed the run records
-    Q, K, V, heads = attention.matrices(dim, seed)      # drawn or read once; the scheme takes them as given
-    attention = replace(attention, Q=Q, K=K, V=V, heads=heads)
+    seed = draw_seed(seed)
+    Q, K, V, heads = attention.matrices(dim, seed)
     if from_file:
         qkv = str(continued.attrs.get("qkv", qkv))     # what they were read from (a .npz that may be gone)
+    return replace(attention, Q=Q, K=K, V=V, heads=heads), seed, qkv
+
+
+def _model_change(continued, model: Model, qkv: str, seed: int, override: bool) -> str:
+    """What of the model a continuation was told to change (``override``; the seed when it draws the matrices)."""
     kept = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "qkv": qkv}
     if qkv == "random":                          # the seed draws the matrices
         kept["seed"] = seed
-    changes = joined(resolve_model(continued, kept, PARTICLE_DEFAULTS, override)[1], normalization_change,
-                     causal_change, schedule_change)
+    return resolve_model(continued, kept, PARTICLE_DEFAULTS, override)[1]
+
+
+def _collapse_setting(collapse_tol, schedule, normalization: Normalization, heads, mask: str, model: Model):
+    """``(collapse_tol as the run records it, the distance it uses)``: 0 with a noise schedule (which refuses any
+    other), and by default 0 where merges do not apply (radii, several heads, a mask;
+    :mod:`meanfield.solvers.tracking.clusters`)."""
     if schedule is not None:          # noise: no merges (the scheme refuses any other value)
         require(collapse_tol is None or collapse_tol == 0,
                 f"--collapse-tol needs no noise (got {collapse_tol!r} with --nu-schedule): coincident tokens "
                 f"separate again")
         collapse_tol = 0.0
-    if (chosen_normalization.carries_radius or heads is not None or mask != "none") and collapse_tol is None:
-        collapse_tol = 0.0  # merges are for one head on the sphere without radii or mask (meanfield.solvers.tracking.clusters)
-    tol = resolve_collapse_tol(collapse_tol, model.nu)
-    check_option("--n", n)
-    check_particle_size(n, dim, t_final, save_every, save_log, resolution, t_start)
-    label = init_label(init)
-    if exact:  # the tokens come from the restart record below; the weights are restored with them
+    if (normalization.carries_radius or heads is not None or mask != "none") and collapse_tol is None:
+        collapse_tol = 0.0
+    return collapse_tol, resolve_collapse_tol(collapse_tol, model.nu)
+
+
+def _tokens(init, positions, weights, exact: bool, n: int, dim: int, seed: int, resolution: int, sampling: str):
+    """The tokens a new run starts from, shape ``(n, dim)``, and their weights: given, or sampled from ``init``
+    (an exact continuation's come from its restart record: placeholders here)."""
+    if exact:
         positions, weights = np.zeros((n, dim)), None
     elif positions is None:
         positions, weights = sample_tokens(init, n, dim, seed, resolution, sampling)
-    else:
-        label = "custom positions"
     positions = np.asarray(positions, dtype=float)
     require(positions.shape == (n, dim), f"positions must have shape ({n}, {dim}) (got {positions.shape})")
-    # a continued run keeps its file's path unless told otherwise (an exact continuation sums alike)
-    interaction = attention.interaction
-    path = str(source.attrs.get("interaction_path", interaction)) if exact and interaction == "auto" else interaction
-    def particle_scheme():
-        return ParticleScheme(model, n, replace(attention, interaction=path), weights=weights, seed=seed,
-                              collapse_tol=tol, normalization=chosen_normalization, mask=Mask(mask, alibi),
-                              nu_schedule=schedule)
+    return positions, weights
 
-    scheme = particle_scheme()
-    stepper = PARTICLE_DEFAULTS["stepper"] if step.stepper is None else step.stepper
-    dt_max = step.dt_max
-    if dt_max is None:
-        dt_max = PARTICLE_DEFAULTS["noise_dt_max"] if model.nu > 0 or schedule is not None else math.inf
-    time_stepper = make_stepper(stepper, scheme, **dict(step.stepper_options(scheme), dt_max=dt_max))
-    scheme.follow_stepper(time_stepper)
-    if exact:           # one system of tokens, as the sampled start below (fewer after merges)
-        width = dim + scheme.carries_radius
-        state = checkpoint.restore_checked(source, particle_scheme, scheme, time_stepper, shape=(1, None, width))
-    else:  # onto the sphere; tokens already on it to rounding are kept bit for bit
+
+class Tokens:
+    """What :func:`simulate` builds and starts (the :class:`meanfield.solvers.runs.controller.RunPlan`'s
+    callables): the particle scheme, the first state, the trackers and the Dataset's layout."""
+
+    def __init__(self, model: Model, n: int, attention: Attention, weights, seed: int, tol: float,
+                 normalization: Normalization, mask: Mask, schedule):
+        self.model, self.n, self.attention, self.weights, self.seed = model, n, attention, weights, seed
+        self.tol, self.normalization, self.mask, self.schedule = tol, normalization, mask, schedule
+
+    def build(self) -> ParticleScheme:
+        return ParticleScheme(self.model, self.n, self.attention, weights=self.weights, seed=self.seed,
+                              collapse_tol=self.tol, normalization=self.normalization, mask=self.mask,
+                              nu_schedule=self.schedule)
+
+    def dt_max(self, step: StepControl) -> float:
+        """The largest step: the one given, else with noise the splitting step of the random walk, else none."""
+        if step.dt_max is not None:
+            return step.dt_max
+        noisy = self.model.nu > 0 or self.schedule is not None
+        return PARTICLE_DEFAULTS["noise_dt_max"] if noisy else math.inf
+
+    def plan(self, step: StepControl, dt_max: float, positions: np.ndarray, clock: tuple, continued, extra: list,
+             progress: bool) -> RunPlan:
+        """The run (:class:`meanfield.solvers.runs.controller.RunPlan`): dopri5 unless told, from ``positions`` or the
+        continued file's restart record (one system of tokens), Mix-LN's switch where it applies."""
+        normalization = self.normalization
+        return RunPlan(
+            self.build, lambda built: PARTICLE_DEFAULTS["stepper"] if step.stepper is None else step.stepper,
+            lambda built: dict(step.stepper_options(built), dt_max=dt_max), lambda built: self.start(positions),
+            *clock, source=continued, exact=lambda built: True,
+            restore_shape=lambda built: (1, None, self.model.dim + built.carries_radius), trackers=self.trackers,
+            user_trackers=extra, progress=progress,
+            switch=normalization.mix_switch if normalization.name == "mix" else None)
+
+    def start(self, positions: np.ndarray) -> np.ndarray:
+        """One system of tokens on the sphere (tokens already on it to rounding kept bit for bit), with the initial
+        radius where the normalisation carries one."""
         norms = np.linalg.norm(positions, axis=-1, keepdims=True)
         state = np.where(np.abs(norms - 1.0) <= 8 * np.finfo(float).eps, positions, positions / norms)[None]
-        if scheme.carries_radius:
-            state = np.concatenate((state, np.full((1, n, 1), chosen_normalization.r0)), axis=-1)
-    trackers = [ClusterTracker(model.beta, energy=tol > 0)]
-    dims, coords = scheme.dims(), scheme.coords()
-    if dim == 2:  # mode amplitudes of the tokens on the circle
-        modes = np.arange(max(16, 2 * dominant_mode(model)) + 1)
-        trackers.append(ModeAmplitudes(modes))
-        dims["mode_amplitude"] = ("mode",)
-        coords["mode"] = ("mode", modes)
-    trackers += extra
-    for tracker in trackers if exact else ():
-        tracker.resume(source)
-    switch = chosen_normalization.mix_switch if chosen_normalization.name == "mix" else None
-    start = checkpoint.capture(scheme, time_stepper, state, t_start)
-    record = run_switching(scheme, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
-                           switch, t_start, progress=progress, trackers=trackers)
-    settings = {"dim": dim, "n": n, "attention": model.attention, "beta": model.beta, "nu": model.nu,
-                "init": label, "seed": seed, "sampling": sampling, "resolution": resolution, "qkv": qkv,
-                "t_final": t_final, "save_every": save_every, "save_log": save_log, "stepper": stepper,
-                "rtol": step.rtol, "cfl": step.cfl_for(scheme), "collapse_tol": collapse_tol}
-    if chosen_normalization.name != "post":  # post runs keep their command line as before
-        settings.update(chosen_normalization.options())
+        if self.normalization.carries_radius:
+            state = np.concatenate((state, np.full((1, self.n, 1), self.normalization.r0)), axis=-1)
+        return state
+
+    def modes(self) -> np.ndarray | None:
+        """The Fourier modes recorded of tokens on the circle (``None`` beyond)."""
+        return np.arange(max(16, 2 * dominant_mode(self.model)) + 1) if self.model.dim == 2 else None
+
+    def trackers(self, scheme) -> list:
+        """The cluster bookkeeping (the point energy only where tokens merge) and, on the circle, mode amplitudes."""
+        found = [ClusterTracker(self.model.beta, energy=self.tol > 0)]
+        return found + ([ModeAmplitudes(self.modes())] if self.model.dim == 2 else [])
+
+    def dims(self, scheme) -> dict:
+        dims = scheme.dims()
+        if self.model.dim == 2:
+            dims["mode_amplitude"] = ("mode",)
+        return dims
+
+    def coords(self, scheme) -> dict:
+        coords = scheme.coords()
+        if self.model.dim == 2:
+            coords["mode"] = ("mode", self.modes())
+        return coords
+
+
+def _model_settings(model: Model) -> dict:
+    return {"attention": model.attention, "beta": model.beta, "nu": model.nu}
+
+
+def _step_settings(ran, step: StepControl) -> dict:
+    """The stepper a run used and its tolerances, as its settings record them."""
+    return {"stepper": ran.stepper_name, "rtol": step.rtol, "cfl": step.cfl_for(ran.scheme)}
+
+
+def _optional_settings(normalization: Normalization, interaction: str, mask: str, alibi: float, schedule) -> dict:
+    """The settings a run records only when they are not the default (earlier runs keep their attributes and
+    command line as before)."""
+    settings = {}
+    if normalization.name != "post":
+        settings.update(normalization.options())
     if interaction != "auto":
         settings["interaction"] = interaction
-    if mask != "none":                # runs without a mask keep their attributes and command line as before
+    if mask != "none":
         settings.update(mask=mask, alibi=alibi)
-    if schedule is not None:          # runs with a constant nu keep their attributes and command line as before
+    if schedule is not None:
         settings["nu_schedule"] = schedule.spec
-    typed = None if positions_given or (schedule is not None and not schedule.segments) else init
-    attrs_scheme = chosen_normalization.as_attrs()
-    attrs = run_attrs(dict(settings, **attrs_scheme), "particles",
-                      run_command(["particles"], schedule_command(settings, schedule), typed, changes),
-                      **loop_attrs(record), **thread_attrs(scheme.interaction_path != "harmonic" or dim != 3),
-                      scheme="particles",
-                      **restart_attrs(t_start, "exact" if exact else "none", changes), dt_max=dt_max,
-                      interaction=type(scheme.interaction).__name__, interaction_path=scheme.interaction_path,
-                      collapse_tol_used=tol)
-    dataset = build_run_dataset(record.times, record.frames, dims, coords, attrs)
+    return settings
+
+
+def _static_variables(scheme) -> dict:
+    """The tokens' weights and, when not the identity, ``Q``, ``K``, ``V`` (several heads: a leading head axis)."""
     extra = dict(scheme.static_variables())
-    if scheme.heads is not None:  # several heads: Q, K, V with a leading head axis
+    if scheme.heads is not None:
         for index, name in enumerate(("Q", "K", "V")):
             extra[name] = (("head", "row", "column"), np.stack([head[index] for head in scheme.heads]))
     for name, matrix in (("Q", scheme.Q), ("K", scheme.K), ("V", scheme.V)):
         if matrix is not None and scheme.heads is None:
             extra[name] = (("row", "column"), matrix)
-    dataset.update(extra)                   # one merge, not one per variable
-    add_schedule_records(dataset, schedule)
-    return finish_dataset(add_tracker_records(dataset, trackers), record, scheme, time_stepper, start)
+    return extra

@@ -20,19 +20,16 @@ from meanfield.model import Model
 from meanfield.normalization import Normalization
 from meanfield.schemes import DEFAULT_SCHEME, SCHEMES
 from meanfield.settings import Monitor, Saving, StepControl, gather
-from meanfield.app.storage import build_run_dataset
 from meanfield.theory import dominant_mode
 from meanfield.app.threads import thread_attrs
 
 from ..records import checkpoint
-from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
+from ..records.run_record import init_label, loop_attrs, restart_attrs, run_attrs, run_command, schedule_command
 from ..schemes.contract import conform
+from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
+from .controller import RunPlan, assemble, execute
 from .initial_state import initial_state
-from ..records.run_record import (add_schedule_records, add_tracker_records, finish_dataset, init_label, loop_attrs,
-                         restart_attrs, run_attrs, run_command, schedule_command)
-from .run_setup import draw_seed, given, run_clock, save_targets, user_trackers
-from .runloop import run_switching
-from ..steppers.steppers import make_stepper
+from .run_setup import draw_seed, given, run_clock, user_trackers
 
 
 def scheme_class(geometry: str, name: str):
@@ -219,14 +216,57 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
     saving = gather(Saving, "saving", saving, flat)
     normalization_parameters = given(alpha=alpha, r0=r0, mix_switch=mix_switch)
     extra = user_trackers(trackers)
+    source = _continued_file(init, beta, geometry)
+    causal = None if _ordinary(mask, alibi, positions, source) else _checked_causal(mask, alibi, positions, geometry,
+                                                                                      scheme, source)
+    scheme, resolution, dim = _discretisation(source, geometry, scheme, resolution, dim)
+    nu, schedule, schedule_change = resolve_schedule(source, nu, nu_schedule, override)
+    kept, changes = resolve_model(source, {"attention": attention, "beta": beta, "nu": nu}, SOLVE_DEFAULTS, override)
+    normalization, normalization_change = resolve_normalization(source, normalization, normalization_parameters,
+                                                                override)
+    changes = joined(changes, schedule_change, normalization_change)
+    model = Model(dim=dim, **kept)
+    t_start, t_final, save_every, save_log = run_clock(source, saving)
+    seed = draw_seed(seed)
+    chosen = scheme_class(geometry, scheme)
+    options = build_options(chosen, collapse_tol=collapse_tol)
+    check_solve_size(chosen, f"the {geometry} {scheme} scheme", resolution, model.dim, t_final, save_every,
+                     save_log, t_start, 1 if causal is None else causal[1])
+    normalization = _carried_normalization(source, chosen, normalization, normalization_change)
+    run = Run(geometry, scheme, model, resolution, backend, monitor, normalization, options, causal, schedule, source)
+    ran = execute(RunPlan(
+        run.build, lambda built: built.default_stepper if step.stepper is None else step.stepper,
+        step.stepper_options, lambda built: run.initial_state(init, built, seed), t_start, t_final, save_every,
+        save_log, source=source, exact=run.continues_exactly, prepare=run.prepare, user_trackers=extra,
+        switch=normalization.mix_switch if normalization.name == "mix" else None, progress=progress))
+    settings = _solve_settings(ran, model, scheme, init, seed, (t_final, save_every, save_log), step, monitor,
+                               collapse_tol, normalization, causal, schedule)
+    typed = init if schedule is None or schedule.segments else None     # a Python function: `meanfield rerun FILE`
+    band = ran.scheme.largest_mode()
+    attrs = run_attrs(settings, geometry,
+                      run_command(["solve", geometry], schedule_command(settings, schedule), typed, changes),
+                      **loop_attrs(ran.record), **thread_attrs(ran.scheme.uses_blas),
+                      **restart_attrs(t_start, "exact" if ran.exact else ("remap" if source is not None else "none"),
+                                      changes),
+                      atol=ran.stepper.atol, transform_backend=ran.scheme.basis.backend,
+                      pointwise_kernel=ran.scheme.pointwise_kernel, dealiased_modes=band,
+                      dominant_mode=dominant_mode(model), **normalization.as_attrs())
+    return assemble(ran, attrs, schedule=schedule)
+
+
+def _continued_file(init, beta, geometry: str):
+    """The run file ``init`` names (``None``: not a run), checked: of this geometry; ``beta`` may then be left out."""
     source = checkpoint.run_file(init)
     require(beta is not None or source is not None,
             "--beta is required unless init is a run file, whose beta a continuation keeps")
     if source is not None:
         require(source.attrs.get("geometry") == geometry, f"{checkpoint.source_label(source)}: a "
                 f"{source.attrs.get('geometry')} run; `solve {geometry}` continues {geometry} runs only")
-    causal = None if _ordinary(mask, alibi, positions, source) else _checked_causal(mask, alibi, positions, geometry,
-                                                                                      scheme, source)
+    return source
+
+
+def _discretisation(source, geometry: str, scheme, resolution, dim):
+    """``(scheme, resolution, dim)``: those given, else the run file's, else the geometry's defaults; checked."""
     scheme, resolution, dim = _source_settings(source, geometry, scheme, resolution, dim)
     scheme = DEFAULT_SCHEME[geometry] if scheme is None else scheme
     require(scheme in SCHEMES[geometry],
@@ -238,63 +278,73 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
             f"solvers' coefficients leave double precision; `meanfield particles` and `meanfield theory` go to "
             f"--dim 4096")
     resolution = geometry_default(geometry, "resolution") if resolution is None else resolution
-    nu, schedule, schedule_change = resolve_schedule(source, nu, nu_schedule, override)
-    kept, changes = resolve_model(source, {"attention": attention, "beta": beta, "nu": nu}, SOLVE_DEFAULTS, override)
-    changes = joined(changes, schedule_change)
-    normalization, normalization_change = resolve_normalization(source, normalization, normalization_parameters,
-                                                                override)
-    changes = joined(changes, normalization_change)
-    model = Model(dim=dim, **kept)
-    t_start, t_final, save_every, save_log = run_clock(source, saving)
-    seed = draw_seed(seed)
-    chosen = scheme_class(geometry, scheme)
-    options = build_options(chosen, collapse_tol=collapse_tol)
-    check_solve_size(chosen, f"the {geometry} {scheme} scheme", resolution, model.dim, t_final, save_every,
-                     save_log, t_start, 1 if causal is None else causal[1])
-    if source is not None and not normalization_change and not chosen.radius_per_node \
-            and not normalization.on_the_sphere:
+    return scheme, resolution, dim
+
+
+def _carried_normalization(source, chosen, normalization: Normalization, changed: str) -> Normalization:
+    """The normalisation the scheme class ``chosen`` runs: a continued run's must be one it can carry on (a radius per
+    node where the file's needs one, unless overridden)."""
+    if source is not None and not changed and not chosen.radius_per_node and not normalization.on_the_sphere:
         require(False, f"{checkpoint.source_label(source)} ran --normalization {normalization.name}, which a --scheme "
-                       f"{scheme} run cannot carry on (no radius per node): continue it with --scheme "
+                       f"{chosen.name} run cannot carry on (no radius per node): continue it with --scheme "
                        f"{' or '.join(sorted(scheme_names(lambda cls: cls.radius_per_node)))}, or "
                        f"give --normalization post --override")
-    normalization = chosen.checked_normalization(normalization)
+    return chosen.checked_normalization(normalization)
 
-    def build():
+
+class Run:
+    """What :func:`solve` builds and starts (the :class:`meanfield.solvers.runs.controller.RunPlan`'s callables): the
+    scheme (or the causal PDE on its slices), its preparation, whether a run file continues exactly, the first
+    state."""
+
+    def __init__(self, geometry, scheme, model, resolution, backend, monitor, normalization, options, causal,
+                 schedule, source):
+        self.geometry, self.scheme, self.model, self.resolution = geometry, scheme, model, resolution
+        self.backend, self.monitor, self.normalization, self.options = backend, monitor, normalization, options
+        self.causal, self.schedule, self.source = causal, schedule, source
+
+    def build(self):
         """The run's discretisation, built afresh (an exact continuation checks its record against a fresh one)."""
-        if causal is None:
-            return build_scheme(geometry, scheme, model, resolution, backend, monitor, normalization, options)
-        return build_causal(geometry, scheme, model, resolution, backend, monitor, normalization, causal)
+        arguments = (self.geometry, self.scheme, self.model, self.resolution, self.backend, self.monitor,
+                     self.normalization)
+        if self.causal is None:
+            return build_scheme(*arguments, self.options)
+        return build_causal(*arguments, self.causal)
 
-    discretisation = build()
-    if schedule is not None:
-        discretisation.follow_noise_schedule(schedule)
-    stepper = discretisation.default_stepper if step.stepper is None else step.stepper
-    k_star, band = dominant_mode(model), discretisation.largest_mode()
-    require(k_star <= band,
-            f"--resolution {resolution} keeps modes up to {band}, below the dominant mode "
-            f"{k_star} at beta = {model.beta:g}; increase --resolution")
-    time_stepper = make_stepper(stepper, discretisation, **step.stepper_options(discretisation))
-    discretisation.follow_stepper(time_stepper)
-    exact = source is not None and checkpoint.continues_exactly(source, geometry, scheme,
-                                                                  discretisation.resolution, dim, normalization)
-    exact = exact and (_continues_causal(source, causal) if causal is not None else "mask" not in source.attrs)
-    if exact:
-        state = checkpoint.restore_checked(source, build, discretisation, time_stepper)
-    elif causal is not None:
-        from .causal_init import causal_initial_state      # the causal start's readers (xarray, scipy): when used
+    def prepare(self, discretisation) -> None:
+        """Follow the noise schedule; refuse a grid that does not keep the dominant mode."""
+        if self.schedule is not None:
+            discretisation.follow_noise_schedule(self.schedule)
+        k_star, band = dominant_mode(self.model), discretisation.largest_mode()
+        require(k_star <= band,
+                f"--resolution {self.resolution} keeps modes up to {band}, below the dominant mode "
+                f"{k_star} at beta = {self.model.beta:g}; increase --resolution")
 
-        state = causal_initial_state(source if source is not None else init, geometry, discretisation, seed)
-    else:
-        state = initial_state(source if source is not None else init, geometry, discretisation, seed)
-    trackers = discretisation.trackers() + extra
-    for tracker in trackers if exact else ():
-        tracker.resume(source)
-    start = checkpoint.capture(discretisation, time_stepper, state, t_start)
-    record = run_switching(discretisation, time_stepper, state, t_final, save_every, save_targets(t_final, save_log),
-                           normalization.mix_switch if normalization.name == "mix" else None, t_start,
-                           progress=progress, trackers=trackers)
+    def continues_exactly(self, discretisation) -> bool:
+        """Whether the run file is continued from its restart record (:func:`checkpoint.continues_exactly`)."""
+        source = self.source
+        exact = checkpoint.continues_exactly(source, self.geometry, self.scheme, discretisation.resolution,
+                                             self.model.dim, self.normalization)
+        return exact and (_continues_causal(source, self.causal) if self.causal is not None
+                          else "mask" not in source.attrs)
+
+    def initial_state(self, init, discretisation, seed):
+        """A new run's state: from ``init`` or the run file remapped (per position for the causal PDE)."""
+        start = self.source if self.source is not None else init
+        if self.causal is not None:
+            from .causal_init import causal_initial_state      # the causal start's readers (xarray, scipy): when used
+
+            return causal_initial_state(start, self.geometry, discretisation, seed)
+        return initial_state(start, self.geometry, discretisation, seed)
+
+
+def _solve_settings(ran, model, scheme: str, init, seed, clock, step, monitor, collapse_tol, normalization, causal,
+                    schedule) -> dict:
+    """The settings a solve records (and its ``command`` repeats)."""
+    t_final, save_every, save_log = clock
+    discretisation = ran.scheme
     settings = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "dim": model.dim,
-                "scheme": scheme, "stepper": stepper, "resolution": discretisation.resolution,
+                "scheme": scheme, "stepper": ran.stepper_name, "resolution": discretisation.resolution,
                 "init": init_label(init), "seed": seed, "t_final": t_final, "save_every": save_every,
                 "save_log": save_log, "rtol": step.rtol, "cfl": step.cfl_for(discretisation), **monitor.scheme_options(),
                 "collapse_tol": collapse_tol, **normalization.options()}
@@ -304,19 +354,4 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
         settings.update(mask="causal", alibi=causal[0], positions=causal[1])
     if schedule is not None:    # runs with a constant nu keep their attributes and command line as before
         settings["nu_schedule"] = schedule.spec
-    typed = init if schedule is None or schedule.segments else None     # a Python function: `meanfield rerun FILE`
-    attrs = run_attrs(settings, geometry,
-                      run_command(["solve", geometry], schedule_command(settings, schedule), typed, changes),
-                      **loop_attrs(record), **thread_attrs(discretisation.uses_blas),
-                      **restart_attrs(t_start, "exact" if exact else ("remap" if source is not None else "none"),
-                                      changes),
-                      atol=time_stepper.atol, transform_backend=discretisation.basis.backend,
-                      pointwise_kernel=discretisation.pointwise_kernel, dealiased_modes=band,
-                      dominant_mode=k_star, **normalization.as_attrs())
-    dataset = build_run_dataset(record.times, record.frames, discretisation.dims(), discretisation.coords(), attrs)
-    dataset.update(discretisation.static_variables())    # e.g. the Lagrangian nodes' weights
-    dataset.attrs.update(discretisation.run_attrs())
-    for name, extra_attrs in discretisation.variable_attrs().items():
-        dataset[name].attrs.update(extra_attrs)
-    add_schedule_records(dataset, schedule)
-    return finish_dataset(add_tracker_records(dataset, trackers), record, discretisation, time_stepper, start)
+    return settings

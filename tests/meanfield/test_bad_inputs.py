@@ -252,8 +252,7 @@ def tripwires(monkeypatch):
     def computing(*args, **kwargs):
         raise AssertionError("a bad input started computing")
 
-    for module, name in (("meanfield.solvers.runs.runloop", "run"), ("meanfield.solvers.runs.solve", "run_switching"),
-                         ("meanfield.solvers.runs.particle_run", "run_switching"),
+    for module, name in (("meanfield.solvers.runs.runloop", "run"), ("meanfield.solvers.runs.controller", "run_switching"),
                          ("meanfield.validation.studies.phase_diagram", "compute_chunks")):
         monkeypatch.setattr(importlib.import_module(module), name, computing)
 

@@ -206,3 +206,26 @@ def test_no_code_branches_on_a_geometry_or_attention_name():
     ('if geometry_of(g).fourier: pass', 0)])
 def test_the_name_rule_sees_each_kind_of_branch(code, branches):
     assert len(name_branches(code)) == branches
+
+
+def _code_lines(node) -> int:
+    """A function's lines, its signature included and its docstring left out."""
+    total = node.end_lineno - node.lineno + 1
+    first = node.body[0] if node.body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        total -= first.end_lineno - first.lineno + 1
+    return total
+
+
+def test_the_drivers_keep_only_argument_handling_and_no_function_is_long():
+    """The drivers turn arguments into a RunPlan; the run itself is solvers/runs/controller.py's, once (so each is at
+    most 60 lines); no function of the package is over 100 lines."""
+    lengths = {}
+    for folder in ("meanfield", "solvers", "validation"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    lengths[f"{path.relative_to(ROOT).as_posix()}:{node.name}"] = _code_lines(node)
+    assert lengths["solvers/runs/solve.py:solve"] <= 60
+    assert lengths["solvers/runs/particle_run.py:simulate"] <= 60
+    assert {name: size for name, size in lengths.items() if size > 100} == {}

@@ -22,7 +22,7 @@ import meanfield
 from meanfield.cli import main
 from meanfield.errors import InputError
 from meanfield.limits import RANGES
-from meanfield.solvers.runs import particle_run, solve as solve_module
+from meanfield.solvers.runs import controller
 from meanfield.solvers.records.run_record import RERUN_COMMAND
 from meanfield.app.storage import save_run
 
@@ -65,8 +65,7 @@ def nothing_computed(monkeypatch):
     def computed(*args, **kwargs):
         raise AssertionError("a lying run file was computed from")
 
-    monkeypatch.setattr(solve_module, "run_switching", computed)
-    monkeypatch.setattr(particle_run, "run_switching", computed)
+    monkeypatch.setattr(controller, "run_switching", computed)      # the one run pipeline of both drivers
 
 
 def _told(source, folder, lie, name="lying.nc"):
