@@ -27,6 +27,7 @@ from meanfield.gaussian_cases import case_command, gaussian_case
 from meanfield.app.storage import build_run_dataset
 
 from ..records.run_record import loop_attrs, run_attrs
+from ..schemes.contract import Scheme
 from .runloop import run
 from ..steppers.steppers import ScipyStepper
 from ..tracking.trackers import StepRecorder
@@ -128,7 +129,7 @@ class _Solution:
     sol: OdeSolution | None
 
 
-class GaussianMoments:
+class GaussianMoments(Scheme):
     """The moment ODEs as a scheme of the run loop (the contract of ``meanfield.solvers.schemes.contract``): the state is
     ``(alpha, L)`` flattened; no validity check of its own (the integrator reports failures)."""
 

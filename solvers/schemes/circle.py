@@ -38,13 +38,14 @@ from meanfield.errors import require
 from meanfield.fourier_series import CIRCLE_NORM
 from meanfield.model import Model
 
+from .contract import FollowsNoiseSchedule
 from .density_scheme import DensityScheme
 from .circle_kernel import fused_kernel
 from ..bases.fourier import FourierBasis
 from .normalized_velocity import VelocityNormalization
 
 
-class CircleSpectral(DensityScheme):
+class CircleSpectral(FollowsNoiseSchedule, DensityScheme):
     """Pseudo-spectral right-hand side on the circle; see the module docstring.
 
     ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (a name or a

@@ -65,10 +65,10 @@ overrides what it needs:
     ``(faces, volumes, weight, period)`` of the cells whose averages the scheme takes
     (:mod:`meanfield.solvers.runs.initial_state`): cell ``i`` is ``[faces[i], faces[i+1]]`` with volume
     ``volumes[i]``, ``weight`` the measure's density (``None``: ``dx``), ``period`` the circle's
-    ``2 pi`` (``None`` on an interval).  On the circle, the ``N`` equal arcs centred on the grid
-    points ``basis.theta``; elsewhere none (the zonal finite volumes declare their own)
+    ``2 pi`` (``None`` on an interval).  Its basis's (the circle's ``N`` equal arcs centred on the grid
+    points); elsewhere none (the zonal finite volumes declare their own)
 ``largest_mode()``
-    a PDE scheme's band (``basis.kmax`` on the circle, ``basis.lmax`` otherwise)
+    a PDE scheme's band: its basis's ``band`` (the largest Fourier mode or degree kept)
 ``build_options``
     keyword settings its constructor takes beyond the common ones (``()``; the Lagrangian schemes'
     ``("collapse_tol",)``): the PDE driver passes these and refuses them for the other schemes
@@ -96,16 +96,19 @@ overrides what it needs:
 
 The PDE driver (:mod:`meanfield.solvers.runs.solve`) asks a scheme only through these: it names no scheme.
 
-:func:`conform` is what the callers use instead of probing with ``getattr``: every scheme of the
-package inherits :class:`Scheme` and is returned as it is; an object outside it (a user's own
-scheme, a test double) gets the contract's defaults bound onto the instance.
-``tests/solvers/test_contract.py`` checks every registered scheme class inherits the base and
-satisfies the protocol.
+*Capabilities* are small mixins a scheme declares by inheritance, each setting the parts it changes:
+:class:`TakesCellAverages` (finite volume), :class:`RemapsCellAverages` (the circle's Lagrangian nodes),
+:class:`CarriesRadius` (all six normalisations), :class:`MergesNodes` (collapse renumbers nodes) and
+:class:`FollowsNoiseSchedule` (the spectral and Galerkin schemes).
+
+:func:`conform` is what the callers use instead of probing with ``getattr``: it checks that the scheme's class
+inherits :class:`Scheme` (one line otherwise; a user's own scheme, or a test double, inherits it too) and binds
+nothing.  ``tests/solvers/test_contract.py`` checks every registered scheme class inherits the base, satisfies the
+protocol and declares its capabilities.
 """
 
 from __future__ import annotations
 
-import types
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -177,10 +180,9 @@ class Scheme:
 
     @classmethod
     def checked_normalization(cls, normalization):
-        """The run's :class:`meanfield.normalization.Normalization` if the scheme carries it (MATH.md §6); else one
-        line naming what does (:func:`meanfield.solvers.schemes.normalized_velocity.density_normalization`)."""
-        if cls.radius_per_node:
-            return normalization
+        """The run's :class:`meanfield.normalization.Normalization` if the scheme carries it (MATH.md §6: those on the
+        sphere; :class:`CarriesRadius` all six); else one line naming what does
+        (:func:`meanfield.solvers.schemes.normalized_velocity.density_normalization`)."""
         from .normalized_velocity import density_normalization
         return density_normalization(normalization)
 
@@ -271,26 +273,59 @@ def missing_parts(scheme, parts=REQUIRED_PARTS) -> list[str]:
 
 
 def conform(scheme):
-    """``scheme`` with every optional part resolvable (module docstring); returns ``scheme``.
+    """``scheme``, checked to be one: its class inherits :class:`Scheme`, which declares every optional part with its
+    default, so nothing is bound at run time; one line otherwise (a user's own scheme inherits :class:`Scheme` and
+    the capabilities it has, ``docs/extending.md``)."""
+    from meanfield.errors import require
 
-    A scheme whose class inherits :class:`Scheme` is returned as it is.  Otherwise (an object from
-    outside the package) each optional part its class lacks is set on the instance from :class:`Scheme`
-    (methods bound to the instance); ``takes_cell_averages`` follows whether the class has its own
-    ``state_from_cell_averages``.
-    """
-    if isinstance(scheme, Scheme) or "_conformed" in vars(scheme):
-        return scheme
-    cls = type(scheme)
-    for name in OPTIONAL_PARTS:
-        if hasattr(cls, name) or name in vars(scheme):
-            continue
-        value = vars(Scheme)[name]
-        if name == "takes_cell_averages":
-            value = hasattr(cls, "state_from_cell_averages")
-        elif isinstance(value, types.FunctionType):
-            value = types.MethodType(value, scheme)
-        elif isinstance(value, classmethod):
-            value = types.MethodType(value.__func__, cls)
-        setattr(scheme, name, value)
-    scheme._conformed = True
+    require(isinstance(scheme, Scheme), f"a scheme must inherit meanfield.solvers.schemes.contract.Scheme, which "
+                                        f"declares the optional parts of the contract (got {type(scheme).__name__})")
     return scheme
+
+
+# ------------------------------------------------------------------------------------------------ capabilities
+class TakesCellAverages:
+    """Capability: the state is cell averages (finite volume).  Initial data are averaged conservatively over
+    ``cells()`` and enter through ``state_from_cell_averages`` (:mod:`meanfield.solvers.runs.initial_state`)."""
+
+    takes_cell_averages = True
+
+
+class RemapsCellAverages:
+    """Capability: initial data given as cell averages (a finite-volume run, a Lagrangian frame flagged
+    ``density_resolved = 0``, a DataArray whose ``cell_methods`` say ``mean``) are averaged conservatively over
+    ``cells()``; other data enter as point values."""
+
+    remaps_cell_averages = True
+
+
+class CarriesRadius:
+    """Capability: a radius per node, so all six normalisations of MATH.md §6 (a scheme without one runs those on
+    the sphere only)."""
+
+    radius_per_node = True
+
+    @classmethod
+    def checked_normalization(cls, normalization):
+        return normalization
+
+
+class MergesNodes:
+    """Capability: coincident nodes merge (MATH.md §5), by the scheme's ``collapse`` and ``will_merge``.  A merge
+    renumbers the nodes, so a state's clusters are read through the node map: the cluster tracker counts the steps
+    it holds before each collapse that merges (:mod:`meanfield.solvers.tracking.clusters`)."""
+
+    clusters_read_state_alone = False
+
+
+class FollowsNoiseSchedule:
+    """Capability: the noise may follow ``nu(t)`` (:class:`meanfield.noise_schedule.NoiseSchedule`): ``linear``
+    becomes the scheme's ``noise_operator`` (the noise's diagonal operator for ``nu = 1``), which the steppers scale
+    by ``nu(t)`` through exact integrating factors ``exp(linear int nu)`` (:mod:`meanfield.solvers.steppers.steppers`).
+    The model's own ``nu`` must be 0."""
+
+    def follow_noise_schedule(self, schedule) -> None:
+        from meanfield.errors import require
+
+        require(self.model.nu == 0, f"give --nu or --nu-schedule, not both (got --nu {self.model.nu:g})")
+        self.noise_schedule, self.linear = schedule, self.noise_operator

@@ -26,9 +26,6 @@ class DensityScheme(Scheme):
     restart_fields = ("_tail_floor",)
     #: appended to the positivity message (e.g. which stepper keeps positivity)
     positivity_hint = ""
-    #: the noise's diagonal operator for ``nu = 1`` (``-l (l + d - 2)``, MATH.md §2.2) of a scheme that can follow
-    #: a noise schedule (:meth:`follow_noise_schedule`); ``None``: it cannot (finite volume)
-    noise_operator = None
 
     def trackers(self) -> list:
         """The cluster bookkeeping of every frame's density (:class:`meanfield.solvers.tracking.clusters.ClusterTracker`:
@@ -36,17 +33,6 @@ class DensityScheme(Scheme):
         from ..tracking.clusters import ClusterTracker
 
         return [ClusterTracker(self.model.beta, energy=False)]
-
-    def follow_noise_schedule(self, schedule) -> None:
-        """Let the noise follow ``schedule`` (:class:`meanfield.noise_schedule.NoiseSchedule`): ``linear`` becomes
-        the noise operator for ``nu = 1``, which the steppers scale by ``nu(t)`` through exact integrating factors
-        ``exp(linear int nu)`` (:mod:`meanfield.solvers.steppers.steppers`).  The model's own ``nu`` must be 0."""
-        from meanfield.errors import require
-
-        require(self.noise_operator is not None, f"--nu-schedule needs --scheme spectral (circle, sphere) or galerkin "
-                                                 f"(zonal) (got --scheme {self.name}); it takes a constant --nu")
-        require(self.model.nu == 0, f"give --nu or --nu-schedule, not both (got --nu {self.model.nu:g})")
-        self.noise_schedule, self.linear = schedule, self.noise_operator
 
     def init_monitor(self, band: int, positivity_tol: float, resolution_tol: float) -> None:
         """The validity monitor's settings: the tolerances, the spectral-tail slice (the top sixth of the

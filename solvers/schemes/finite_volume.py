@@ -105,6 +105,7 @@ from meanfield.kernels import band_limit
 from meanfield.model import Model
 
 from ..tracking.clusters import ClusterTracker
+from .contract import TakesCellAverages
 from .density_scheme import DensityScheme
 from ..bases.fourier import FourierBasis
 from .fv_kernel import fused_kernel, split
@@ -224,7 +225,7 @@ class FiniteVolume1D:
         return float(self.volumes @ rho)
 
 
-class _FiniteVolumeScheme(DensityScheme):
+class _FiniteVolumeScheme(TakesCellAverages, DensityScheme):
     """What the circle and zonal finite-volume schemes share; the validity checks and the frame are
     :class:`meanfield.solvers.schemes.density_scheme.DensityScheme`'s, with the mass from the cell volumes and the mass drift in
     place of the spectral resolution monitor."""
@@ -238,7 +239,6 @@ class _FiniteVolumeScheme(DensityScheme):
     #: The step is the bound itself, not rounded down to a power of two (no linear part, so no exponential factors
     #: to cache): the grid phase of the README staircase in 0.7 of the steps.
     power_of_two_steps = False
-    takes_cell_averages = True
     linear = None
     positivity_hint = " (use --stepper ssprk3 and --cfl <= 1)"
     #: the run stops when the mass drifts by more than this (relative); round-off is ~1e-14

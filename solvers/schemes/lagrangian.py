@@ -136,7 +136,7 @@ from meanfield.theory import fastest_growth_rate
 from meanfield.app.threads import NONUNIFORM_THREADS
 
 from ..tracking.clusters import ClosingPairsStep, ClusterTracker, NodeCollapse, closing_rate, resolve_collapse_tol
-from .contract import Scheme
+from .contract import CarriesRadius, MergesNodes, RemapsCellAverages, Scheme
 from ..bases.fourier import FourierBasis
 from .interaction import CircleFourierInteraction, SphereHarmonicInteraction
 from .particles import SPHERE_TOL
@@ -170,7 +170,7 @@ def _check_normalization(normalization, collapse_tol) -> Normalization:
     return normalization
 
 
-class _Lagrangian(ClosingPairsStep, Scheme):
+class _Lagrangian(CarriesRadius, MergesNodes, ClosingPairsStep, Scheme):
     """What the circle and sphere schemes share: records, checks and the resolution decision."""
 
     name = "lagrangian"
@@ -189,11 +189,9 @@ class _Lagrangian(ClosingPairsStep, Scheme):
     after_switch = False
     #: mutable fields an exact restart carries (:mod:`meanfield.solvers.records.checkpoint`)
     restart_fields = ("node_weights", "weights", "collapser.owner", "collapser.merged", "_density_floor")
-    #: a state's positions are read through ``collapser.owner``, which a collapse changes
-    clusters_read_state_alone = False
-    #: merges of nodes closer than ``collapse_tol`` (MATH.md §5); a radius per node, so every normalisation (§6)
+    #: merges of nodes closer than ``collapse_tol`` (MATH.md §5; a state's positions are read through
+    #: ``collapser.owner``, which a collapse changes); a radius per node, so every normalisation (§6)
     build_options = ("collapse_tol",)
-    radius_per_node = True
 
     def trackers(self) -> list:
         """The cluster bookkeeping of the nodes (:class:`meanfield.solvers.tracking.clusters.ClusterTracker`): the clusters of
@@ -242,7 +240,7 @@ class _Lagrangian(ClosingPairsStep, Scheme):
         return tangent / divisor, divisor, scheme.radial_rate(t, radial, norm) if scheme.carries_radius else None
 
 
-class CircleLagrangian(_Lagrangian):
+class CircleLagrangian(RemapsCellAverages, _Lagrangian):
     """Weighted trapezoid nodes on the circle; see the module docstring.
 
     State: the unwrapped node angles ``theta_j(t)`` (shape ``(N,)``), ``theta_j(0) = 2 pi j / N``;
@@ -255,8 +253,6 @@ class CircleLagrangian(_Lagrangian):
     geometry = "circle"
     area = 2 * math.pi
     restart_fields = _Lagrangian.restart_fields + ("_offset",)
-    #: initial cell averages are remapped conservatively onto the arcs centred on the nodes (``cells()``)
-    remaps_cell_averages = True
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
                  positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, collapse_tol: float | None = None,

@@ -71,7 +71,7 @@ from meanfield.seeding import stream
 
 from .causal_interaction import CausalCircleInteraction, CausalDirectInteraction, token_positions
 from ..tracking.clusters import ClosingPairsStep, NodeCollapse, closing_rate
-from .contract import Scheme
+from .contract import MergesNodes, Scheme
 from .interaction import (SPHERE_ACCURACY, CircleFourierInteraction, DirectInteraction,
                           SphereHarmonicInteraction)
 
@@ -133,7 +133,7 @@ def normalised_weights(weights, n: int) -> np.ndarray:
     return weights / weights.sum()
 
 
-class ParticleScheme(ClosingPairsStep, Scheme):
+class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
     """Right-hand side, post-step map and checks for particle runs; see the module docstring.
 
     ``model``

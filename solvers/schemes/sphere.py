@@ -45,12 +45,13 @@ import numpy as np
 from meanfield.errors import require
 from meanfield.model import Model
 
+from .contract import FollowsNoiseSchedule
 from .density_scheme import DensityScheme
 from ..bases.sphere_basis import dealiased_grid_values, make_sphere_basis
 from .normalized_velocity import VelocityNormalization
 
 
-class SphereSpectral(DensityScheme):
+class SphereSpectral(FollowsNoiseSchedule, DensityScheme):
     """Pseudo-spectral right-hand side on S^2; see the module docstring.
 
     ``resolution`` is ``lmax``; densities live on the dealiased Gauss–Legendre grid of

@@ -32,6 +32,7 @@ from meanfield.errors import require
 from meanfield.geometry import laplace_eigenvalue, sphere_area
 from meanfield.model import Model
 
+from .contract import FollowsNoiseSchedule
 from .density_scheme import DensityScheme
 from .normalized_velocity import VelocityNormalization
 from ..bases.zonal_basis import shared_basis
@@ -42,7 +43,7 @@ def _along(factors: np.ndarray, values: np.ndarray) -> np.ndarray:
     return factors * values if values.ndim == 1 else factors[:, None] * values
 
 
-class ZonalGalerkin(DensityScheme):
+class ZonalGalerkin(FollowsNoiseSchedule, DensityScheme):
     """Galerkin right-hand side for zonal densities on S^{d-1}; see the module docstring.
 
     ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (MATH.md §6).

@@ -75,9 +75,10 @@ def test_a_dt_max_below_round_off_stops_a_particle_run(tmp_path, capsys, stepper
 
 def test_round_off_is_relative_to_the_clock():
     """The guard is ``h <= 1e-14 max(|t|, 1)``: a step of 1e-3 is fine at t = 1 and round-off at t = 1e12."""
+    from meanfield.solvers.schemes.contract import Scheme
     from meanfield.solvers.steppers.steppers import RK4, StepSizeUnderflow
 
-    class Still:
+    class Still(Scheme):
         """The least scheme: nothing moves, every step bound is 1e-3."""
         name, linear, state_scale, noise_schedule, power_of_two_steps = "still", None, 1.0, None, False
         rhs = staticmethod(lambda state, t: np.zeros_like(state))

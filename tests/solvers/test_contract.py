@@ -6,6 +6,7 @@ import weakref
 import numpy as np
 import pytest
 
+from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.schemes import SCHEMES
 from meanfield.solvers.schemes.contract import (OPTIONAL_PARTS, PDE_PARTS, REQUIRED_PARTS, Scheme, SchemeProtocol, conform,
@@ -43,9 +44,9 @@ def test_every_registered_scheme_satisfies_the_contract(geometry, name):
 
 @pytest.mark.parametrize("geometry, name", REGISTERED, ids=[f"{g}-{n}" for g, n in REGISTERED])
 def test_every_registered_scheme_class_inherits_the_declared_base(geometry, name):
-    """The package's own schemes declare the contract by inheritance; ``conform`` only adapts outside objects."""
+    """The package's own schemes declare the contract by inheritance; ``conform`` only checks it."""
     scheme = _scheme(geometry, name)
-    assert issubclass(type(scheme), Scheme) and conform(scheme) is scheme and "_conformed" not in vars(scheme)
+    assert issubclass(type(scheme), Scheme) and conform(scheme) is scheme
 
 
 def test_the_particle_scheme_satisfies_the_contract():
@@ -60,7 +61,7 @@ def test_the_particle_scheme_satisfies_the_contract():
 
 def test_defaults_of_a_density_scheme_come_from_the_base_class():
     scheme = _scheme("circle", "spectral")
-    assert isinstance(scheme, Scheme) and conform(scheme) is scheme and "_conformed" not in vars(scheme)
+    assert isinstance(scheme, Scheme) and conform(scheme) is scheme
     state = scheme.state_from_density(np.ones(32))
     assert scheme.collapse(state) is state and scheme.after_step(state, 0.1) is state
     assert scheme.adaptive_dt(0.5) == scheme.stable_dt(0.5)
@@ -75,8 +76,10 @@ def test_a_scheme_overrides_only_what_it_needs():
     assert type(scheme).default_stepper == Scheme.default_stepper  # not overridden: the base's
 
 
-def test_an_object_outside_the_base_is_adapted_with_the_defaults():
-    """A user's (or a test's) duck-typed scheme gets the optional parts' defaults from ``conform``."""
+def test_a_scheme_outside_the_base_is_refused_in_one_line_and_nothing_is_bound():
+    """The contract is declared by inheritance: an object whose class does not inherit ``Scheme`` is refused (one
+    line naming the base), not adapted by binding methods onto it; one that inherits gets the defaults from its
+    class."""
     class Decay:
         name, linear, state_scale = "decay", None, 1.0
 
@@ -98,10 +101,31 @@ def test_an_object_outside_the_base_is_adapted_with_the_defaults():
         def coords(self):
             return {}
 
-    scheme = conform(Decay())
-    assert not isinstance(scheme, Scheme) and missing_parts(scheme, REQUIRED_PARTS + OPTIONAL_PARTS) == []
-    assert scheme.adaptive_dt(0.5) == 0.5 and scheme.collapse(np.ones(1)).tolist() == [1.0]
-    assert scheme.takes_cell_averages is False and scheme.default_stepper == "dopri5"
+    with pytest.raises(InputError, match=r"must inherit meanfield.solvers.schemes.contract.Scheme, .*\(got Decay\)"):
+        conform(Decay())
+    declared = type("DeclaredDecay", (Decay, Scheme), {})()
+    assert conform(declared) is declared and vars(declared) == {}
+    assert missing_parts(declared, REQUIRED_PARTS + OPTIONAL_PARTS) == []
+    assert declared.adaptive_dt(0.5) == 0.5 and declared.collapse(np.ones(1)).tolist() == [1.0]
+    assert declared.takes_cell_averages is False and declared.default_stepper == "dopri5"
+
+
+def test_capabilities_are_declared_by_inheritance():
+    """Cell averages, remapped averages, a radius per node, merging nodes and a noise schedule are mixins of
+    meanfield.solvers.schemes.contract, each scheme declaring the ones it has."""
+    from meanfield.solvers.schemes.contract import (CarriesRadius, FollowsNoiseSchedule, MergesNodes,
+                                                    RemapsCellAverages, TakesCellAverages)
+
+    has = {(geometry, name): {mixin.__name__ for mixin in (TakesCellAverages, RemapsCellAverages, CarriesRadius,
+                                                           MergesNodes, FollowsNoiseSchedule)
+                              if issubclass(scheme_class(geometry, name), mixin)}
+           for geometry, name in REGISTERED}
+    assert has == {("circle", "spectral"): {"FollowsNoiseSchedule"}, ("sphere", "spectral"): {"FollowsNoiseSchedule"},
+                   ("zonal", "galerkin"): {"FollowsNoiseSchedule"}, ("circle", "fv"): {"TakesCellAverages"},
+                   ("zonal", "fv"): {"TakesCellAverages"},
+                   ("circle", "lagrangian"): {"RemapsCellAverages", "CarriesRadius", "MergesNodes"},
+                   ("sphere", "lagrangian"): {"CarriesRadius", "MergesNodes"}}
+    assert issubclass(ParticleScheme, MergesNodes)
 
 
 @pytest.mark.parametrize("geometry, name", REGISTERED, ids=[f"{g}-{n}" for g, n in REGISTERED])

@@ -53,7 +53,9 @@ def test_two_weighted_points_merge_when_their_ode_says(attention):
 
 
 def test_dense_output_is_fourth_order_and_lands_on_the_step_ends():
-    class Growth:
+    from meanfield.solvers.schemes.contract import Scheme
+
+    class Growth(Scheme):
         linear, state_scale = None, 1.0
 
         def rhs(self, u, t):

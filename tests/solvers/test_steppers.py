@@ -5,10 +5,11 @@ import math
 import numpy as np
 import pytest
 
+from meanfield.solvers.schemes.contract import Scheme
 from meanfield.solvers.steppers.steppers import STEPPERS, make_stepper, phi_functions
 
 
-class Bernoulli:
+class Bernoulli(Scheme):
     """``u' = L u + u^2`` (diagonal L), exact ``u = L u0 e^{Lt} / (L + u0 (1 - e^{Lt}))``."""
 
     def __init__(self, linear, dt):
