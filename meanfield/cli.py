@@ -31,7 +31,8 @@ from .model import Model
 from .normalization import Normalization
 from .number_text import read_integer, read_number
 from .app.json_output import strict_json
-from .app.option_types import INTEGER, NUMBER
+from .app.option_types import INTEGER, NUMBER, RegisteredName
+from .attention_kind import KINDS
 from .settings import Monitor, Saving, StepControl, gather
 
 from .app.output_paths import MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes
@@ -86,7 +87,7 @@ def _finish(stop_reason: str, held: int | None = None) -> None:
 
 
 def _attention_option(f):
-    return click.option("--attention", type=click.Choice(["sa", "usa"], case_sensitive=False),
+    return click.option("--attention", type=RegisteredName(KINDS),
                         default=SOLVE_DEFAULTS["attention"],
                         show_default=True, help="SA (softmax) or USA (unnormalised) attention.")(f)
 
@@ -112,7 +113,7 @@ def _kept_model_options(f):
     f = click.option("--beta", type=NUMBER, default=None,
                      help=f"Inverse temperature beta {RANGES['--beta'].text()} (USA: <= 700; required unless --init is "
                           f"a run file, whose beta it keeps).")(f)
-    return click.option("--attention", type=click.Choice(["sa", "usa"], case_sensitive=False), default=None,
+    return click.option("--attention", type=RegisteredName(KINDS), default=None,
                         help=f"SA (softmax) or USA (unnormalised) attention [default: {SOLVE_DEFAULTS['attention']}, "
                              f"or the --init run's].")(f)
 

@@ -28,6 +28,7 @@ import numpy as np
 from .defaults import MASKS, PARTICLE_DEFAULTS, RUN_DEFAULTS, SOLVE_DEFAULTS
 from .errors import require
 from .limits import check_number, check_option, check_stepper_settings
+from .attention_kind import attention_kind
 from .model import ATTENTIONS
 from .normalization import Normalization
 from .qkv import attention_heads, check_attention_choices, check_qkv
@@ -166,9 +167,8 @@ class Attention:
     interaction: str = _default(PARTICLE_DEFAULTS, "interaction")
 
     def __post_init__(self):
-        require(isinstance(self.kind, str) and self.kind.lower() in ATTENTIONS,
-                f"--attention must be one of {', '.join(ATTENTIONS)} (got {self.kind!r})")
-        object.__setattr__(self, "kind", self.kind.lower())
+        require(isinstance(self.kind, str), f"--attention must be one of {', '.join(ATTENTIONS)} (got {self.kind!r})")
+        object.__setattr__(self, "kind", attention_kind(self.kind).name)
         check_qkv(self.qkv)
         for name in ("Q", "K", "V"):
             object.__setattr__(self, name, _frozen_matrix(getattr(self, name)))

@@ -64,7 +64,9 @@ def _interaction_rate_by_ratios(model: Model, degrees: np.ndarray) -> np.ndarray
     ratios = funk_hecke_ratio(degrees, beta, model.dim)
     if model.normalised:
         return ratios / beta
-    return scaled_mean(nu, beta) * ratios / beta
+    rates = scaled_mean(nu, beta) * ratios / beta            # exp(beta) K's: USA's (another kind: its own scale)
+    factor = model.kind.scale(beta) / math.exp(beta)
+    return rates if factor == 1.0 else rates * factor
 
 
 def growth_rates(model: Model, degrees) -> np.ndarray:

@@ -44,7 +44,8 @@ import numpy as np
 from meanfield.defaults import MASKS
 from meanfield.errors import InputError, require
 from meanfield.limits import MAX_ZONAL_DIM, RANGES
-from meanfield.model import ATTENTIONS, Model
+from meanfield.attention_kind import KINDS
+from meanfield.model import Model
 from meanfield.normalization import CARRY_RADIUS
 from meanfield.normalization import SCHEMES as NORMALIZATIONS
 from meanfield.qkv import INTERACTION_PATHS, QKV_CHOICES, is_qkv_file
@@ -433,7 +434,7 @@ def _refuse_unless(ok: bool, label: str, name: str, value, allowed: str) -> None
 def _recorded_names(geometry: str) -> dict:
     """The named attributes of a run of ``geometry`` and the names each may take (the registries the readers use)."""
     schemes = tuple(SCHEMES[geometry]) if geometry in SCHEMES else ("particles",)
-    return {"scheme": schemes, "attention": ATTENTIONS, "stepper": tuple(STEPPERS), "normalization": NORMALIZATIONS,
+    return {"scheme": schemes, "attention": tuple(KINDS), "stepper": tuple(STEPPERS), "normalization": NORMALIZATIONS,
             "sampling": SAMPLINGS, "interaction_path": INTERACTION_PATHS, "mask": MASKS}
 
 

@@ -105,6 +105,8 @@ class CausalDirectInteraction(DirectInteraction):
             np.exp(logits, out=logits)
             sums = logits @ values[:, :columns]
             out[:, start:rows.stop] = sums[..., :dim] / sums[..., dim:] if sa else sums
+        if not sa and self.unnormalised_factor != 1.0:
+            out *= self.unnormalised_factor
         return out
 
 

@@ -101,7 +101,10 @@ class DirectInteraction:
                  sinkhorn_max_iter: int = SINKHORN_MAX_ITER, sinkhorn_dense_bytes: int = SINKHORN_DENSE_BYTES,
                  warm_start: bool = True):
         self.beta, self.attention = beta, attention
-        self.normalised = attention_kind(attention).normalised     # SA: the output over the kernel's mass
+        kind = attention_kind(attention)
+        self.normalised = kind.normalised     # SA: the output over the kernel's mass
+        #: an unnormalised kind's output over the plain sum ``sum_j w_j e^{beta <q, k>} v_j`` (USA's: exactly 1)
+        self.unnormalised_factor = 1.0 if kind.normalised else kind.scale(beta) / math.exp(beta)
         self.Q, self.K, self.V = Q, K, V
         self.weights = weights
         self.block_bytes = block_bytes
@@ -170,6 +173,8 @@ class DirectInteraction:
             np.exp(logits, out=logits)
             sums = logits @ weighted
             out[:, block] = sums[..., :dim] / sums[..., dim:] if sa else sums
+        if not sa and self.unnormalised_factor != 1.0:
+            out *= self.unnormalised_factor
         return out
 
     def _head_velocity(self, x: np.ndarray, Q, K, V) -> np.ndarray:
