@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from .errors import require
+from .errors import registered
 
 
 class AttentionKind:
@@ -72,8 +72,4 @@ KINDS: dict[str, AttentionKind] = {kind.name: kind for kind in (Softmax(), Unnor
 
 def attention_kind(name, option: str = "--attention") -> AttentionKind:
     """The kind registered as ``name`` (any case; a kind passes through); one line naming ``option`` otherwise."""
-    if isinstance(name, AttentionKind):
-        return name
-    require(isinstance(name, str) and name.lower() in KINDS,
-            f"{option} must be one of {', '.join(KINDS)} (got {name!r})")
-    return KINDS[name.lower()]
+    return registered(KINDS, name, option, AttentionKind, fold_case=True)

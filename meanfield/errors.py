@@ -15,3 +15,13 @@ def require(condition: bool, message: str) -> None:
     """Raise :class:`InputError` with ``message`` unless ``condition`` holds."""
     if not condition:
         raise InputError(message)
+
+
+def registered(table: dict, name, option: str, kind: type, fold_case: bool = False):
+    """The object ``table`` registers as ``name`` (an instance of ``kind`` passes through; ``fold_case``: any case
+    of the name); one line naming ``option`` and the registered names otherwise."""
+    if isinstance(name, kind):
+        return name
+    key = name.lower() if fold_case and isinstance(name, str) else name
+    require(isinstance(name, str) and key in table, f"{option} must be one of {', '.join(table)} (got {name!r})")
+    return table[key]

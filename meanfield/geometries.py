@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from .defaults import GEOMETRY_DEFAULTS
-from .errors import require
+from .errors import registered, require
 from .limits import MAX_ZONAL_DIM
 
 
@@ -199,11 +199,7 @@ GEOMETRIES: dict[str, Geometry] = {geometry.name: geometry for geometry in (Circ
 
 def geometry_of(name, option: str = "geometry") -> Geometry:
     """The geometry registered as ``name`` (a geometry passes through); one line naming ``option`` otherwise."""
-    if isinstance(name, Geometry):
-        return name
-    require(isinstance(name, str) and name in GEOMETRIES,
-            f"{option} must be one of {', '.join(GEOMETRIES)} (got {name!r})")
-    return GEOMETRIES[name]
+    return registered(GEOMETRIES, name, option, Geometry)
 
 
 def atoms_geometry(dim: int) -> Geometry | None:

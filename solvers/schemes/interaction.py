@@ -54,6 +54,7 @@ import ducc0
 import numpy as np
 
 from meanfield.attention_kind import attention_kind
+from meanfield.token_kernel import token_kernel
 from meanfield.errors import require
 from meanfield.harmonics import SHT_MIN_EPSILON, m_major_layout, point_mass_coefficients, sphere_locations
 from meanfield.memo import ArrayMemo
@@ -108,7 +109,7 @@ class DirectInteraction:
         self.Q, self.K, self.V = Q, K, V
         self.weights = weights
         self.block_bytes = block_bytes
-        self.kernel = kernel
+        self.kernel, self.token_kernel = kernel, token_kernel(kernel)
         self.heads = None if heads is None else [tuple(head) for head in heads]
         self.sinkhorn_eps, self.sinkhorn_tol, self.sinkhorn_max_iter = sinkhorn_eps, sinkhorn_tol, sinkhorn_max_iter
         self.sinkhorn_dense_bytes, self.warm_start = sinkhorn_dense_bytes, warm_start
@@ -130,14 +131,14 @@ class DirectInteraction:
 
     @property
     def general(self) -> bool:
-        """Whether the L2 kernel or several heads are in use (the generalised path)."""
-        return self.kernel != "dot" or self.heads is not None
+        """Whether another kernel than the dot product's or several heads are in use (the generalised path)."""
+        return not self.token_kernel.single_head_geometry or self.heads is not None
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """``v_i`` (before projection) for all tokens; ``x`` has shape ``(B, n, d)``."""
         if self.general:
             heads = self.head_list
-            if self.kernel == "sinkhorn":
+            if self.token_kernel.plan:
                 self.sinkhorn_iterations = []
                 out = self._sinkhorn_velocity(x, 0, *heads[0])
                 for index, head in enumerate(heads[1:], 1):
@@ -182,13 +183,7 @@ class DirectInteraction:
         queries = self.beta * self._apply(Q, x)
         keys = self._apply(K, x)
         values = self._apply(V, x)
-        if self.kernel == "l2":  # the biases ride in the GEMM as extra columns
-            ones = np.ones(queries.shape[:-1] + (1,))
-            key_bias = -0.5 * self.beta * np.sum(keys * keys, axis=-1, keepdims=True)
-            queries, keys = np.concatenate((queries, ones), -1), np.concatenate((keys, key_bias), -1)
-            if not self.normalised and self.beta > 0:
-                query_bias = -0.5 * np.sum(queries[..., :-1] ** 2, axis=-1, keepdims=True) / self.beta
-                queries, keys = np.concatenate((queries, query_bias), -1), np.concatenate((keys, ones), -1)
+        queries, keys = self.token_kernel.logits(queries, keys, self.beta, self.normalised)  # biases: extra columns
         return self._attend(queries, keys, values)
 
     # -- Sinkhorn attention -----------------------------------------------------------------------

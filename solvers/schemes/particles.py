@@ -68,6 +68,7 @@ from meanfield.normalization import Normalization
 from meanfield.qkv import bounded_entries
 from meanfield.settings import Attention, Mask
 from meanfield.seeding import stream
+from meanfield.token_kernel import TOKEN_KERNELS, token_kernel
 
 from .causal_interaction import CausalCircleInteraction, CausalDirectInteraction, token_positions
 from ..tracking.clusters import ClosingPairsStep, NodeCollapse, closing_rate
@@ -198,10 +199,12 @@ class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
         self.model, self.n, self.dim, self.sphere = model, int(n), dim, sphere
         kernel, sinkhorn_eps, interaction_path = attention.kernel, attention.sinkhorn_eps, attention.interaction
         Q, K, V, heads = attention.matrices(dim, seed)
-        require(sphere is False or kernel == "dot",
-                "kernel='l2' and kernel='sinkhorn' need tokens in R^d (sphere=False)")
-        require(kernel != "sinkhorn" or model.normalised,
-                "kernel='sinkhorn' is normalised by construction: it needs attention 'sa', not 'usa'")
+        self.token_kernel = token = token_kernel(kernel)
+        require(sphere is False or token.on_sphere,
+                f"kernel={kernel!r} needs tokens in R^d (sphere=False); on the sphere: "
+                f"{', '.join(repr(name) for name, each in TOKEN_KERNELS.items() if each.on_sphere)}")
+        require(not token.needs_normalised or model.normalised,
+                f"kernel={kernel!r} is normalised by construction: it needs attention 'sa', not {model.attention!r}")
         self.kernel, self.sinkhorn_eps = kernel, float(sinkhorn_eps)
         if sphere:
             self.Q, self.K, self.V = (check_matrix(name, m, dim) for name, m in (("Q", Q), ("K", K), ("V", V)))
@@ -228,7 +231,7 @@ class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
             self._check_schedule(nu_schedule, collapse_tol)
         if self.mask != "none":
             self._check_causal(collapse_tol)
-        require(collapse_tol == 0 or (sphere and model.nu == 0 and kernel == "dot" and heads is None),
+        require(collapse_tol == 0 or (sphere and model.nu == 0 and self.one_head_geometry(heads)),
                 "collapse_tol needs tokens on the sphere, no noise and one dot-product head")
         self.collapser = NodeCollapse(self.n, collapse_tol)
         identity = heads is None and all(_is_identity(m, dim) for m in (self.Q, self.K, self.V))
@@ -244,7 +247,7 @@ class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
         elif self.mask != "none":
             self.interaction = CausalDirectInteraction(model.beta, model.attention, self.Q, self.K, self.V,
                                                        self.weights, heads=self.heads, **causal, **kwargs)
-        elif kernel == "dot" and heads is None:
+        elif self.one_head_geometry(heads):
             self.interaction = DirectInteraction(model.beta, model.attention, self.Q, self.K, self.V,
                                                  self.weights, **kwargs)
         else:
@@ -254,6 +257,12 @@ class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
         self.identity = identity
         self.rng = stream(seed, "noise")
         self.max_speed = 0.0
+
+    def one_head_geometry(self, heads="scheme's") -> bool:
+        """One head of a kernel with the sphere's geometry (the dot product): the energy, exact merges, the harmonic
+        paths and masks apply (:attr:`meanfield.token_kernel.TokenKernel.single_head_geometry`)."""
+        heads = self.heads if isinstance(heads, str) else heads
+        return heads is None and self.token_kernel.single_head_geometry
 
     def _check_schedule(self, schedule, collapse_tol) -> None:
         """A noise schedule (module docstring) and what it needs, one line each."""
@@ -268,7 +277,7 @@ class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
     def _check_causal(self, collapse_tol) -> None:
         """The settings a mask needs (module docstring), one line each."""
         mask = f"--mask {self.mask}"
-        require(self.sphere and self.kernel == "dot",
+        require(self.sphere and self.token_kernel.single_head_geometry,
                 f"{mask} needs tokens on the sphere and the dot-product kernel (got kernel={self.kernel!r}, "
                 f"sphere={self.sphere})")
         require(collapse_tol == 0, f"{mask} needs --collapse-tol 0 (got {collapse_tol!r}): tokens at different "
@@ -282,7 +291,7 @@ class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
 
     def _choose_path(self, path, identity: bool, accuracy) -> str:
         """``"harmonic"`` or ``"direct"`` from the requested ``interaction_path`` (module docstring)."""
-        applies = self.sphere and self.dim in (2, 3) and identity and self.kernel == "dot"
+        applies = self.sphere and self.dim in (2, 3) and identity and self.token_kernel.single_head_geometry
         if path == "harmonic":
             require(self.sphere and self.dim in (2, 3), f"--interaction harmonic needs tokens on S^1 or S^2 "
                                                        f"(--dim 2 or 3, got {self.dim}); use --interaction direct")
@@ -346,16 +355,8 @@ class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
 
     def stable_dt(self, cfl: float) -> float:
         """``cfl / ((1 + beta |Q||K|) max|v|)``: the field's speed times a Lipschitz estimate."""
-        norm = lambda m: 1.0 if m is None else float(np.linalg.norm(m, 2))
         heads = self.heads if self.heads is not None else [(self.Q, self.K, self.V)]
-        if self.heads is None and self.kernel == "dot":
-            lipschitz = 1.0 + self.model.beta * norm(self.Q) * norm(self.K)
-        elif self.kernel == "sinkhorn":  # |V| (1 + 2 beta/eps |Q||K|): x_j moves the logits and the potentials
-            lipschitz = sum(norm(v) * (1.0 + 2 * self.model.beta / self.sinkhorn_eps * norm(q) * norm(k))
-                            for q, k, v in heads)
-        else:  # every head's |V| (1 + beta |K| (|Q| + |K|)): the L2 logits also carry K^T K
-            lipschitz = sum(norm(v) * (1.0 + self.model.beta * norm(k) * (norm(q) + norm(k)))
-                            for q, k, v in heads)
+        lipschitz = self.token_kernel.lipschitz(self.model.beta, heads, self.heads is None, self.sinkhorn_eps)
         return cfl / max(lipschitz * self.max_speed, 1e-300)
 
     #: the last accepted state the collapse looked at (the step bound reuses its close pairs)
@@ -448,8 +449,7 @@ class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
     def scaled_energy(self, x: np.ndarray) -> np.ndarray:
         """``exp(-beta) E`` per system (MATH.md §2); at ``beta = 0`` the limit ``|sum_i w_i x_i|^2 / 2``
         of ``E - 1/(2 beta)``.  Defined for the single-head dot-product kernel only."""
-        require(self.heads is None and self.kernel == "dot",
-                "the interaction energy is defined only for the single-head dot-product kernel")
+        require(self.one_head_geometry(), "the interaction energy is defined only for the single-head dot-product kernel")
         x = self.directions(x)
         if self.model.beta == 0:
             mean = np.einsum("bnd,n->bd", x, self.weights)
@@ -469,7 +469,7 @@ class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
         record = {"positions": self.directions(tokens)[0].copy()}
         if self.carries_radius:
             record["radius"] = tokens[0, :, self.dim].copy()
-        if self.heads is None and self.kernel == "dot":
+        if self.one_head_geometry():
             record["energy"] = float(self.scaled_energy(x)[0])
         if self.dim == 2 and self.sphere:
             tokens = self.directions(tokens)
