@@ -103,7 +103,7 @@ def _model_options(f, beta_required: bool = True):
 
 def _kept_model_options(f):
     """The model options of a command that continues run files: not given, they are the file's
-    (:mod:`meanfield.solvers.runs.continuation`); given and different, refused unless --override."""
+    (:mod:`meanfield.solvers.runs.restart`); given and different, refused unless --override."""
     f = click.option("--override", is_flag=True,
                      help="Allow the model (--attention, --beta, --nu, --normalization and its parameters; particles: "
                           "--qkv and its --seed) to differ from the --init run's (recorded in the file).")(f)

@@ -13,7 +13,7 @@ if it had never stopped:
   generator's bit-generator state as JSON, particles with noise only) and ``restart_step_start``
   (only when the run ended inside a step, its frames taken from the stepper's dense output,
   :mod:`meanfield.solvers.runs.runloop`: ``restart_state`` is then the state the stepper stood at before that step,
-  at this earlier clock, and the continuation retakes the step, so that it computes what an
+  at this earlier clock, and the restart retakes the step, so that it computes what an
   uninterrupted run does).
 
 The same record taken before the first step, with the prefix ``initial_`` (``initial_state``,
@@ -469,7 +469,7 @@ def _check_numbers(attrs, label: str) -> None:
 
 
 def _check_clock(attrs, label: str) -> None:
-    """``restart_time``, the clock a continuation starts from, which is read even where the record is gone
+    """``restart_time``, the clock a restart starts from, which is read even where the record is gone
     (:func:`meanfield.solvers.runs.run_setup.start_time`): a finite number ``>= 0``."""
     clock = _plain(attrs.get("restart_time", 0.0))
     _refuse_unless(isinstance(clock, (int, float)) and not isinstance(clock, bool) and math.isfinite(clock)

@@ -43,7 +43,7 @@ def loop_attrs(record) -> dict:
 
 def restart_attrs(t_start: float, restart: str, override: str) -> dict:
     """Where a continued run started (``t_start``), how (``restart``: ``exact``, ``remap`` or ``none``) and which
-    recorded settings it was told to change (``override``; :mod:`meanfield.solvers.runs.continuation`)."""
+    recorded settings it was told to change (``override``; :mod:`meanfield.solvers.runs.restart`)."""
     return {"t_start": t_start, "restart": restart, "override": override}
 
 

@@ -40,7 +40,7 @@ def _own_trackers(scheme) -> list:
 class RunPlan:
     """What a driver decided (module docstring).  Callables receive the built scheme."""
 
-    #: The scheme, built afresh (an exact continuation also tries its record on a second, throwaway one).
+    #: The scheme, built afresh (an exact restart also tries its record on a second, throwaway one).
     build: Callable[[], Any]
     #: The time stepper's name and its options (:func:`meanfield.solvers.steppers.steppers.make_stepper`).
     stepper: Callable[[Any], str]
@@ -51,7 +51,7 @@ class RunPlan:
     t_final: float
     save_every: float | None
     save_log: int | None
-    #: The run file a continuation reads (``None``: a new run), whether it continues it exactly, and the shape its
+    #: The run file a restart reads (``None``: a new run), whether it continues it exactly, and the shape its
     #: restored state must have (``None``: any).
     source: Any = None
     exact: Callable[[Any], bool] = _never

@@ -21,7 +21,7 @@ Causal attention (``mask``, ``alibi``; MATH.md §8, :mod:`meanfield.solvers.sche
 the token's place in the sequence, and the Dataset adds the coordinate ``position(particle)`` = ``j / n`` and the
 attrs ``mask`` and ``alibi`` (which join the reproducing ``command``); ``energy`` stays the interaction energy of all
 tokens, a record of where they are (it need not increase under a mask).  Runs without a mask record neither, as
-before.  A continuation keeps its file's mask and slope like its beta (:mod:`meanfield.solvers.runs.continuation`).
+before.  A restart keeps its file's mask and slope like its beta (:mod:`meanfield.solvers.runs.restart`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from ..records.run_record import init_label, loop_attrs, restart_attrs, run_attr
 from ..schemes.particles import ParticleScheme
 from ..tracking.clusters import ClusterTracker, resolve_collapse_tol
 from ..tracking.trackers import ModeAmplitudes
-from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
+from .restart import joined, resolve_model, resolve_normalization, resolve_schedule
 from .controller import RunPlan, assemble, execute
 from .run_setup import draw_seed, given, run_clock, user_trackers
 
@@ -95,7 +95,7 @@ def _stored_matrices(dataset, label: str) -> dict:
 
 def _check_named(qkv: str, stored: dict, dataset, label: str) -> None:
     """A file naming a ``qkv`` choice stores exactly the matrices that choice gives (none for the identity; the
-    seed's for ``random``): a continuation draws them again from the name, never from the file."""
+    seed's for ``random``): a restart draws them again from the name, never from the file."""
     seed = dataset.attrs.get("seed") if qkv == "random" else None
     require(qkv != "random" or seed is not None, f"{label}: qkv = 'random' draws its matrices from the run's seed, "
                                                  f"which the file does not record (no attribute seed)")
@@ -132,7 +132,7 @@ def recorded_matrices(dataset) -> dict:
 def causal_settings(source, mask, alibi, override: bool) -> tuple[str, float, str]:
     """``(mask, alibi, change)`` of a run (MATH.md §8): as given (``None``: not given), else the continued run
     file ``source``'s (a particle run without them had no mask), else ``"none"`` and 0; a given value that differs
-    from the file's is refused unless ``override`` (:func:`meanfield.solvers.runs.continuation.resolve_model`)."""
+    from the file's is refused unless ``override`` (:func:`meanfield.solvers.runs.restart.resolve_model`)."""
     require(mask is None or (isinstance(mask, str) and mask in MASKS),
             f"--mask must be one of {', '.join(MASKS)} (got {mask!r})")
     if alibi is not None:
@@ -167,7 +167,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         Default: the run file's, else ``"sa"``.
     beta : float
         Inverse temperature (the range of ``meanfield --help``).  Required unless ``init`` is a particle run file of
-        these tokens, whose beta a continuation keeps.
+        these tokens, whose beta a restart keeps.
     nu : float, optional
         Noise strength ``>= 0`` (default: the run file's, else 0).
     nu_schedule : str, NoiseSchedule or callable, optional
@@ -182,7 +182,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         ``dim`` to continue exactly from its restart record (positions after merges, weights, the noise
         generator, the step size and the clock).
     seed : int or None
-        Seed of the sampling, the noise and random matrices; ``None`` draws one (a continuation: the file's).
+        Seed of the sampling, the noise and random matrices; ``None`` draws one (a restart: the file's).
     sampling : {"iid", "quadrature"}
         i.i.d. tokens, or deterministic nodes with quadrature weights (circle densities).
     resolution : int
@@ -227,7 +227,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         The ALiBi slope ``lambda >= 0`` of a mask, in mean-field units (logit bias ``-lambda (j - k) / n``; USA: the
         normalised positional weights of MATH.md §8).  Default 0, or the run file's.
     override : bool
-        Allow the model to differ from the run file's (recorded in ``override``; :mod:`meanfield.solvers.runs.continuation`).
+        Allow the model to differ from the run file's (recorded in ``override``; :mod:`meanfield.solvers.runs.restart`).
     trackers : sequence of meanfield.solvers.tracking.trackers.Tracker
         Observers run after the package's own (as in :func:`meanfield.solvers.runs.solve.solve`).
     progress : bool
@@ -258,11 +258,11 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     normalization_parameters = given(alpha=alpha, r0=r0, mix_switch=mix_switch)
     extra = user_trackers(trackers)
     _refuse_misplaced(step, positions, weights)
-    source, chosen_normalization, normalization_change, exact = _continuation(
+    source, chosen_normalization, normalization_change, exact = _restart_source(
         init if positions is None else None, n, dim, normalization, normalization_parameters, override)
     continued = source if exact else None
     require(beta is not None or continued is not None,
-            "--beta is required unless init is a particle run file of these tokens, whose beta a continuation keeps")
+            "--beta is required unless init is a particle run file of these tokens, whose beta a restart keeps")
     model, schedule, schedule_change = _particle_model(continued, attention, beta, nu, nu_schedule, dim, override)
     mask, alibi, causal_change = causal_settings(continued, mask, alibi, override)
     require(mask == "none" or sampling == "iid" or exact,
@@ -313,7 +313,7 @@ def _refuse_misplaced(step: StepControl, positions, weights) -> None:
 
 
 def _particle_model(continued, attention, beta, nu, nu_schedule, dim: int, override: bool):
-    """``(model, noise schedule, its change)``: as given, else the continued run file's (:mod:`.continuation`)."""
+    """``(model, noise schedule, its change)``: as given, else the continued run file's (:mod:`.restart`)."""
     nu, schedule, schedule_change = resolve_schedule(continued, nu, nu_schedule, override)
     kind = attention.kind if isinstance(attention, Attention) else attention
     model = Model(dim=dim, **resolve_model(continued, {"attention": kind, "beta": beta, "nu": nu}, PARTICLE_DEFAULTS,
@@ -321,7 +321,7 @@ def _particle_model(continued, attention, beta, nu, nu_schedule, dim: int, overr
     return model, schedule, schedule_change
 
 
-def _continuation(init, n: int, dim: int, normalization, parameters: dict, override: bool):
+def _restart_source(init, n: int, dim: int, normalization, parameters: dict, override: bool):
     """``(run file, normalisation, its change, exact)``: the particle run file ``init`` names (``None``: none, or
     tokens given), the normalisation a run of these tokens keeps, and whether it continues the file exactly."""
     source = checkpoint.run_file(init) if init is not None else None
@@ -331,7 +331,7 @@ def _continuation(init, n: int, dim: int, normalization, parameters: dict, overr
 
 
 def _interaction_path(continued, attention: Attention) -> str:
-    """The interaction path: a continued run keeps its file's unless told otherwise (an exact continuation sums
+    """The interaction path: a continued run keeps its file's unless told otherwise (an exact restart sums
     alike)."""
     if continued is not None and attention.interaction == "auto":
         return str(continued.attrs.get("interaction_path", attention.interaction))
@@ -347,7 +347,7 @@ def _run_record_attrs(ran, t_start: float, exact: bool, changes: str) -> dict:
 
 def _gathered_attention(attention, fields: dict, continued, model: Model, seed):
     """The run's :class:`Attention` (its matrices not drawn yet), whether its matrices are the continued file's, and
-    the seed (a continuation's, when not given)."""
+    the seed (a restart's, when not given)."""
     from_file = (continued is not None and not isinstance(attention, Attention) and not fields.keys() & MATRIX_FIELDS)
     if from_file:                     # Q, K, V not given: the file's (its qkv, or the matrices it holds)
         fields.update(recorded_matrices(continued))
@@ -368,7 +368,7 @@ def _drawn_matrices(attention: Attention, from_file: bool, continued, dim: int, 
 
 
 def _model_change(continued, model: Model, qkv: str, seed: int, override: bool) -> str:
-    """What of the model a continuation was told to change (``override``; the seed when it draws the matrices)."""
+    """What of the model a restart was told to change (``override``; the seed when it draws the matrices)."""
     kept = {"attention": model.attention, "beta": model.beta, "nu": model.nu, "qkv": qkv}
     if qkv == "random":                          # the seed draws the matrices
         kept["seed"] = seed
@@ -391,7 +391,7 @@ def _collapse_setting(collapse_tol, schedule, normalization: Normalization, head
 
 def _tokens(init, positions, weights, exact: bool, n: int, dim: int, seed: int, resolution: int, sampling: str):
     """The tokens a new run starts from, shape ``(n, dim)``, and their weights: given, or sampled from ``init``
-    (an exact continuation's come from its restart record: placeholders here)."""
+    (an exact restart's come from its restart record: placeholders here)."""
     if exact:
         positions, weights = np.zeros((n, dim)), None
     elif positions is None:

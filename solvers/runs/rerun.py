@@ -160,7 +160,7 @@ def _save_settings(attrs: dict) -> dict:
 
 def _noise(settings: dict, nu_schedule) -> dict:
     """``settings`` with the schedule given again (a Python function) in place of the recorded ``nu = 0``; without
-    one, the file's schedule spec is kept by the continuation (:func:`meanfield.solvers.runs.continuation.resolve_schedule`)."""
+    one, the file's schedule spec is kept by the restart (:func:`meanfield.solvers.runs.restart.resolve_schedule`)."""
     if nu_schedule is None:
         return settings
     return {key: value for key, value in settings.items() if key != "nu"} | {"nu_schedule": nu_schedule}
@@ -184,19 +184,19 @@ def _solve_again(dataset: xr.Dataset, init, progress: bool, nu_schedule=None) ->
                                                           "resolution_tol", "positivity_tol", "collapse_tol")}
     backend = _setting(attrs, "transform_backend")
     return solve(str(attrs["geometry"]), init=init, progress=progress, backend=backend,
-                 **_noise(settings, nu_schedule), **_save_settings(attrs))       # the normalisation: the file's (meanfield.solvers.runs.continuation)
+                 **_noise(settings, nu_schedule), **_save_settings(attrs))       # the normalisation: the file's (meanfield.solvers.runs.restart)
 
 
 def _interaction(attrs: dict) -> str:
     """The particle run's ``interaction`` setting: the path it took when its command forced it (a forced path joins
     the command, :mod:`meanfield.solvers.runs.particle_run`; only that is read from the command), else ``auto``, under
-    which an exact continuation keeps the file's path: the same sums, and the same command line."""
+    which an exact restart keeps the file's path: the same sums, and the same command line."""
     path = str(attrs.get("interaction_path", "auto"))
     return path if f" --interaction {path}" in str(attrs.get("command", "")) else "auto"
 
 
 def _simulate_again(dataset: xr.Dataset, init, progress: bool, nu_schedule=None) -> xr.Dataset:
-    """The particle run again; its ``qkv`` and matrices are the start's, which a continuation keeps
+    """The particle run again; its ``qkv`` and matrices are the start's, which a restart keeps
     (:func:`meanfield.solvers.runs.particle_run.recorded_matrices`)."""
     attrs = dataset.attrs
     settings = {name: _setting(attrs, name) for name in ("dim", "n", "attention", "beta", "nu", "seed", "sampling",

@@ -26,7 +26,7 @@ from meanfield.app.threads import thread_attrs
 from ..records import checkpoint
 from ..records.run_record import init_label, loop_attrs, restart_attrs, run_attrs, run_command, schedule_command
 from ..schemes.contract import conform
-from .continuation import joined, resolve_model, resolve_normalization, resolve_schedule
+from .restart import joined, resolve_model, resolve_normalization, resolve_schedule
 from .controller import RunPlan, assemble, execute
 from .initial_state import initial_state
 from .run_setup import draw_seed, given, run_clock, user_trackers
@@ -126,7 +126,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
         Softmax or unnormalised attention (MATH.md §1).  Default: the run file's, else ``"sa"``.
     beta : float
         Inverse temperature, in the range of ``meanfield --help`` (USA: at most 700).  Required unless ``init`` is a
-        run file, whose beta a continuation keeps.
+        run file, whose beta a restart keeps.
     nu : float, optional
         Noise strength ``>= 0`` (default: the run file's, else 0).
     nu_schedule : str, NoiseSchedule or callable, optional
@@ -173,7 +173,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
         Lagrangian only: merge nodes closer than this (rad; 0: never; default 256 machine epsilons; MATH.md §5).
     override : bool
         Allow ``attention``, ``beta``, ``nu`` or the normalisation to differ from the run file's (recorded in the
-        ``override`` attribute; :mod:`meanfield.solvers.runs.continuation`).
+        ``override`` attribute; :mod:`meanfield.solvers.runs.restart`).
     trackers : sequence of meanfield.solvers.tracking.trackers.Tracker
         Observers run after the package's own: what their ``frame`` returns is saved per frame, their
         ``variables()`` and ``attrs()`` join the Dataset.
@@ -258,7 +258,7 @@ def _continued_file(init, beta, geometry: str):
     """The run file ``init`` names (``None``: not a run), checked: of this geometry; ``beta`` may then be left out."""
     source = checkpoint.run_file(init)
     require(beta is not None or source is not None,
-            "--beta is required unless init is a run file, whose beta a continuation keeps")
+            "--beta is required unless init is a run file, whose beta a restart keeps")
     if source is not None:
         require(source.attrs.get("geometry") == geometry, f"{checkpoint.source_label(source)}: a "
                 f"{source.attrs.get('geometry')} run; `solve {geometry}` continues {geometry} runs only")
@@ -304,7 +304,7 @@ class Run:
         self.causal, self.schedule, self.source = causal, schedule, source
 
     def build(self):
-        """The run's discretisation, built afresh (an exact continuation checks its record against a fresh one)."""
+        """The run's discretisation, built afresh (an exact restart checks its record against a fresh one)."""
         arguments = (self.geometry, self.scheme, self.model, self.resolution, self.backend, self.monitor,
                      self.normalization)
         if self.causal is None:

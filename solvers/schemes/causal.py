@@ -251,7 +251,7 @@ def check_causal(mask, alibi, positions, geometry: str, scheme: str | None, sour
 
 def continues_causal(source, alibi: float, positions: int) -> bool:
     """Whether run ``source`` is a causal run of the same slope and positions (with the other checks of
-    :func:`meanfield.solvers.records.checkpoint.continues_exactly`, an exact continuation)."""
+    :func:`meanfield.solvers.records.checkpoint.continues_exactly`, an exact restart)."""
     attrs = source.attrs
     return (attrs.get("mask") == "causal" and float(attrs.get("alibi", -1.0)) == alibi
             and int(attrs.get("positions", -1)) == positions)

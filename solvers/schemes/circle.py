@@ -51,8 +51,9 @@ class CircleSpectral(FollowsNoiseSchedule, DensityScheme):
     ``normalization``: ``post`` (default), ``ngpt`` or ``lnscale`` (a name or a
     :class:`meanfield.normalization.Normalization`; MATH.md §6).  ``planning``: the FFTW
     planning of :class:`meanfield.solvers.bases.fourier.FourierBasis` (``"measure"`` only for benchmarks).
-    ``kernel``: the pointwise work compiled (``"auto"``: where :mod:`meanfield.solvers.schemes.circle_kernel` covers
-    it; ``"compiled"``; ``"numpy"``): the same bits either way, recorded as ``pointwise_kernel``.
+    ``pointwise``: the pointwise work compiled (``"auto"``: where :mod:`meanfield.solvers.schemes.circle_kernel`
+    covers it; ``"compiled"``; ``"numpy"``): the same bits either way, recorded as ``pointwise_kernel`` (the compiled
+    routine, not the attention's kernel ``exp(beta <x, y>)``).
     """
     #: memory estimate (meanfield.limits.check_solve_size): work bytes per frame value
     work_bytes_per_value = 400
@@ -62,7 +63,7 @@ class CircleSpectral(FollowsNoiseSchedule, DensityScheme):
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
                  positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None,
-                 planning: str = "estimate", kernel: str = "auto"):
+                 planning: str = "estimate", pointwise: str = "auto"):
         require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
         require(model.beta > 0, f"--beta must be > 0 for the PDE (got {model.beta:g})")
         require(isinstance(resolution, (int, np.integer)) and resolution >= 8 and resolution % 2 == 0,
@@ -91,7 +92,7 @@ class CircleSpectral(FollowsNoiseSchedule, DensityScheme):
         self.max_rate = divisor.fastest_rate(modes)
         self.state_scale = 1.0 / (2 * math.pi)
         self.init_monitor(basis.kmax, positivity_tol, resolution_tol)
-        self._kernel = fused_kernel(self, kernel)
+        self._kernel = fused_kernel(self, pointwise)
         self.pointwise_kernel = "numpy" if self._kernel is None else "compiled"
         self._speed_scale = divisor.normalization.divisor if divisor.lnscale else None
 

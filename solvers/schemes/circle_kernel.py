@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - depends on the install
 
 #: Whether the compiled kernel loaded in this install.
 AVAILABLE = CircleKernel is not None
-#: ``kernel`` choices of :class:`meanfield.solvers.schemes.circle.CircleSpectral`.
+#: ``pointwise`` choices of :class:`meanfield.solvers.schemes.circle.CircleSpectral` (the compiled routine).
 CHOICES = ("auto", "compiled", "numpy")
 
 
@@ -46,7 +46,7 @@ def compiled_wanted(label: str, available: bool, ngpt: bool, choice: str) -> boo
     extension is built and the normalisation is not nGPT), ``"compiled"`` (refused in one line otherwise) or
     ``"numpy"``."""
     if choice not in CHOICES:
-        raise ValueError(f"{label} kernel must be one of {', '.join(CHOICES)} (got {choice!r})")
+        raise ValueError(f"{label} pointwise must be one of {', '.join(CHOICES)} (got {choice!r})")
     reason = None
     if not available:
         reason = f"the compiled {label} kernel is not built in this install (no C compiler at pip install)"

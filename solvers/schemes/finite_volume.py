@@ -429,7 +429,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
     geometry = "circle"
 
     def __init__(self, model: Model, resolution: int, backend: str | None = None,
-                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None, kernel: str = "auto"):
+                 positivity_tol: float = 1e-6, resolution_tol: float = 1e-6, normalization=None, pointwise: str = "auto"):
         require(model.dim == 2, f"--dim must be 2 for the circle (got {model.dim})")
         require(isinstance(resolution, (int, np.integer)) and not isinstance(resolution, bool)
                 and resolution >= 8, f"--resolution (number of cells) must be an integer >= 8 (got {resolution!r})")
@@ -477,7 +477,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         self._start_clusters(faces, basis.theta)
         self.max_rate = self.speed_divisor.fastest_rate(np.arange(1, basis.kmax + 1))
         self.state_scale = 1.0 / (2 * math.pi)
-        self._kernel = fused_kernel(self, kernel)
+        self._kernel = fused_kernel(self, pointwise)
         self.pointwise_kernel = "numpy" if self._kernel is None else "compiled"
         divisor = self.speed_divisor
         self._speed_scale = divisor.normalization.divisor if divisor.lnscale else None

@@ -322,7 +322,7 @@ def _ordinary_scheme(model: Model, nu: float, lmax: int):
     noisy = Model(model.attention, model.beta, nu, model.dim)
     if model.dim == 2:
         from ..schemes.circle import CircleSpectral
-        return CircleSpectral(noisy, 4 * (lmax + 1), kernel="numpy")
+        return CircleSpectral(noisy, 4 * (lmax + 1), pointwise="numpy")
     from ..schemes.zonal import ZonalGalerkin
     return ZonalGalerkin(noisy, max(lmax, 8))
 

@@ -297,7 +297,7 @@ class ClusterTracker(Tracker):
         self._energy_groups = None       # (labels, count) of the last frame's energy groups (:meth:`groups`)
 
     def resume(self, source) -> None:
-        """An exact continuation keeps the ids of the file's last frame, its next id and its formation time."""
+        """An exact restart keeps the ids of the file's last frame, its next id and its formation time."""
         if "cluster_id" not in source:
             return
         ids = np.asarray(source["cluster_id"].values)

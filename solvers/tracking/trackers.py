@@ -20,7 +20,7 @@ A tracker is an object the loop calls at fixed points of a run (py-pde's tracker
 ``variables()``, ``attrs()``
     what it adds to the run's Dataset;
 ``resume(source)``
-    before ``start`` of an exact continuation of the run file ``source`` (carry what it recorded there).
+    before ``start`` of an exact restart of the run file ``source`` (carry what it recorded there).
 
 :class:`Tracker` gives every call a default that does nothing.  The loop always runs the
 :class:`ValidityMonitor` (the scheme's ``validity``: finiteness, positivity, resolution), the

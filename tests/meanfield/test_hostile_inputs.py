@@ -473,7 +473,7 @@ def test_a_small_file_that_unpacks_beyond_memory_is_refused_before_reading(tmp_p
     assert not (tmp_path / "out").exists()
 
 
-# -- a continuation keeps its model (issue 21, item 3) -------------------------------------------------------------
+# -- a restart keeps its model (issue 21, item 3) -------------------------------------------------------------
 @pytest.fixture(scope="module")
 def noisy_run_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("noisy") / "noisy.nc"
@@ -724,7 +724,7 @@ def test_a_continuation_keeps_its_normalisation_and_its_parameters(tmp_path, cap
 
 def test_a_particle_continuation_needs_no_option_its_file_records(tmp_path):
     """--beta was required and --attention, --nu, --qkv, --seed and --normalization took their defaults, so a
-    continuation had to repeat them all; now the file supplies them, Q, K, V from a .npz file included (the .npz
+    restart had to repeat them all; now the file supplies them, Q, K, V from a .npz file included (the .npz
     may be gone), and the continued run equals one uninterrupted run bit for bit."""
     matrices = tmp_path / "qkv.npz"
     rng = np.random.default_rng(3)

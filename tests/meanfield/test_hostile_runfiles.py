@@ -254,7 +254,7 @@ def test_a_particle_file_must_hold_the_matrices_it_names(runs, tmp_path, capsys,
 
 
 def test_a_run_from_a_npz_continues_and_reruns_from_its_own_matrices(runs, tmp_path):
-    """The .npz was deleted after the run (fixture): the file's Q, K, V stand in for it, and the continuation and
+    """The .npz was deleted after the run (fixture): the file's Q, K, V stand in for it, and the restart and
     the re-run record the path they were first read from."""
     first = meanfield.load_run(runs["npz"])
     continued = meanfield.simulate_particles(dim=3, n=16, init=str(runs["npz"]), t_final=1.0)
@@ -303,7 +303,7 @@ def test_a_file_without_a_start_record_shows_its_command_quoted(runs, tmp_path, 
 
 
 # -- 5. records of the start and of the end, against the declared model --------------------------------------------
-#: ``(run, lie, reader, words)``: a record of the start is read by ``rerun``, the restart record by a continuation.
+#: ``(run, lie, reader, words)``: a record of the start is read by ``rerun``, the restart record by a restart.
 RECORD_LIES = {
     "an fv start three times over": ("fv", _tripled("initial_state"), "rerun", "its record of its start does not fit "
                                                                                "this circle fv run"),
@@ -334,7 +334,7 @@ def test_a_record_that_does_not_fit_its_model_is_refused_before_computing(runs, 
 @pytest.mark.parametrize("run", ["fv", "spectral", "zonal", "particles", "random"])
 def test_valid_files_rerun_and_continue_as_before(runs, run):
     """Every check passes on the package's own files: the re-run is the run bit for bit, its command included (a
-    particle run on the path ``auto`` chose records no ``--interaction``), and a continuation is exact."""
+    particle run on the path ``auto`` chose records no ``--interaction``), and a restart is exact."""
     first = meanfield.load_run(runs[run])
     assert_same_run(first, meanfield.rerun(runs[run]))
     t_final = 2 * float(first.attrs["t_final"])

@@ -1,6 +1,6 @@
 """Causal (decoder) particles with ALiBi (MATH.md §8): the masked direct sum against a naive reference, the
 circle's prefix sums against the direct sum, exact facts (token 1 stays put; every token ends at token 1), mask
-none unchanged, refusals, and the record a run keeps (attrs, position, command, continuation, rerun)."""
+none unchanged, refusals, and the record a run keeps (attrs, position, command, restart, rerun)."""
 
 import math
 

@@ -29,7 +29,7 @@ def clustered_state(scheme, seed=0):
 def pair(attention, normalization, n, beta=7.0):
     model = Model(attention, beta=beta)
     return (CircleSpectral(model, n, normalization=normalization),
-            CircleSpectral(model, n, normalization=normalization, kernel="numpy"))
+            CircleSpectral(model, n, normalization=normalization, pointwise="numpy"))
 
 
 @pytest.mark.parametrize("n", [16, 250, 1024, 4096])
@@ -91,9 +91,9 @@ def test_ngpt_uses_numpy_and_refuses_the_compiled_kernel():
     model = Model("sa", beta=4.0)
     assert CircleSpectral(model, 64, normalization="ngpt").pointwise_kernel == "numpy"
     with pytest.raises(ValueError, match="covers Post-LN and LN-scaling, not nGPT"):
-        CircleSpectral(model, 64, normalization="ngpt", kernel="compiled")
-    with pytest.raises(ValueError, match="circle kernel must be one of auto, compiled, numpy"):
-        CircleSpectral(model, 64, kernel="fast")
+        CircleSpectral(model, 64, normalization="ngpt", pointwise="compiled")
+    with pytest.raises(ValueError, match="circle pointwise must be one of auto, compiled, numpy"):
+        CircleSpectral(model, 64, pointwise="fast")
 
 
 @pytest.mark.parametrize("options", [

@@ -70,7 +70,7 @@ def test_a_run_ending_inside_a_step_keeps_the_state_before_it_and_its_continuati
     assert whole.attrs["stop_reason"] == first.attrs["stop_reason"] == "completed"
     start = first.attrs["restart_step_start"]
     assert start < first.attrs["restart_time"] == 1.0       # the last frame lay inside a step
-    assert start + first.attrs["restart_step_size"] > 1.0    # which the continuation retakes
+    assert start + first.attrs["restart_step_size"] > 1.0    # which the restart retakes
     second = solve("circle", t_final=2.0, init=str(save_run(first, tmp_path / "first.nc")), **settings)
     assert second.attrs["restart"] == "exact" and second.attrs["steps"] + first.attrs["steps"] == whole.attrs["steps"]
     np.testing.assert_array_equal(second.density.values[0], first.density.values[-1])

@@ -43,7 +43,7 @@ class CircleQuadrature(CircleSpectral):
     name = "quadrature"
 
     def __init__(self, model, resolution, **options):
-        super().__init__(model, resolution, kernel="numpy", **options)
+        super().__init__(model, resolution, pointwise="numpy", **options)
         theta = self.basis.theta
         gap = theta[:, None] - theta[None, :]
         self._mass = np.exp(model.beta * (np.cos(gap) - 1.0)) * (2 * math.pi / theta.size)   # exp(-beta) K dtheta

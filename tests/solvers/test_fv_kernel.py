@@ -36,7 +36,7 @@ def test_the_compiled_grid_change_has_numpys_bits(attention, normalization, n, b
     """16 cells at beta = 16: the band limit exceeds N/2, so the coefficients fold and the faces are strided."""
     model = Model(attention, beta, nu, 2)
     compiled = CircleFiniteVolume(model, n, normalization=normalization)
-    reference = CircleFiniteVolume(model, n, normalization=normalization, kernel="numpy")
+    reference = CircleFiniteVolume(model, n, normalization=normalization, pointwise="numpy")
     assert (compiled.pointwise_kernel, reference.pointwise_kernel) == ("compiled", "numpy")
     rho = clustered_cells(n, rng)
     points = compiled.point_coefficients(np.array([0.3, 2.0, 4.1]), np.array([0.2, 0.1, 0.05]))
@@ -52,9 +52,9 @@ def test_ngpt_uses_numpy_and_refuses_the_compiled_kernel():
     model = Model("sa", 4.0, 0.0, 2)
     assert CircleFiniteVolume(model, 64, normalization="ngpt").pointwise_kernel == "numpy"
     with pytest.raises(ValueError, match="covers Post-LN and LN-scaling, not nGPT"):
-        CircleFiniteVolume(model, 64, normalization="ngpt", kernel="compiled")
-    with pytest.raises(ValueError, match="fv kernel must be one of auto, compiled, numpy"):
-        CircleFiniteVolume(model, 64, kernel="fast")
+        CircleFiniteVolume(model, 64, normalization="ngpt", pointwise="compiled")
+    with pytest.raises(ValueError, match="fv pointwise must be one of auto, compiled, numpy"):
+        CircleFiniteVolume(model, 64, pointwise="fast")
 
 
 def test_a_nan_rate_is_reported_as_numpy_reports_it():

@@ -244,7 +244,7 @@ def test_a_continued_run_keeps_its_schedule_and_refuses_another(tmp_path):
     np.testing.assert_array_equal(rest["nu"].values, whole["nu"].values[2:])
     np.testing.assert_allclose(rest.density.values[-1], whole.density.values[-1], rtol=1e-12, atol=0)
     for change in ({"nu_schedule": "ramp:3>2@0..2"}, {"nu": 0.5}):
-        with pytest.raises(InputError, match="a continuation keeps its model"):
+        with pytest.raises(InputError, match="a restart keeps its model"):
             meanfield.solve("circle", init=str(path), t_final=2.0, **change)
     changed = meanfield.solve("circle", init=str(path), t_final=2.0, nu=3.0, override=True)
     assert "nu" not in changed and "nu_schedule" not in changed.attrs

@@ -57,7 +57,7 @@ def test_circle_runs_from_data_in_memory_repeat_bit_for_bit(tmp_path, scheme, in
 
 
 def test_a_noisy_run_repeats_its_noise_and_a_continued_run_outlives_its_source(tmp_path):
-    """nu > 0: the start record holds the generator; the continuation's start is the source's restart record,
+    """nu > 0: the start record holds the generator; the restart's start is the source's restart record,
     so it repeats after the source file is gone."""
     source = tmp_path / "source.nc"
     meanfield.save_run(meanfield.solve("circle", beta=5.0, nu=0.05, resolution=128, init=BUMPY, t_final=1.0,

@@ -214,7 +214,7 @@ def max_relative_difference(approx: np.ndarray, exact: np.ndarray) -> float:
 def _rhs_rows(n: int, beta: float, timing: dict) -> dict:
     """Right-hand side (SA, USA) vs its four bare transforms at ``n`` points."""
     sa, usa = (CircleSpectral(Model(attention, beta=beta), n) for attention in ("sa", "usa"))
-    sa_numpy = CircleSpectral(Model("sa", beta=beta), n, kernel="numpy")
+    sa_numpy = CircleSpectral(Model("sa", beta=beta), n, pointwise="numpy")
     state = initial_state(sa)
     transforms, preserved = transform_baseline(sa, state)
     usa_transforms, usa_preserved = transform_baseline(usa, state)
