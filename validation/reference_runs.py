@@ -53,9 +53,9 @@ def _restarted(make, **later):
 
 
 def _gaussian():
-    import meanfield
+    from meanfield.solvers.runs.gaussian_run import solve
 
-    return meanfield.gaussian.solve(np.zeros(2), np.eye(2), V=np.eye(2), Q=np.eye(2), K=np.eye(2), t_final=2.0)
+    return solve(np.zeros(2), np.eye(2), V=np.eye(2), Q=np.eye(2), K=np.eye(2), t_final=2.0)
 
 
 #: name -> a function making the run (short runs: the whole record takes about a minute).
