@@ -5,7 +5,7 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
 * :class:`Model` — attention, beta, nu, dim; :class:`InputError` for user mistakes.
 * kernels — :func:`scaled_funk_hecke`, :func:`band_limit` (MATH.md §2.1–2.2); :class:`KernelOperator`, every
   multiplier of a model on a set of degrees (convolution, velocity, radial, energy form, band).
-* theory — :func:`growth_rates`, :func:`dominant_mode`, :func:`critical_noise`,
+* theory — :func:`growth_rates`, :func:`dominant_mode`, :func:`linear_noise_threshold`,
   :func:`formation_time` (MATH.md §2.3); from a ``perturbed:EPS`` start (MATH.md §2.4)
   :func:`typical_amplitude` and :func:`dominance_probabilities` (which mode, on the circle how many
   clusters, dominates at formation).
@@ -66,7 +66,7 @@ _PUBLIC = {
     "Model": ("meanfield.model", "Model"), "Normalization": ("meanfield.normalization", "Normalization"),
     **{name: ("meanfield.settings", name) for name in ("Attention", "Mask", "Monitor", "Saving", "StepControl")},
     "load_run": ("meanfield.app.storage", "load_run"), "save_run": ("meanfield.app.storage", "save_run"),
-    **{name: ("meanfield.theory", name) for name in ("critical_noise", "dominance_probabilities", "dominant_mode",
+    **{name: ("meanfield.theory", name) for name in ("linear_noise_threshold", "dominance_probabilities", "dominant_mode",
                                                       "formation_time", "growth_rates", "law_leader",
                                                       "typical_amplitude")},
     **{name: ("meanfield.normalization_theory", name) for name in ("effective_growth_rate", "equiangular_solution",

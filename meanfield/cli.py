@@ -32,7 +32,7 @@ from .normalization import Normalization
 from .number_text import read_integer, read_number
 from .app.json_output import strict_json
 from .app.option_types import INTEGER, NUMBER, RegisteredName
-from .attention_kind import KINDS
+from .attention_kind import KINDS, attention_kind
 from .settings import Monitor, Saving, StepControl, gather
 
 from .app.output_paths import MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes
@@ -247,7 +247,7 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
       meanfield theory --dim 8 --beta 3 --normalization pre --r0 1.5 --n 6 --t 5
       meanfield theory --beta 4 --mask causal --alibi 1 --profile-width 8 --modes 20
     """
-    from .theory import critical_noise, dominant_mode, formation_time, growth_rates, law_leader
+    from .theory import linear_noise_threshold, dominant_mode, formation_time, growth_rates, law_leader
 
     check_dim(dim)
     if branch or tricritical:
@@ -298,7 +298,8 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
     k_star = dominant_mode(model)
     if as_json:
         result = {"dim": dim, "attention": model.attention, "beta": model.beta, "nu": model.nu,
-                  "modes": degrees.tolist(), "growth_rates": rates.tolist(), "dominant_mode": k_star}
+                  "modes": degrees.tolist(), "growth_rates": rates.tolist(), "dominant_mode": k_star,
+                  "nu_sharp": linear_noise_threshold(model)}
         if eps is not None:
             time = formation_time(model, eps, zonal=zonal)
             formed = math.isfinite(time)
@@ -314,7 +315,8 @@ def theory(dim, attention, beta, nu, modes, eps, zonal, normalization, r0, alpha
     for degree, rate in zip(degrees, rates):
         click.echo(f"{degree:>6}  {rate:>14.8g}{'   <- dominant' if degree == k_star else ''}")
     click.echo(f"dominant mode: {k_star} (rate {growth_rates(model, [k_star])[0]:.8g})")
-    click.echo(f"critical noise: nu_c = {critical_noise(model):.8g} (uniform state stable iff nu > nu_c)")
+    click.echo(f"linear noise threshold: nu_# = {linear_noise_threshold(model):.8g} (the uniform state is linearly "
+               f"stable iff nu > nu_#; MATH.md §2.3)")
     if eps is not None:
         time = formation_time(model, eps, zonal=zonal)
         leader = law_leader(model, zonal)
@@ -371,7 +373,11 @@ def _phase_transition_report(attention, beta, nu, dim, branch, tricritical, as_j
     require(not any(value not in (None, False) for value in others),
             "--branch and --tricritical take only --attention, --beta, --dim, --modes, --verify and --json")
     require(nu == SOLVE_DEFAULTS["nu"], "--branch and --tricritical follow nu themselves: leave --nu out")
-    if tricritical:        # USA's (SA is supercritical at every beta, MATH.md §9): --attention is not read
+    if tricritical:        # USA's (SA is supercritical at every beta, MATH.md §9)
+        given = click.get_current_context().get_parameter_source("attention") != click.core.ParameterSource.DEFAULT
+        require(not given or not attention_kind(attention).normalised,
+                f"--tricritical is USA's: SA is supercritical at every beta and has no tricritical point (MATH.md §9); "
+                f"leave --attention out or give usa (got --attention {attention})")
         attention = "usa"
         require(beta is None, "--tricritical finds beta: leave --beta out")
         require(modes is None and not verify, "--tricritical takes only --dim and --json")

@@ -1,8 +1,8 @@
 """Time-dependent noise ``nu(t)`` for PDE and particle runs (``--nu-schedule``).
 
 The noise of MATH.md §1 (the ``sqrt(2 nu) dW`` of each token, the ``nu Laplace(rho)`` of the PDE of §2) may follow
-a schedule ``nu(t) >= 0`` instead of a constant ``--nu``.  A slow ramp of ``nu`` from above the critical noise of
-MATH.md §2.3 (:func:`meanfield.theory.critical_noise`) to below it and back shows the hysteresis of the phase
+a schedule ``nu(t) >= 0`` instead of a constant ``--nu``.  A slow ramp of ``nu`` from above the linear noise threshold nu_# of
+MATH.md §2.3 (:func:`meanfield.theory.linear_noise_threshold`) to below it and back shows the hysteresis of the phase
 transition.
 
 Spec grammar (``--nu-schedule SPEC``, or ``nu_schedule="SPEC"`` in :func:`meanfield.solve` and

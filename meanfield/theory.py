@@ -123,14 +123,15 @@ def _search_range(model: Model) -> np.ndarray:
 def dominant_mode(model: Model) -> int:
     """``l* = argmax_l lambda_l``, the fastest-growing (least stable) degree (MATH.md §2.3).
 
-    With noise the maximiser can be stable (``lambda_{l*} < 0``); see :func:`critical_noise`.
+    With noise the maximiser can be stable (``lambda_{l*} < 0``); see :func:`linear_noise_threshold`.
     """
     degrees = _search_range(model)
     return int(degrees[np.argmax(growth_rates(model, degrees))])
 
 
-def critical_noise(model: Model) -> float:
-    """``nu_c = max_l lambda_l(nu=0) / (l (l+d-2))``: uniform is stable iff ``nu > nu_c`` (MATH.md §2.3)."""
+def linear_noise_threshold(model: Model) -> float:
+    """``nu_# = max_l lambda_l(nu=0) / (l (l+d-2))``: the uniform state is linearly stable iff ``nu > nu_#``
+    (MATH.md §2.3; the notation of §9: ``nu_sn`` a fold, ``nu_c`` the first-order point where free energies cross)."""
     return float(np.max(interaction_rate(model, _search_range(model))))
 
 
@@ -181,7 +182,7 @@ def formation_time(model: Model, eps: float | None = None, *, amplitude: float |
     so with ``eps`` ``l`` is the fastest of them (:func:`law_leader`: ``l*`` while ``l* <= L0``, i.e. up to
     ``beta`` about 128 on the circle; beyond, ``l*`` is not in the start at all).  i.i.d. tokens have every
     degree, with ``eps = n^{-1/2}`` (Bruno et al.): give their ``amplitude``.  Infinite when the uniform state is
-    linearly stable (``nu >= nu_c``).
+    linearly stable (``nu >= nu_#``, :func:`linear_noise_threshold`).
     """
     require((eps is None) != (amplitude is None), "give exactly one of eps (a perturbed:EPS start) and amplitude")
     degree = dominant_mode(model) if amplitude is not None else law_leader(model, zonal)

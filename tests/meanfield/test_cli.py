@@ -25,7 +25,7 @@ def test_theory_json(capsys):
                            "--modes", 5, "--json")
     assert code == 0
     result = json.loads(out)
-    assert set(result) == {"dim", "attention", "beta", "nu", "modes", "growth_rates", "dominant_mode"}
+    assert set(result) == {"dim", "attention", "beta", "nu", "modes", "growth_rates", "dominant_mode", "nu_sharp"}
     assert result["modes"] == [1, 2, 3, 4, 5]
     assert np.allclose(result["growth_rates"], growth_rates(Model("usa", 4.0, 0.01, 3), np.arange(1, 6)),
                        rtol=1e-15)

@@ -12,7 +12,7 @@ from meanfield.geometry import sphere_area
 from meanfield.initial.circle import perturbed_density as circle_start
 from meanfield.initial.zonal import perturbed_density as zonal_start
 from meanfield.model import Model
-from meanfield.theory import critical_noise, growth_rates
+from meanfield.theory import linear_noise_threshold, growth_rates
 from meanfield.validation.studies.formation_count import chi_square_p_value, formation_count_claims
 
 
@@ -62,7 +62,7 @@ def test_the_linear_solution_touches_zero_at_t0_and_stable_states_form_nothing()
     assert np.min(pattern.density(1e-4, rates, t0)) == pytest.approx(0.0, abs=1e-6 / (2 * math.pi))
     assert np.min(pattern.density(1e-4, rates, t0 - 0.01)) > 0
     assert count == 4 and 10 < t0 < 13        # seed 0's run forms 4 clusters (tests/solvers/test_cluster_events.py)
-    stable = Model("sa", 9.0, 1.01 * critical_noise(Model("sa", 9.0, 0.0, 2)), 2)
+    stable = Model("sa", 9.0, 1.01 * linear_noise_threshold(Model("sa", 9.0, 0.0, 2)), 2)
     assert linear_count(stable, 1e-4, 0) == (0, math.inf)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import iv
 
-from meanfield import InputError, Model, critical_noise, dominant_mode, formation_time, growth_rates
+from meanfield import InputError, Model, linear_noise_threshold, dominant_mode, formation_time, growth_rates
 from meanfield.kernels import scaled_funk_hecke
 from meanfield.geometry import sphere_area
 
@@ -39,11 +39,11 @@ def test_general_dimension_rates(dim):
 
 @pytest.mark.parametrize("attention", ["sa", "usa"])
 @pytest.mark.parametrize("dim", [2, 3, 5])
-def test_critical_noise_is_the_stability_threshold(attention, dim):
-    nu_c = critical_noise(Model(attention, 4.0, 0.0, dim))
+def test_linear_noise_threshold_is_the_stability_threshold(attention, dim):
+    nu_sharp = linear_noise_threshold(Model(attention, 4.0, 0.0, dim))
     degrees = np.arange(1, 60)
-    assert np.max(growth_rates(Model(attention, 4.0, nu_c * (1 + 1e-9), dim), degrees)) < 0
-    assert np.max(growth_rates(Model(attention, 4.0, nu_c * (1 - 1e-9), dim), degrees)) > 0
+    assert np.max(growth_rates(Model(attention, 4.0, nu_sharp * (1 + 1e-9), dim), degrees)) < 0
+    assert np.max(growth_rates(Model(attention, 4.0, nu_sharp * (1 - 1e-9), dim), degrees)) > 0
 
 
 def test_every_mode_grows_without_noise():

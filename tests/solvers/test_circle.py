@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from meanfield import Model, critical_noise, fourier_series, growth_rates
+from meanfield import Model, linear_noise_threshold, fourier_series, growth_rates
 from meanfield.diagnostics import detect_clusters
 from meanfield.metastable import refined_formation_time
 from meanfield.initial.circle import circle_density
@@ -24,7 +24,7 @@ def test_growth_rates_match_theory(attention, beta):
 
 @pytest.mark.parametrize("attention", ["sa", "usa"])
 def test_noise_above_critical_decays_at_theoretical_rate(attention):
-    nu = 1.5 * critical_noise(Model(attention, 4.0))
+    nu = 1.5 * linear_noise_threshold(Model(attention, 4.0))
     fitted, theory, tolerance = fitted_rates(attention, 4.0, nu=nu, resolution=64)
     assert np.all(theory < 0)
     assert np.all(np.abs(fitted / theory - 1) <= tolerance) and np.all(tolerance < 1e-6)

@@ -14,7 +14,7 @@ from meanfield.geometry import sphere_area
 from meanfield.initial.circle import circle_density
 from meanfield.initial.zonal import zonal_density
 from meanfield.model import Model
-from meanfield.theory import critical_noise, dominant_mode, formation_time, growth_rates
+from meanfield.theory import linear_noise_threshold, dominant_mode, formation_time, growth_rates
 from meanfield.solvers.schemes.finite_volume import (CircleFiniteVolume, FiniteVolume1D, ZonalFiniteVolume, cell_integrals,
                                    zonal_cell_volumes)
 from meanfield.solvers.runs.solve import solve
@@ -185,7 +185,7 @@ def test_circle_growth_rates_match_theory(attention, noisy):
     the velocity of the cell masses, MATH.md §2.5) and the diffusion's by ``sinc(kh/2)^2`` (the three-point
     Laplacian): the fit matches that to 1e-4 and the continuum rate to ``(kh)^2 / 24``, or ``/ 12`` with noise."""
     modes = np.arange(1, 7)
-    nu = 1.5 * critical_noise(Model(attention, 4.0, 0.0, 2)) if noisy else 0.0
+    nu = 1.5 * linear_noise_threshold(Model(attention, 4.0, 0.0, 2)) if noisy else 0.0
     theory = growth_rates(Model(attention, 4.0, nu, 2), modes)
     attraction = growth_rates(Model(attention, 4.0, 0.0, 2), modes)
     assert np.all(theory < 0) if noisy else np.all(theory > 0)

@@ -24,7 +24,7 @@ from meanfield.solvers.records.checkpoint import INITIAL, PREFIX
 from meanfield.solvers.schemes.particles import ParticleScheme
 from meanfield.solvers.records.run_record import RERUN_COMMAND
 from meanfield.solvers.steppers.steppers import make_stepper
-from meanfield.theory import critical_noise, growth_rates
+from meanfield.theory import linear_noise_threshold, growth_rates
 
 from .test_rerun import assert_same_run
 
@@ -166,13 +166,13 @@ def test_particles_diffuse_by_the_integral_of_the_schedule():
 
 
 # --------------------------------------------------------------------------------------------- a ramp through nu_sharp
-def test_a_ramp_below_the_critical_noise_destabilises_the_uniform_state():
+def test_a_ramp_below_the_linear_noise_threshold_destabilises_the_uniform_state():
     """USA on the circle, beta = 4: ``nu`` falls from 3.5 to 1 over ``[0, 5]`` and stays at 1.  In the linear regime
     (start 1e-6 from uniform) each mode follows ``log a_k(t) / a_k(0) = k^2 (I_k / beta) t - k^2 int_0^t nu``
     (MATH.md §2.3), so the order parameter ``2 pi max_k |rho_hat_k|`` falls while ``nu > nu_sharp`` and grows once
     ``nu`` has passed it, with its minimum where mode 1 turns, ``nu(t_c) = nu_sharp``."""
     model = Model(attention="usa", beta=4.0, dim=2)
-    nu_sharp = critical_noise(model)
+    nu_sharp = linear_noise_threshold(model)
     schedule = NoiseSchedule.parse("ramp:3.5>1@0..5")
     t_c = (3.5 - nu_sharp) / 0.5
     run = meanfield.solve("circle", nu_schedule=schedule, **dict(CIRCLE, init="perturbed:1e-6"), t_final=9.0,

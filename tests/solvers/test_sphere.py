@@ -8,7 +8,7 @@ import pytest
 from meanfield.errors import InputError
 from meanfield.initial.sphere import direction, sphere_density, von_mises_fisher
 from meanfield.model import Model
-from meanfield.theory import critical_noise, growth_rates
+from meanfield.theory import linear_noise_threshold, growth_rates
 from meanfield.solvers.runs.runloop import run
 from meanfield.solvers.schemes.sphere import SphereSpectral
 from meanfield.solvers.bases.sphere_basis import SphereBasis
@@ -106,7 +106,7 @@ def test_linearised_rhs_has_the_theoretical_rates(rng):
             assert np.max(np.abs(lin[sel] - rate * pert[sel])) < 1e-8 * np.max(np.abs(pert))
 
 
-# -- (b) growth rates and (f) decay above the critical noise -----------------------------------------
+# -- (b) growth rates and (f) decay above the linear noise threshold nu_# -----------------------------------------
 
 def fitted_sphere_rates(attention, beta, nu=0.0, lmax=12, seed=1):
     model = Model(attention, beta, nu, 3)
@@ -130,7 +130,7 @@ def test_degree_growth_rates_match_theory(attention, beta):
 
 @pytest.mark.parametrize("attention", ["sa", "usa"])
 def test_noise_above_critical_decays_at_theoretical_rate(attention):
-    nu = 1.5 * critical_noise(Model(attention, 4.0, 0.0, 3))
+    nu = 1.5 * linear_noise_threshold(Model(attention, 4.0, 0.0, 3))
     fitted, theory = fitted_sphere_rates(attention, 4.0, nu=nu)
     assert np.all(theory < 0)
     assert np.all(np.abs(fitted / theory - 1) < 2e-3)

@@ -11,7 +11,7 @@ from meanfield.model import Model
 from meanfield.solvers.stationary.branch import bessel_root, curvature, stationary_branch, tricritical_beta
 from meanfield.solvers.stationary.stationary import (StationaryProblem, SymmetricBasis, fixed_nu, linearised_spectrum, newton,
                                           uniform_rates)
-from meanfield.theory import critical_noise
+from meanfield.theory import linear_noise_threshold
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_the_tricritical_beta_is_the_bessel_ratio_root(dim):
 def test_every_branch_point_solves_its_equation(usa4):
     assert float(usa4["residual"].max()) < 1e-12
     model = Model("usa", 4.0, 0.0, 2)
-    assert usa4.attrs["nu_sharp"] == pytest.approx(critical_noise(model), rel=1e-15)
+    assert usa4.attrs["nu_sharp"] == pytest.approx(linear_noise_threshold(model), rel=1e-15)
 
 
 def test_a_subcritical_branch_folds_and_has_its_first_order_point_between(usa4):

@@ -72,7 +72,7 @@ def test_an_interrupt_inside_a_tracker_stops_the_run_and_still_finishes_every_tr
 
 
 def test_steady_state_stops_a_run_once_the_order_parameter_settles():
-    """Above the critical noise the perturbation decays: the top mode amplitude stops changing."""
+    """Above the linear noise threshold nu_# the perturbation decays: the top mode amplitude stops changing."""
     scheme, state = _circle(nu=1.0, beta=1.0)
     top = lambda s, x: float(np.max(s.mode_amplitudes(x)[1:]))
     record = run(scheme, make_stepper("dopri5", scheme), state, 200.0, 5.0,

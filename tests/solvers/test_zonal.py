@@ -11,7 +11,7 @@ from meanfield.geometry import sphere_area
 from meanfield.initial.zonal import von_mises_fisher, zonal_density
 from meanfield.model import Model
 from meanfield.app.storage import build_run_dataset, save_run
-from meanfield.theory import critical_noise, growth_rates
+from meanfield.theory import linear_noise_threshold, growth_rates
 from meanfield.solvers.runs.runloop import run
 from meanfield.solvers.steppers.steppers import make_stepper
 from meanfield.gegenbauer import normalised_gegenbauer
@@ -92,7 +92,7 @@ def test_growth_rates_match_theory(attention, dim):
 @pytest.mark.parametrize("attention", ["sa", "usa"])
 @pytest.mark.parametrize("dim", [3, 5])
 def test_noise_above_critical_decays_at_theoretical_rate(attention, dim):
-    nu = 1.5 * critical_noise(Model(attention, 4.0, 0.0, dim))
+    nu = 1.5 * linear_noise_threshold(Model(attention, 4.0, 0.0, dim))
     fitted, theory = fitted_rates(attention, 4.0, nu, dim, lmax=16)
     assert np.all(theory < 0)
     assert np.all(np.abs(fitted / theory - 1) < 2e-3)

@@ -3,7 +3,7 @@
 Each case starts from ``perturbed:1e-12`` and runs for ``T = 6 / max_k |lambda_k|``
 (the fastest mode grows or decays by ``e^6``, so the run stays linear); the rate
 of each mode 1..6 is the least-squares slope of ``log |rho_hat_k(t)|`` over the
-``FRAMES + 1`` saved frames.  Cases with ``nu`` above the critical noise check the decay rates.
+``FRAMES + 1`` saved frames.  Cases with ``nu`` above the linear noise threshold ``nu_#`` check the decay rates.
 
 What the fit can be off by (``tolerance``, relative, per case and mode; MATH.md §2.3):
 
@@ -28,7 +28,7 @@ import xarray as xr
 
 from meanfield.diagnostics import fit_growth_rates
 from meanfield.model import Model
-from meanfield.theory import critical_noise, growth_rates, quadratic_feed
+from meanfield.theory import linear_noise_threshold, growth_rates, quadratic_feed
 from meanfield.solvers.runs.solve import solve
 from meanfield.solvers.steppers.steppers import Dopri5
 
@@ -87,12 +87,12 @@ def fitted_rates(attention: str, beta: float, nu: float = 0.0, resolution: int =
 
 
 def cases(quick: bool):
-    """(attention, beta, nu) triples of the study; noisy cases sit at 1.5 x the critical noise."""
+    """(attention, beta, nu) triples of the study; noisy cases sit at 1.5 x the linear noise threshold nu_#."""
     betas = (4.0, 9.0) if quick else (1.0, 2.0, 4.0, 9.0, 16.0)
     out = [(attention, beta, 0.0) for attention in ("sa", "usa") for beta in betas]
     for attention in ("sa", "usa"):
         beta = betas[0]
-        out.append((attention, beta, 1.5 * critical_noise(Model(attention, beta, 0.0, 2))))
+        out.append((attention, beta, 1.5 * linear_noise_threshold(Model(attention, beta, 0.0, 2))))
     return out
 
 

@@ -1,7 +1,7 @@
 """Study: the noise phase transition on the circle (MATH.md §2.3): uniform or clustered against ``nu``.
 
-With noise the uniform state is linearly stable iff ``nu > nu_c = max_k lambda_k(nu=0) / k^2``
-(:func:`meanfield.theory.critical_noise`).  For each ``beta`` and each ``nu = ratio x nu_c`` the
+With noise the uniform state is linearly stable iff ``nu > nu_# = max_k lambda_k(nu=0) / k^2``
+(:func:`meanfield.theory.linear_noise_threshold`).  For each ``beta`` and each ``nu = ratio x nu_#`` the
 PDE (pseudo-spectral: noise keeps the density smooth) runs from two starts, a small perturbation
 of the uniform state (``perturbed:1e-3``) and a cluster (``vonmises:CLUSTER_KAPPA@0``), until the
 order parameter::
@@ -21,7 +21,7 @@ solved by the package's one stationary solver (:func:`meanfield.solvers.stationa
 Newton–GMRES from the PDE's final state); ``fixed_point_gap`` is ``max |rho_PDE - rho_fixed| / mean``.
 
 Output: ``noise_transition.nc`` (``order(beta, ratio, start)``, ``stationary``, ``fixed_point_gap``,
-``final_time``) and ``noise_transition.png`` (the bifurcation diagram with ``nu_c`` marked).
+``final_time``) and ``noise_transition.png`` (the bifurcation diagram with ``nu_#`` marked).
 
 Run: ``python -m meanfield.validation.studies.noise_transition [--quick] [--out-dir DIR]`` or
 ``meanfield validate noise-transition``.
@@ -39,7 +39,7 @@ from matplotlib.figure import Figure
 from meanfield.model import Model
 from meanfield.plotting.style import outside_legend
 from meanfield.app.storage import netcdf_safe, package_version
-from meanfield.theory import critical_noise, dominant_mode, growth_rates
+from meanfield.theory import linear_noise_threshold, dominant_mode, growth_rates
 from meanfield.initial.circle import circle_density
 from meanfield.solvers.schemes.circle import CircleSpectral
 from meanfield.solvers.runs.runloop import COMPLETED, run
@@ -103,7 +103,7 @@ def run_study(quick: bool = False, out_dir="noise-transition-study", seed: int =
     betas, ratios, starts = settings["betas"], settings["ratios"], list(STARTS)
     shape = (len(betas), len(ratios), len(starts))
     order, stationary, final_time, gap = np.zeros(shape), np.zeros(shape, dtype=np.int8), np.zeros(shape), np.full(shape, np.nan)
-    critical = np.array([critical_noise(Model(settings["attention"], beta, 0.0, 2)) for beta in betas])
+    critical = np.array([linear_noise_threshold(Model(settings["attention"], beta, 0.0, 2)) for beta in betas])
     start_time = _time.perf_counter()
     bar = progress_bar(int(np.prod(shape)), "noise transition")
     for i, beta in enumerate(betas):
@@ -125,7 +125,7 @@ def run_study(quick: bool = False, out_dir="noise-transition-study", seed: int =
     ds = xr.Dataset({"order": (dims, order, {"long_name": "r = 2 pi max_k>=1 |rho_hat_k| at the end"}),
                      "stationary": (dims, stationary), "final_time": (dims, final_time),
                      "fixed_point_gap": (dims, gap, {"long_name": "max |rho_PDE - rho_fixed| / mean (NaN: uniform)"}),
-                     "critical_noise": ("beta", critical)},
+                     "nu_sharp": ("beta", critical)},
                     coords={"beta": list(betas), "ratio": list(ratios), "start": starts},
                     attrs=netcdf_safe(dict(settings, seed=seed, quick=int(quick), package_version=package_version(),
                                            wall_time=_time.perf_counter() - start_time,
@@ -138,7 +138,7 @@ def run_study(quick: bool = False, out_dir="noise-transition-study", seed: int =
 
 
 def plot_study(ds: xr.Dataset) -> Figure:
-    """Bifurcation diagram: ``r`` against ``nu / nu_c`` for both starts, the threshold at 1; points whose
+    """Bifurcation diagram: ``r`` against ``nu / nu_#`` for both starts, the threshold at 1; points whose
     run was not stationary by the time limit are drawn hollow."""
     betas = ds.beta.values
     fig = Figure(figsize=(5.2 * len(betas) + 2.2, 4.2), layout="constrained")
@@ -157,8 +157,8 @@ def plot_study(ds: xr.Dataset) -> Figure:
             ax.plot([], [], ls="", marker="o", ms=7, color="grey", mfc="none",
                     label=f"not stationary by t = {float(ds.attrs['max_time']):g}")
         ax.axvline(1.0, color="k", ls="--", lw=1,
-                   label=rf"$\nu_c$ = {float(ds.critical_noise.sel(beta=beta)):.4g} (linear theory)")
-        ax.set(xlabel=r"noise relative to the threshold, $\nu / \nu_c$",
+                   label=rf"$\nu_\#$ = {float(ds.nu_sharp.sel(beta=beta)):.4g} (linear theory)")
+        ax.set(xlabel=r"noise relative to the threshold, $\nu / \nu_\#$",
                ylabel=r"order parameter $r = 2\pi \max_{k \geq 1} |\hat\rho_k|$ at the end",
                title=rf"{ds.attrs['attention'].upper()}, $\beta$ = {beta:g}: stationary state against noise")
         ax.set_ylim(-0.03, 1.0)
@@ -168,7 +168,7 @@ def plot_study(ds: xr.Dataset) -> Figure:
 
 
 def format_table(ds: xr.Dataset) -> str:
-    lines = [f"{'beta':>5} {'nu/nu_c':>8} " + " ".join(f"{'r(' + s + ')':>15} {'t':>7}" for s in ds.start.values)
+    lines = [f"{'beta':>5} {'nu/nu_#':>8} " + " ".join(f"{'r(' + s + ')':>15} {'t':>7}" for s in ds.start.values)
              + f" {'fixed-point gap':>16}"]
     for beta in ds.beta.values:
         for ratio in ds.ratio.values:
@@ -187,26 +187,26 @@ def noise_claims(ds) -> list[Check]:
     clustered = ds.order.sel(ratio=below_ratio)
     rule = (f"theory: a run stops once r moves by less than STATIONARY_TOL = {STATIONARY_TOL:g} (relative, "
             f"or absolute below UNIFORM_LEVEL = {UNIFORM_LEVEL:g}) over a chunk of 20 relaxation times")
-    return [at_most(f"nu = {above_ratio:g} nu_c: both starts relax to the uniform state (largest order parameter)",
+    return [at_most(f"nu = {above_ratio:g} nu_#: both starts relax to the uniform state (largest order parameter)",
                     ds.order.sel(ratio=above_ratio).max(), STATIONARY_TOL * UNIFORM_LEVEL,
-                    source=rule + "; above nu_c every mode decays (MATH.md §2.3), so r ends below the rule's step"),
-            at_least(f"nu = {below_ratio:g} nu_c: both starts end clustered (smallest order parameter)",
+                    source=rule + "; above nu_# every mode decays (MATH.md §2.3), so r ends below the rule's step"),
+            at_least(f"nu = {below_ratio:g} nu_#: both starts end clustered (smallest order parameter)",
                      clustered.min(), UNIFORM_LEVEL, "> 0 (clustered)",
-                     source=f"theory: below nu_c the uniform state is unstable (MATH.md §2.3): r stays above "
+                     source=f"theory: below nu_# the uniform state is unstable (MATH.md §2.3): r stays above "
                             f"UNIFORM_LEVEL = {UNIFORM_LEVEL:g}, the level the study calls uniform"),
-            at_most(f"nu = {below_ratio:g} nu_c: no hysteresis (order parameter of the two starts)",
+            at_most(f"nu = {below_ratio:g} nu_#: no hysteresis (order parameter of the two starts)",
                     abs(ds.order.sel(ratio=below_ratio, start="perturbed")
                         - ds.order.sel(ratio=below_ratio, start="clustered")).max(),
                     2 * STATIONARY_TOL * float(clustered.max()),
                     source=rule + ": two runs to one stationary state end within twice that of each other"),
-            at_most(f"nu = {below_ratio:g} nu_c: the end state is the zero-flux fixed point (largest gap / mean)",
+            at_most(f"nu = {below_ratio:g} nu_#: the end state is the zero-flux fixed point (largest gap / mean)",
                     ds.fixed_point_gap.sel(ratio=below_ratio).max(), STATIONARY_TOL,
                     source=rule + ", so the density is within about that of the stationary state; Newton-Krylov "
                                   "solves the zero-flux equation to f_tol = 1e-12")]
 
 
 def main(argv=None) -> xr.Dataset:
-    return study_main(argv, "Noise phase transition: stationary order parameter against nu / nu_c.",
+    return study_main(argv, "Noise phase transition: stationary order parameter against nu / nu_#.",
                       "noise-transition-study", run_study, format_table, "noise_transition")
 
 

@@ -165,8 +165,8 @@ def drift_of_a_stable_state(t_final: float = 10.0) -> float:
 
 def loop_nu_sharp() -> float:
     """``nu_#`` of USA on the circle at the loop's beta (MATH.md §2.3)."""
-    from meanfield.theory import critical_noise
-    return critical_noise(Model("usa", LOOP["beta"], 0.0, 2))
+    from meanfield.theory import linear_noise_threshold
+    return linear_noise_threshold(Model("usa", LOOP["beta"], 0.0, 2))
 
 
 def run_study(quick: bool = False, out_dir="phase-transitions-study") -> xr.Dataset:
