@@ -50,6 +50,7 @@ from .errors import require
 from .fourier_series import coefficients, synthesis
 from .initial.sources import as_values, evaluate, load_init_run, read_source
 from .initial.averages import interval_faces, periodic_faces, piecewise
+from .initial.files import read_density_file
 from .initial.kinds import kind_of, label_of
 from .initial.circle import INIT_HELP, check_density, circle_density, circle_values
 from .initial.spec import check_sign_and_mass
@@ -188,6 +189,9 @@ def sample_tokens(init, n: int, dim: int, seed=None, resolution: int = 256, samp
     kind = kind_of(init)
     init = init.strip() if isinstance(init, str) else init
     label = label_of(init)
+    if kind == "file":                  # a density saved by numpy or xarray: sampled as the array or DataArray
+        init = read_density_file(init, label)
+        kind = kind_of(init)
     rng = stream(seed, "sampling")
     uniform_weights = np.full(n, 1.0 / n)
     if kind in ("path", "dataset"):

@@ -15,10 +15,12 @@ import numpy as np
 import xarray as xr
 
 from ..errors import InputError
+from .files import is_density_file
 from .spec import init_label
 
 #: What ``init`` may be (named by the refusal of anything else).
-KINDS = "a text spec, a numpy array, an xarray DataArray or Dataset, a function, or a .nc run file"
+KINDS = ("a text spec, a numpy array, an xarray DataArray or Dataset, a function, a .nc run file, or a density file "
+         "(.npy, .txt, .csv, .nc)")
 
 
 def _is_path(init) -> bool:
@@ -51,7 +53,10 @@ def label_of(init) -> str:
 
 
 def kind_of(init) -> str:
-    """``text``, ``path``, ``array``, ``dataarray``, ``dataset`` or ``function``; anything else is refused."""
+    """``text``, ``file`` (a density file, :mod:`meanfield.initial.files`), ``path`` (a run file), ``array``,
+    ``dataarray``, ``dataset`` or ``function``; anything else is refused."""
+    if is_density_file(init):
+        return "file"
     if _is_path(init):
         return "path"
     if isinstance(init, str):

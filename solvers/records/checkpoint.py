@@ -45,6 +45,7 @@ from meanfield.defaults import MASKS
 from meanfield.errors import InputError, require
 from meanfield.limits import MAX_ZONAL_DIM, RANGES
 from meanfield.attention_kind import KINDS
+from meanfield.initial.files import is_density_file
 from meanfield.model import Model
 from meanfield.normalization import CARRY_RADIUS
 from meanfield.normalization import SCHEMES as NORMALIZATIONS
@@ -553,7 +554,7 @@ def run_file(init):
         return init.run
     if isinstance(init, xr.Dataset):
         dataset = init
-    elif isinstance(init, (str, Path)) and str(init).strip().endswith(".nc"):
+    elif isinstance(init, (str, Path)) and str(init).strip().endswith(".nc") and not is_density_file(init):
         try:
             dataset = load_run(str(init).strip())
         except InputError as error:

@@ -70,6 +70,7 @@ import numpy as np
 
 from meanfield.errors import require
 from meanfield.initial.averages import Piecewise, conservative_averages, piecewise
+from meanfield.initial.files import read_density_file
 from meanfield.initial.kinds import kind_of, label_of
 from meanfield.initial.sources import COORDINATES, GridSource, as_values, evaluate, read_source
 from meanfield.initial.spec import check_sign_and_mass
@@ -122,6 +123,9 @@ def initial_state(init, geometry: str, scheme, seed=None):
     if kind == "text":
         return scheme.state_from_density(scheme.basis.text_density(init, seed))
     label = label_of(init)
+    if kind == "file":                      # a density saved by numpy or xarray: read as the array or DataArray
+        init = read_density_file(init, label)
+        kind = kind_of(init)
     fv = scheme.takes_cell_averages
     if kind == "array":
         shape, what = own_grid(scheme)
