@@ -33,19 +33,52 @@ def parse_number(text: str, what: str, expected: str) -> float:
     return value
 
 
+#: A term's weight: ``W*`` before it (a positive decimal number).
+WEIGHT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*\*\s*(.+)$")
+#: The ``+`` between terms: before a letter (a term) or a weight ``W*`` (not inside an exponent such as ``1e+3``).
+TERM_BREAK = re.compile(r"\+(?=\s*[A-Za-z]|\s*[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*\*)")
+
+
+def mixture(spec: str) -> tuple[list[str], list[float] | None]:
+    """The ``+``-separated terms of a text spec and their weights normalised to sum 1 (``W*term``, all weighted or
+    none; ``None``: none weighted, an equal-weight mixture)."""
+    terms = TERM_BREAK.split(spec.strip())
+    matches = [WEIGHT.match(term) for term in terms]
+    if not any(matches):
+        return terms, None
+    require(all(matches), f"--init {spec!r}: weight every term (W*term, e.g. 0.5*vonmises:8@0.5+0.3*vonmises:12@2.6) "
+                          f"or none")
+    weights = [parse_number(match[1], "a mixture weight", "W*term with W > 0") for match in matches]
+    require(all(weight > 0 for weight in weights), f"--init {spec!r}: mixture weights must be > 0 (got {weights})")
+    total = sum(weights)
+    return [match[2] for match in matches], [weight / total for weight in weights]
+
+
 def density_from_spec(spec: str, help_text: str, read_file, term, check) -> np.ndarray:
-    """The density of ``spec``: ``read_file(path)`` for a ``.nc`` spec, else the equal-weight mixture of
-    ``term(text)`` over the ``+``-separated terms (split only before a letter); refused by
+    """The density of ``spec``: ``read_file(path)`` for a ``.nc`` spec, else the mixture (:func:`mixture`) of
+    ``term(text)`` over the ``+``-separated terms, equal-weight or weighted; refused by
     ``check(density, stripped spec)`` unless valid."""
     require(isinstance(spec, str) and spec.strip() != "", f"--init must be one of: {help_text}")
     spec = spec.strip()
     if spec.endswith(".nc"):
         density = read_file(spec)
     else:
-        terms = re.split(r"\+(?=[A-Za-z])", spec)
-        density = sum(term(t) for t in terms) / len(terms)
+        terms, weights = mixture(spec)
+        if weights is None:
+            density = sum(term(t) for t in terms) / len(terms)
+        else:
+            density = sum(weight * term(t) for weight, t in zip(weights, terms))
     check(density, spec)
     return density
+
+
+def mixture_attrs(init) -> dict:
+    """``init_weights``: the normalised weights of a weighted text-spec mixture, for the run's attributes (their
+    shortest exact decimals, comma-separated; ``{}`` otherwise)."""
+    if not isinstance(init, str) or init.strip().endswith(".nc"):
+        return {}
+    weights = mixture(init)[1]
+    return {} if weights is None else {"init_weights": ", ".join(repr(float(weight)) for weight in weights)}
 
 
 def init_label(spec) -> str:

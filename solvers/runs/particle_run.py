@@ -34,6 +34,7 @@ import numpy as np
 
 from meanfield.defaults import CAUSAL_DEFAULTS, MASKS, PARTICLE_DEFAULTS
 from meanfield.errors import require
+from meanfield.initial.spec import mixture_attrs
 from meanfield.limits import check_option, check_particle_size
 from meanfield.model import Model
 from meanfield.normalization import Normalization
@@ -276,8 +277,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     collapse_tol, tol = _collapse_setting(collapse_tol, schedule, chosen_normalization, attention.heads, mask, model)
     check_option("--n", n)
     check_particle_size(n, dim, t_final, save_every, save_log, resolution, t_start)
-    given_tokens = positions is not None
-    label = "custom positions" if given_tokens else init_label(init)
+    label = "custom positions" if (given_tokens := positions is not None) else init_label(init)
     positions, weights = _tokens(init, positions, weights, exact, n, dim, seed, resolution, sampling)
     tokens = Tokens(model, n, replace(attention, interaction=_interaction_path(continued, attention)), weights, seed,
                     tol, chosen_normalization, Mask(mask, alibi), schedule)
@@ -293,7 +293,8 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     attrs = run_attrs(dict(settings, **chosen_normalization.as_attrs()), "particles", command,
                       **_run_record_attrs(ran, t_start, exact, changes), dt_max=dt_max,
                       interaction=type(ran.scheme.interaction).__name__,
-                      interaction_path=ran.scheme.interaction_path, collapse_tol_used=tol)
+                      interaction_path=ran.scheme.interaction_path, collapse_tol_used=tol,
+                      **mixture_attrs(None if given_tokens else init))
     return assemble(ran, attrs, dims=tokens.dims(ran.scheme), coords=tokens.coords(ran.scheme),
                     static=_static_variables(ran.scheme), schedule=schedule)
 

@@ -15,6 +15,7 @@ import numpy as np
 from meanfield.defaults import SOLVE_DEFAULTS, geometry_default
 from meanfield.errors import require
 from meanfield.geometries import geometry_of
+from meanfield.initial.spec import mixture_attrs
 from meanfield.limits import check_solve_size
 from meanfield.model import Model
 from meanfield.normalization import Normalization
@@ -250,7 +251,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
                                       changes),
                       atol=ran.stepper.atol, transform_backend=ran.scheme.basis.backend,
                       pointwise_kernel=ran.scheme.pointwise_kernel, dealiased_modes=band,
-                      dominant_mode=dominant_mode(model), **normalization.as_attrs())
+                      dominant_mode=dominant_mode(model), **normalization.as_attrs(), **mixture_attrs(init))
     return assemble(ran, attrs, schedule=schedule)
 
 
