@@ -752,9 +752,12 @@ particles.help = particles.help.replace("{exit_help}", EXIT_HELP)
 
 @cli.command()
 @click.argument("run", type=click.Path(dir_okay=False))
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="netCDF output of the new run (.nc).")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="netCDF output of the new run (.nc) [default: RUN's name with -rerun, beside it].")
+@click.option("--t-final", type=NUMBER, default=None,
+              help="Run on to this later end time [default: RUN's]; the same as one run started to it.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def rerun(run, out, no_progress):
+def rerun(run, out, t_final, no_progress):
     """Run RUN again from the record of its start in the file, bit for bit (solve and particle runs).
 
     Whatever the run started from (a spec, an array, a DataArray, a function, a run file since changed or
@@ -767,12 +770,14 @@ def rerun(run, out, no_progress):
     \b
     Example:
       meanfield rerun run.nc --out again.nc
+      meanfield rerun run.nc --t-final 20        # on to t = 20, written to run-rerun.nc
     """
     from meanfield.solvers.runs.rerun import rerun as run_again
 
-    out = check_output_file(out, "--out", RUN_SUFFIXES)
+    out = check_output_file(str(Path(run).with_name(f"{Path(run).stem}-rerun.nc")) if out is None else out, "--out",
+                            RUN_SUFFIXES)
     signals.save_runs_whole()
-    dataset = run_again(run, progress=not no_progress)
+    dataset = run_again(run, progress=not no_progress, t_final=t_final)
     held = _save(dataset, out)
     _report_saved(dataset, out)
     _finish(dataset.attrs["stop_reason"], held)

@@ -149,10 +149,11 @@ def _typed(dataset: xr.Dataset, source: xr.Dataset, kept: dict):
     return checkpoint.TypedStart(kept["init"], source)
 
 
-def _save_settings(attrs: dict) -> dict:
-    """``t_final`` and the save cadence as the run had them (a log axis, or every ``save_every``)."""
+def _save_settings(attrs: dict, t_final=None) -> dict:
+    """``t_final`` (the run's, or the later one given) and the save cadence as the run had them (a log axis, or every
+    ``save_every``)."""
     save_log = _setting(attrs, "save_log")
-    settings = {"t_final": float(attrs["t_final"])}
+    settings = {"t_final": float(attrs["t_final"]) if t_final is None else t_final}
     if save_log is not None:
         return dict(settings, save_log=int(save_log))
     return dict(settings, save_every=_setting(attrs, "save_every"))
@@ -177,14 +178,14 @@ def _command(rebuilt: str, dataset: xr.Dataset, kept: dict) -> str:
     return rebuilt if rebuilt == dataset.attrs.get("command") else RERUN_COMMAND
 
 
-def _solve_again(dataset: xr.Dataset, init, progress: bool, nu_schedule=None) -> xr.Dataset:
+def _solve_again(dataset: xr.Dataset, init, progress: bool, nu_schedule=None, t_final=None) -> xr.Dataset:
     attrs = dataset.attrs
     settings = {name: _setting(attrs, name) for name in ("attention", "beta", "nu", "dim", "scheme", "stepper",
                                                           "resolution", "seed", "rtol", "atol", "cfl", "dt_max",
                                                           "resolution_tol", "positivity_tol", "collapse_tol")}
     backend = _setting(attrs, "transform_backend")
     return solve(str(attrs["geometry"]), init=init, progress=progress, backend=backend,
-                 **_noise(settings, nu_schedule), **_save_settings(attrs))       # the normalisation: the file's (meanfield.solvers.runs.restart)
+                 **_noise(settings, nu_schedule), **_save_settings(attrs, t_final))  # the normalisation: the file's
 
 
 def _interaction(attrs: dict) -> str:
@@ -195,7 +196,7 @@ def _interaction(attrs: dict) -> str:
     return path if f" --interaction {path}" in str(attrs.get("command", "")) else "auto"
 
 
-def _simulate_again(dataset: xr.Dataset, init, progress: bool, nu_schedule=None) -> xr.Dataset:
+def _simulate_again(dataset: xr.Dataset, init, progress: bool, nu_schedule=None, t_final=None) -> xr.Dataset:
     """The particle run again; its ``qkv`` and matrices are the start's, which a restart keeps
     (:func:`meanfield.solvers.runs.particle_run.recorded_matrices`)."""
     attrs = dataset.attrs
@@ -205,7 +206,7 @@ def _simulate_again(dataset: xr.Dataset, init, progress: bool, nu_schedule=None)
     settings["interaction"] = _interaction(attrs)
     if settings["dt_max"] is not None and not math.isfinite(settings["dt_max"]):
         settings["dt_max"] = None            # no cap was set (noise-free runs record inf)
-    return simulate(init=init, progress=progress, **_noise(settings, nu_schedule), **_save_settings(attrs))
+    return simulate(init=init, progress=progress, **_noise(settings, nu_schedule), **_save_settings(attrs, t_final))
 
 
 def _threads(attrs: dict) -> int:
@@ -217,7 +218,7 @@ def _threads(attrs: dict) -> int:
     return int(threads) if 1 <= threads <= available_cores() else thread_count()
 
 
-def rerun(run, progress: bool = False, nu_schedule=None) -> xr.Dataset:
+def rerun(run, progress: bool = False, nu_schedule=None, t_final: float | None = None) -> xr.Dataset:
     """Run a solve or particle run again from the record of its start (module docstring).
 
     Parameters
@@ -229,6 +230,9 @@ def rerun(run, progress: bool = False, nu_schedule=None) -> xr.Dataset:
     nu_schedule : callable, optional
         The noise schedule of a run whose ``nu_schedule`` was a Python function (``python:NAME``), which the file
         cannot hold (:mod:`meanfield.noise_schedule`); a run with a spec needs nothing (the file's is kept).
+    t_final : float, optional
+        Run on to this later end time (default: the file's): the same run as one started to ``t_final``, bit for
+        bit, frames on the file's cadence.
 
     Returns
     -------
@@ -250,7 +254,7 @@ def rerun(run, progress: bool = False, nu_schedule=None) -> xr.Dataset:
     again_from = _simulate_again if dataset.attrs["geometry"] == "particles" else _solve_again
     try:
         with use_threads(_threads(dataset.attrs)):
-            again = again_from(dataset, init, progress, nu_schedule)
+            again = again_from(dataset, init, progress, nu_schedule, t_final)
     except InputError as error:      # everything a re-run is given comes from the file: name it
         message = str(error)
         raise InputError(message if message.startswith(f"rerun {label}") else f"rerun {label}: {message}") from None

@@ -137,3 +137,21 @@ def test_a_blas_run_is_rerun_on_the_thread_count_it_recorded(tmp_path):
         again = saved_and_rerun(run, tmp_path / "blas.nc")
         assert thread_count() == available_cores()
     assert again.attrs["threads"] == 1
+
+
+def test_rerun_runs_on_to_a_later_end_bit_for_bit_and_names_its_file(tmp_path):
+    """``rerun --t-final T`` is the run started to T (frames on the file's cadence); without --out it writes
+    RUN-rerun.nc beside RUN, never over it."""
+    from meanfield.app.storage import save_run
+
+    for first, straight, name in (
+            (meanfield.solve("circle", beta=4.0, resolution=64, t_final=2.0, save_every=0.5),
+             meanfield.solve("circle", beta=4.0, resolution=64, t_final=4.0, save_every=0.5), "density"),
+            (meanfield.simulate_particles(dim=3, n=64, beta=4.0, seed=3, t_final=2.0, save_every=0.5),
+             meanfield.simulate_particles(dim=3, n=64, beta=4.0, seed=3, t_final=4.0, save_every=0.5), "positions")):
+        path = save_run(first, tmp_path / f"{name}.nc")
+        assert main(["rerun", str(path), "--t-final", "4", "--no-progress"]) == 0
+        with xr.open_dataset(tmp_path / f"{name}-rerun.nc") as again:
+            assert again.attrs["t_final"] == 4.0
+            np.testing.assert_array_equal(again["time"].values, straight["time"].values)
+            assert np.array_equal(again[name].values, straight[name].values)
