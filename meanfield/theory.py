@@ -135,6 +135,16 @@ def linear_noise_threshold(model: Model) -> float:
     return float(np.max(interaction_rate(model, _search_range(model))))
 
 
+def critical_noise(model: Model) -> float:
+    """The former name of :func:`linear_noise_threshold` (``nu_#``; MATH.md §9 keeps ``nu_c`` for the first-order
+    point): warns (``DeprecationWarning``) and returns it, so that code written for earlier versions runs."""
+    import warnings
+
+    warnings.warn("meanfield.critical_noise is linear_noise_threshold now (nu_#, MATH.md §9; nu_c is the first-order "
+                  "point)", DeprecationWarning, stacklevel=2)
+    return linear_noise_threshold(model)
+
+
 def _require_zonal_dim(model: Model, zonal: bool) -> None:
     require(not zonal or model.dim >= 3, f"zonal densities need --dim >= 3 (got {model.dim})")
 

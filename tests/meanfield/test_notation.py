@@ -49,3 +49,16 @@ def test_tricritical_refuses_sa_in_one_line(capsys):
     assert len(error) == 1 and "SA is supercritical at every beta and has no tricritical point" in error[0]
     assert main(["theory", "--tricritical", "--dim", "3", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["attention"] == "usa"
+
+
+def test_the_former_name_warns_and_gives_the_linear_threshold():
+    import warnings
+
+    import meanfield
+
+    model = Model("usa", 4.0, 0.0, 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert meanfield.critical_noise(model) == linear_noise_threshold(model)
+    assert [warning.category for warning in caught] == [DeprecationWarning]
+    assert "linear_noise_threshold" in str(caught[0].message)
