@@ -540,15 +540,15 @@ def solve():
 
 #: Per geometry: what --resolution means, the MATH.md section, an example (defaults: meanfield.defaults).
 GEOMETRIES = {
-    "circle": {"unit": "grid points N (even)", "section": "§2.1",
+    "circle": {"unit": "grid points N (even, >= 8; fv: cells, >= 8; lagrangian: nodes, even, >= 8)", "section": "§2.1",
                "what": "Fourier pseudo-spectral solve on the circle",
                "example": "--attention sa --beta 9 --resolution 1024 --init perturbed:1e-4 --seed 0 "
                           "--t-final 17 --save-every 0.1 --out run.nc"},
-    "sphere": {"unit": "largest spherical-harmonic degree lmax", "section": "§2.2",
+    "sphere": {"unit": "largest spherical-harmonic degree lmax (>= 6)", "section": "§2.2",
                "what": "Spherical-harmonic pseudo-spectral solve on S^2 (ducc0)",
                "example": "--attention sa --beta 9 --resolution 63 --init perturbed:1e-4 --t-final 16 "
                           "--save-every 0.5 --out sphere.nc"},
-    "zonal": {"unit": "largest Gegenbauer degree L", "section": "§2.2",
+    "zonal": {"unit": "largest Gegenbauer degree L (>= 8; fv: cells, >= 8)", "section": "§2.2",
               "what": "Zonal densities on S^{d-1}: Galerkin solve in Gegenbauer polynomials",
               "example": "--dim 8 --attention sa --beta 9 --scheme fv --resolution 64 --init vmf:2+perturbed:1e-3 "
                          "--t-final 10 --out zonal.nc"},
