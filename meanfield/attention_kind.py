@@ -46,6 +46,11 @@ class AttentionKind:
         """The factor that puts back the ``exp(-beta)`` of the scaled sums (1 where the ratio cancels it)."""
         return 1.0 if self.normalised else math.exp(beta)
 
+    def relative_scale(self, beta: float) -> float:
+        """An unnormalised kind's :meth:`scale` over USA's ``exp(beta)``: the factor of its output over the plain sum
+        ``sum_j w_j e^{beta <x, y_j>} y_j`` (exactly 1 for USA; 1 for a normalised kind, whose ratio has no scale)."""
+        return 1.0 if self.normalised else self.scale(beta) / math.exp(beta)
+
     def output(self, pull, mass, beta: float):
         """The attention output from the scaled ``pull`` and the kernel's scaled ``mass`` (module docstring)."""
         return pull / mass if self.normalised else pull * self.scale(beta)

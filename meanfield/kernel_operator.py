@@ -15,7 +15,7 @@ theory use, each written here once:
   (MATH.md §2.1–2.2), ``|Y|^2`` the squared norm of the basis functions of the coefficients;
 * :meth:`band_limit`: the kernel's numerical band limit (MATH.md §2.1).
 
-:func:`attention_scale` is the bare ``exp(beta)``-for-USA factor (for sums that are not multipliers at degrees),
+:meth:`meanfield.attention_kind.AttentionKind.scale` is the bare ``exp(beta)``-for-USA factor (for sums that are not multipliers at degrees),
 :func:`top_sixth` the slice of degrees where the schemes watch the spectral tail.  Where the callers composed a
 multiplier in a fixed order (``(2 k c_k / beta) / 2 pi``, say), they pass that product to :meth:`scaled`, so every
 run repeats the earlier bits.
@@ -36,12 +36,6 @@ def top_sixth(band: int) -> slice:
     """The top sixth ``[5 band / 6, band]`` of degrees ``0 .. band`` (at least degree 1): where a scheme
     watches the spectral tail of a density (resolution check, DESIGN.md *Stopping*)."""
     return slice(max(1, (5 * band) // 6), band + 1)
-
-
-def attention_scale(attention, beta: float) -> float:
-    """``exp(beta)`` for USA, 1 for SA: what puts back the ``exp(-beta)`` of the scaled kernel sums (MATH.md §2:
-    SA's cancels in its ratio); ``attention``: a kind or its name (:mod:`meanfield.attention_kind`)."""
-    return attention_kind(attention).scale(beta)
 
 
 def _scale_free(normalization) -> bool:

@@ -91,7 +91,6 @@ from scipy.integrate import solve_ivp
 from .errors import require
 from .geometry import laplace_eigenvalue, sphere_area
 from .attention_kind import attention_kind
-from .kernel_operator import attention_scale
 from .kernels import scaled_funk_hecke
 from .limits import check_integer
 from .model import Model
@@ -268,7 +267,7 @@ def late_time_decay(normalization, beta: float = 1.0, attention: str = "sa") -> 
     """
     scheme = as_normalization(normalization)
     _, beta, attention = _check_equiangular(2, beta, attention)
-    scale = attention_scale(attention, beta)
+    scale = attention_kind(attention).scale(beta)
     if scheme.name == "post":
         return LateTimeLaw("exponential", 2.0 * scale)
     if scheme.name == "ngpt":

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from .geometry import row_norms
 from .memo import ArrayMemo
 
 #: The tight radius (rad) of the merge bookkeeping (:class:`meanfield.solvers.tracking.clusters.ClusterTracker`): a cluster
@@ -102,7 +103,7 @@ def kept_groups(points: np.ndarray, labels: np.ndarray, count: int, radius: floa
         return None
     anchors = points[first]
     spread = np.zeros(count)
-    np.maximum.at(spread, labels, np.sqrt(np.sum((points - anchors[labels]) ** 2, axis=-1)))
+    np.maximum.at(spread, labels, row_norms(points - anchors[labels]))
     if not spread.max() < chord / 4 * (1 - 1e-9):
         return None
     reach = chord * (1 + 1e-9) + 2 * spread.max() * 2
@@ -110,7 +111,7 @@ def kept_groups(points: np.ndarray, labels: np.ndarray, count: int, radius: floa
     if pairs is None:
         return None
     a, b = pairs[:, 0], pairs[:, 1]
-    gaps = np.sqrt(np.sum((anchors[a] - anchors[b]) ** 2, axis=-1))
+    gaps = row_norms(anchors[a] - anchors[b])
     if np.any(gaps < chord * (1 + 1e-9) + 2 * (spread[a] + spread[b])):
         return None
     order = np.lexsort(points.T[::-1])

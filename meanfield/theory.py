@@ -65,7 +65,7 @@ def _interaction_rate_by_ratios(model: Model, degrees: np.ndarray) -> np.ndarray
     if model.normalised:
         return ratios / beta
     rates = scaled_mean(nu, beta) * ratios / beta            # exp(beta) K's: USA's (another kind: its own scale)
-    factor = model.kind.scale(beta) / math.exp(beta)
+    factor = model.kind.relative_scale(beta)
     return rates if factor == 1.0 else rates * factor
 
 

@@ -135,8 +135,8 @@ def _title(dataset) -> str:
     where = "on the circle" if int(attrs.get("dim", 2)) == 2 else f"on $S^{{{int(attrs['dim']) - 1}}}$"
     if attrs.get("geometry") == "particles":
         where = f"{attrs.get('n', '')} tokens " + where
-    elif getattr(run_geometry(attrs), "title_word", ""):
-        where = f"{run_geometry(attrs).title_word} " + where
+    elif getattr(shape := run_geometry(attrs), "title_word", ""):
+        where = f"{shape.title_word} " + where
     noise = f"$\\nu$ = {float(attrs['nu']):g}" if "nu_schedule" not in attrs else \
         f"$\\nu(t)$: {attrs['nu_schedule']}"     # a noise schedule (meanfield.noise_schedule)
     title = (f"{str(attrs['attention']).upper()} {where}:  $\\beta$ = {float(attrs['beta']):g},  "

@@ -105,7 +105,7 @@ class DirectInteraction:
         kind = attention_kind(attention)
         self.normalised = kind.normalised     # SA: the output over the kernel's mass
         #: an unnormalised kind's output over the plain sum ``sum_j w_j e^{beta <q, k>} v_j`` (USA's: exactly 1)
-        self.unnormalised_factor = 1.0 if kind.normalised else kind.scale(beta) / math.exp(beta)
+        self.unnormalised_factor = kind.relative_scale(beta)
         self.Q, self.K, self.V = Q, K, V
         self.weights = weights
         self.block_bytes = block_bytes

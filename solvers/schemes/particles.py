@@ -258,10 +258,9 @@ class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
         self.rng = stream(seed, "noise")
         self.max_speed = 0.0
 
-    def one_head_geometry(self, heads="scheme's") -> bool:
-        """One head of a kernel with the sphere's geometry (the dot product): the energy, exact merges, the harmonic
-        paths and masks apply (:attr:`meanfield.token_kernel.TokenKernel.single_head_geometry`)."""
-        heads = self.heads if isinstance(heads, str) else heads
+    def one_head_geometry(self, heads) -> bool:
+        """One head (``heads`` None) of a kernel with the sphere's geometry (the dot product): the energy, exact
+        merges, the harmonic paths and masks apply (:attr:`meanfield.token_kernel.TokenKernel.single_head_geometry`)."""
         return heads is None and self.token_kernel.single_head_geometry
 
     def _check_schedule(self, schedule, collapse_tol) -> None:
@@ -449,7 +448,8 @@ class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
     def scaled_energy(self, x: np.ndarray) -> np.ndarray:
         """``exp(-beta) E`` per system (MATH.md §2); at ``beta = 0`` the limit ``|sum_i w_i x_i|^2 / 2``
         of ``E - 1/(2 beta)``.  Defined for the single-head dot-product kernel only."""
-        require(self.one_head_geometry(), "the interaction energy is defined only for the single-head dot-product kernel")
+        require(self.one_head_geometry(self.heads),
+                "the interaction energy is defined only for the single-head dot-product kernel")
         x = self.directions(x)
         if self.model.beta == 0:
             mean = np.einsum("bnd,n->bd", x, self.weights)
@@ -469,7 +469,7 @@ class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
         record = {"positions": self.directions(tokens)[0].copy()}
         if self.carries_radius:
             record["radius"] = tokens[0, :, self.dim].copy()
-        if self.one_head_geometry():
+        if self.one_head_geometry(self.heads):
             record["energy"] = float(self.scaled_energy(x)[0])
         if self.dim == 2 and self.sphere:
             tokens = self.directions(tokens)

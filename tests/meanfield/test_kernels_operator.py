@@ -124,8 +124,9 @@ def test_backend_message_names_the_api_parameter():
 
 
 def test_attention_scale():
-    from meanfield.kernel_operator import attention_scale
-    assert attention_scale("sa", 3.0) == 1.0 and attention_scale("usa", 3.0) == math.exp(3.0)
+    from meanfield.attention_kind import attention_kind
+    assert attention_kind("sa").scale(3.0) == 1.0 and attention_kind("usa").scale(3.0) == math.exp(3.0)
+    assert attention_kind("usa").relative_scale(3.0) == 1.0 == attention_kind("sa").relative_scale(3.0)
 
 
 @pytest.mark.parametrize("attention", ["sa", "usa"])
