@@ -1,9 +1,10 @@
 """Sphinx configuration of the meanfield documentation site (``make docs``).
 
-Pages: the user guide (the top-level README), MATH.md, DESIGN.md and staircase.md (MyST), the API
-reference generated from the docstrings (autodoc + autosummary, numpydoc), and a gallery of examples
-executed at every build (sphinx-gallery). The build treats warnings as errors (``-W`` in the Makefile)
-and ``docs/check_links.py`` then checks every internal link and image of the built site.
+Pages: the user guide (guide.md; the top-level README is the landing page that links to it), MATH.md,
+DESIGN.md and staircase.md (MyST), the API reference generated from the docstrings (autodoc + autosummary,
+numpydoc), and a gallery of examples executed at every build (sphinx-gallery). The build treats warnings as
+errors (``-W`` in the Makefile) and ``docs/check_links.py`` then checks every internal link and image of the built
+site.
 """
 
 import os

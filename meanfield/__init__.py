@@ -17,10 +17,13 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
 * diagnostics — :func:`fit_growth_rates`, :func:`interaction_energy`.
 * :mod:`meanfield.analysis` — distances between tokens and densities (MATH.md §4): the exact circle
   :func:`wasserstein1_circle`, negative Sobolev norms on the circle, S^2 and zonal S^{d-1}, coefficients of tokens.
+  :func:`compare_runs` — the distance between two runs at their common times (``meanfield compare``,
+  :mod:`meanfield.run_comparison`).
 * :func:`solve` — run the PDE, returns an ``xarray.Dataset``; :func:`simulate_particles` — the
   tokens themselves; :func:`load_run`, :func:`save_run`.  ``init=`` takes text specs, arrays,
   DataArrays, callables and run files; a run file of the same scheme continues exactly.
-  :func:`rerun` repeats any run bit for bit from the record of its start in its file.
+  :func:`rerun` repeats any run bit for bit from the record of its start in its file.  :func:`grid` gives the points
+  a callable ``init`` is called on and an array ``init`` is laid out on (sphere: colatitude and longitude in radians).
 * settings — :class:`StepControl`, :class:`Monitor`, :class:`Saving`, :class:`Attention` and
   :class:`Normalization`: the groups of settings :func:`solve` and :func:`simulate_particles` take as objects
   (``step=StepControl(rtol=1e-10)``) or flat keywords; defaults in :mod:`meanfield.defaults`.
@@ -57,6 +60,7 @@ _PUBLIC = {
                                                              "mode_rates", "profile_weights", "psi", "t_crit")},
     **{name: ("meanfield.cluster_dynamics", name) for name in ("cluster_history", "plateau_estimate", "point_energy")},
     "wasserstein1_circle": ("meanfield.analysis", "wasserstein1_circle"),
+    "compare_runs": ("meanfield.run_comparison", "compare_runs"),
     **{name: ("meanfield.cluster_detection", name) for name in ("Clusters", "clusters_in_frame", "clusters_of_atoms",
                                                                  "clusters_of_density")},
     **{name: ("meanfield.diagnostics", name) for name in ("detect_clusters", "fit_growth_rates", "interaction_energy")},
@@ -74,7 +78,7 @@ _PUBLIC = {
                                                                     "mode_amplitude_factor")},
     # the entry points that live in ``solvers`` (DESIGN.md "Layout": the model does not import the solvers)
     "solve": ("meanfield.solvers.runs.solve", "solve"), "simulate_particles": ("meanfield.solvers.runs.particle_run", "simulate"),
-    "rerun": ("meanfield.solvers.runs.rerun", "rerun"), "stationary_branch": ("meanfield.solvers.stationary.branch", "stationary_branch"),
+    "rerun": ("meanfield.solvers.runs.rerun", "rerun"), "grid": ("meanfield.solvers.runs.grid", "grid"), "stationary_branch": ("meanfield.solvers.stationary.branch", "stationary_branch"),
     "solve_gaussian_case": ("meanfield.solvers.runs.gaussian_run", "solve_case"),
 }
 

@@ -4,7 +4,9 @@ The analysis a user needs to check the mean-field limit, public (it was in the v
 
 * **circle W1**, exact: :func:`wasserstein1_circle` between weighted atoms and a grid density read as its
   trigonometric series, ``W1 = min_c int |F_mu - F_nu - c|`` (MATH.md §4), with :func:`trig_coefficients`
-  and the exact CDF :func:`cdf_and_density_at`, :func:`cdf_and_density_on_grid`;
+  and the exact CDF :func:`cdf_and_density_at`, :func:`cdf_and_density_on_grid`; between any two measures
+  (densities, token clouds, mixtures: :class:`CircleMeasure`) :func:`wasserstein1_circle_between`, which
+  ``meanfield compare`` uses (:mod:`meanfield.run_comparison`);
 * **negative Sobolev norms** ``||mu - rho||_{H^-s}^2 = sum_{l >= 1} (1 + lambda_l)^{-s} sum_m |mu_lm - rho_lm|^2``
   in an orthonormal basis of ``L^2`` of the sphere (``lambda_l = l (l + d - 2)`` the Laplacian's eigenvalue;
   degree 0, the mass, left out): on the circle :func:`circle_negative_sobolev_norm` from MATH.md §2.1's
@@ -24,6 +26,7 @@ Tests check each distance against closed forms (point masses, shifted bumps) and
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -95,17 +98,17 @@ def cdf_and_density_on_grid(coeffs: np.ndarray, points: int):
     return cdf, density
 
 
-def _breakpoints(theta, weights, coeffs, grid_points):
+def _breakpoints(theta, weights, coeffs, grid_points, series_mass=1.0):
     """Merged, sorted breakpoints with ``F_mu`` (right-continuous), ``F_nu`` and ``rho`` there.
 
-    The last breakpoint is ``2 pi`` (``F_nu = 1``); between consecutive breakpoints ``F_mu`` is
-    constant and ``F_nu`` smooth.
+    The last breakpoint is ``2 pi`` (``F_nu = series_mass``, 1 for a probability density); between consecutive
+    breakpoints ``F_mu`` is constant and ``F_nu`` smooth.
     """
     points = max(grid_points, 1 << int(math.ceil(math.log2(4 * coeffs.size))))
     grid_cdf, grid_rho = cdf_and_density_on_grid(coeffs, points)
     atom_cdf, atom_rho = cdf_and_density_at(coeffs, theta)
     x = np.concatenate((2 * math.pi * np.arange(points) / points, theta, [2 * math.pi]))
-    f_nu = np.concatenate((grid_cdf, atom_cdf, [1.0]))
+    f_nu = np.concatenate((grid_cdf, atom_cdf, [series_mass]))
     rho = np.concatenate((grid_rho, atom_rho, [grid_rho[0]]))
     mass = np.concatenate((np.zeros(points), weights, [0.0]))
     order = np.argsort(x, kind="stable")
@@ -186,17 +189,74 @@ def wasserstein1_circle(theta, weights, density, grid_points: int = W1_GRID_POIN
     is integrated exactly (roots by bisection).  ``c`` is the length-weighted median of
     ``F_mu - F_nu`` with ``F_nu`` linear per interval; its error enters ``W1`` at second order.
     """
-    theta = np.mod(np.asarray(theta, dtype=float).ravel(), 2 * math.pi)
-    theta[theta >= 2 * math.pi] = 0.0
+    theta = _angles(theta)
     weights = np.asarray(weights, dtype=float).ravel()
     require(weights.shape == theta.shape, "theta and weights must have the same length")
     require(bool(np.all(weights >= 0)) and weights.sum() > 0, "weights must be non-negative with a positive sum")
-    coeffs = trig_coefficients(density)
-    x, f_mu, f_nu, rho = _breakpoints(theta, weights / weights.sum(), coeffs, grid_points)
+    return _w1_of_difference(theta, weights / weights.sum(), trig_coefficients(density), 1.0, grid_points)
+
+
+def _angles(theta) -> np.ndarray:
+    """Angles as a flat float array in ``[0, 2 pi)``."""
+    theta = np.mod(np.asarray(theta, dtype=float).ravel(), 2 * math.pi)
+    theta[theta >= 2 * math.pi] = 0.0
+    return theta
+
+
+def _w1_of_difference(theta, weights, coeffs, series_mass, grid_points) -> float:
+    """``min_c int_0^{2 pi} |F_mu - F_nu - c|`` for the atoms ``(theta, weights)`` (signed weights allowed) and
+    the trigonometric series ``coeffs`` of total mass ``series_mass`` (:func:`wasserstein1_circle`, MATH.md §4)."""
+    x, f_mu, f_nu, rho = _breakpoints(theta, weights, coeffs, grid_points, series_mass)
     lengths = np.diff(x)
     g_left, g_right = f_mu[:-1] - f_nu[:-1], f_mu[:-1] - f_nu[1:]
     c = _weighted_median(g_left, g_right, lengths)
     return _integral_of_abs(g_left - c, g_right - c, -rho[:-1] * lengths, -rho[1:] * lengths, lengths)
+
+
+@dataclass(frozen=True)
+class CircleMeasure:
+    """A non-negative measure on the circle: weighted atoms at the angles ``theta`` (tokens, a finite-volume run's
+    point clusters) and, optionally, a grid density on ``2 pi j / N`` read as its trigonometric series (MATH.md
+    §2.1), as :func:`wasserstein1_circle` reads it.  A token cloud has no density, a spectral frame no atoms."""
+
+    theta: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    weights: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    density: np.ndarray | None = None
+
+    def parts(self):
+        """``(angles, atom masses, series coefficients, series mass)`` of the measure scaled to mass 1: the atoms'
+        and the series' shares of the total mass, the series' ``rho_hat_k`` (:func:`trig_coefficients`) scaled to
+        its share."""
+        theta, weights = _angles(self.theta), np.asarray(self.weights, dtype=float).ravel()
+        require(weights.shape == theta.shape and bool(np.all(weights >= 0)),
+                "a circle measure's atoms need one non-negative weight per angle")
+        if self.density is None:
+            require(weights.sum() > 0, "a circle measure needs atoms of positive mass or a density")
+            return theta, weights / weights.sum(), np.zeros(1, dtype=complex), 0.0
+        coeffs = trig_coefficients(self.density)
+        series = 2 * math.pi * float(fourier_series.coefficients(np.asarray(self.density, dtype=float))[0].real)
+        total = series + float(weights.sum())
+        return theta, weights / total, coeffs * (series / total), series / total
+
+
+def wasserstein1_circle_between(first: CircleMeasure, second: CircleMeasure,
+                                grid_points: int = W1_GRID_POINTS) -> float:
+    """W1 between two measures on the circle, each scaled to mass 1 (MATH.md §4): tokens and a density (the
+    number :func:`wasserstein1_circle` gives, to the bit, in either order), two densities, two token clouds, or
+    mixtures of atoms and a density.
+
+    ``F_first - F_second`` is the step CDF of the signed atoms (the first's weights, minus the second's) minus
+    the exact CDF of the difference of the series (the second's minus the first's), integrated as in
+    :func:`wasserstein1_circle`; between atoms alone it is piecewise constant and the integral is exact."""
+    if first.density is not None and second.density is None:
+        first, second = second, first                 # W1 is symmetric: the atoms first, as wasserstein1_circle
+    theta_a, weights_a, coeffs_a, mass_a = first.parts()
+    theta_b, weights_b, coeffs_b, mass_b = second.parts()
+    coeffs = np.zeros(max(coeffs_a.size, coeffs_b.size), dtype=complex)
+    coeffs[:coeffs_b.size] = coeffs_b
+    coeffs[:coeffs_a.size] -= coeffs_a
+    return _w1_of_difference(np.concatenate((theta_a, theta_b)), np.concatenate((weights_a, -weights_b)), coeffs,
+                             mass_b - mass_a, grid_points)
 
 
 # ------------------------------------------------------------------------------------- H^-s on S^2

@@ -22,7 +22,7 @@ from . import __version__
 
 from .app import signals
 from .defaults import GAUSSIAN_DEFAULTS, GEOMETRY_DEFAULTS, PARTICLE_DEFAULTS, RUN_DEFAULTS, SOLVE_DEFAULTS
-from .errors import InputError, require
+from .errors import InputError, command_line, require
 from .geometries import geometry_of
 from .limits import (MAX_BRANCH_MODES, MAX_LIST, MAX_MODES, MAX_ZONAL_DIM, check_dim, check_frames, check_integer, check_matrix_dim, check_number,
                      RANGES, check_option, range_table,
@@ -585,7 +585,7 @@ def _solve_command(geometry: str, spec: dict):
                   help=f"{spec['unit']} [default: {defaults['resolution']}, or the --init run's].")
     @click.option("--init", "init", default=SOLVE_DEFAULTS["init"], show_default=True,
                   help="Initial density: a text spec, a density file (.npy, .txt or .csv: values on the grid; .nc: "
-                       "a density DataArray on the geometry's coordinates), or a run file to restart (see README).")
+                       "a density DataArray on the geometry's coordinates), or a run file to restart (see docs/guide.md).")
     @click.option("--seed", type=INTEGER, default=SOLVE_DEFAULTS["seed"], show_default=True,
                   help="Random seed of perturbed starts, in [0, 2^63 - 1].")
     @click.option("--t-final", type=NUMBER, required=True, help="End time (a continued run goes on from its file's time).")
@@ -902,6 +902,53 @@ def clusters(run, frame, time_, as_json):
     click.echo(strict_json(table, indent=1) if as_json else format_table(table))
 
 
+# --------------------------------------------------------------------------------------------- compare
+@cli.command()
+@click.argument("first", metavar="A", type=click.Path(dir_okay=False))
+@click.argument("second", metavar="B", type=click.Path(dir_okay=False))
+@click.option("--metric", type=click.Choice(["w1", "sobolev"]), default=None,
+              help="w1: the exact Wasserstein-1 distance (circle) | sobolev: the H^-s norm [default: w1 on the "
+                   "circle, sobolev on S^2 and zonal S^{d-1}].")
+@click.option("--s", "s", type=NUMBER, default=None,
+              help=f"Order s of the H^-s norm, {RANGES['--s'].text()} (--metric sobolev) [default: 2].")
+@click.option("--lmax", type=INTEGER, default=None,
+              help=f"Highest degree (circle: Fourier mode) of the H^-s sum, {RANGES['--lmax'].text()} [default: the "
+                   f"fewest either run's grid holds; two token runs: the geometry's default --resolution].")
+@click.option("--plot", "figure", type=click.Path(dir_okay=False), default=None,
+              help="Figure of the distance against time: .png, .pdf, .svg, ... [default: A_vs_B.png beside A].")
+@click.option("--no-plot", is_flag=True, help="Write no figure.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+def compare(first, second, metric, s, lmax, figure, no_plot, as_json):
+    """The distance between two runs of one geometry at their common times (MATH.md §4), and its figure.
+
+    Particles against the PDE, scheme against scheme, particles against particles: circle runs (and particles
+    --dim 2) by the exact W1 distance, S^2 and zonal runs (particles --dim 3, --dim d) by the H^-s norm of the
+    difference. Common times: saved by both runs, to a relative 1e-9.
+
+    Exit status: 0, or 2 on bad input (runs of different geometries or dimensions, no common time, not a run).
+
+    \b
+    Example:
+      meanfield particles --dim 2 --n 4000 --beta 4 --init vonmises:1@0+vonmises:1@3 --t-final 2 --out p.nc
+      meanfield solve circle --beta 4 --init vonmises:1@0+vonmises:1@3 --t-final 2 --out pde.nc
+      meanfield compare p.nc pde.nc
+    """
+    from .run_comparison import compare_runs, comparison_record, default_figure_path, format_comparison
+
+    require(not (no_plot and figure is not None), "--plot and --no-plot exclude each other")
+    if not no_plot:
+        figure = check_output_file(default_figure_path(first, second) if figure is None else figure, "--plot",
+                                   image_suffixes())
+    comparison = compare_runs(first, second, metric=metric, s=s, lmax=lmax)
+    if not no_plot:
+        from .plotting.comparison import plot_comparison
+
+        plot_comparison(comparison, figure)
+    figure = None if no_plot else figure
+    click.echo(strict_json(comparison_record(comparison, figure), indent=1) if as_json else
+               format_comparison(comparison) + ("" if figure is None else f"\nwrote {figure}"))
+
+
 # --------------------------------------------------------------------------------------------- demo
 @cli.command()
 @click.option("--out-dir", type=click.Path(file_okay=False), default="meanfield-demo", show_default=True,
@@ -931,21 +978,47 @@ def validate():
     """Validation studies and benchmarks."""
 
 
+#: The click type of each study parameter's value (:data:`meanfield.validation.registry.PARAMETER_HELP`).
+STUDY_PARAMETER_TYPES = {"beta": "numbers", "n": "integers", "seeds": "count", "seed": click.IntRange(0, 2 ** 32 - 1),
+                         "init": str, "geometry": click.Choice(GEOMETRIES)}
+
+
+def _study_parameter_option(parameter):
+    """The ``--<option>`` of one study parameter: lists are read as ``--beta 2,4`` or ``START:STOP:COUNT``."""
+    kind = STUDY_PARAMETER_TYPES[parameter.option]
+    if kind == "count":                  # the study's fewest realisations (a standard error needs two)
+        kind = click.IntRange(parameter.low, MAX_LIST)
+    if kind in ("numbers", "integers"):
+        integer = kind == "integers"
+        return click.option(f"--{parameter.option}", parameter.option, default=None, help=parameter.help,
+                            callback=lambda ctx, param, text: None if text is None else _number_list(
+                                text, param.name, int if integer else float))
+    return click.option(f"--{parameter.option}", parameter.option, type=kind, default=None, help=parameter.help)
+
+
 def _validate_command(study):
-    """``meanfield validate NAME`` for one entry of :data:`meanfield.validation.registry.STUDIES`: check the output,
-    run (:func:`meanfield.validation.harness.run`), print the table and what was written."""
+    """``meanfield validate NAME`` for one entry of :data:`meanfield.validation.registry.STUDIES`: check the output and
+    the parameters, run (:func:`meanfield.validation.harness.run`), print the table, what was written and the claims;
+    exit 3 when a claim fails."""
     example = study.command(True, study.default_out)
 
     @click.option("--quick", is_flag=True, help=study.quick_help)
-    def command(quick, out=None):
+    def command(quick, out=None, **given):
         from meanfield.validation import harness
 
         harness.check_output(study, out)
-        outcome = harness.run(study, quick, out, claims=False)   # the claims are the report's
+        arguments = study.arguments(given)
+        outcome = harness.run(study, quick, out, arguments=arguments)
         click.echo(outcome.text)
         if outcome.wrote:
             click.echo(outcome.wrote)
+        if outcome.checks:
+            click.echo(harness.claims_table(outcome.checks))
+        if not outcome.passed:
+            raise click.exceptions.Exit(EXIT_STOPPED)
 
+    for parameter in reversed(study.parameters):
+        command = _study_parameter_option(parameter)(command)
     if study.output == "folder":
         command = click.option("--out-dir", "out", type=click.Path(file_okay=False),
                                default=study.default_out, show_default=True,
@@ -953,7 +1026,9 @@ def _validate_command(study):
     elif study.output == "file":
         command = click.option("--out", type=click.Path(dir_okay=False), default=None,
                                help="Write the table as netCDF (.nc).")(command)
-    command.__doc__ = f"""{study.help}
+    claims = ("\n\n    Prints its claims (measured, theory, tolerance, source); exit status 3 when one fails."
+              if study.claims else "")
+    command.__doc__ = f"""{study.help}{claims}
 
     \b
     Example:
@@ -1081,12 +1156,13 @@ def main(argv=None) -> int:
     error line or its output and file (``MEANFIELD_SHOW_WARNINGS=1`` shows them, for debugging)."""
     signals.install()
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), command_line():       # its refusals name flags (meanfield.errors)
             if not os.environ.get("MEANFIELD_SHOW_WARNINGS"):
                 warnings.simplefilter("ignore")
             code = cli.main(args=argv, prog_name="meanfield", standalone_mode=False)
     except InputError as exc:
-        click.echo(f"meanfield: error: {exc}", err=True)
+        with command_line():          # with flags, also a refusal raised in a worker process
+            click.echo(f"meanfield: error: {exc}", err=True)
         return EXIT_USAGE
     except click.UsageError as exc:
         click.echo(f"meanfield: error: {exc.format_message()}", err=True)

@@ -73,7 +73,7 @@ def cluster_table(run, index: int) -> dict:
                                mass_a=float(mass_a), mass_b=float(mass_b) if b >= 0 else None,
                                clusters_after=int(after)))
     formation = float(run.attrs.get("formation_time", math.nan))
-    return {"frame": int(index), "time": float(run.time.values[index]), "geometry": geometry,
+    return {"frame": int(index), "time": float(run.time.values[index]), "geometry": str(run.attrs.get("geometry")),
             "beta": float(run.attrs["beta"]), "count": clusters.count, "clusters": rows,
             "events": events if "event_time" in run else None,
             "formation_time": formation if math.isfinite(formation) else None}

@@ -155,7 +155,7 @@ class Sphere2(Geometry):
     def zonal_profile(self, dim: int, degree: int):
         from scipy.special import eval_gegenbauer
 
-        return lambda lat, lon: eval_gegenbauer(degree, 0.5, np.sin(np.radians(lat))) + 0.0 * lon
+        return lambda theta, phi: eval_gegenbauer(degree, 0.5, np.cos(theta)) + 0.0 * phi
 
 
 class Zonal(Geometry):

@@ -57,6 +57,9 @@ MAX_LIST = 10 ** 4
 MAX_MODES = 10 ** 6
 #: Most mode branches ``theory --branch --modes`` follows (MATH.md §9).
 MAX_BRANCH_MODES = 8
+#: Highest degree ``meanfield compare --lmax`` sums: S^2 coefficients of token runs, (lmax + 1)(lmax + 2) / 2 per
+#: frame, stay within 0.2 GB.
+MAX_COMPARE_DEGREE = 4096
 #: Largest inverse temperature: scipy's scaled Bessel functions return NaN from beta = 2^30 ~ 1.07e9 (measured),
 #: and the band of the kernel, ~ sqrt(2 beta log(1/tol)), is then 2e5 modes.  USA attention stops at 700
 #: (:data:`meanfield.model.USA_BETA_MAX`, its time scale exp(beta)).
@@ -175,6 +178,9 @@ RANGES = {
                                                "memory"),
     "--qkv": Range(-MAX_MATRIX_ENTRY, MAX_MATRIX_ENTRY, note="every entry of Q, K, V; a stiff beta |Q| |K| stops "
                                                               "the run on step-size underflow"),
+    "--s": Range(0.0, 100.0, note="order of the negative Sobolev norm H^-s of `meanfield compare`"),
+    "--lmax": Range(1, MAX_COMPARE_DEGREE, integer=True,
+                    note="highest degree (circle: mode) of `meanfield compare`'s H^-s sum; at most the runs' grids"),
 }
 
 

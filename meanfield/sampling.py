@@ -28,8 +28,10 @@ one-line refusals as the PDE's ``init=``; the mass need not be 1, samples follow
   unresolved Lagrangian frame, a DataArray with ``cell_methods`` ``mean``) are a piecewise-constant
   law (:class:`CellDensity`): a cell is drawn with probability ``average x width``, then a point
   uniformly inside it, so clustered data sample correctly.
-* sphere (``dim = 3``): a DataArray with ``lat``/``lon`` (degrees), a function ``f(lat, lon)``
-  (evaluated at the centres of ``R x 2R`` equal-angle cells), a sphere run.  The values are
+* sphere (``dim = 3``): a DataArray with ``lat``/``lon`` (degrees, the run files' coordinates), a function
+  ``f(theta, phi)`` of the colatitude ``theta`` in ``[0, pi]`` and the longitude ``phi`` in ``[0, 2 pi)``, radians
+  (MATH.md §2.2; evaluated at the centres of ``R x 2R`` equal-angle cells; one written for degrees is refused
+  naming the convention, :func:`meanfield.initial.sphere.sphere_function_values`), a sphere run.  The values are
   read as constant on cells bounded halfway between neighbouring latitudes (the poles close the
   first and last band) and longitudes: a cell is drawn with probability ``value x area``, then a
   point uniformly (in area) inside it (:func:`sample_latlon_cells`).
@@ -127,14 +129,21 @@ class CellDensity:
         return np.mod(self.left[cell] + rng.uniform(size=n) * (self.law.breaks[cell] - self.left[cell]), 2 * math.pi)
 
 
-def sample_latlon_cells(values: np.ndarray, lat: np.ndarray, lon: np.ndarray, n: int, rng, label: str):
-    """``n`` i.i.d. points of S^2 from values on a sorted ``lat x lon`` grid (degrees), constant on cells
-    bounded halfway between the coordinates (module docstring): cell by ``value x area``, then uniform in it."""
+def latlon_cells(lat: np.ndarray, lon: np.ndarray) -> tuple:
+    """The cells of a sorted ``lat x lon`` grid (degrees), bounded halfway between the coordinates (the poles close
+    the first and last band): ``(sin_edges, lon_west, width, area)``, the sines of the band edges, the west edge of
+    each sector (degrees), its width (radians) and the areas ``(lat, lon)``."""
     sin_edges = np.sin(np.radians(interval_faces(lat, -90.0, 90.0)))
     lon_mid = periodic_faces(lon, 360.0)                                 # east edge of each sector
     lon_west = np.append(lon_mid[-1] - 360.0, lon_mid[:-1])
     width = np.radians(lon_mid - lon_west)
-    area = np.diff(sin_edges)[:, None] * width[None, :]
+    return sin_edges, lon_west, width, np.diff(sin_edges)[:, None] * width[None, :]
+
+
+def sample_latlon_cells(values: np.ndarray, lat: np.ndarray, lon: np.ndarray, n: int, rng, label: str):
+    """``n`` i.i.d. points of S^2 from values on a sorted ``lat x lon`` grid (degrees), constant on cells
+    bounded halfway between the coordinates (module docstring): cell by ``value x area``, then uniform in it."""
+    sin_edges, lon_west, width, area = latlon_cells(lat, lon)
     masses = values * area
     check_sign_and_mass(values, label, float(masses.sum()), 4 * math.pi)
     cell = rng.choice(masses.size, size=n, p=(masses / masses.sum()).ravel())
@@ -224,11 +233,18 @@ def sample_tokens(init, n: int, dim: int, seed=None, resolution: int = 256, samp
 def _sphere_tokens(init, kind: str, label: str, n: int, resolution: int, rng) -> np.ndarray:
     """I.i.d. tokens on S^2 from a DataArray, a function or a sphere run (module docstring)."""
     require(kind != "array", f"{label}: a numpy array is read as circle grid values (--dim 2); on S^2 give a "
-                             f"DataArray with lat/lon (degrees) or a function f(lat, lon)")
+                             f"DataArray with lat/lon (degrees) or a function f(theta, phi) (colatitude, longitude "
+                             f"in radians)")
     if kind == "function":
+        from .initial.sphere import sphere_function_values    # here: a circle run loads no sphere module
+
         lat = -90.0 + 180.0 * (np.arange(resolution) + 0.5) / resolution
         lon = 360.0 * (np.arange(2 * resolution) + 0.5) / (2 * resolution)
-        values = evaluate(init, label, *np.meshgrid(lat, lon, indexing="ij"))
+        area = latlon_cells(lat, lon)[-1]
+        values = sphere_function_values(
+            init, label, *np.meshgrid(np.radians(90.0 - lat), np.radians(lon), indexing="ij"),
+            lambda given: check_sign_and_mass(given, label, float(np.sum(given * area)), 4 * math.pi),
+            f"at the centres of {resolution} x {2 * resolution} equal-angle cells, --resolution {resolution}")
     else:
         source = read_source(init, "sphere", label)
         values, (lat, lon) = source.values, source.coords

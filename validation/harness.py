@@ -176,12 +176,12 @@ def figures(study: Study, out) -> list[Path]:
     return [Path(out) / name for name in study.figures if (Path(out) / name).is_file()]
 
 
-def run(study: Study, quick: bool, out, claims: bool = True) -> Outcome:
-    """Run the study into ``out`` (checked beforehand by the caller): its table, figures and (with
-    ``claims``) the checks of its claims."""
+def run(study: Study, quick: bool, out, claims: bool = True, arguments: dict | None = None) -> Outcome:
+    """Run the study into ``out`` (checked beforehand by the caller) with its runner's keyword ``arguments``
+    (:meth:`Study.arguments`; none: the preset): its table, figures and (with ``claims``) the checks of its claims."""
     module = study.load()
     start = time.perf_counter()
-    result = study.run(module, quick, out)
+    result = study.run(module, quick, out, **(arguments or {}))
     if study.output == "file" and out is not None:
         from meanfield.app.storage import save_run
         save_run(result, out)
@@ -191,6 +191,23 @@ def run(study: Study, quick: bool, out, claims: bool = True) -> Outcome:
     outcome.checks = study.checks(module, result) if claims else []
     outcome.figures = figures(study, out)
     return outcome
+
+
+def claims_table(checks: list[Check]) -> str:
+    """The checks as aligned text: a count line, then per claim pass / FAIL, measured, theory, tolerance, the claim
+    and (indented below) the tolerance's source."""
+    cells = [("", "measured", "theory", "tolerance", "claim")]
+    cells += [("pass" if check.passed else "FAIL", f"{check.measured:.6g}", check.theory, check.tolerance, check.claim)
+              for check in checks]
+    widths = [max(len(row[i]) for row in cells) for i in range(4)]
+    lines = []
+    for index, row in enumerate(cells):
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[4])
+        if index:
+            lines.append(" " * (sum(widths) + 8) + "  source: " + checks[index - 1].source)
+    failed = sum(not check.passed for check in checks)
+    return "\n".join([f"claims: {len(checks) - failed} of {len(checks)} hold" + (f", {failed} FAIL" if failed else "")]
+                     + lines)
 
 
 def one_line(exc: BaseException) -> str:

@@ -3,7 +3,8 @@
 Each case of :data:`CASES` is a short run of one scheme, geometry, attention, normalisation, mask, noise schedule
 or a restart chain (a run to half its time continued from its file).  :func:`record` keeps, for every case, every
 numeric variable's bytes and every attribute (``wall_time`` and the thread settings aside, which measure the machine)
-in one ``.npz``; :func:`compare` lists what differs between two records, variable by variable and attribute by
+in one ``.npz``, those of the run's records (``dataset.meanfield.restart``, :mod:`meanfield.app.run_records`) among
+them under their own names; :func:`compare` lists what differs between two records, variable by variable and attribute by
 attribute.  Record before a change, record after, compare: a behaviour-preserving change shows no difference.
 
 Run: ``python -m meanfield.validation.reference_runs record FILE [--cases A,B]`` and
@@ -103,18 +104,23 @@ def _attr(value):
 
 def record(path, cases=None) -> Path:
     """Run ``cases`` (default every one of :data:`CASES`) and keep their record in ``path`` (``.npz``)."""
+    from meanfield.app import run_records  # noqa: F401 - the accessor dataset.meanfield
+
     arrays, attributes = {}, {}
     for name in cases or CASES:
         dataset = CASES[name]()
-        attributes[name] = [[key, repr(_attr(value))] for key, value in dataset.attrs.items()
+        records = dataset.meanfield.restart     # the restart record and the record of the start, kept apart
+        attributes[name] = [[key, repr(_attr(value))] for key, value in [*dataset.attrs.items(),
+                                                                         *records.attrs.items()]
                             if key not in UNRECORDED]
-        for variable in dataset.variables:
-            values = np.asarray(dataset[variable].values)
-            if values.dtype.kind in "biufcSUM":
-                arrays[f"{name}/{variable}"] = values
-            attributes[f"{name}/{variable}"] = [list(dataset[variable].dims),
-                                                [[key, repr(_attr(value))] for key, value in
-                                                 dataset[variable].attrs.items()]]
+        for part in (dataset, records):
+            for variable in part.variables:
+                values = np.asarray(part[variable].values)
+                if values.dtype.kind in "biufcSUM":
+                    arrays[f"{name}/{variable}"] = values
+                attributes[f"{name}/{variable}"] = [list(part[variable].dims),
+                                                    [[key, repr(_attr(value))] for key, value in
+                                                     part[variable].attrs.items()]]
     path = Path(path)
     np.savez(path, __attributes__=np.asarray(json.dumps(attributes)), **arrays)
     return path

@@ -22,6 +22,62 @@ import shlex
 from dataclasses import dataclass
 from typing import Callable
 
+from meanfield.errors import require
+
+
+# --------------------------------------------------------------------------------------------- parameters
+#: The parameters a study may take from the command line: ``--<option>`` and what its value is.
+PARAMETER_HELP = {
+    "beta": "Inverse temperature(s) beta: a comma-separated list or START:STOP:COUNT.",
+    "n": "Numbers of tokens n: a comma-separated list or START:STOP:COUNT.",
+    "seeds": "How many seeded realisations (seeds 0 .. SEEDS-1) each size averages over.",
+    "seed": "The seed of the study's random draws.",
+    "init": "Initial density, in the --init text of meanfield solve (e.g. vonmises:4@0+vonmises:4@3).",
+    "geometry": "Geometry of the study's runs.",
+}
+
+
+def as_given(values, option: str):
+    """The option's value as the command line read it."""
+    return values
+
+
+def one(values, option: str):
+    """One value of a list option (``--beta 4``)."""
+    require(len(values) == 1, f"--{option} takes one value for this study (got {len(values)})")
+    return values[0]
+
+
+def several(values, option: str) -> tuple:
+    """A list option's values, as a tuple."""
+    return tuple(values)
+
+
+def powers_of_two(values, option: str) -> tuple:
+    """Token counts given as powers of two (``--n 128,256``) -> their exponents (the presets' ``log2_n``)."""
+    require(all(int(n) == n and n >= 2 and int(n) & (int(n) - 1) == 0 for n in values),
+            f"--{option} must be powers of two >= 2 for this study (got {', '.join(f'{n:g}' for n in values)})")
+    return tuple(int(n).bit_length() - 1 for n in values)
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A study parameter set from the command line: ``--<option>`` (a key of :data:`PARAMETER_HELP`) becomes the
+    keyword ``argument`` of the study's runner, through ``convert(values, option)`` (:func:`one`, :func:`several`,
+    :func:`powers_of_two`, :func:`as_given`); ``note`` adds what the study does with it to the option's help."""
+
+    option: str
+    argument: str
+    convert: Callable = as_given
+    note: str = ""
+    low: int = 1
+
+    @property
+    def help(self) -> str:
+        shape = {one: "One value.", powers_of_two: "Powers of two."}.get(self.convert, "")
+        text = " ".join(part for part in (PARAMETER_HELP[self.option], shape, self.note) if part)
+        return text + " [default: the preset's]"
+
 
 # --------------------------------------------------------------------------------------------- studies
 @dataclass(frozen=True)
@@ -48,6 +104,7 @@ class Study:
     table: Callable = None
     wrote: Callable = None
     claims: str | None = None
+    parameters: tuple[Parameter, ...] = ()
 
     @property
     def benchmark(self) -> bool:
@@ -73,10 +130,23 @@ class Study:
             return None
         return getattr(self.load(), self.presets[0 if quick else 1], None)
 
-    def command(self, quick: bool, out) -> str:
-        """The command line that re-runs this study into ``out``, shell-quoted (a folder named ``x; rm -rf ~`` stays
-        one word when pasted)."""
+    def arguments(self, given: dict) -> dict:
+        """The runner's keyword arguments from the command line's ``given`` values (``{option: value}``, ``None`` for
+        an option not given: the preset's value stays)."""
+        known = {parameter.option: parameter for parameter in self.parameters}
+        unknown = sorted(set(option for option, value in given.items() if value is not None) - set(known))
+        require(not unknown, f"study {self.name} takes no --{', --'.join(unknown)} "
+                             f"(it takes: {', '.join('--' + option for option in known) or 'no parameter'})")
+        return {known[option].argument: known[option].convert(value, option)
+                for option, value in given.items() if value is not None}
+
+    def command(self, quick: bool, out, given: dict | None = None) -> str:
+        """The command line that re-runs this study into ``out`` with the parameters ``given`` (``{option: the
+        command line's text}``), shell-quoted (a folder named ``x; rm -rf ~`` stays one word when pasted)."""
         words = ["meanfield", "validate", self.name] + (["--quick"] if quick else [])
+        for option, text in (given or {}).items():
+            if text is not None:
+                words += [f"--{option}", str(text)]
         if self.output == "folder":
             words += ["--out-dir", str(out)]
         elif self.output == "file" and out is not None:
@@ -84,8 +154,8 @@ class Study:
         return shlex.join(words)
 
 
-def _run_study(module, quick: bool, out):
-    return module.run_study(quick=quick, out_dir=out)
+def _run_study(module, quick: bool, out, **arguments):
+    return module.run_study(quick=quick, out_dir=out, **arguments)
 
 
 def _table(module, result) -> str:
@@ -96,7 +166,7 @@ def _wrote_files(stem: str):
     return lambda out, result: f"wrote {out}/{stem}.nc and {out}/{stem}.png"
 
 
-def _run_printed(module, quick: bool, out) -> str:
+def _run_printed(module, quick: bool, out, **arguments) -> str:
     """A benchmark: its ``main`` prints its tables; the result is the printed text."""
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
@@ -108,12 +178,12 @@ def _printed(module, result) -> str:
     return result.rstrip("\n")
 
 
-def _run_growth(module, quick: bool, out):
-    return module.run_study(quick=quick)
+def _run_growth(module, quick: bool, out, **arguments):
+    return module.run_study(quick=quick, **arguments)
 
 
-def _run_castin(module, quick: bool, out):
-    return module.run_all(quick=quick, out_dir=out)
+def _run_castin(module, quick: bool, out, **arguments):
+    return module.run_all(quick=quick, out_dir=out, **arguments)
 
 
 def _castin_table(module, result) -> str:
@@ -121,14 +191,14 @@ def _castin_table(module, result) -> str:
     return module.format_table(cone, blow, ranks)
 
 
-def folder_study(name: str, module: str, help: str, claims: str, figures=None) -> Study:
-    """A study with ``run_study(quick, out_dir)`` writing ``out_dir/<module>.{nc,png}``; the default folder is
-    the module's name with dashes and ``-study`` (``mean_field`` -> ``mean-field-study``); ``claims`` names the
-    module's claims function."""
+def folder_study(name: str, module: str, help: str, claims: str, figures=None, parameters=()) -> Study:
+    """A study with ``run_study(quick, out_dir, **arguments)`` writing ``out_dir/<module>.{nc,png}``; the default
+    folder is the module's name with dashes and ``-study`` (``mean_field`` -> ``mean-field-study``); ``claims``
+    names the module's claims function; ``parameters`` the command line's :class:`Parameter` s."""
     return Study(name, f"studies.{module}", help, "The small size the test suite uses.", "folder",
                  f"{module.replace('_', '-')}-study",
                  figures=(f"{module}.png",) if figures is None else figures, run=_run_study, table=_table,
-                 wrote=_wrote_files(module), claims=claims)
+                 wrote=_wrote_files(module), claims=claims, parameters=tuple(parameters))
 
 
 def benchmark(name: str, module: str, help: str, quick_help: str, presets=("QUICK_SIZES", "SIZES")) -> Study:
@@ -142,67 +212,120 @@ def benchmark(name: str, module: str, help: str, quick_help: str, presets=("QUIC
 STUDIES: dict[str, Study] = {study.name: study for study in (
     Study("growth-circle", "studies.growth_rates", "Fitted linear growth rates of PDE runs against MATH.md §2.3 (circle).",
           "Fewer cases.", "file", None, None, (), run=_run_growth, table=_table,
-          wrote=lambda out, result: f"wrote {out}", claims="growth_claims"),
+          wrote=lambda out, result: f"wrote {out}", claims="growth_claims",
+          parameters=(Parameter("beta", "betas", several,
+                                note="Each runs SA and USA without noise; the noisy cases at the first beta."),
+                      Parameter("seed", "seed", note="The seed of the perturbed:1e-12 start."))),
     folder_study("mean-field", "mean_field",
                  "Particles -> PDE on the circle: W1 against n (i.i.d. and quadrature nodes), fitted slopes.",
-                 "mean_field_claims"),
+                 "mean_field_claims",
+                 parameters=(Parameter("beta", "betas", several), Parameter("n", "log2_n", powers_of_two),
+                             Parameter("seeds", "seeds", low=2), Parameter("init", "init", note="A circle density."))),
     folder_study("mean-field-sphere", "mean_field_sphere",
                  "Particles -> PDE on S^2 (SA, d = 3): H^-2 error from spherical-harmonic coefficients against n, "
-                 "fitted slopes against n^-1/2 and the expected t = 0 error.", "mean_field_sphere_claims"),
+                 "fitted slopes against n^-1/2 and the expected t = 0 error.", "mean_field_sphere_claims",
+                 parameters=(Parameter("beta", "beta", one), Parameter("n", "log2_n", powers_of_two),
+                             Parameter("seeds", "seeds", low=2), Parameter("init", "init", note="An S^2 density."))),
     folder_study("cluster-formation", "cluster_formation",
                  "Cluster formation time of i.i.d. tokens against n, with log(n) / (2 lambda_k*) overlaid.",
-                 "cluster_formation_claims"),
+                 "cluster_formation_claims",
+                 parameters=(Parameter("beta", "beta", one), Parameter("n", "log2_n", powers_of_two),
+                             Parameter("seeds", "seeds"))),
     folder_study("metastability", "metastability",
                  "Metastable clusters on the circle: predicted k*, formation time and angles against the PDE "
                  "(finite volume) and i.i.d. particles; plateaus, energy staircase, first merge.",
-                 "metastability_claims"),
+                 "metastability_claims",
+                 parameters=(Parameter("beta", "betas", several),
+                             Parameter("n", "n", one, note="The particle runs' count."),
+                             Parameter("seed", "seed", note="The PDE's perturbation and the particles' draw."))),
     folder_study("schemes", "scheme_comparison",
                  "Spectral, finite-volume and Lagrangian circle schemes against each other, before and "
                  "through clustering (mass, positivity, cluster centres and masses), and against particles.",
-                 "scheme_claims"),
+                 "scheme_claims",
+                 parameters=(Parameter("beta", "beta", one),
+                             Parameter("n", "n", one, note="The particle runs' count."),
+                             Parameter("seed", "seed"),
+                             Parameter("init", "init", note="The structured start of the comparison with particles: "
+                                                            "a circle density that forms clusters."))),
     folder_study("noise-transition", "noise_transition",
-                 "Noise phase transition on the circle: stationary order parameter against nu / nu_c from a "
-                 "perturbed and a clustered start, checked against the zero-flux fixed point.", "noise_claims"),
+                 "Noise phase transition on the circle: stationary order parameter against nu / nu_# from a "
+                 "perturbed and a clustered start, checked against the zero-flux fixed point.", "noise_claims",
+                 parameters=(Parameter("beta", "betas", several,
+                                       note="Where mode 1 alone is unstable at 0.7 nu_# (SA: beta <= 4.64)."),
+                             Parameter("seed", "seed", note="The perturbed start's."))),
     folder_study("staircase", "staircase",
                  "The metastable staircase: formation, every merge and one cluster (circle at several beta, "
-                 "particles, S^2) against the K-point ODE of MATH.md §5.", "staircase_claims"),
+                 "particles, S^2) against the K-point ODE of MATH.md §5.", "staircase_claims",
+                 parameters=(Parameter("beta", "betas", several,
+                                       note="Of every geometry's runs; at least two on the circle."),
+                             Parameter("n", "n", one, note="The particle runs' count."),
+                             Parameter("seed", "seed"),
+                             Parameter("geometry", "geometry", note="circle or sphere (default: both)."))),
     folder_study("cluster-events", "cluster_events",
                  "Cluster counts and events of every scheme on the same data (three bumps; the circle and S^2 "
                  "staircases): counts alike frame by frame, falls only at merges (MATH.md §10).",
-                 "cluster_events_claims"),
+                 "cluster_events_claims",
+                 parameters=(Parameter("beta", "beta", one, note="The staircases' (the three bumps stay at 6)."),
+                             Parameter("n", "n", one, note="The circle staircase's particles."),
+                             Parameter("seed", "seed", note="The staircases' perturbation."),
+                             Parameter("geometry", "geometry", note="circle or sphere (default: both)."))),
     folder_study("formation-count", "formation_count",
                  "The cluster count at formation of runs (circle at two near ties, S^2 at two beta) against the "
                  "distribution the linear theory predicts (MATH.md §2.4, §10), by a chi-square test.",
-                 "formation_count_claims"),
+                 "formation_count_claims",
+                 parameters=(Parameter("beta", "betas", several, note="Each > 0; every geometry of the study at each."),
+                             Parameter("seeds", "seeds", note="Runs per case."),
+                             Parameter("geometry", "geometry", note="circle or sphere: that geometry's cases only."))),
     folder_study("fv-staircase", "fv_staircase",
                  "Finite-volume clusters handed over to points (circle, SA): merges against the K-point ODE from the "
                  "run's own clusters and against the Lagrangian scheme, the start at two resolutions.",
-                 "fv_staircase_claims"),
+                 "fv_staircase_claims",
+                 parameters=(Parameter("beta", "beta", one, note="> 0."),
+                             Parameter("seed", "seed", note="The draw of perturbed:1e-4 every run starts from."))),
     folder_study("gaussian", "gaussian",
                  "Gaussian tokens: particle moments against the Castin et al. ODEs, error against n.",
-                 "gaussian_claims"),
+                 "gaussian_claims",
+                 parameters=(Parameter("n", "log2_n", powers_of_two, note="Each >= 16."),
+                             Parameter("seeds", "seeds", note="Per draw and size.", low=2))),
     folder_study("long-context", "long_context",
                  "Long context (MATH.md §7): one SA layer at beta = gamma log n; exact cosine of equiangular tokens "
                  "against gamma, its limit, a direct check, and a Monte Carlo of i.i.d. tokens.",
-                 "long_context_claims"),
+                 "long_context_claims",
+                 parameters=(Parameter("n", "n_mc", several, note="Each >= 2: the Monte Carlo's context lengths "
+                                                                  "(the exact formula's are fixed)."),
+                             Parameter("seed", "seed", note="The Monte Carlo's tokens."))),
     folder_study("normalization", "normalization",
                  "Normalisation schemes (MATH.md §6): particles from an orthonormal start against the equiangular "
                  "ODE with fitted late-time laws, the initial speed of i.i.d. tokens, and PDE mode growth under "
-                 "Post-LN, nGPT and LN-scaling against the linear theory.", "normalization_claims"),
+                 "Post-LN, nGPT and LN-scaling against the linear theory.", "normalization_claims",
+                 parameters=(Parameter("beta", "beta", one, note="> 0; of all three parts (particles "
+                                                                 "and PDE)."),
+                             Parameter("n", "n", one, note=">= 2: tokens of the orthonormal start (n = d); "
+                                                           "beta and n whose late-time laws are out of reach by the "
+                                                           "runs' end are refused."))),
     Study("castin-figures", "studies.castin_figures",
           "Castin et al.'s figures: 2x2 covariance paths in the PSD cone, blow-up times, limit ranks.",
           "20 samples per rank histogram instead of 200.", "folder", "castin-figures", None,
           ("psd_cone.png", "rank_histograms.png"),
           run=_run_castin, table=_castin_table, wrote=lambda out, result: f"wall time {result[3]:.1f} s; wrote {out}/",
-          claims="castin_claims"),
+          claims="castin_claims", parameters=(Parameter("seed", "seed", note="The rank histograms' draws."),)),
     folder_study("causal", "causal",
                  "Causal attention (MATH.md §8): the kinetic PDE's exact reductions, its linear regime against the "
                  "Green's function, causal particles against it (rate in n), lost in the middle and t_crit from runs, "
-                 "causal clustering of particles.", "causal_claims"),
+                 "causal clustering of particles.", "causal_claims",
+                 parameters=(Parameter("n", "sizes", several, note="Two or more, each >= 16: the causal particles' "
+                                                                   "counts (mean-field part)."),
+                             Parameter("seeds", "seeds", note="Of the mean-field part.", low=2),
+                             Parameter("beta", "beta", one, note="> 0; of the mean-field part."))),
     folder_study("phase-transitions", "phase_transitions",
                  "Noise-driven phase transitions (MATH.md §9): stationary branches with stability, folds and nu_c, the "
                  "curvature C and the tricritical beta*(d), hysteresis loops of ramped PDE runs and particles.",
-                 "phase_transition_claims"),
+                 "phase_transition_claims",
+                 parameters=(Parameter("beta", "betas", several, note="Each in (0, 6]: the bifurcation diagrams' "
+                                                                     "(each attention and d of the preset at each)."),
+                             Parameter("n", "n", one, note="In [300, 1000000]: the hysteresis loop's "
+                                                           "particles."),
+                             Parameter("seed", "seed", note="The hysteresis loop's particles."))),
     benchmark("bench-circle", "circle",
               "Benchmark: circle right-hand side vs its bare FFTs; spectral vs direct convolution.",
               "Fewer sizes and repeats."),

@@ -16,7 +16,7 @@ import meanfield as mf
 # %%
 # A density of our own: three bumps of different heights on 256 cells, mass 1.
 cells = 256
-theta = 2 * np.pi * np.arange(cells) / cells                  # cell centres of --scheme fv (faces half a cell off)
+theta = mf.grid("circle", cells, "fv")       # the cell centres 2 pi k / N of --scheme fv (faces half a cell off)
 values = 1 + 0.3 * np.cos(3 * theta) + 0.1 * np.sin(theta)
 values /= values.mean() * 2 * np.pi
 

@@ -1,7 +1,8 @@
 """Run datasets: build, write and read them (DESIGN.md data contract); safe output files.
 
 Every run is one ``xarray.Dataset`` with ``time`` as the leading dimension and
-provenance attributes sufficient to re-run it.  Files are netCDF4.
+provenance attributes sufficient to re-run it.  Files are netCDF4: the science in the root group, the records of
+a restart and a re-run in the group ``restart`` (:mod:`meanfield.app.run_records`).
 
 Every file the package writes goes through :func:`write_atomic`: the writer fills a hidden
 temporary file in the destination's folder, which is then renamed onto the destination
@@ -28,6 +29,7 @@ import xarray as xr
 from ..version import __version__
 from ..errors import InputError, require
 from .input_files import regular_file
+from .run_records import GROUP, keep, read, science_and_records, split
 from .output_paths import (IMAGE_FORMATS, MOVIE_SUFFIXES, RUN_SUFFIXES, _can_create_files_in,  # noqa: F401 - storage's API
                            check_name_lengths, check_output_file, check_output_folder, expanded, image_suffixes,
                            name_max)
@@ -203,17 +205,23 @@ def fallback_folders() -> list[Path]:
 
 
 def save_run(dataset: xr.Dataset, path, encoding: dict | None = None) -> Path:
-    """Write a run to netCDF safely (:func:`write_atomic`; parent folders are created).
+    """Write a run to netCDF safely (:func:`write_atomic`; parent folders are created): its science in the root
+    group, its records in the group ``restart`` (:mod:`meanfield.app.run_records`; ``encoding`` is the root's).
 
     A run that cannot be written where asked (disk full, permissions) is not lost: it is written to the
     first writable folder of :func:`fallback_folders` under a new name, and :class:`Unwritable` says
     where in one line.
     """
-    out = dataset.copy(deep=False)
+    out, records = science_and_records(dataset)
     out.attrs = netcdf_safe(out.attrs)   # attributes added after build_run_dataset, too
+    if records is not None:
+        records = records.copy(deep=False)
+        records.attrs = netcdf_safe(records.attrs)
 
-    def writer(temporary):
+    def writer(temporary):   # both groups into the one temporary file, renamed into place when whole
         out.to_netcdf(temporary, encoding=encoding)
+        if records is not None:
+            records.to_netcdf(temporary, mode="a", group=GROUP)
 
     try:
         return write_atomic(path, writer)
@@ -243,19 +251,23 @@ def _check_size(handle: xr.Dataset, path) -> None:
 
 
 def load_run(path, geometry: str | None = None) -> xr.Dataset:
-    """Read a run written by :func:`save_run`; refuse anything else with one line."""
+    """Read a run written by :func:`save_run`; refuse anything else with one line.  Its records (the group
+    ``restart``, or the root's record variables and attributes of a file written before the group) are kept apart
+    from its science, in ``dataset.meanfield.restart`` (:mod:`meanfield.app.run_records`)."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file")
     regular_file(path, "the run file")                   # a named pipe would block open_dataset for ever
     try:
-        with xr.open_dataset(path) as handle:
-            _check_size(handle, path)       # from the header: a small compressed file may unpack to gigabytes
-            dataset = handle.load()
+        # both groups in one open, each checked from its header: a small compressed file may unpack to gigabytes
+        dataset, records = read(path, lambda part: _check_size(part, path))
     except InputError:
         raise
     except Exception as exc:  # corrupt, truncated or not netCDF at all
         raise InputError(f"{path}: not a readable netCDF file ({type(exc).__name__})") from None
+    if records is None:                     # written before the group: its records at the root, moved aside
+        dataset, records = split(dataset)
+    keep(dataset, records)
     missing = [name for name in ("geometry", "stop_reason") if name not in dataset.attrs]
     if missing or "time" not in dataset.dims:
         raise InputError(f"{path}: not a meanfield run file (missing {', '.join(missing) or 'time'})")

@@ -73,6 +73,14 @@ def evaluate(function, label: str, *points: np.ndarray) -> np.ndarray:
     return as_values(values, label)
 
 
+def checked_function_values(function, label: str, points: tuple, check) -> np.ndarray:
+    """``function(*points)`` read by :func:`evaluate` and accepted by ``check(values)`` (which raises
+    :class:`meanfield.errors.InputError`)."""
+    values = evaluate(function, label, *points)
+    check(values)
+    return values
+
+
 def _check_units(name: str, attrs, label: str) -> None:
     units = str(attrs.get("units", "")).lower()
     wrong = ("deg" in units) if name in ("theta", "polar") else units.startswith("rad")

@@ -23,9 +23,14 @@ Specs (every density integrates to 1 over S^2 unless read from a file):
 Anything else, a density that is negative somewhere or does not integrate to a positive
 number, and a density the basis cannot resolve (it differs from its degree-``lmax``
 projection by more than 1e-3 of the mean density) is refused with one line naming
-``--init``.  Values given on another latitude/longitude grid (numpy, ``xarray``, functions:
+``--init``.  Values given on another latitude/longitude grid (``xarray``, run files:
 :mod:`meanfield.solvers.runs.initial_state`) come onto the grid by :func:`resample_grid` (a
-Gauss–Legendre grid of a run: spectral) or :func:`latlon_values` (any other grid: bicubic).  This
+Gauss–Legendre grid of a run: spectral) or :func:`latlon_values` (any other grid: bicubic).
+
+Coordinates (MATH.md §2.2): the text spec's ``@LAT,LON`` and the DataArrays of run files speak latitude and
+longitude in degrees; a user's callable is called ``f(theta, phi)``, colatitude in ``[0, pi]`` and longitude in
+``[0, 2 pi)``, radians, and one written for degrees is refused naming the convention
+(:func:`sphere_function_values`).  This
 module never imports :mod:`solvers`: it works with the basis object it is given (grid
 ``basis.colatitude`` x ``basis.longitude``, ``analyse``/``synthesise``/``integrate``).
 """
@@ -40,10 +45,11 @@ from scipy.interpolate import CubicSpline, RectBivariateSpline
 from ..errors import InputError, require
 from ..perturbation import require_positive, sphere_lowest, sphere_noise, sphere_normals
 from ..app.storage import last_valid_density, load_run
+from .sources import evaluate
 from .spec import VON_MISES, check_sign_and_mass, density_from_spec, parse_number, require_resolved
 
-SPHERE_INIT_HELP = ("uniform, perturbed:EPS, vmf:KAPPA@LAT,LON (LAT/LON in degrees; sums with '+'), "
-                    "or an earlier sphere run's .nc file")
+SPHERE_INIT_HELP = ("uniform, perturbed:EPS, vmf:KAPPA@LAT,LON (centre at latitude LAT, longitude LON, in degrees; "
+                    "sums with '+'), or an earlier sphere run's .nc file")
 
 
 def _number(text: str, what: str) -> float:
@@ -141,6 +147,66 @@ def latlon_values(values: np.ndarray, lat: np.ndarray, lon: np.ndarray, lat_out:
     out = np.empty((lat_out.size, lon_out.size))
     out[np.ix_(lat_order, lon_order)] = spline(lat_out[lat_order], np.mod(lon_out, 360.0)[lon_order])
     return out
+
+
+#: How a sphere callable is called (MATH.md §2.2): the words of every refusal of one.
+SPHERE_CALLABLE = ("the sphere callable is called f(theta, phi) with colatitude theta in [0, pi] and longitude phi in "
+                   "[0, 2 pi) radians")
+#: What a refusal of a callable written for degrees adds, and how to call it.
+IN_DEGREES = ("its values look like it expects degrees (latitude, longitude): pass "
+              "`lambda theta, phi: f(90 - np.degrees(theta), np.degrees(phi))` or write it in radians")
+#: A jump across the longitude seam larger than this many times every other step between neighbouring columns, and
+#: than this fraction of the largest value, is not the seam of a function on S^2 (:func:`seam_jump`).
+SEAM_RATIO, SEAM_FLOOR = 4.0, 1e-9
+
+
+def seam_jump(values: np.ndarray) -> bool:
+    """Whether values on a grid ``(ntheta, nphi)`` of equispaced increasing longitudes around the circle jump across
+    the seam (the last column to the first) by more than :data:`SEAM_RATIO` times the largest step between any other
+    two neighbouring columns.  A function on S^2 is ``2 pi``-periodic in ``phi``, so its seam is a step like the
+    others; a function periodic in 360 (written for degrees) called with radians sees longitudes 0 .. 6.28 degrees,
+    whose two ends the seam joins."""
+    if values.ndim != 2 or values.shape[1] < 4:
+        return False
+    inner = float(np.max(np.abs(np.diff(values, axis=1))))
+    seam = float(np.max(np.abs(values[:, -1] - values[:, 0])))
+    return seam > SEAM_RATIO * inner and seam > SEAM_FLOOR * float(np.max(np.abs(values)))
+
+
+def _takes_degrees(function, label: str, theta: np.ndarray, phi: np.ndarray, accept) -> bool:
+    """Whether ``function`` called as ``f(lat, lon)`` in degrees at the same points (``lat = 90 - theta``, ``lon =
+    phi`` in degrees) gives values that ``accept`` takes and that do not jump across the seam: it was written for
+    degrees.  Never raises (a failure there says nothing about degrees)."""
+    try:
+        with np.errstate(all="ignore"):
+            values = evaluate(function, label, 90.0 - np.degrees(theta), np.degrees(phi))
+        accept(values)
+    except Exception:  # the user's function, called where it was not asked to be: no evidence either way
+        return False
+    return not seam_jump(values)
+
+
+def sphere_function_values(function, label: str, theta: np.ndarray, phi: np.ndarray, accept, where: str) -> np.ndarray:
+    """``function(theta, phi)`` at the points ``theta`` (colatitude) and ``phi`` (longitude), radians (MATH.md §2.2;
+    :func:`meanfield.initial.sources.evaluate`), accepted by ``accept(values)`` (which raises
+    :class:`meanfield.errors.InputError`); ``where`` says where the points come from.
+
+    A function written for degrees, ``f(lat, lon)``, is refused in one line naming the convention
+    (:data:`SPHERE_CALLABLE`, :data:`IN_DEGREES`) when called with radians it is refused (unresolved: the seam and the
+    poles of the tiny patch of degrees it then sees) or its values jump across the longitude seam
+    (:func:`seam_jump`), while the same points in degrees give values ``accept`` takes without a seam jump.  Any other
+    refusal of a callable recalls the convention, so the advice to increase the resolution is not the only hint.
+    A degrees function that does not depend on the longitude and still resolves called with radians is not seen.
+    """
+    in_degrees = f"{label}: {SPHERE_CALLABLE} ({where}); {IN_DEGREES}"
+    try:
+        values = evaluate(function, label, theta, phi)
+        accept(values)
+    except InputError as refusal:
+        message = in_degrees if _takes_degrees(function, label, theta, phi, accept) else f"{refusal} ({SPHERE_CALLABLE})"
+        raise InputError(message) from None
+    require(not (seam_jump(values) and _takes_degrees(function, label, theta, phi, accept)), in_degrees)
+    return values
 
 
 def _from_file(path: str, basis) -> np.ndarray:

@@ -94,13 +94,27 @@ def _mode_names(dataset) -> tuple[str, str, str]:
     return "k", r"|\hat\rho_k|", "Fourier modes"
 
 
+def masked(attrs) -> bool:
+    """Whether the run's tokens attend through a mask (causal, MATH.md §8): the whole-sequence linear theory
+    ``e^{lambda_k t}`` of MATH.md §2.3 does not describe its modes (the causal theory is per position)."""
+    return str(attrs.get("mask", "none")) not in ("none", "")
+
+
+def mask_label(attrs) -> str:
+    """``",  causal mask"`` (with ALiBi's slope when it has one) for a masked run, else nothing."""
+    if not masked(attrs):
+        return ""
+    slope = float(attrs.get("alibi", 0.0) or 0.0)
+    return f",  {attrs['mask']} mask" + (f" (ALiBi m = {slope:g})" if slope else "")
+
+
 def _modes_panel(ax, dataset, modes) -> None:
     times = dataset["time"].values
     observed = observed_amplitudes(dataset, modes)
     visible = positive_values(observed, f"mode_amplitude of modes {modes}")
     ceiling = THEORY_CEILING * float(visible.max())
-    theory = theory_curves(dataset, modes)
-    k_star = run_dominant_mode(dataset)
+    theory = None if masked(dataset.attrs) else theory_curves(dataset, modes)
+    k_star = None if theory is None else run_dominant_mode(dataset)
     colours = mode_colours(len(modes))
     index, amplitude, name = _mode_names(dataset)
     for column, (k, colour) in enumerate(zip(modes, colours)):
@@ -108,15 +122,20 @@ def _modes_panel(ax, dataset, modes) -> None:
         label = f"${index}={k}$" + (f" (${index}^*$)" if k == k_star else "")
         ax.plot(times, np.where(observed[:, column] > 0, observed[:, column], np.nan),
                 color=colour, lw=width, label=label)
-        ax.plot(times, _clipped(theory[:, column], ceiling), color=colour, lw=width * 0.7, ls="--")
+        if theory is not None:
+            ax.plot(times, _clipped(theory[:, column], ceiling), color=colour, lw=width * 0.7, ls="--")
     ax.set_yscale("log")
     ax.set_ylim(0.5 * float(visible.min()), ceiling)
     time_axis(ax, dataset)
     ax.set_ylabel(f"${amplitude}(t)$")
-    ax.set_title(f"(c) {name} vs linear theory (dashed)")
     handles, labels = ax.get_legend_handles_labels()
-    handles.append(Line2D([], [], color="grey", ls="--", lw=1.2))
-    labels.append(f"${amplitude}(0)\\,e^{{\\lambda_{index} t}}$")
+    if theory is None:
+        ax.set_title(f"(c) {name} (causal: the linear theory is per position,\nMATH.md §8; see solve --mask causal)",
+                     fontsize="medium")
+    else:
+        ax.set_title(f"(c) {name} vs linear theory (dashed)")
+        handles.append(Line2D([], [], color="grey", ls="--", lw=1.2))
+        labels.append(f"${amplitude}(0)\\,e^{{\\lambda_{index} t}}$")
     outside_legend(ax, handles, labels)
 
 
@@ -140,7 +159,7 @@ def _title(dataset) -> str:
     noise = f"$\\nu$ = {float(attrs['nu']):g}" if "nu_schedule" not in attrs else \
         f"$\\nu(t)$: {attrs['nu_schedule']}"     # a noise schedule (meanfield.noise_schedule)
     title = (f"{str(attrs['attention']).upper()} {where}:  $\\beta$ = {float(attrs['beta']):g},  "
-             f"{noise},  init {attrs.get('init', '?')}{normalization_label(attrs)}"
+             f"{noise},  init {attrs.get('init', '?')}{normalization_label(attrs)}{mask_label(attrs)}"
              f"{_cluster_label(dataset)}")
     reason = str(attrs.get("stop_reason", "completed"))
     return title if reason == "completed" else f"{title}\nstopped early: {short_reason(reason)}"

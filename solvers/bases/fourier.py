@@ -142,9 +142,19 @@ class FourierBasis:
         """The largest Fourier mode the grid keeps unaliased (``kmax``)."""
         return int(self.kmax)
 
+    #: the names of :meth:`grid_points`, in order
+    point_names = ("theta",)
+
     def grid_points(self) -> tuple:
         """The grid's coordinates, as a user's callable receives them: ``(theta,)``."""
         return (self.theta,)
+
+    def function_density(self, function, label: str) -> np.ndarray:
+        """A user's callable ``f(theta)`` at the grid points, checked as :meth:`check_density`."""
+        from meanfield.initial.sources import checked_function_values
+
+        return checked_function_values(function, label, self.grid_points(),
+                                       lambda values: self.check_density(values, label))
 
     def cells(self) -> tuple:
         """``(faces, volumes, weight, period)``: the ``N`` equal arcs centred on the grid points (periodic, measure

@@ -78,9 +78,23 @@ class SphereBasis:
         """The largest degree the grid keeps unaliased (``lmax``)."""
         return self.lmax
 
+    #: the names of :meth:`grid_points`, in order
+    point_names = ("theta", "phi")
+
     def grid_points(self) -> tuple:
-        """The grid's coordinates, as a user's callable receives them: ``(lat, lon)`` in degrees, ``(nlat, nlon)``."""
-        return tuple(np.meshgrid(self.lat, self.lon, indexing="ij"))
+        """The grid's coordinates, as a user's callable receives them and an array of values is laid out: colatitude
+        ``theta`` in ``[0, pi]`` and longitude ``phi`` in ``[0, 2 pi)``, radians (MATH.md §2.2), each ``(nlat, nlon)``
+        (rows from the north pole)."""
+        return tuple(np.meshgrid(self.colatitude, self.longitude, indexing="ij"))
+
+    def function_density(self, function, label: str) -> np.ndarray:
+        """A user's callable ``f(theta, phi)`` on the grid, checked as :meth:`check_density`; one written for degrees is
+        refused naming the convention (:func:`meanfield.initial.sphere.sphere_function_values`)."""
+        from meanfield.initial.sphere import sphere_function_values
+
+        return sphere_function_values(function, label, *self.grid_points(),
+                                      lambda values: self.check_density(values, label),
+                                      f"meanfield.grid('sphere', {self.lmax}) gives them")
 
     def text_density(self, spec: str, seed=None) -> np.ndarray:
         """The density of a text spec (``--init``) on the grid (:mod:`meanfield.initial.sphere`)."""

@@ -55,8 +55,12 @@ class ZonalBasis:
         """The largest degree the basis keeps (``lmax``)."""
         return self.lmax
 
+    #: the names of :meth:`grid_points`, in order
+    point_names = ("polar",)
+
     def grid_points(self) -> tuple:
-        """The nodes' coordinates, as a user's callable receives them: ``(polar,)``."""
+        """The nodes' coordinates, as a user's callable receives them: ``(polar,)``, the polar angle from the pole in
+        radians, ``[0, pi]`` (MATH.md §2.2)."""
         return (self.polar,)
 
     def text_density(self, spec: str, seed=None) -> np.ndarray:
@@ -70,6 +74,14 @@ class ZonalBasis:
         from meanfield.initial.zonal import check_zonal_density
 
         check_zonal_density(density, label, self)
+
+    def function_density(self, function, label: str) -> np.ndarray:
+        """A user's callable ``f(polar)`` (radians from the pole, ``[0, pi]``) at the nodes, checked as
+        :meth:`check_density`."""
+        from meanfield.initial.sources import checked_function_values
+
+        return checked_function_values(function, label, self.grid_points(),
+                                       lambda values: self.check_density(values, label))
 
     def density_from(self, source) -> np.ndarray:
         """A :class:`meanfield.initial.sources.GridSource` at these nodes: a zonal run resampled through its own

@@ -1,7 +1,8 @@
-"""Exact restarts: the whole state of a run at its last time, kept in its Dataset (DESIGN.md).
+"""Exact restarts: the whole state of a run at its last time, kept beside its Dataset (DESIGN.md).
 
 A run file holds, besides its frames, everything the run loop needs to go on exactly as
-if it had never stopped:
+if it had never stopped, in its records (:mod:`meanfield.app.run_records`: the netCDF group ``restart`` of a file,
+``dataset.meanfield.restart`` in memory; an older file's root):
 
 * ``restart_state``: the scheme's state as the stepper sees it (spectral coefficients,
   finite-volume cell averages, Lagrangian nodes after any collapse, particle positions);
@@ -41,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from meanfield.app.run_records import held, records_of
 from meanfield.defaults import MASKS
 from meanfield.errors import InputError, require
 from meanfield.limits import MAX_ZONAL_DIM, RANGES
@@ -169,22 +171,23 @@ def _decode(values: np.ndarray, attrs: dict) -> np.ndarray:
 
 
 def add_to_dataset(dataset, checkpoint: Checkpoint, prefix: str = PREFIX):
-    """Store ``checkpoint`` in ``dataset`` (module docstring) as the restart record, or with ``prefix=INITIAL``
-    as the record of the run's start; returns the dataset."""
+    """Store ``checkpoint`` in the records of ``dataset`` (module docstring; :func:`meanfield.app.run_records.held`)
+    as the restart record, or with ``prefix=INITIAL`` as the record of the run's start; returns the dataset."""
     kind = "restart" if prefix == PREFIX else "initial"
+    records = held(dataset)
     variables = {}
     for path, value in {STATE: checkpoint.state, **checkpoint.fields}.items():
         name = _variable_name(path, prefix)
         raw, attrs = _encode(value)
         variables[name] = (name + "_value",), raw, dict(attrs, long_name=f"{kind} record: {path} (raw values)")
-    dataset.update(variables)               # one merge, not one per variable (1 ms each)
-    dataset.attrs[prefix + "time"] = checkpoint.time
-    dataset.attrs[prefix + "step_size"] = math.nan if checkpoint.step_size is None else float(checkpoint.step_size)
-    dataset.attrs[prefix + "fields"] = ",".join(checkpoint.fields)
+    records.update(variables)               # one merge, not one per variable (1 ms each)
+    records.attrs[prefix + "time"] = checkpoint.time
+    records.attrs[prefix + "step_size"] = math.nan if checkpoint.step_size is None else float(checkpoint.step_size)
+    records.attrs[prefix + "fields"] = ",".join(checkpoint.fields)
     if checkpoint.rng_state is not None:
-        dataset.attrs[prefix + "rng"] = json.dumps(checkpoint.rng_state)
+        records.attrs[prefix + "rng"] = json.dumps(checkpoint.rng_state)
     if checkpoint.step_start is not None:
-        dataset.attrs[prefix + "step_start"] = float(checkpoint.step_start)
+        records.attrs[prefix + "step_start"] = float(checkpoint.step_start)
     return dataset
 
 
@@ -194,11 +197,12 @@ def source_label(dataset) -> str:
     return dataset.encoding.get("label") or f"--init {dataset.encoding.get('source', 'run')}"
 
 
-def _checked_decode(dataset, path: str, label: str, prefix: str = PREFIX) -> np.ndarray:
-    """One stored array back, its ``stored_dtype`` and ``stored_shape`` checked against the raw values."""
+def _checked_decode(records, path: str, label: str, prefix: str = PREFIX) -> np.ndarray:
+    """One stored array of a run's ``records`` back, its ``stored_dtype`` and ``stored_shape`` checked against the
+    raw values."""
     name = _variable_name(path, prefix)
-    require(name in dataset, f"{label}: restart field {path!r} is named but its variable {name} is missing")
-    variable = dataset[name]
+    require(name in records, f"{label}: restart field {path!r} is named but its variable {name} is missing")
+    variable = records[name]
     raw = np.asarray(variable.values)
     try:
         dtype = np.dtype(str(variable.attrs["stored_dtype"]))
@@ -216,38 +220,41 @@ def _checked_decode(dataset, path: str, label: str, prefix: str = PREFIX) -> np.
 
 
 def from_dataset(dataset, prefix: str = PREFIX, label: str | None = None) -> Checkpoint | None:
-    """The checkpoint a Dataset holds (its restart record, or with ``prefix=INITIAL`` the record of its start),
-    or ``None`` if it has none (an older file).  A record that is there but damaged (sizes, types, a clock or
-    step that is not finite and positive, a clock that is not its last (first) frame's, a field without its
-    variable) is refused in one line (:class:`meanfield.errors.InputError`): nothing is computed from it."""
-    if _variable_name(STATE, prefix) not in dataset or prefix + "time" not in dataset.attrs:
+    """The checkpoint a run Dataset holds in its records (:func:`meanfield.app.run_records.records_of`: its restart
+    record, or with ``prefix=INITIAL`` the record of its start), or ``None`` if it has none (an older file).  A
+    record that is there but damaged (sizes, types, a clock or step that is not finite and positive, a clock that is
+    not its last (first) frame's, a field without its variable) is refused in one line
+    (:class:`meanfield.errors.InputError`): nothing is computed from it."""
+    records = records_of(dataset)
+    if records is None or _variable_name(STATE, prefix) not in records or prefix + "time" not in records.attrs:
         return None
     label = source_label(dataset) if label is None else label
-    paths = [p for p in str(dataset.attrs.get(prefix + "fields", "")).split(",") if p]
-    clock = _number(dataset.attrs[prefix + "time"])
+    paths = [p for p in str(records.attrs.get(prefix + "fields", "")).split(",") if p]
+    clock = _number(records.attrs[prefix + "time"])
     require(math.isfinite(clock) and clock >= 0, f"{label}: {prefix}time must be finite and >= 0 (got {clock})")
     if "time" in dataset.coords and dataset.sizes.get("time", 0):
         frame, which = (-1, "last") if prefix == PREFIX else (0, "first")
         at = float(dataset["time"].values[frame])
         require(clock == at, f"{label}: {prefix}time {clock:g} is not the time of the {which} frame ({at:g})")
-    step = _number(dataset.attrs.get(prefix + "step_size", math.nan))
+    step = _number(records.attrs.get(prefix + "step_size", math.nan))
     require(math.isnan(step) or (math.isfinite(step) and step > 0),
             f"{label}: {prefix}step_size must be > 0 and finite, or NaN for fixed steps (got {step})")
-    rng = dataset.attrs.get(prefix + "rng")
+    rng = records.attrs.get(prefix + "rng")
     if rng is not None:
         try:
             rng = json.loads(str(rng))
         except ValueError:
             rng = None
         require(isinstance(rng, dict) and "bit_generator" in rng, f"{label}: {prefix}rng is not a generator state")
-    behind = dataset.attrs.get(prefix + "step_start")
+    behind = records.attrs.get(prefix + "step_start")
     if behind is not None:
         behind = _number(behind)
-        require(math.isfinite(behind) and 0 <= behind < clock and not math.isnan(step),
-                f"{label}: {prefix}step_start must be in [0, {prefix}time) and come with an adaptive "
-                f"{prefix}step_size (got {behind:g})")
-    return Checkpoint(time=clock, state=_checked_decode(dataset, STATE, label, prefix),
-                      fields={p: _checked_decode(dataset, p, label, prefix) for p in paths},
+        # a run that ended inside its very first step has no step proposal yet (step_size NaN): the restart
+        # retakes that step from the controller's first guess, as the straight run did
+        require(math.isfinite(behind) and 0 <= behind < clock,
+                f"{label}: {prefix}step_start must be in [0, {prefix}time) (got {behind:g})")
+    return Checkpoint(time=clock, state=_checked_decode(records, STATE, label, prefix),
+                      fields={p: _checked_decode(records, p, label, prefix) for p in paths},
                       step_size=None if math.isnan(step) else step, rng_state=rng, step_start=behind)
 
 
@@ -469,10 +476,17 @@ def _check_numbers(attrs, label: str) -> None:
             _refuse_unless(False, label, name, value, limits.text() + (f" ({limits.note})" if limits.note else ""))
 
 
-def _check_clock(attrs, label: str) -> None:
-    """``restart_time``, the clock a restart starts from, which is read even where the record is gone
-    (:func:`meanfield.solvers.runs.run_setup.start_time`): a finite number ``>= 0``."""
-    clock = _plain(attrs.get("restart_time", 0.0))
+def restart_time(dataset):
+    """The ``restart_time`` of a run Dataset's records, the clock a restart starts from (``None``: none), which is
+    read even where the rest of the record is gone (:func:`meanfield.solvers.runs.run_setup.start_time`)."""
+    records = records_of(dataset)
+    return None if records is None else records.attrs.get(PREFIX + "time")
+
+
+def _check_clock(dataset, label: str) -> None:
+    """:func:`restart_time`, where there is one: a finite number ``>= 0``."""
+    clock = restart_time(dataset)
+    clock = _plain(0.0 if clock is None else clock)
     _refuse_unless(isinstance(clock, (int, float)) and not isinstance(clock, bool) and math.isfinite(clock)
                    and clock >= 0, label, "restart_time", clock, "a finite number >= 0")
 
@@ -525,7 +539,7 @@ def check_recorded_settings(dataset, label: str) -> None:
         return
     _check_names(attrs, label)
     _check_numbers(attrs, label)
-    _check_clock(attrs, label)
+    _check_clock(dataset, label)
     _check_model(attrs, label)
     _check_schedule(attrs, label)
 

@@ -8,14 +8,14 @@ checks, remaps and text specs), so every kind of data an ordinary run takes is t
   dimension, an ordinary run or run file) give every slice the same density;
 * ``bump:EPS@S0~WIDTH[:DEGREE]``: the uniform density times ``1 + EPS g(s) phi(x)`` with the Gaussian
   ``g(s) = exp(-(s - S0)^2 / (2 WIDTH^2))`` and ``phi`` the degree-``DEGREE`` zonal harmonic scaled to
-  ``phi(e) = 1`` (circle ``cos(k theta)``; S^2 ``P_l(sin lat)``; zonal ``C_l(cos polar) / C_l(1)``; default
+  ``phi(e) = 1`` (circle ``cos(k theta)``; S^2 ``P_l(cos theta)``; zonal ``C_l(cos polar) / C_l(1)``; default
   degree 1): a perturbation localised in position, ``0 < EPS < 1`` so the density stays positive;
 * an array of shape ``(N_S,) + one slice's grid`` (point values at the positions ``s_i = i / (N_S - 1)``);
 * an ``xarray.DataArray`` with an ``s`` dimension (and a slice's coordinates, as for an ordinary run), or a
   causal run (Dataset or ``.nc``, its last frame): interpolated linearly in ``s`` onto the positions when its
   ``s`` differ from them;
-* a callable ``f(s, theta)`` (circle), ``f(s, lat, lon)`` (sphere, degrees), ``f(s, polar)`` (zonal), vectorised
-  over the points of one slice.
+* a callable ``f(s, theta)`` (circle), ``f(s, theta, phi)`` (sphere: colatitude and longitude in radians, MATH.md
+  §2.2), ``f(s, polar)`` (zonal), vectorised over the points of one slice (:func:`meanfield.grid`).
 """
 
 from __future__ import annotations

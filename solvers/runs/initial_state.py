@@ -6,8 +6,10 @@
   :mod:`meanfield.initial.zonal`; the density integrates to 1 and is handed to
   ``scheme.state_from_density`` as before;
 * a **numpy array** of values on the scheme's own grid, the grid of the ``density`` its runs
-  save (``scheme.dims()["density"]`` with ``scheme.coords()``): circle ``theta_j = 2 pi j / N``;
-  sphere the Gauss–Legendre ``(lat, lon)`` grid; zonal the ``polar`` angles.  For spectral,
+  save, laid out on the points :func:`meanfield.grid` returns (:func:`input_points`): circle
+  ``theta_j = 2 pi j / N`` (also the centres of the finite-volume cells); sphere the Gauss–Legendre
+  ``(theta, phi)`` grid, colatitude and longitude in radians, rows from the north pole; zonal the ``polar``
+  angles (the Gauss–Gegenbauer nodes, or the finite-volume cell centres).  For spectral,
   Galerkin and Lagrangian schemes these are point values of the density; for a
   **finite-volume** scheme they are its **cell averages** (the state itself, what an fv run
   saves).  Any other shape is refused with the expected shape and its coordinates;
@@ -17,9 +19,11 @@
   frame, e.g. ``.isel(time=-1)``).  Its values are point values, or cell averages when its
   ``cell_methods`` attribute says ``mean`` (CF convention; cells bounded halfway between
   neighbouring coordinates, by the poles at the ends of ``polar``);
-* a **callable**: ``f(theta)`` (circle), ``f(lat, lon)`` (sphere, degrees, called with 2-D arrays),
-  ``f(polar)`` (zonal), evaluated once on arrays of points (vectorised; it must return one
-  value per point, or a scalar);
+* a **callable**: ``f(theta)`` (circle), ``f(theta, phi)`` (sphere: colatitude in ``[0, pi]`` and longitude in
+  ``[0, 2 pi)``, radians, MATH.md §2.2, called with 2-D arrays), ``f(polar)`` (zonal, radians from the pole),
+  evaluated once on the arrays of :func:`meanfield.grid` (vectorised; it must return one value per point, or a
+  scalar; the basis's ``function_density``).  A sphere callable written for degrees ``f(lat, lon)`` is refused
+  in one line naming the convention (:func:`meanfield.initial.sphere.sphere_function_values`);
 * an ``xarray.Dataset`` (a run: its last density frame with its coordinates) or the path of a
   ``.nc`` run file.  Finite-volume runs, and Lagrangian frames flagged ``density_resolved = 0``,
   hold cell averages; other runs point values.
@@ -69,6 +73,7 @@ from __future__ import annotations
 import numpy as np
 
 from meanfield.errors import require
+from meanfield.geometries import geometry_of
 from meanfield.initial.averages import Piecewise, conservative_averages, piecewise
 from meanfield.initial.files import read_density_file
 from meanfield.initial.kinds import kind_of, label_of
@@ -84,16 +89,34 @@ def grid_values(source: GridSource, scheme) -> np.ndarray:
     return scheme.basis.density_from(source)
 
 
+def input_points(scheme) -> dict:
+    """The coordinates a callable ``init`` receives and an array ``init`` is laid out on (:func:`meanfield.grid`), by
+    name: its basis's ``grid_points()`` (circle ``theta``; sphere ``theta, phi``, colatitude and longitude in radians,
+    ``(nlat, nlon)`` each; zonal ``polar``), or for a scheme whose state is cell averages the centres of its cells,
+    the coordinate its runs save (a callable is then averaged over the cells)."""
+    if scheme.takes_cell_averages:
+        coords = scheme.coords()
+        return {name: np.asarray(coords[name][1]) for name in scheme.dims()["density"]}
+    return dict(zip(scheme.basis.point_names, scheme.basis.grid_points()))
+
+
+def grid_call(scheme) -> str:
+    """The :func:`meanfield.grid` call that gives the points of ``scheme`` (for messages)."""
+    dim = f", dim={scheme.model.dim}" if geometry_of(scheme.geometry).free_dim else ""
+    return f"meanfield.grid({scheme.geometry!r}, {scheme.resolution}, {scheme.name!r}{dim})"
+
+
 def own_grid(scheme) -> tuple[tuple, str]:
-    """The shape of the scheme's density grid and a line describing it (for refusals)."""
+    """The shape of the scheme's density grid and a line describing it in the coordinates of :func:`input_points`
+    (for refusals)."""
     coords, dims = scheme.coords(), scheme.dims()["density"]
     shape = tuple(np.size(coords[name][1]) for name in dims)
     parts = []
-    for name in dims:
-        values, attrs = np.asarray(coords[name][1]), coords[name][2] if len(coords[name]) > 2 else {}
-        parts.append(f"{name} = {values[0]:.4g} .. {values[-1]:.4g} {attrs.get('units', '')}".rstrip())
+    for axis, (name, values) in enumerate(input_points(scheme).items()):
+        along = np.moveaxis(values, axis, 0).reshape(values.shape[axis], -1)[:, 0]
+        parts.append(f"{name} = {along[0]:.4g} .. {along[-1]:.4g} rad")
     what = "cell averages of the cells centred" if scheme.takes_cell_averages else "point values"
-    return shape, f"{what} at {' x '.join(parts)} (the scheme's coords())"
+    return shape, f"{what} at {' x '.join(parts)} ({grid_call(scheme)} gives them)"
 
 
 def _checked_density_state(density: np.ndarray, scheme, label: str):
@@ -141,8 +164,7 @@ def initial_state(init, geometry: str, scheme, seed=None):
             function = Piecewise(np.empty(0), lambda t: evaluate(init, label, wrap(t)))
             return _checked_average_state(conservative_averages(function, faces, volumes, weight, period),
                                           volumes, scheme, label)
-        values = evaluate(init, label, *scheme.basis.grid_points())
-        return _checked_density_state(values, scheme, label)
+        return scheme.state_from_density(scheme.basis.function_density(init, label))
     if kind == "dataset":
         _check_claimed_grid(init, scheme)
     source = read_source(init, geometry, label, scheme.model.dim)

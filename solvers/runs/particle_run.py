@@ -177,9 +177,11 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         Each step's random walk has variance ``2 int nu`` over the step; ``dt_max`` defaults as with noise, collapse
         is off.  The run records ``nu = 0``, the attribute ``nu_schedule`` and the variable ``nu(time)``.
         Default: the run file's, else none.
-    init : str, xarray.Dataset or path
+    init : str, array, xarray.DataArray, callable, xarray.Dataset or path
         Where the tokens are drawn from (:mod:`meanfield.sampling`: ``uniform``, ``orthogonal``,
-        ``perturbed:EPS``, ``vonmises:...``, a PDE run's density), or a particle run of the same ``n`` and
+        ``perturbed:EPS``, ``vonmises:...``, a density given as for :func:`meanfield.solve`: a function ``f(theta)``
+        on the circle, ``f(theta, phi)`` on S^2 with colatitude and longitude in radians (MATH.md §2.2), a
+        DataArray, a PDE run's density), or a particle run of the same ``n`` and
         ``dim`` to continue exactly from its restart record (positions after merges, weights, the noise
         generator, the step size and the clock).
     seed : int or None
@@ -187,7 +189,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     sampling : {"iid", "quadrature"}
         i.i.d. tokens, or deterministic nodes with quadrature weights (circle densities).
     resolution : int
-        Grid of the circle density the tokens are drawn from.
+        Grid of the circle density the tokens are drawn from (a sphere function: ``R x 2R`` equal-angle cells).
     positions, weights : array, optional
         The tokens themselves, shape ``(n, dim)``, and their weights (only with ``positions``).
     t_final : float
@@ -250,7 +252,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     meanfield.InputError
         One line naming the parameter and what it may be, before anything is computed.
     """
-    require(t_final is not None or saving is not None, "t_final is required: the end time of the run (--t-final)")
+    require(t_final is not None or saving is not None, "--t-final is required: the end time of the run")
     attention_fields = _attention_fields(attention, qkv=qkv, Q=Q, K=K, V=V, heads=heads, kernel=kernel,
                                          sinkhorn_eps=sinkhorn_eps, interaction=interaction)
     flat = given(t_final=t_final, save_every=save_every, save_log=save_log, stepper=stepper, rtol=rtol, cfl=cfl,
@@ -263,7 +265,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         init if positions is None else None, n, dim, normalization, normalization_parameters, override)
     continued = source if exact else None
     require(beta is not None or continued is not None,
-            "--beta is required unless init is a particle run file of these tokens, whose beta a restart keeps")
+            "--beta is required unless --init is a particle run file of these tokens, whose beta a restart keeps")
     model, schedule, schedule_change = _particle_model(continued, attention, beta, nu, nu_schedule, dim, override)
     mask, alibi, causal_change = causal_settings(continued, mask, alibi, override)
     require(mask == "none" or sampling == "iid" or exact,

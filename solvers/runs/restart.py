@@ -1,4 +1,4 @@
-"""A restart keeps its model (README "Continuing a run").
+"""A restart keeps its model (docs/guide.md "Continuing a run").
 
 A run file given as ``init`` records the model it ran: ``attention``, ``beta``, ``nu`` and the normalisation
 scheme with its parameters (a particle run also ``qkv`` and, for random matrices, their ``seed``).  Not given,
@@ -44,7 +44,7 @@ def resolve_model(source, given: dict, defaults: dict, override: bool) -> tuple[
         if recorded is not None and not _same(value, recorded):
             require(override, f"{name} = {value} differs from {recorded}, the {name} of the --init run: a restart "
                               f"keeps its model (give the file's value, or leave it out where the file supplies it; "
-                              f"--override / override=True changes it)")
+                              f"--override changes it)")
             changes.append(f"{name}: {recorded} -> {value}")
     return values, "; ".join(changes)
 
@@ -75,13 +75,13 @@ def resolve_schedule(source, nu, nu_schedule, override: bool) -> tuple[float | N
                     f"again as nu_schedule= (or a constant --nu with --override)")
             return 0.0, as_schedule(recorded), ""
         require(override, f"nu = {nu} differs from the noise schedule {recorded} of {label}: a restart keeps its "
-                          f"model (leave --nu out; --override / override=True changes it)")
+                          f"model (leave --nu out; --override changes it)")
         return nu, None, f"nu_schedule: {recorded} -> none"
     if source is None or recorded == schedule.spec:
         return 0.0, schedule, ""
     before = recorded if recorded is not None else f"none (nu = {source.attrs.get('nu', 0.0)})"
     require(override, f"--nu-schedule {schedule.spec} differs from the noise of {label}, {before}: a restart "
-                      f"keeps its model (leave --nu-schedule out; --override / override=True changes it)")
+                      f"keeps its model (leave --nu-schedule out; --override changes it)")
     return 0.0, schedule, f"nu_schedule: {before} -> {schedule.spec}"
 
 
@@ -116,7 +116,7 @@ def resolve_normalization(source, normalization, parameters: dict, override: boo
         return given, ""
     require(override, f"normalization {_describe(given)} differs from {_describe(recorded)}, the --init run's: a "
                       f"restart keeps its model (leave --normalization and its parameters out, or give the "
-                      f"file's; --override / override=True changes it)")
+                      f"file's; --override changes it)")
     return given, f"normalization: {_describe(recorded)} -> {_describe(given)}"
 
 

@@ -12,6 +12,7 @@ from meanfield.errors import require
 from meanfield.limits import check_seed
 from meanfield.settings import Saving, check_run_length, check_save_log
 
+from ..records.checkpoint import restart_time
 from .runloop import log_save_times
 
 
@@ -19,9 +20,8 @@ def start_time(source) -> float:
     """The clock of a continued run: the file's restart time, or the time of its last frame."""
     if source is None:
         return 0.0
-    if "restart_time" in source.attrs:
-        return float(source.attrs["restart_time"])
-    return float(source["time"].values[-1])
+    clock = restart_time(source)
+    return float(source["time"].values[-1] if clock is None else clock)
 
 
 def inherited_cadence(source, save_every, save_log):

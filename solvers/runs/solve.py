@@ -144,8 +144,10 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
         ``spectral`` | ``fv`` | ``lagrangian`` (circle), ``spectral`` | ``lagrangian`` (sphere), ``galerkin`` |
         ``fv`` (zonal) (:data:`meanfield.schemes.SCHEMES`).  Default: the run file's, else the first.
     init : str, array, xarray.DataArray, callable, xarray.Dataset or path
-        A text spec (``perturbed:EPS``, ``vonmises:KAPPA@MU``, ...), grid values, a DataArray with its
-        coordinates, a function, or a run (:mod:`meanfield.solvers.runs.initial_state`).  A run of the same geometry, scheme and
+        A text spec (``perturbed:EPS``, ``vonmises:KAPPA@MU``, ``vmf:KAPPA@LAT,LON`` with the centre in degrees, ...),
+        grid values on the points of :func:`meanfield.grid`, a DataArray with its coordinates, a function of those
+        points (sphere: ``f(theta, phi)``, colatitude and longitude in radians, MATH.md §2.2), or a run
+        (:mod:`meanfield.solvers.runs.initial_state`).  A run of the same geometry, scheme and
         resolution continues exactly from its restart record, clock included; any other run is remapped
         (conservatively for finite volume).
     seed : int or None
@@ -210,7 +212,7 @@ def solve(geometry: str = "circle", *, attention: str | None = None, beta: float
         One line naming the parameter and what it may be, before anything is computed.
     """
     require(geometry in SCHEMES, f"geometry must be one of {', '.join(SCHEMES)} (got {geometry!r})")
-    require(t_final is not None or saving is not None, "t_final is required: the end time of the run (--t-final)")
+    require(t_final is not None or saving is not None, "--t-final is required: the end time of the run")
     flat = given(t_final=t_final, save_every=save_every, save_log=save_log, stepper=stepper, rtol=rtol, atol=atol,
                  cfl=cfl, dt_max=dt_max, resolution_tol=resolution_tol, positivity_tol=positivity_tol)
     step, monitor = gather(StepControl, "step", step, flat), gather(Monitor, "monitor", monitor, flat)
@@ -259,7 +261,7 @@ def _continued_file(init, beta, geometry: str):
     """The run file ``init`` names (``None``: not a run), checked: of this geometry; ``beta`` may then be left out."""
     source = checkpoint.run_file(init)
     require(beta is not None or source is not None,
-            "--beta is required unless init is a run file, whose beta a restart keeps")
+            "--beta is required unless --init is a run file, whose beta a restart keeps")
     if source is not None:
         require(source.attrs.get("geometry") == geometry, f"{checkpoint.source_label(source)}: a "
                 f"{source.attrs.get('geometry')} run; `solve {geometry}` continues {geometry} runs only")

@@ -42,7 +42,7 @@ def stationary_branches(attention: str, beta: float, dim: int, modes: int, **opt
 def branch_tables(attention: str, beta: float, dim: int, modes: int, **options) -> dict[str, BranchTable]:
     """:func:`stationary_branches` as :class:`meanfield.solvers.stationary.branch.BranchTable` (no xarray)."""
     require(isinstance(modes, (int, np.integer)) and 1 <= modes <= MAX_BRANCH_MODES,
-            f"--modes must be an integer in [1, {MAX_BRANCH_MODES}] with --branch (got {modes!r})")
+            f"--modes must be an integer in [1, {MAX_BRANCH_MODES}] for the branches (got {modes!r})")
     family = {}
     for mode in range(1, int(modes) + 1):
         if bifurcation_kind(dim, mode) == TRANSCRITICAL:

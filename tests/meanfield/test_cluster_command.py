@@ -99,3 +99,15 @@ def test_atoms_in_high_dimension_give_strict_json(capsys, tmp_path):
     assert [len(row["vector"]) for row in table["clusters"]] == [5, 5, 5]
     code, out, _ = _cli(capsys, "clusters", path)
     assert out.splitlines()[2].split()[-1] == "-" and " ..." in out.splitlines()[2]
+
+
+@pytest.mark.parametrize("geometry, resolution", [("circle", 64), ("sphere", 8), ("zonal", 32)])
+def test_json_of_a_density_run_names_its_geometry(capsys, tmp_path, geometry, resolution):
+    """Every density geometry's table is JSON (the geometry by name, not the object that reads it)."""
+    path = tmp_path / "run.nc"
+    assert main(["solve", geometry, "--beta", "4", "--resolution", str(resolution), "--t-final", "0.5",
+                 "--out", str(path), "--no-progress"]) == 0
+    capsys.readouterr()
+    code, out, _ = _cli(capsys, "clusters", path, "--json")
+    assert code == 0
+    assert json.loads(out)["geometry"] == geometry

@@ -22,6 +22,7 @@ import pytest
 import xarray as xr
 
 from tests.meanfield.error_lines import one_error_line
+from tests.run_files import flat, write
 from meanfield.app import signals, storage
 from meanfield.cli import exit_status, main
 from meanfield.errors import InputError
@@ -270,12 +271,11 @@ def fv_run_file(tmp_path_factory):
 
 
 def _damaged(source: Path, folder: Path, damage) -> Path:
-    with xr.open_dataset(source) as handle:
-        run = handle.load()
+    """``source`` with ``damage`` done to it, its records edited by name (tests/run_files.py) and kept in their
+    group."""
+    run = flat(source)
     damage(run)
-    path = folder / "damaged.nc"
-    run.to_netcdf(path)
-    return path
+    return write(run, folder / "damaged.nc")
 
 
 def _set_attr(variable, name, value):
@@ -427,10 +427,7 @@ def test_a_damaged_run_file_is_one_line_and_nothing_is_computed(fv_run_file, tmp
 
 
 def test_a_restart_state_that_does_not_fit_the_scheme_is_refused(fv_run_file, tmp_path, capsys):
-    with xr.open_dataset(fv_run_file) as handle:
-        run = _shorter_state(handle.load())
-    source = tmp_path / "short.nc"
-    run.to_netcdf(source)
+    source = write(_shorter_state(flat(fv_run_file)), tmp_path / "short.nc")
     code = main(["solve", "circle", "--init", str(source), "--beta", "9", "--t-final", "16", "--no-progress",
                  "--out", str(tmp_path / "out" / "next.nc")])
     line = one_error_line(capsys)

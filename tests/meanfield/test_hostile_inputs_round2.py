@@ -54,7 +54,7 @@ def _base(words, run) -> list[str]:
         return ["--beta", "2", "--t-final", "0.01", "--no-progress"]
     return {"particles": ["--n", "4", "--t-final", "0.01", "--no-progress"], "rerun": [str(run)],
             "gaussian": ["--t-final", "0.01"], "plot": [str(run)], "clusters": [str(run)],
-            "validate": ["--quick"]}.get(first, [])
+            "compare": [str(run), str(run)], "validate": ["--quick"]}.get(first, [])
 
 
 # -- ~user paths -----------------------------------------------------------------------------------------------
@@ -67,7 +67,7 @@ def test_every_path_option_refuses_a_home_folder_of_no_user(small_run, tmp_path,
             if not (isinstance(param.type, click.Path) and param.param_type_name == "option"):
                 continue
             name = param.opts[0]
-            suffix = ".gif" if "movie" in name else ".png" if words[0] == "plot" else \
+            suffix = ".gif" if "movie" in name else ".png" if words[0] in ("plot", "compare") else \
                 ".html" if words[-1] == "report" else ".nc"
             value = "~nouser_meanfield/x" + ("" if not param.type.file_okay else suffix)       # a folder: no suffix
             assert main([*words, *_base(words, small_run), name, value]) == 2, (words, name)
@@ -122,9 +122,9 @@ def test_spec_numbers_and_schedules_read_ascii_decimals_only():
 @pytest.mark.parametrize("value", [True, np.True_, "1_0"])
 def test_a_bool_or_a_loose_string_is_not_a_beta(value):
     """``beta=True`` ran with beta = 1."""
-    with pytest.raises(InputError, match=r"^--beta must be a number"):
+    with pytest.raises(InputError, match=r"^beta must be a number"):
         meanfield.solve("circle", beta=value, t_final=0.01, resolution=16, progress=False)
-    with pytest.raises(InputError, match=r"^--beta must be a number"):
+    with pytest.raises(InputError, match=r"^beta must be a number"):
         meanfield.simulate_particles(dim=2, n=4, beta=value, t_final=0.01, progress=False)
 
 

@@ -28,6 +28,7 @@ from meanfield.app.storage import save_run
 
 from ..solvers.test_rerun import assert_same_run
 from .error_lines import one_error_line as _one_error_line
+from ..run_files import flat, write
 
 THETA = 2 * np.pi * np.arange(64) / 64
 BUMPY = (1 + 0.02 * np.cos(3 * THETA)) / (2 * np.pi)
@@ -69,14 +70,11 @@ def nothing_computed(monkeypatch):
 
 
 def _told(source, folder, lie, name="lying.nc"):
-    """A copy of run file ``source`` with ``lie(dataset)`` applied (it edits the Dataset, or returns a new one)."""
-    with xr.open_dataset(source) as handle:
-        run = handle.load()
+    """A copy of run file ``source`` with ``lie(dataset)`` applied (it edits the Dataset, its records at its root by
+    name (tests/run_files.py), or returns a new one), the records written back to their group."""
+    run = flat(source)
     run = lie(run) or run
-    run.encoding = {}
-    path = folder / name
-    run.to_netcdf(path)
-    return path
+    return write(run, folder / name)
 
 
 def _attrs(**values):

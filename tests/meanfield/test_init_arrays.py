@@ -147,12 +147,18 @@ def test_sphere_inputs_match_the_text_spec(cls):
     reference = grid_density(scheme, initial_state("vmf:4@30,40", "sphere", scheme))
     mu = direction(30.0, 40.0)
 
-    def vmf(lat, lon):
-        lat, lon = np.radians(lat), np.radians(lon)
-        cosine = np.cos(lat) * (np.cos(lon) * mu[0] + np.sin(lon) * mu[1]) + np.sin(lat) * mu[2]
+    def vmf_at(cosine):
         return 4.0 / (2 * math.pi * -math.expm1(-8.0)) * np.exp(4.0 * (cosine - 1.0))
 
-    assert np.max(np.abs(grid_density(scheme, initial_state(vmf, "sphere", scheme)) - reference)) < 1e-13 * reference.max()
+    def vmf(lat, lon):                                  # degrees, the coordinates of a DataArray (and a run file)
+        lat, lon = np.radians(lat), np.radians(lon)
+        return vmf_at(np.cos(lat) * (np.cos(lon) * mu[0] + np.sin(lon) * mu[1]) + np.sin(lat) * mu[2])
+
+    def vmf_callable(theta, phi):                       # a callable: colatitude and longitude in radians
+        return vmf_at(np.sin(theta) * (np.cos(phi) * mu[0] + np.sin(phi) * mu[1]) + np.cos(theta) * mu[2])
+
+    from_callable = grid_density(scheme, initial_state(vmf_callable, "sphere", scheme))
+    assert np.max(np.abs(from_callable - reference)) < 1e-13 * reference.max()
     lat, lon = np.linspace(-89.0, 89.0, 90), np.arange(0.0, 360.0, 2.0)
     data = xr.DataArray(vmf(*np.meshgrid(lat, lon, indexing="ij")), coords={"lat": lat, "lon": lon}, dims=("lat", "lon"))
     assert np.max(np.abs(grid_density(scheme, initial_state(data.T, "sphere", scheme)) - reference)) < 1e-5 * reference.max()
@@ -194,7 +200,7 @@ def test_bad_inputs_are_one_line_refusals_naming_init():
     one_line_refusal(xr.Dataset({"positions": (("time", "particle"), np.ones((1, 3)))},
                                 attrs={"geometry": "particles"}), "circle", scheme, "holds no density")
     one_line_refusal([1.0, 2.0], "circle", scheme, "init must be")
-    one_line_refusal("missing.nc", "circle", scheme, "--init missing.nc: no such file")
+    one_line_refusal("missing.nc", "circle", scheme, "init missing.nc: no such file")
     fv = circle_scheme(CircleFiniteVolume)
     assert "cell averages" in one_line_refusal(np.ones((8, 8)), "circle", fv, r"expected shape \(64,\)")
 
@@ -230,8 +236,11 @@ def test_sphere_samples_from_a_dataarray_and_a_function():
     n = 20000
     lat, lon = np.linspace(-89.0, 89.0, 90), np.arange(0.0, 360.0, 2.0)
 
-    def polar_cap(la, lo):                                    # vMF about the north pole, kappa = 4
+    def polar_cap(la, lo):                                    # vMF about the north pole, kappa = 4 (degrees)
         return np.exp(4.0 * (np.sin(np.radians(la)) - 1.0))
+
+    def polar_cap_callable(theta, phi):                       # the same, as a callable: radians
+        return np.exp(4.0 * (np.cos(theta) - 1.0))
 
     data = xr.DataArray(polar_cap(*np.meshgrid(lat, lon, indexing="ij")), coords={"lat": lat, "lon": lon},
                         dims=("lat", "lon"))
@@ -241,7 +250,7 @@ def test_sphere_samples_from_a_dataarray_and_a_function():
     run = xr.Dataset({"density": (("time", "lat", "lon"), frame[None])},
                      coords={"time": [1.0], "lat": scheme.basis.lat, "lon": scheme.basis.lon},
                      attrs={"geometry": "sphere", "scheme": "spectral", "stop_reason": "completed"})
-    for init, cells in ((data, 1e-3), (polar_cap, 1e-3), (run, 3e-3)):     # + the cells' discretisation
+    for init, cells in ((data, 1e-3), (polar_cap_callable, 1e-3), (run, 3e-3)):     # + the cells' discretisation
         x, weights = sample_tokens(init, n, 3, seed=5, resolution=90)
         assert np.allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-15)
         assert abs(np.mean(x[:, 2]) - expected) < 4 * math.sqrt(0.1 / n) + cells
@@ -249,7 +258,7 @@ def test_sphere_samples_from_a_dataarray_and_a_function():
 
 @pytest.mark.parametrize("kwargs, words", [
     ({"init": np.ones(64), "dim": 3}, "numpy array is read as circle grid values"),
-    ({"init": np.ones(64), "dim": 4}, "--dim 2.*--dim 3|--dim 2"),
+    ({"init": np.ones(64), "dim": 4}, "dim 2.*dim 3|dim 2"),
     ({"init": -np.ones(64), "dim": 2}, "negative"),
     ({"init": lambda t: np.ones(2), "dim": 2}, "returned shape"),
     ({"init": np.ones(64), "dim": 3, "sampling": "quadrature"}, "quadrature|numpy"),

@@ -54,9 +54,9 @@ def test_restart_from_a_file_resamples_spectrally(tmp_path):
     ("gaussian", "unknown initial condition"),
     ("perturbed:abc", "perturbed:EPS must be a number"),
     ("vonmises:-1", "KAPPA >= 0"),
-    ("perturbed:5", r"perturbed:EPS needs EPS in \[0, 0\.08231\) for --seed 0"),
+    ("perturbed:5", r"perturbed:EPS needs EPS in \[0, 0\.08231\) for seed 0"),
     ("vonmises:400", "not resolved"),
-    ("", "--init"),
+    ("", "init"),
     ("missing.nc", "no such file"),
 ])
 def test_bad_specs_are_refused(spec, words):

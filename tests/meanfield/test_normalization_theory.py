@@ -122,7 +122,7 @@ def test_equiangular_solution_takes_any_nondecreasing_times():
     assert abs(solution.rho[-1] - once.rho[0]) < 1e-12 and solution.radius[3] == R0 < solution.radius[-1]
     with pytest.raises(InputError, match="t must be"):
         equiangular_solution("post", N, BETA, [1.0, 0.5])
-    with pytest.raises(InputError, match="--n must be an integer >= 2"):
+    with pytest.raises(InputError, match="n must be an integer >= 2"):
         equiangular_solution("post", 1, BETA, [1.0])
 
 
@@ -185,7 +185,7 @@ def test_amplitude_factors_are_the_closed_forms_of_math_md():
     # Pre-LN with a = 0 (beta = 0): the radius stays r0 and the growth is exp(lambda t / r0)
     flat = Model("sa", 0.0, 0.0, 2)
     assert attention_time(scheme("pre"), flat, 2.0) == pytest.approx(2.0 / R0, rel=1e-15)
-    with pytest.raises(InputError, match="--beta must be > 0 for --normalization ngpt"):
+    with pytest.raises(InputError, match="beta must be > 0 for normalization ngpt"):
         mode_amplitude_factor(scheme("ngpt"), flat, 1, 1.0)
 
 

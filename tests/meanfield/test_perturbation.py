@@ -86,7 +86,7 @@ def test_formation_time_from_eps_or_from_an_amplitude():
                          ({"amplitude": -1.0}, "amplitude must be"), ({"eps": 2.0}, "eps must be in")):
         with pytest.raises(InputError, match=word):
             formation_time(model, **kwargs)
-    with pytest.raises(InputError, match="zonal densities need --dim >= 3"):
+    with pytest.raises(InputError, match="zonal densities need dim >= 3"):
         formation_time(model, 1e-4, zonal=True)
 
 
@@ -96,6 +96,6 @@ def test_positivity_bound_is_the_depth_of_the_noise_and_the_same_at_every_resolu
     assert bound == pytest.approx(0.0823132, rel=1e-5)
     for n in (128, 1024, 4096):
         assert np.min(circle_density(f"perturbed:{0.999 * bound}", n, seed=0)) > 0
-        with pytest.raises(InputError, match=r"^--init: perturbed:EPS needs EPS in \[0, 0\.08231\) for --seed 0"):
+        with pytest.raises(InputError, match=r"^init: perturbed:EPS needs EPS in \[0, 0\.08231\) for seed 0"):
             circle_density(f"perturbed:{1.001 * bound}", n, seed=0)
     assert FINE_CIRCLE_POINTS >= 1000 * BANDS["circle"]

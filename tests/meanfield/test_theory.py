@@ -63,10 +63,10 @@ def test_beta_zero_limit():
     assert growth_rates(Model("sa", 1e-8, 0.0, 3), [1])[0] == pytest.approx(2 / 3, rel=1e-7)
 
 
-@pytest.mark.parametrize("kwargs, word", [({"beta": -1}, "--beta"), ({"nu": -0.1}, "--nu"),
-                                          ({"dim": 1}, "--dim"), ({"attention": "relu"}, "--attention"),
-                                          ({"attention": "usa", "beta": 800}, "--beta"),
-                                          ({"beta": float("nan")}, "--beta")])
+@pytest.mark.parametrize("kwargs, word", [({"beta": -1}, "beta"), ({"nu": -0.1}, "nu"),
+                                          ({"dim": 1}, "dim"), ({"attention": "relu"}, "attention"),
+                                          ({"attention": "usa", "beta": 800}, "beta"),
+                                          ({"beta": float("nan")}, "beta")])
 def test_model_refuses_bad_parameters(kwargs, word):
     with pytest.raises(InputError, match=word):
         Model(**kwargs)

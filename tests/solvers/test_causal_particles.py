@@ -182,7 +182,7 @@ def test_continuation_and_rerun_keep_the_mask(causal_run):
 @pytest.mark.parametrize("change", [{"mask": "causal"}, {"mask": "none", "alibi": 0.0}, {"alibi": 1.0}])
 def test_a_continuation_refuses_another_mask(causal_run, change):
     name = next(iter(change))
-    with pytest.raises(InputError, match=f"^{name} = .* differs from .* --override"):
+    with pytest.raises(InputError, match=f"^{name} = .* differs from .* override=True"):
         simulate(dim=2, n=16, init=causal_run, t_final=2.0, **change)
     changed = simulate(dim=2, n=16, init=causal_run, t_final=1.5, override=True, **change)
     assert f"{name}: " in changed.attrs["override"]
@@ -199,18 +199,18 @@ RUN = dict(dim=2, n=8, beta=1.0, t_final=0.5)
 
 
 @pytest.mark.parametrize("options, named", [
-    (dict(mask="causal", alibi=-1.0), "--alibi"),
-    (dict(mask="causal", alibi=float("nan")), "--alibi"),
-    (dict(mask="causal", alibi=float("inf")), "--alibi"),
-    (dict(mask="causal", alibi=701.0), "--alibi"),
-    (dict(mask="decoder"), "--mask"),
-    (dict(mask=1), "--mask"),
-    (dict(alibi=1.0), "--alibi 1 needs --mask"),
-    (dict(mask="causal", collapse_tol=1e-9), "--mask causal needs --collapse-tol 0"),
-    (dict(mask="causal", sampling="quadrature", init="vonmises:2@1"), "--sampling quadrature needs --mask none"),
-    (dict(mask="causal", dim=3, interaction="harmonic"), "--interaction harmonic with --mask causal"),
-    (dict(mask="strict", normalization="ngpt"), "--normalization ngpt"),
-    (dict(mask="strict", normalization="peri"), "--normalization peri"),
+    (dict(mask="causal", alibi=-1.0), "alibi"),
+    (dict(mask="causal", alibi=float("nan")), "alibi"),
+    (dict(mask="causal", alibi=float("inf")), "alibi"),
+    (dict(mask="causal", alibi=701.0), "alibi"),
+    (dict(mask="decoder"), "mask"),
+    (dict(mask=1), "mask"),
+    (dict(alibi=1.0), "alibi 1 needs mask"),
+    (dict(mask="causal", collapse_tol=1e-9), "mask causal needs collapse_tol 0"),
+    (dict(mask="causal", sampling="quadrature", init="vonmises:2@1"), "sampling quadrature needs mask none"),
+    (dict(mask="causal", dim=3, interaction="harmonic"), "interaction harmonic with mask causal"),
+    (dict(mask="strict", normalization="ngpt"), "normalization ngpt"),
+    (dict(mask="strict", normalization="peri"), "normalization peri"),
 ])
 def test_bad_causal_settings_are_refused(options, named):
     with pytest.raises(InputError, match="^" + named.replace("-", r"\-")):
@@ -219,9 +219,9 @@ def test_bad_causal_settings_are_refused(options, named):
 
 def test_masks_need_the_sphere_and_uniform_weights():
     model = Model("sa", 1.0, 0.0, 2)
-    with pytest.raises(InputError, match="^--mask causal needs tokens on the sphere"):
+    with pytest.raises(InputError, match="^mask causal needs tokens on the sphere"):
         ParticleScheme(model, 8, Attention("sa", kernel="l2"), sphere=False, mask=Mask("causal"))
-    with pytest.raises(InputError, match="^--mask strict needs uniform token weights"):
+    with pytest.raises(InputError, match="^mask strict needs uniform token weights"):
         ParticleScheme(model, 8, weights=np.arange(1.0, 9.0), mask=Mask("strict"))
 
 

@@ -148,15 +148,15 @@ def test_a_causal_run_from_a_function_reruns_bit_for_bit(tmp_path):
 
 # -- refusals ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("settings, named", [
-    (dict(mask="causal", alibi=-1.0), "--alibi"),
-    (dict(mask="causal", alibi=math.nan), "--alibi"),
-    (dict(mask="causal", positions=1), "--positions"),
-    (dict(mask="causal", positions=10**9), "--positions"),
-    (dict(mask="strict"), "--mask"),
-    (dict(mask="sideways"), "--mask"),
-    (dict(alibi=1.0), "--alibi"),
-    (dict(positions=9), "--positions"),
-    (dict(mask="causal", scheme="fv"), "--scheme"),
+    (dict(mask="causal", alibi=-1.0), "alibi"),
+    (dict(mask="causal", alibi=math.nan), "alibi"),
+    (dict(mask="causal", positions=1), "positions"),
+    (dict(mask="causal", positions=10**9), "positions"),
+    (dict(mask="strict"), "mask"),
+    (dict(mask="sideways"), "mask"),
+    (dict(alibi=1.0), "alibi"),
+    (dict(positions=9), "positions"),
+    (dict(mask="causal", scheme="fv"), "scheme"),
     (dict(mask="causal", positions=5, init=np.ones((4, 32)) / (2 * math.pi)), "expected shape (5, 32)"),
     (dict(mask="causal", init="bump:2@0.5~0.1"), "EPS"),
 ])

@@ -182,5 +182,5 @@ def test_what_a_scheme_declares_is_what_its_run_records(geometry, name):
     if "collapse_tol" in cls.build_options:
         assert solve(geometry, collapse_tol=0.0, **settings).attrs["collapse_tol_used"] == 0.0
     else:
-        with pytest.raises(InputError, match="^--collapse-tol applies to --scheme lagrangian only"):
+        with pytest.raises(InputError, match="^collapse_tol applies to scheme lagrangian only"):
             solve(geometry, collapse_tol=0.0, **settings)

@@ -68,9 +68,10 @@ def test_a_run_ending_inside_a_step_keeps_the_state_before_it_and_its_continuati
     whole = solve("circle", t_final=2.0, save_every=0.25, init="perturbed:1e-3", **settings)
     first = solve("circle", t_final=1.0, save_every=0.25, init="perturbed:1e-3", **settings)
     assert whole.attrs["stop_reason"] == first.attrs["stop_reason"] == "completed"
-    start = first.attrs["restart_step_start"]
-    assert start < first.attrs["restart_time"] == 1.0       # the last frame lay inside a step
-    assert start + first.attrs["restart_step_size"] > 1.0    # which the restart retakes
+    record = first.meanfield.restart.attrs
+    start = record["restart_step_start"]
+    assert start < record["restart_time"] == 1.0       # the last frame lay inside a step
+    assert start + record["restart_step_size"] > 1.0    # which the restart retakes
     second = solve("circle", t_final=2.0, init=str(save_run(first, tmp_path / "first.nc")), **settings)
     assert second.attrs["restart"] == "exact" and second.attrs["steps"] + first.attrs["steps"] == whole.attrs["steps"]
     np.testing.assert_array_equal(second.density.values[0], first.density.values[-1])
@@ -78,12 +79,24 @@ def test_a_run_ending_inside_a_step_keeps_the_state_before_it_and_its_continuati
     np.testing.assert_array_equal(whole.time.values[4:], second.time.values)
 
 
+def test_a_run_ending_inside_its_first_step_continues_bit_for_bit(tmp_path):
+    """No step proposal yet (the step was rewound): the record has step_size NaN, and the restart retakes the step
+    from the controller's first guess, as the straight run did."""
+    settings = dict(resolution=8, beta=1.0, seed=2, save_every=0.0025)
+    whole = solve("circle", t_final=1.0, init="perturbed:1e-3", **settings)
+    first = solve("circle", t_final=0.01, init="perturbed:1e-3", **settings)
+    assert first.attrs["steps"] == 0 and math.isnan(first.meanfield.restart.attrs["restart_step_size"])
+    second = solve("circle", t_final=1.0, init=str(save_run(first, tmp_path / "first.nc")), **settings)
+    assert second.attrs["restart"] == "exact"
+    np.testing.assert_array_equal(whole.density.values[4:], second.density.values)
+
+
 def test_a_restart_record_whose_step_start_is_not_before_its_clock_is_refused_in_one_line():
     run_file = solve("circle", resolution=32, beta=4.0, t_final=1.0, save_every=0.5)
-    assert "restart_step_start" in run_file.attrs
+    assert "restart_step_start" in run_file.meanfield.restart.attrs
     for bad in (1.0, 2.0, -1.0, math.nan):
         broken = run_file.copy()
-        broken.attrs["restart_step_start"] = bad
+        broken.meanfield.restart = run_file.meanfield.restart.assign_attrs(restart_step_start=bad)
         with pytest.raises(InputError, match="restart_step_start must be in"):
             checkpoint.from_dataset(broken)
 
@@ -93,7 +106,7 @@ def test_noise_and_fixed_steps_still_land_on_every_frame():
     fixed = solve("circle", resolution=32, beta=4.0, stepper="rk4", t_final=1.0, save_every=0.25)
     particles = simulate(dim=3, n=50, beta=2.0, nu=0.05, t_final=0.5, save_every=0.25, seed=1)
     for landed in (noisy, fixed, particles):
-        assert "restart_step_start" not in landed.attrs
+        assert "restart_step_start" not in landed.meanfield.restart.attrs
     stepper = make_stepper("dopri5", CircleSpectral(Model("sa", 4.0, 0.05, 2), 32))
     assert not stepper.dense_frames                    # a linear part: the Lawson interpolant would grow
     assert make_stepper("dopri5", CircleSpectral(Model("sa", 4.0, 0.0, 2), 32)).dense_frames

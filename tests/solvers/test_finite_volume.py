@@ -244,10 +244,10 @@ def test_initial_data_are_exact_cell_averages():
 
 # -- (5) bad input ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("call, phrase", [
-    (lambda: CircleFiniteVolume(Model("sa", 2.0, 0.0, 2), 4), "--resolution"),
-    (lambda: CircleFiniteVolume(Model("sa", 2.0, 0.0, 3), 64), "--dim"),
-    (lambda: ZonalFiniteVolume(Model("sa", 2.0, 0.0, 2), 64), "--dim"),
-    (lambda: ZonalFiniteVolume(Model("sa", 2.0, 0.0, 3), 2.5), "--resolution"),
+    (lambda: CircleFiniteVolume(Model("sa", 2.0, 0.0, 2), 4), "resolution"),
+    (lambda: CircleFiniteVolume(Model("sa", 2.0, 0.0, 3), 64), "dim"),
+    (lambda: ZonalFiniteVolume(Model("sa", 2.0, 0.0, 2), 64), "dim"),
+    (lambda: ZonalFiniteVolume(Model("sa", 2.0, 0.0, 3), 2.5), "resolution"),
     (lambda: ZonalFiniteVolume(Model("sa", 2.0, 0.0, 3), 64, backend="fftw"), "backend= parameter"),
     (lambda: solve("circle", scheme="fv", beta=64.0, resolution=16, t_final=1.0), "dominant mode"),
 ])

@@ -185,13 +185,13 @@ def test_crossed_nodes_and_lost_normalisation_are_reported():
 
 
 @pytest.mark.parametrize("geometry, kwargs, words", [
-    ("circle", dict(nu=0.1), ["--nu", "no diffusion", "spectral"]),
-    ("sphere", dict(nu=0.1), ["--nu", "no diffusion", "spectral"]),
-    ("circle", dict(resolution=7), ["--resolution", "even"]),
-    ("circle", dict(resolution=4), ["--resolution", ">= 8"]),
-    ("sphere", dict(resolution=3), ["--resolution", ">= 6"]),
-    ("circle", dict(beta=0.0), ["--beta", "> 0"]),
-    ("circle", dict(dim=3), ["--dim"]),
+    ("circle", dict(nu=0.1), ["nu", "no diffusion", "spectral"]),
+    ("sphere", dict(nu=0.1), ["nu", "no diffusion", "spectral"]),
+    ("circle", dict(resolution=7), ["resolution", "even"]),
+    ("circle", dict(resolution=4), ["resolution", ">= 8"]),
+    ("sphere", dict(resolution=3), ["resolution", ">= 6"]),
+    ("circle", dict(beta=0.0), ["beta", "> 0"]),
+    ("circle", dict(dim=3), ["dim"]),
     ("circle", dict(backend="ducc0"), ["backend= parameter"]),
     ("sphere", dict(backend="nope"), ["backend= parameter"]),
 ])
@@ -202,7 +202,7 @@ def test_bad_input_is_refused(geometry, kwargs, words):
                                                      **kwargs))
     message = str(info.value)
     assert "\n" not in message and all(word in message for word in words), message
-    with pytest.raises(InputError, match="resolution-tol"):
+    with pytest.raises(InputError, match="resolution_tol"):
         CircleLagrangian(Model("sa", 1.0, 0.0, 2), 16, resolution_tol=0.0)
-    with pytest.raises(InputError, match="positivity-tol"):
+    with pytest.raises(InputError, match="positivity_tol"):
         SphereLagrangian(Model("sa", 1.0, 0.0, 3), 8, positivity_tol=-1.0)

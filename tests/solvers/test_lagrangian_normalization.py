@@ -148,7 +148,7 @@ def test_radius_carrying_schemes_refuse_collapse_and_bad_input():
     model = Model("sa", 2.0, 0.0, 2)
     with pytest.raises(InputError) as info:
         CircleLagrangian(model, 16, collapse_tol=1e-9, normalization=Normalization("pre"))
-    assert "--collapse-tol" in str(info.value) and "pre" in str(info.value) and "\n" not in str(info.value)
+    assert "collapse_tol" in str(info.value) and "pre" in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(InputError, match="Normalization"):
         CircleLagrangian(model, 16, normalization="pre")
     for name in ("pre", "mix", "peri"):
@@ -227,11 +227,11 @@ def test_sphere_pre_ln_run_and_command_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("kwargs, phrase", [
-    (dict(normalization="pre", collapse_tol=1e-9), "--collapse-tol must be 0 with --normalization pre"),
-    (dict(normalization="post", r0=2.0), "--r0 applies to --normalization pre, mix or peri only"),
-    (dict(normalization="peri", mix_switch=2.0), "--mix-switch applies to --normalization mix only"),
-    (dict(normalization="pre", r0=0.0), "--r0 must be a finite number in [1e-300, 1e+300]"),
-    (dict(normalization="mix", mix_switch=-1.0), "--mix-switch must be a finite number >= 0"),
+    (dict(normalization="pre", collapse_tol=1e-9), "collapse_tol must be 0 with normalization pre"),
+    (dict(normalization="post", r0=2.0), "r0 applies to normalization pre, mix or peri only"),
+    (dict(normalization="peri", mix_switch=2.0), "mix_switch applies to normalization mix only"),
+    (dict(normalization="pre", r0=0.0), "r0 must be a finite number in [1e-300, 1e+300]"),
+    (dict(normalization="mix", mix_switch=-1.0), "mix_switch must be a finite number >= 0"),
 ])
 def test_solve_refuses_bad_normalization_settings_in_one_line(kwargs, phrase):
     with pytest.raises(InputError) as info:

@@ -7,6 +7,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from meanfield import InputError, Model
+from meanfield.app.storage import save_run
 from meanfield.sampling import TrigonometricDensity, sample_tokens, uniform_sphere
 from meanfield.settings import Attention
 from meanfield.initial.circle import circle_density
@@ -139,7 +140,7 @@ def test_quadrature_nodes_carry_the_density_as_weights():
 def test_restart_from_a_particle_file(tmp_path):
     first = simulate(dim=3, n=20, beta=2.0, init="uniform", seed=7, t_final=1.0, save_every=1.0)
     path = tmp_path / "p.nc"
-    first.to_netcdf(path)
+    save_run(first, path)                     # with its records (xarray's to_netcdf writes the science alone)
     second = simulate(dim=3, n=20, beta=2.0, init=str(path), t_final=1.5, save_every=0.5)
     assert np.array_equal(second["positions"].values[0], first["positions"].values[-1])
     np.testing.assert_array_equal(second.time.values, [1.0, 1.5])  # the clock goes on from the file
@@ -148,12 +149,12 @@ def test_restart_from_a_particle_file(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    ({"init": "orthogonal", "n": 5, "dim": 3}, "--n <= --dim"),
-    ({"init": "vonmises:1", "dim": 3}, "needs --dim 2"),
-    ({"n": 0}, "--n must be an integer >= 1"),
-    ({"qkv": "diagonal"}, "--qkv"),
-    ({"sampling": "sobol"}, "--sampling"),
-    ({"init": "uniform", "dim": 3, "sampling": "quadrature"}, "--sampling quadrature"),
+    ({"init": "orthogonal", "n": 5, "dim": 3}, "n <= dim"),
+    ({"init": "vonmises:1", "dim": 3}, "needs dim 2"),
+    ({"n": 0}, "n must be an integer >= 1"),
+    ({"qkv": "diagonal"}, "qkv"),
+    ({"sampling": "sobol"}, "sampling"),
+    ({"init": "uniform", "dim": 3, "sampling": "quadrature"}, "sampling quadrature"),
 ])
 def test_bad_particle_inputs(kwargs, words):
     settings = dict(dim=2, n=10, beta=1.0, t_final=1.0) | kwargs

@@ -9,6 +9,7 @@ from scipy.integrate import quad
 
 import meanfield.solvers.schemes.point_clusters as point_clusters
 from meanfield.cluster_dynamics import as_unit_vectors, cluster_history, cluster_velocity, ring_velocity
+from meanfield.app.storage import save_run
 from meanfield.model import Model
 from meanfield.solvers.schemes.finite_volume import CircleFiniteVolume, ZonalFiniteVolume
 from meanfield.solvers.runs.solve import solve
@@ -129,7 +130,7 @@ def test_restart_across_a_hand_over_is_bit_for_bit(tmp_path):
     straight = solve("circle", t_final=24.0, **options)
     first = solve("circle", t_final=16.0, **options)
     path = tmp_path / "first.nc"
-    first.to_netcdf(path)
+    save_run(first, path)                     # with its records (xarray's to_netcdf writes the science alone)
     assert np.any(~np.isnan(first["point_mass"].values[-1]))         # points exist at the restart
     assert float(np.nansum(first["point_mass"].values[-1])) < 1.0      # and so does the grid
     resumed = solve("circle", init=str(path), beta=9.0, t_final=24.0)

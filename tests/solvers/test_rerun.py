@@ -24,15 +24,17 @@ NOT_COMPARED = {"wall_time", "rerun_of", "threads", "blas_threads"}
 
 
 def assert_same_run(first: xr.Dataset, again: xr.Dataset) -> None:
-    """Every variable (frames, merges, restart and start records) equal bit for bit, and the attributes that
-    describe the run (not the wall time)."""
-    assert set(first.data_vars) == set(again.data_vars)
-    for name in first.data_vars:
-        np.testing.assert_array_equal(again[name].values, first[name].values, err_msg=name, strict=True)
+    """Every variable (frames, merges, and in ``meanfield.restart`` the restart and start records) equal bit for bit,
+    and the attributes that describe the run (not the wall time)."""
+    for mine, theirs in ((first, again), (first.meanfield.restart, again.meanfield.restart)):
+        assert set(mine.data_vars) == set(theirs.data_vars)
+        for name in mine.data_vars:
+            np.testing.assert_array_equal(theirs[name].values, mine[name].values, err_msg=name, strict=True)
+        for key, value in mine.attrs.items():
+            if key not in NOT_COMPARED:
+                assert theirs.attrs[key] == value or (value != value and theirs.attrs[key] != theirs.attrs[key]), key
+    assert first.meanfield.restart.data_vars                      # the records are there to compare
     np.testing.assert_array_equal(again["time"].values, first["time"].values, strict=True)
-    for key, value in first.attrs.items():
-        if key not in NOT_COMPARED:
-            assert again.attrs[key] == value or (value != value and again.attrs[key] != again.attrs[key]), key
 
 
 def saved_and_rerun(dataset: xr.Dataset, path) -> xr.Dataset:
@@ -73,7 +75,7 @@ def test_zonal_and_sphere_runs_from_functions_repeat_bit_for_bit(tmp_path):
                             t_final=1.0, save_log=3, resolution_tol=1e-4, positivity_tol=1e-6)
     saved_and_rerun(zonal, tmp_path / "zonal.nc")
     sphere = meanfield.solve("sphere", beta=3.0, resolution=24, t_final=0.5, save_every=0.25,
-                             init=lambda lat, lon: 1 + 0.02 * np.cos(np.radians(lat)) * np.sin(np.radians(lon)))
+                             init=lambda theta, phi: 1 + 0.02 * np.sin(theta) * np.sin(phi))
     saved_and_rerun(sphere, tmp_path / "sphere.nc")
 
 
@@ -108,20 +110,24 @@ def test_the_command_line_reruns_and_refuses_a_damaged_start_record(tmp_path, ca
     assert_same_run(meanfield.load_run(path), meanfield.load_run(tmp_path / "again.nc"))
 
     first = meanfield.load_run(path)
-    damaged = {"nan-state": first.assign(initial_state=first["initial_state"].where(
-                   np.arange(first.sizes["initial_state_value"]) != 3)),
-               "clock": first.assign_attrs(initial_time=0.25),
-               "no-record": first.drop_vars("initial_state")}
-    for name, dataset in damaged.items():
+    records = first.meanfield.restart
+    damaged = {"nan-state": records.assign(initial_state=records["initial_state"].where(
+                   np.arange(records.sizes["initial_state_value"]) != 3)),
+               "clock": records.assign_attrs(initial_time=0.25),
+               "no-record": records.drop_vars("initial_state")}
+    for name, changed in damaged.items():
         bad = tmp_path / f"{name}.nc"
-        dataset.to_netcdf(bad)
+        dataset = first.copy()
+        dataset.meanfield.restart = changed
+        meanfield.save_run(dataset, bad)
         out = tmp_path / f"{name}-out.nc"
         capsys.readouterr()
         assert main(["rerun", str(bad), "--out", str(out), "--no-progress"]) == 2 and not out.exists(), name
         message = capsys.readouterr().err.strip()
         assert message.count("\n") == 0 and message.startswith(f"meanfield: error: rerun {bad}"), message
+    first.meanfield.restart = damaged["no-record"]
     with pytest.raises(InputError, match="no record of its start"):
-        meanfield.rerun(first.drop_vars("initial_state"))
+        meanfield.rerun(first)
 
 
 def test_a_blas_run_is_rerun_on_the_thread_count_it_recorded(tmp_path):

@@ -69,7 +69,7 @@ def test_lagrangian_restart_after_merges_keeps_the_collapsed_nodes(tmp_path):
     run = lambda **kw: meanfield.solve("circle", scheme="lagrangian", resolution=64, beta=9.0,
                                        init=kw.pop("init", "perturbed:1e-3"), seed=0, save_log=5, **kw)
     whole, first, second = _split(run, tmp_path, 100.0, 1e4)
-    assert int(first["cluster_count"].values[-1]) < 64 and bool(first["restart_collapser__merged"].values[0])
+    assert int(first["cluster_count"].values[-1]) < 64 and bool(first.meanfield.restart["restart_collapser__merged"].values[0])
     assert int(whole["cluster_count"].values[-1]) == int(second["cluster_count"].values[-1]) == 2
     assert second.sizes["merge"] >= 2  # the two late merges (t ~ 440 and 1436) happen after the join
     np.testing.assert_array_equal(np.concatenate([first["merge_time"].values, second["merge_time"].values]),
@@ -94,7 +94,7 @@ def test_a_dataset_continues_in_memory_and_the_clock_goes_on():
     second = meanfield.solve("circle", init=first, t_final=3.0, save_every=0.5)
     assert second.attrs["resolution"] == 64 and second.attrs["scheme"] == "spectral"  # taken from the run
     np.testing.assert_allclose(second.time.values, [2.0, 2.5, 3.0])
-    with pytest.raises(InputError, match="--t-final is the end time"):
+    with pytest.raises(InputError, match="t_final is the end time"):
         meanfield.solve("circle", init=first, t_final=1.0)
 
 
@@ -105,6 +105,6 @@ def test_a_run_that_stops_early_keeps_its_last_valid_state_as_a_flagged_frame():
     assert run.attrs["last_frame_off_schedule"] == 1
     last = float(run.time.values[-1])
     assert last not in (0.0, 10.0, 20.0, 30.0, 40.0, 50.0) and last == run.attrs["t_reached"]
-    assert last == run.attrs["restart_time"]
+    assert last == run.meanfield.restart.attrs["restart_time"]
     complete = meanfield.solve("circle", resolution=64, beta=4.0, t_final=1.0)
     assert complete.attrs["last_frame_off_schedule"] == 0

@@ -234,7 +234,7 @@ def test_initial_densities_and_refusals():
     assert amplitude[12] == pytest.approx(np.linalg.norm(normals[143:168]), rel=1e-12)
     assert np.array_equal(sphere_density("perturbed:0.01", basis, 3), sphere_density("perturbed:0.01", basis, 3))
     for spec in ("blob", "perturbed:5", "vmf:200", "vmf:2@100,0", "vmf:x", ""):
-        with pytest.raises(InputError, match="--init"):
+        with pytest.raises(InputError, match="init"):
             sphere_density(spec, basis, 1)
     with pytest.raises(InputError, match="not resolved"):
         sphere_density("vmf:700@0,0", basis, 1)

@@ -120,9 +120,9 @@ def test_auto_choice():
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    (dict(dim=4), "--dim 2 or 3"),
+    (dict(dim=4), "dim 2 or 3"),
     (dict(dim=3, V=-np.eye(3)), "Q = K = V = I"),
-    (dict(dim=3, path="fast"), "--interaction must be one of"),
+    (dict(dim=3, path="fast"), "interaction must be one of"),
 ])
 def test_refusals(kwargs, words):
     dim = kwargs.pop("dim")

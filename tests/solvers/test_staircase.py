@@ -172,9 +172,9 @@ def test_plateau_estimate_and_antipodal_pairs():
 
 
 def test_collapse_and_log_saving_refuse_bad_values():
-    with pytest.raises(InputError, match="--collapse-tol"):
+    with pytest.raises(InputError, match="collapse_tol"):
         simulate(n=8, beta=1.0, t_final=1.0, nu=0.1, collapse_tol=1e-13)
-    with pytest.raises(InputError, match="--save-log"):
+    with pytest.raises(InputError, match="save_log"):
         solve("circle", scheme="lagrangian", beta=4.0, resolution=64, t_final=1.0, save_log=0)
 
 

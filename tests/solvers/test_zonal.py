@@ -173,7 +173,7 @@ def test_perturbation_is_the_documented_series_and_vmf_has_no_overflow():
 
 @pytest.mark.parametrize("spec", ["bogus", "vmf:-1", "perturbed:50", "vmf:400", "vmf:x"])
 def test_bad_initial_conditions_are_refused(spec):
-    with pytest.raises(InputError, match="--init"):
+    with pytest.raises(InputError, match="init"):
         zonal_density(spec, ZonalBasis(16, 3), seed=1)
 
 

@@ -86,7 +86,7 @@ def synthetic(fv_merges=(415.0, 1419.0), coarse_merges=(438.0, 1470.0), lagrangi
                        "formation_time": ("run", list(formation))},
                       coords={"run": [label for label, _, _ in fv_staircase.RUNS],
                               "resolution": ("run", [256, 512, 4096, 8192])},
-                      attrs={"point_step": 0.01, "eps": 1e-4, "rtol": 1e-8, "spectrum_gap": spectrum})
+                      attrs={"point_step": 0.01, "eps": 1e-4, "rtol": 1e-8, "spectrum_gap": spectrum, "beta": 9.0})
 
 
 def test_convergence_and_start_claims_can_fail():

@@ -13,13 +13,44 @@ from meanfield.validation.studies.metastability import format_table, metastabili
 BETAS = (9.0,)
 
 
+FIGURES = []
+
+
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
     from meanfield.validation.studies import metastability
 
+    def kept(fig, path, **options):
+        FIGURES.append(fig)
+        return save_figure(fig, path, **options)
+
+    save_figure = metastability.save_figure
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(metastability.QUICK, "betas", BETAS)
+        patch.setattr(metastability, "save_figure", kept)
         return run_study(quick=True, out_dir=tmp_path_factory.mktemp("metastability"))
+
+
+def test_the_figure_legends_lie_inside_the_figure(table):
+    """One panel column (one beta): the legends above and below the panels are not cut off at the figure's edges."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = FIGURES[-1]
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    page = fig.bbox
+    legends = [legend for sub in fig.subfigs for legend in sub.legends]
+    assert len(legends) == 2
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1 and page.y0 - 1 <= box.y0 and box.y1 <= page.y1 + 1
+
+
+def test_the_table_says_what_each_column_holds(table):
+    text = format_table(table)
+    header = text.splitlines()[0].split("plateaus")[0].split()
+    key = text.split("key:")[1]
+    assert all(f"{column}:" in key or f"{column}," in key for column in header if column not in ("beta", "source"))
 
 
 def test_pde_forms_k_star_clusters_where_the_linear_theory_puts_them(table):

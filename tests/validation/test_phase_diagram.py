@@ -105,7 +105,7 @@ def test_a_failing_chunk_on_the_local_cluster_raises_and_keeps_the_others(tmp_pa
     for scheduler in (None, SYNC):
         store = tmp_path / str(scheduler)
         store.mkdir()
-        with pytest.raises(InputError, match=r"--beta must be a finite number in \[0, 1e\+09\]"):
+        with pytest.raises(InputError, match=r"beta must be a finite number in \[0, 1e\+09\]"):
             compute_chunks([(2, 0, -1.0), (2, 1, 1.0)], settings, store, scheduler=scheduler, progress=False)
         assert (store / "chunk-d2-b1.nc").exists() and not (store / "chunk-d2-b0.nc").exists()
 

@@ -39,6 +39,7 @@ from scipy.stats import vonmises
 from meanfield.analysis import wasserstein1_circle
 from meanfield.attention_kind import attention_kind
 from meanfield.causal_theory import end_slope, evolve_mode, lost_in_the_middle, mode_rates, profile_weights, t_crit
+from meanfield.errors import require
 from meanfield.geometries import geometry_of
 from meanfield.model import Model
 from meanfield.plotting.style import outside_legend
@@ -48,6 +49,7 @@ from meanfield.fits import log_log_slope
 
 from ..claims import Check, at_most, between, close, equal, within_errors
 from ..harness import progress_bar, save_figure, study_main, write_dataset
+from ..registry import STUDIES
 
 #: Amplitude of the linear-regime perturbations (the nonlinear terms are eps times smaller).
 EPS = 1e-7
@@ -77,10 +79,11 @@ QUICK = {"linear_positions": (65, 129, 257), "sphere_cases": (("sa", 2.0), ("usa
 
 # ------------------------------------------------------------------------------------------ helpers
 def zonal_harmonic(geometry: str, degree: int, *points) -> np.ndarray:
-    """``cos(k theta)`` (circle) or ``P_l(sin lat)`` (S^2, ``lat`` in degrees): value 1 at the pole."""
+    """``cos(k theta)`` (circle) or ``P_l(cos theta)`` (S^2, colatitude ``theta`` and longitude in radians, the
+    package's callable convention, MATH.md §2.2): value 1 at the pole."""
     if geometry_of(geometry).fourier:
         return np.cos(degree * points[0])
-    return eval_legendre(degree, np.sin(np.radians(points[0]))) + 0.0 * points[1]
+    return eval_legendre(degree, np.cos(points[0])) + 0.0 * points[1]
 
 
 def harmonic_norm(geometry: str, degree: int) -> float:
@@ -158,11 +161,12 @@ def mean_field_density(kappa: float):
     return lambda s, theta: np.exp(kappa * (np.cos(theta - math.pi * s) - 1.0)) / (2 * math.pi * i0e(kappa))
 
 
-def mean_field_errors(sizes, seeds: int, positions: int) -> tuple[np.ndarray, xr.Dataset]:
-    """``W1`` per window between causal particles and the kinetic PDE at ``t_final`` (shape (n, seed, window))."""
+def mean_field_errors(sizes, seeds: int, positions: int, beta: float = MEAN_FIELD["beta"]) -> tuple[np.ndarray, xr.Dataset]:
+    """``W1`` per window between causal particles and the kinetic PDE at ``t_final`` (shape (n, seed, window)), both at
+    ``beta`` (default :data:`MEAN_FIELD`'s)."""
     from meanfield.solvers.runs.particle_run import simulate as simulate_particles
 
-    p = MEAN_FIELD
+    p = dict(MEAN_FIELD, beta=beta)
     pde = solve("circle", beta=p["beta"], resolution=256, mask="causal", alibi=p["alibi"], positions=positions,
                 init=mean_field_density(p["kappa"]), t_final=p["t_final"], save_every=p["t_final"], rtol=1e-10)
     s, final = pde["s"].values, pde["density"].isel(time=-1).values
@@ -255,9 +259,16 @@ def first_zero(times: np.ndarray, values: np.ndarray) -> float:
 
 
 # ------------------------------------------------------------------------------------------ the study
-def run_study(quick: bool = False, out_dir="causal-study") -> xr.Dataset:
-    """The study of the module docstring; writes ``causal.nc`` and ``causal.png``, returns the table."""
-    preset = QUICK if quick else FULL
+def run_study(quick: bool = False, out_dir="causal-study", sizes=None, seeds: int | None = None,
+              beta: float | None = None) -> xr.Dataset:
+    """The study of the module docstring; writes ``causal.nc`` and ``causal.png``, returns the table.  The mean-field
+    part's token counts ``sizes``, ``seeds`` (seeds ``0 .. seeds - 1``) and ``beta`` replace the preset's and
+    :data:`MEAN_FIELD`'s (:func:`mean_field_settings`)."""
+    preset = mean_field_settings(QUICK if quick else FULL, sizes, seeds)
+    mean_field = dict(MEAN_FIELD, beta=mean_field_beta(beta))
+    command = STUDIES["causal"].command(quick, out_dir, {
+        "n": None if sizes is None else ",".join(str(n) for n in preset["mf_sizes"]), "seeds": seeds,
+        "beta": None if beta is None else f"{beta:g}"})
     start = _time.perf_counter()
     grids = list(preset["linear_positions"])
     reduction_cases = [(g, a, lam) for g in ("circle", "sphere") for a in ("sa", "usa") for lam in (0.0, 2.5)]
@@ -273,7 +284,7 @@ def run_study(quick: bool = False, out_dir="causal-study") -> xr.Dataset:
 
         reductions = [step(reduction(*case)) for case in reduction_cases]
         linear = np.array([[step(linear_case(*case, positions)) for positions in grids] for case in linear_cases])
-        errors, pde = mean_field_errors(sizes, seeds, preset["mf_positions"])
+        errors, pde = mean_field_errors(sizes, seeds, preset["mf_positions"], mean_field["beta"])
         bar.update(1 + len(sizes) * seeds)
         profile = lost_in_the_middle_profiles(preset, step)
         tcrit = measured_t_crits(preset, step)
@@ -302,12 +313,38 @@ def run_study(quick: bool = False, out_dir="causal-study") -> xr.Dataset:
                 "window": (np.arange(MEAN_FIELD["windows"]) + 0.5) / MEAN_FIELD["windows"]},
         attrs=netcdf_safe(dict(quick=int(quick), eps=EPS, profile_width=PROFILE_WIDTH, profile_modes=PROFILE_MODES,
                                bump_widths=str(BUMP_WIDTHS), dipole_width=DIPOLE_WIDTH, package_version=package_version(),
-                               wall_time=_time.perf_counter() - start, **{f"mf_{k}": v for k, v in MEAN_FIELD.items()},
-                               command=f"meanfield validate causal{' --quick' if quick else ''} --out-dir {out_dir}")))
+                               wall_time=_time.perf_counter() - start, **{f"mf_{k}": v for k, v in mean_field.items()},
+                               command=command)))
     out = Path(out_dir)
     write_dataset(ds, out / "causal.nc")
     save_figure(plot_study(ds), out / "causal.png")
     return ds
+
+
+#: The command line's smallest ``--n`` of the mean-field part: each of its four windows in s holds 4 tokens or more.
+MEAN_FIELD_SMALLEST_N = 16
+
+
+def mean_field_settings(preset: dict, sizes=None, seeds: int | None = None) -> dict:
+    """``preset`` with the mean-field part's ``mf_sizes`` and ``mf_seeds`` replaced by ``sizes``, ``seeds`` (the
+    command line's ``--n``, ``--seeds``; a fitted rate needs two sizes)."""
+    preset = dict(preset)
+    if sizes is not None:
+        require(len(set(sizes)) >= 2 and all(int(n) == n and n >= MEAN_FIELD_SMALLEST_N for n in sizes),
+                f"--n must be two or more integers >= {MEAN_FIELD_SMALLEST_N} for this study "
+                f"(got {', '.join(f'{n:g}' for n in sizes)})")
+        preset["mf_sizes"] = tuple(sorted({int(n) for n in sizes}))
+    if seeds is not None:
+        preset["mf_seeds"] = int(seeds)
+    return preset
+
+
+def mean_field_beta(beta: float | None) -> float:
+    """The mean-field part's beta: :data:`MEAN_FIELD`'s, or the command line's ``--beta`` in its range."""
+    if beta is None:
+        return MEAN_FIELD["beta"]
+    require(math.isfinite(beta) and beta > 0, f"--beta must be > 0 for this study (got {beta:g})")
+    return float(beta)
 
 
 #: The (beta, lambda) of the lost-in-the-middle profile (circle, SA).
@@ -479,7 +516,8 @@ def format_table(ds: xr.Dataset) -> str:
         row = ds.sel(linear_case=case)
         lines.append(f"  {case:<28} " + " ".join(f"{e:9.2e}" for e in row["linear_error"].values)
                      + f" {float(row['linear_order']):9.3f}")
-    lines.append("mean field: mean W1 per position window (columns) against n; fitted exponent "
+    lines.append(f"mean field (beta = {float(ds.attrs['mf_beta']):g}): mean W1 per position window (columns) against n; "
+                 "fitted exponent "
                  f"{float(ds['mf_rate']):.3f} +- {float(ds['mf_rate_stderr']):.3f} (seeds x windows)")
     for n in ds["n"].values:
         lines.append(f"  n = {int(n):>7} " + " ".join(f"{e:9.3e}" for e in ds["mf_w1_mean"].sel(n=n).values))

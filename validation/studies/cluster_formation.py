@@ -35,7 +35,9 @@ theoretical slope ``1 / (2 lambda_{k*})`` (lambda from :func:`meanfield.theory.g
 ``prediction_intercept``: the constant ``c`` of ``t_n`` above, fitted by least squares with
 the slope held at its theoretical value.
 
-Run: ``python -m meanfield.validation.studies.cluster_formation [--quick] [--out-dir DIR]``.
+Run: ``python -m meanfield.validation.studies.cluster_formation [--quick] [--out-dir DIR]`` or ``meanfield validate
+cluster-formation [--quick] [--beta B] [--n N1,N2,...] [--seeds S]`` (``--n``: powers of two, at least two; the
+claims' standard errors are computed for the runs made).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from meanfield.errors import require
 from meanfield.model import Model
 from meanfield.plotting.style import legend_below
 from meanfield.app.storage import netcdf_safe, package_version
@@ -150,6 +153,9 @@ def run_study(quick: bool = False, out_dir="cluster-formation-study", beta: floa
     preset = QUICK if quick else FULL
     sizes = [2 ** p for p in (preset["log2_n"] if log2_n is None else log2_n)]
     seed_list = list(range(preset["seeds"] if seeds is None else seeds))
+    require(len(sizes) >= 2, f"--n must give at least two sizes for this study: the amplitude's rate in n is a "
+                             f"fitted slope (got {len(sizes)})")
+    require(float(beta) > 0, f"--beta must be > 0 for this study: at beta = 0 no mode grows (got {float(beta):g})")
     model = Model(attention=attention, beta=float(beta), nu=0.0, dim=2)
     k = dominant_mode(model)
     rate = float(growth_rates(model, [k])[0])

@@ -23,12 +23,14 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from meanfield.errors import require
 from meanfield.formation_count import PATTERNS, count_at_formation, count_distribution, linear_count
 from meanfield.model import Model
 from meanfield.solvers.runs.solve import solve
 
 from ..claims import Check, above
 from ..harness import progress_bar, save_figure, study_main, write_dataset
+from ..registry import STUDIES
 
 EPS = 1e-4
 #: The prediction's draws start at this seed, away from the runs' seeds 0 .. seeds - 1.
@@ -62,31 +64,62 @@ def chi_square_p_value(observed: np.ndarray, probabilities: np.ndarray, samples:
     return statistic, float(np.mean(simulated >= statistic - 1e-12))
 
 
-#: Each geometry's Lagrangian run: the preset key of its resolution and its span (past every first merge).
+#: Each geometry's Lagrangian run: the preset key of its resolution and its span (past every first merge of the
+#: presets' cases).  A run lasts at least :data:`SPAN_AFTER_ZERO` times its own draw's ``t_0`` (the linear solution
+#: touching zero, :func:`meanfield.formation_count.linear_count`): the presets' spans are that and more, a ``--beta``
+#: with slower growth runs longer.
 RUNS = {"circle": ("nodes", 80.0), "sphere": ("sphere_lmax", 60.0)}
+SPAN_AFTER_ZERO = 3.0
 
 
-def _run(geometry: str, beta: float, seed: int, preset: dict):
-    resolution, t_final = RUNS[geometry]
+def _run(geometry: str, beta: float, seed: int, preset: dict, t_zero: float):
+    resolution, span = RUNS[geometry]
     return solve(geometry, scheme="lagrangian", beta=beta, resolution=preset[resolution], init=f"perturbed:{EPS:g}",
-                 seed=seed, t_final=t_final, save_every=1.0)
+                 seed=seed, t_final=max(span, SPAN_AFTER_ZERO * t_zero), save_every=1.0)
 
 
-def run_study(quick: bool = False, out_dir="formation-count-study") -> xr.Dataset:
-    preset = QUICK if quick else FULL
+def study_cases(preset: dict, betas=None, geometry: str | None = None) -> tuple:
+    """The ``(geometry, beta)`` cases: the preset's, those of ``geometry`` only, and with ``betas`` each geometry left
+    at every one of ``betas`` (the command line's ``--geometry``, ``--beta``)."""
+    cases = tuple(preset["cases"])
+    if geometry is not None:
+        require(geometry in RUNS, f"--geometry must be {' or '.join(RUNS)} for this study (got {geometry})")
+        cases = tuple(case for case in cases if case[0] == geometry)
+    if betas is not None:
+        require(all(math.isfinite(beta) and beta > 0 for beta in betas),
+                f"--beta must be > 0 for this study (got {', '.join(f'{beta:g}' for beta in betas)})")
+        geometries = dict.fromkeys(case[0] for case in cases)
+        cases = tuple((name, float(beta)) for name in geometries for beta in betas)
+    return cases
+
+
+def run_study(quick: bool = False, out_dir="formation-count-study", betas=None, seeds: int | None = None,
+              geometry: str | None = None) -> xr.Dataset:
+    """The study of the module docstring; ``betas``, ``seeds``, ``geometry`` replace the preset's (:func:`study_cases`;
+    ``seeds``: the runs per case, seeds ``0 .. seeds - 1``)."""
+    preset = dict(QUICK if quick else FULL)
+    cases = study_cases(preset, betas, geometry)
+    if seeds is not None:
+        preset["seeds"] = int(seeds)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     rows = []
-    with progress_bar(len(preset["cases"]) * preset["seeds"], "formation-count") as bar:
-        for geometry, beta in preset["cases"]:
-            model = Model("sa", beta, 0.0, PATTERNS[geometry][1])
-            predicted = count_distribution(model, EPS, geometry=geometry, draws=preset["draws"],
+    with progress_bar(len(cases) * preset["seeds"], "formation-count") as bar:
+        for name, beta in cases:
+            model = Model("sa", beta, 0.0, PATTERNS[name][1])
+            predicted = count_distribution(model, EPS, geometry=name, draws=preset["draws"],
                                            first_seed=PREDICTION_SEEDS)
+            require(predicted.counts.max() <= MAX_COUNT,
+                    f"--beta {beta:g} predicts up to {predicted.counts.max()} clusters on the {name}; this study "
+                    f"counts at most {MAX_COUNT}: take a smaller --beta")
             observed, own = [], []
             for seed in range(preset["seeds"]):
-                observed.append(count_at_formation(_run(geometry, beta, seed, preset)))
-                own.append(linear_count(model, EPS, seed, geometry)[0])
+                count, t_zero = linear_count(model, EPS, seed, name)
+                require(math.isfinite(t_zero), f"--beta {beta:g}: the uniform state is linearly stable on the {name}, "
+                                               f"no clusters form")
+                observed.append(count_at_formation(_run(name, beta, seed, preset, t_zero)))
+                own.append(count)
                 bar.update()
             histogram = np.bincount(observed, minlength=MAX_COUNT + 1)[:MAX_COUNT + 1]
             probabilities = np.zeros(MAX_COUNT + 1)
@@ -95,15 +128,16 @@ def run_study(quick: bool = False, out_dir="formation-count-study") -> xr.Datase
             errors = np.zeros(MAX_COUNT + 1)
             errors[predicted.counts[inside]] = predicted.standard_errors[inside]
             statistic, p_value = chi_square_p_value(histogram, probabilities)
-            rows.append({"geometry": geometry, "beta": beta, "observed": histogram, "predicted": probabilities,
+            rows.append({"geometry": name, "beta": beta, "observed": histogram, "predicted": probabilities,
                          "predicted_stderr": errors, "chi_square": statistic, "p_value": p_value,
                          "own_seed_agreement": float(np.mean(np.array(observed) == np.array(own)))})
     table = xr.Dataset({key: (("case", "count") if np.ndim(rows[0][key]) else "case", [row[key] for row in rows])
                         for key in rows[0]}, coords={"count": np.arange(MAX_COUNT + 1)},
                        attrs={"study": "formation-count", "quick": int(quick), "eps": EPS, "seeds": preset["seeds"],
                               "draws": preset["draws"], "wall_time": time.perf_counter() - start,
-                              "command": f"meanfield validate formation-count{' --quick' if quick else ''} "
-                                         f"--out-dir {out_dir}"})
+                              "command": STUDIES["formation-count"].command(quick, out_dir, {
+                                  "beta": None if betas is None else ",".join(f"{beta:g}" for beta in betas),
+                                  "seeds": seeds, "geometry": geometry})})
     write_dataset(table, out / "formation_count.nc")
     plot_study(table, out / "formation_count.png")
     return table

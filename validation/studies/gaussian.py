@@ -262,6 +262,23 @@ def seeds_at(seeds, log2_n: int) -> int:
     return int(seeds[log2_n] if isinstance(seeds, dict) else seeds)
 
 
+#: The smallest ``n`` of the command line's ``--n`` (below it the sample covariance of a few tokens is nearly singular).
+SMALLEST_LOG2_N = 4
+
+
+def check_sizes(kinds, log2_n, seeds, largest_log2_n: dict) -> None:
+    """The command line's ``--n`` and ``--seeds`` fit the study: sizes from 2^SMALLEST_LOG2_N, two runs per size (an
+    RMS over one run has no spread, :func:`log_rms`) and two sizes for every kind under its cap ``largest_log2_n``."""
+    require(min(log2_n) >= SMALLEST_LOG2_N, f"--n must be >= {2 ** SMALLEST_LOG2_N} for this study "
+                                            f"(got {', '.join(str(2 ** p) for p in log2_n)})")
+    require(all(seeds_at(seeds, p) >= 2 for p in log2_n), "--seeds must be >= 2 for this study (the error's RMS "
+                                                          "over the seeds of a size and its spread)")
+    for kind in kinds:
+        cap = largest_log2_n.get(kind, max(log2_n))
+        require(sum(p <= cap for p in log2_n) >= 2, f"--n must hold two sizes <= {2 ** cap} for this study (the "
+                                                    f"{kind} kind runs up to n = {2 ** cap})")
+
+
 def study_tasks(kinds, dims, draws: int, log2_n, seeds, largest_log2_n: dict) -> list:
     """``(kind, dim, draw, n, seeds)`` of every task, the costliest (pair sums x heads) first."""
     tasks = [(kind, dim, draw, 2 ** p, seeds_at(seeds, p)) for kind in kinds for dim in dims
@@ -342,6 +359,7 @@ def run_study(quick: bool = False, out_dir="gaussian-study", kinds=KINDS, dims=N
     workers = (1 if quick else machine_cores()) if workers is None else int(workers)
     require(len(log2_n) >= 2 and draws >= 1 and all(seeds_at(seeds, p) >= 1 for p in log2_n),
             "need at least two sizes n, one draw and one seed per size")
+    check_sizes(kinds, log2_n, seeds, preset.get("largest_log2_n", {}))
     sizes = [2 ** p for p in log2_n]
     shape = (len(kinds), len(dims), draws, len(sizes), max(seeds_at(seeds, p) for p in log2_n))
     errors = {"exact": np.full(shape, np.nan), "sample": np.full(shape, np.nan)}
@@ -482,17 +500,33 @@ def format_table(ds: xr.Dataset) -> str:
 
 
 # --------------------------------------------------------------------------------------------- claims
+def slope_dof(log_n, seeds) -> float:
+    """Degrees of freedom of a slope's spread estimated from ``seeds[i]`` runs at ``log_n[i]`` (Welch-Satterthwaite):
+    the slope of :func:`rms_slope` weighs size ``i`` by ``a_i = S_i (x_i - x_bar)^2`` (weights ``S_i``, the variance of
+    a log RMS over ``S_i`` runs ~ 1 / S_i), each size's variance known to ``S_i - 1`` degrees of freedom:
+    ``(sum a_i)^2 / sum a_i^2 / (S_i - 1)`` (sizes with fewer than two runs carry none)."""
+    x, runs = np.asarray(log_n, dtype=float), np.asarray(seeds, dtype=float)
+    keep = runs > 1
+    x, runs = x[keep], runs[keep]
+    a = runs * (x - np.average(x, weights=runs)) ** 2
+    return float(np.sum(a) ** 2 / np.sum(a ** 2 / (runs - 1)))
+
+
 def gaussian_claims(ds) -> list[Check]:
     slope, spread = ds["slope_sample"].isel(dim=0), ds["slope_sample_spread"].isel(dim=0)
     exact, exact_spread = ds["slope_exact"].isel(dim=0), ds["slope_exact_spread"].isel(dim=0)
-    what = "bootstrap sd of the slope over the seeds"
+    what = "bootstrap sd of the slope over the seeds; Student's t: the seeds of each size estimate its spread"
+    log_n, draws = np.log(ds["n"].values.astype(float)), ds.sizes["draw"]
+    dof = {str(kind): slope_dof(log_n, ds["runs"].sel(attention=kind).isel(dim=0).values / draws)
+           for kind in ds["attention"].values}
     checks = [within_errors(f"{kind}: error against the sample-moment ODE falls like n^-1/2 (fitted slope)", -0.5,
-                            slope.sel(attention=kind), spread.sel(attention=kind), what)
+                            slope.sel(attention=kind), spread.sel(attention=kind), what, dof=dof[kind])
               for kind in ("softmax", "l2", "multihead")]
     checks.append(within_errors("sinkhorn: error against the sample-moment ODE falls like n^-1 (fitted slope)", -1.0,
-                                slope.sel(attention="sinkhorn"), spread.sel(attention="sinkhorn"), what))
+                                slope.sel(attention="sinkhorn"), spread.sel(attention="sinkhorn"), what,
+                                dof=dof["sinkhorn"]))
     checks += [within_errors(f"{kind}: error against the exact-moment ODE falls like n^-1/2 (fitted slope)", -0.5,
-                             exact.sel(attention=kind), exact_spread.sel(attention=kind), what)
+                             exact.sel(attention=kind), exact_spread.sel(attention=kind), what, dof=dof[str(kind)])
                for kind in ds["attention"].values]
     ratio = (ds["error_sample"].mean(("draw", "seed")) / ds["error_exact"].mean(("draw", "seed"))).values
     checks.append(below("The sample-moment ODE is closer than the exact-moment one (largest ratio of errors, sizes "

@@ -18,15 +18,21 @@ What the fit can be off by (``tolerance``, relative, per case and mode; MATH.md 
   ``3 delta_k(T) / T`` (:func:`feed_error`).  At ``1e-8`` it dominated slow modes (mode 6 at beta = 4:
   a relative error of 4e-5, proportional to the perturbation); at ``1e-12`` it is below the step error.
 
-Run: ``meanfield validate growth-circle [--quick]``.
+Run: ``meanfield validate growth-circle [--quick] [--beta B1,B2,...] [--seed S] [--out FILE]``: ``--beta`` replaces
+the preset's betas (each runs SA and USA without noise; the two noisy cases at the first), ``--seed`` the
+perturbation's; every tolerance above is derived for its case, so the claim holds at any ``beta > 0``.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import xarray as xr
 
+from meanfield.attention_kind import attention_kind
 from meanfield.diagnostics import fit_growth_rates
+from meanfield.errors import require
 from meanfield.model import Model
 from meanfield.theory import linear_noise_threshold, growth_rates, quadratic_feed
 from meanfield.solvers.runs.solve import solve
@@ -86,9 +92,25 @@ def fitted_rates(attention: str, beta: float, nu: float = 0.0, resolution: int =
     return fit_growth_rates(run, MODES), theory, bound / np.abs(theory)
 
 
-def cases(quick: bool):
-    """(attention, beta, nu) triples of the study; noisy cases sit at 1.5 x the linear noise threshold nu_#."""
-    betas = (4.0, 9.0) if quick else (1.0, 2.0, 4.0, 9.0, 16.0)
+#: The quick and full presets: the betas, the grid and the seed of the perturbation (``--beta``, ``--seed``).
+QUICK = {"betas": (4.0, 9.0), "resolution": 128, "seed": 1}
+FULL = {"betas": (1.0, 2.0, 4.0, 9.0, 16.0), "resolution": 256, "seed": 1}
+
+
+def check_betas(betas) -> tuple:
+    """``betas`` as floats, refused unless each is > 0 (at ``beta = 0`` every linear rate vanishes: no growth to
+    fit) and within USA's range (the study runs both attentions)."""
+    betas = tuple(float(beta) for beta in betas)
+    top = attention_kind("usa").beta_max
+    require(len(betas) >= 1 and all(math.isfinite(beta) and 0 < beta <= top for beta in betas),
+            f"--beta must be > 0 and <= {top:g} for this study (got {', '.join(f'{beta:g}' for beta in betas)})")
+    return betas
+
+
+def cases(quick: bool, betas=None):
+    """(attention, beta, nu) triples of the study at ``betas`` (default: the preset's); noisy cases sit at 1.5 x
+    the linear noise threshold nu_# of the first beta."""
+    betas = (QUICK if quick else FULL)["betas"] if betas is None else check_betas(betas)
     out = [(attention, beta, 0.0) for attention in ("sa", "usa") for beta in betas]
     for attention in ("sa", "usa"):
         beta = betas[0]
@@ -96,10 +118,14 @@ def cases(quick: bool):
     return out
 
 
-def run_study(quick: bool = False) -> xr.Dataset:
+def run_study(quick: bool = False, betas=None, seed: int | None = None) -> xr.Dataset:
     """The table: fitted and theoretical rates, their relative difference and the relative error the fit may
-    carry (``tolerance``, module docstring), per case and mode."""
-    rows = [(a, b, n, *fitted_rates(a, b, n, resolution=128 if quick else 256)) for a, b, n in cases(quick)]
+    carry (``tolerance``, module docstring), per case and mode.  ``betas`` and ``seed`` (the perturbation's)
+    replace the preset's; the tolerance is derived for each case's beta and nu, so it follows them."""
+    preset = QUICK if quick else FULL
+    seed = preset["seed"] if seed is None else int(seed)
+    rows = [(a, b, n, *fitted_rates(a, b, n, resolution=preset["resolution"], seed=seed))
+            for a, b, n in cases(quick, betas)]
     fitted = np.array([r[3] for r in rows])
     theory = np.array([r[4] for r in rows])
     return xr.Dataset(
@@ -109,7 +135,8 @@ def run_study(quick: bool = False) -> xr.Dataset:
         coords={"case": np.arange(len(rows)), "mode": MODES,
                 "attention": ("case", [r[0] for r in rows]), "beta": ("case", [r[1] for r in rows]),
                 "nu": ("case", [r[2] for r in rows])},
-        attrs={"study": "growth-circle", "eps": EPS, "e_folds": E_FOLDS, "frames": FRAMES})
+        attrs={"study": "growth-circle", "eps": EPS, "e_folds": E_FOLDS, "frames": FRAMES, "seed": seed,
+               "resolution": preset["resolution"]})
 
 
 def format_table(table: xr.Dataset) -> str:

@@ -40,9 +40,11 @@ from meanfield.long_context import (critical_gamma, gram_output_cosines, gram_to
                                     limit_cosine, midpoint_gamma, monte_carlo_layer, one_layer_cosine)
 from meanfield.plotting.style import outside_legend
 from meanfield.app.storage import netcdf_safe, package_version
+from meanfield.errors import require
 
 from ..claims import EPSILON, Check, at_most, close, equal
 from ..harness import save_figure, study_main, write_dataset
+from ..registry import STUDIES
 
 RHOS = (0.25, 0.5, 0.75)
 #: The rho of the finite-n panel, the Gram check and the Monte Carlo.
@@ -93,6 +95,16 @@ def gram_error(rho: float, n: int) -> float:
     return worst
 
 
+def mc_samples(settings: dict, n: int) -> int:
+    """Monte Carlo draws at ``n`` tokens: the preset's count at ``n``, else that of its largest size below ``n`` (its
+    smallest size's when ``n`` is below them all): the cost ``samples n^2`` grows with ``n``, as in the presets."""
+    table = settings["samples"]
+    if n in table:
+        return int(table[n])
+    below = [size for size in table if size <= n]
+    return int(table[max(below)] if below else table[min(table)])
+
+
 def _monte_carlo(settings: dict, seed: int) -> dict:
     gammas = np.asarray(settings["gamma_mc"], dtype=float)
     ns = settings["n_mc"]
@@ -104,7 +116,7 @@ def _monte_carlo(settings: dict, seed: int) -> dict:
     for i, (rho, dim) in enumerate(MC_CASES):
         for j, n in enumerate(ns):
             start = _time.perf_counter()
-            sample = monte_carlo_layer(n, dim, gammas, seed=seed, samples=settings["samples"][n], rho=rho)
+            sample = monte_carlo_layer(n, dim, gammas, seed=seed, samples=mc_samples(settings, n), rho=rho)
             out["mc_seconds"][i, j] = _time.perf_counter() - start
             out["mc_cosine"][i, j], out["mc_cosine_std"][i, j] = sample.cosine_after, sample.cosine_after_std
             out["mc_self_weight"][i, j], out["mc_cosine_before"][i, j] = sample.self_weight, sample.cosine_before[0]
@@ -113,9 +125,16 @@ def _monte_carlo(settings: dict, seed: int) -> dict:
 
 
 # ---------------------------------------------------------------------------------------- study
-def run_study(quick: bool = False, out_dir="long-context-study", seed: int = SEED) -> xr.Dataset:
-    """The study of the module docstring; writes ``long_context.nc`` and ``.png``, returns the table."""
-    settings = QUICK if quick else FULL
+def run_study(quick: bool = False, out_dir="long-context-study", seed: int = SEED, n_mc=None) -> xr.Dataset:
+    """The study of the module docstring; writes ``long_context.nc`` and ``.png``, returns the table.  ``seed``: the
+    Monte Carlo's draws; ``n_mc``: its context lengths (default the preset's; draws per length :func:`mc_samples`)."""
+    settings = dict(QUICK if quick else FULL)
+    if n_mc is not None:
+        require(len(n_mc) >= 1 and all(int(n) == n and n >= 2 for n in n_mc),
+                f"--n must be integers >= 2 for this study (got {', '.join(f'{n:g}' for n in n_mc)})")
+        settings["n_mc"] = tuple(sorted({int(n) for n in n_mc}))
+    command = STUDIES["long-context"].command(quick, out_dir, {
+        "n": None if n_mc is None else ",".join(str(n) for n in settings["n_mc"]), "seed": None if seed == SEED else seed})
     start = _time.perf_counter()
     rhos = np.array(RHOS)
     gammas = np.linspace(0.0, settings["gamma_max"], settings["gamma_points"])
@@ -152,7 +171,7 @@ def run_study(quick: bool = False, out_dir="long-context-study", seed: int = SEE
                                                               np.log(n_mc)[:, None]),
                         {"long_name": f"exact equiangular cosine at rho = {RHO}, same n"}),
          "mc_formula_gamma_half": ("n_mc", [gamma_half_formula(RHO, n) for n in n_mc]),
-         "mc_samples": ("n_mc", [settings["samples"][n] for n in settings["n_mc"]]),
+         "mc_samples": ("n_mc", [mc_samples(settings, n) for n in settings["n_mc"]]),
          "mc_seconds": (("mc_case", "n_mc"), mc["mc_seconds"])},
         coords={"rho": rhos, "gamma": gammas, "n": n_formula, "n_check": list(settings["n_check"]),
                 "mc_case": np.arange(len(MC_CASES)), "mc_rho": ("mc_case", [case[0] for case in MC_CASES]),
@@ -160,8 +179,7 @@ def run_study(quick: bool = False, out_dir="long-context-study", seed: int = SEE
         attrs=netcdf_safe(dict(rho_check=RHO, seed=seed, quick=int(quick), check_gammas=str(CHECK_GAMMAS),
                                check_seconds=check_seconds, package_version=package_version(),
                                wall_time=_time.perf_counter() - start,
-                               command=f"meanfield validate long-context{' --quick' if quick else ''} "
-                                       f"--out-dir {out_dir}")))
+                               command=command)))
     out = Path(out_dir)   # write_dataset creates the folder
     write_dataset(ds, out / "long_context.nc")
     save_figure(plot_study(ds), out / "long_context.png")

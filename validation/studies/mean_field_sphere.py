@@ -53,7 +53,10 @@ slopes' standard error (spread / sqrt(seeds)) is ~0.02 and its 1e-3 tolerance ~0
 -0.478, -0.450 (spread 0.13, 0.11, 0.10), about 13 s.
 
 Run: ``python -m meanfield.validation.studies.mean_field_sphere [--quick] [--out-dir DIR]`` or
-``meanfield validate mean-field-sphere [--quick]``.  The particle path (direct ``n^2`` sums or the
+``meanfield validate mean-field-sphere [--quick] [--beta B] [--n N1,N2,...] [--seeds S] [--init SPEC]`` (``--n``:
+powers of two, at least two of them; ``--seeds`` at least 2; ``--init`` an S^2 density of ``--init`` of
+``meanfield solve sphere``, which the PDE starts from and the tokens are drawn from: the t = 0 expectation is
+computed from it).  The particle path (direct ``n^2`` sums or the
 harmonic transform path) is whatever :func:`meanfield.solvers.runs.particle_run.simulate` picks; the Dataset
 records it (attribute ``interaction``) and the wall time of every run.
 """
@@ -96,7 +99,7 @@ QUICK = {"times": (0.0, 1.0, 2.0), "log2_n": tuple(range(7, 12)), "seeds": 32}
 def sampling_law(rho_lm: np.ndarray, resolution: int = SAMPLE_RESOLUTION) -> xr.DataArray:
     """The series ``sum rho_lm Y_lm`` at the centres of ``resolution x 2 resolution`` equal-angle cells, as
     the ``lat``/``lon`` DataArray :func:`meanfield.sampling.sample_tokens` samples cell by cell (tabulated once
-    for every run; the same cells as a function of ``(lat, lon)`` with ``resolution`` would get)."""
+    for every run; the same cells as a function ``f(theta, phi)`` with ``resolution`` would get)."""
     lat = -90.0 + 180.0 * (np.arange(resolution) + 0.5) / resolution
     lon = 360.0 * (np.arange(2 * resolution) + 0.5) / (2 * resolution)
     values = series_function(rho_lm)(*np.meshgrid(lat, lon, indexing="ij"))
@@ -128,9 +131,10 @@ def _check_times(times) -> tuple:
     return times
 
 
-def pde_coefficients(beta: float, attention: str, times, lmax: int) -> np.ndarray:
-    """``rho_lm`` of the PDE at the study times, shape ``(time, nalm)``; raises if the run stopped early."""
-    run = solve("sphere", attention=attention, beta=beta, resolution=lmax, init=INIT, seed=0,
+def pde_coefficients(beta: float, attention: str, times, lmax: int, init: str = INIT) -> np.ndarray:
+    """``rho_lm`` of the PDE from ``init`` at the study times, shape ``(time, nalm)``; raises if the run stopped
+    early."""
+    run = solve("sphere", attention=attention, beta=beta, resolution=lmax, init=init, seed=0,
                 t_final=float(max(times)), save_every=SAVE_EVERY, rtol=PDE_RTOL)
     require(run.attrs["stop_reason"] == "completed",
             f"PDE run (beta = {beta:g}) stopped early: {run.attrs['stop_reason']}")
@@ -164,10 +168,20 @@ def slopes(error: xr.DataArray) -> dict:
     return out
 
 
+def check_parameters(sizes, seeds: int) -> None:
+    """The slopes need two sizes and their standard error two seeds (the spread of one-seed slopes)."""
+    require(len(sizes) >= 2, f"--n must give at least two sizes for this study: the rate is a fitted slope "
+                             f"(got {len(sizes)})")
+    require(seeds >= 2, f"--seeds must be >= 2 for this study: the slopes' standard error is their spread over "
+                        f"seeds (got {seeds})")
+
+
 def run_study(quick: bool = False, out_dir="mean-field-sphere-study", beta: float = BETA, attention: str = "sa",
-              times=None, log2_n=None, seeds=None) -> xr.Dataset:
-    """The S^2 mean-field study (module docstring); writes ``out_dir/mean_field_sphere.{nc,png}`` unless
-    ``out_dir`` is None.
+              times=None, log2_n=None, seeds=None, init: str = INIT) -> xr.Dataset:
+    """The S^2 mean-field study (module docstring) from the S^2 density ``init`` (default ``INIT``); writes
+    ``out_dir/mean_field_sphere.{nc,png}`` unless ``out_dir`` is None.  The claims follow every parameter: the
+    t = 0 expectation is computed from the PDE's own initial coefficients and the slopes' standard error from
+    the seeds.
 
     Variables: ``error(time, n, seed)``: ``||mu^n_t - rho_t||_{H^-s}``; ``error_rms(time, n)`` over
     seeds; ``slope(time)``, ``intercept``, ``slope_spread`` (one-seed scatter), ``slope_stderr``;
@@ -178,10 +192,11 @@ def run_study(quick: bool = False, out_dir="mean-field-sphere-study", beta: floa
     times = _check_times(preset["times"] if times is None else times)
     sizes = [2 ** p for p in (preset["log2_n"] if log2_n is None else log2_n)]
     seed_list = list(range(preset["seeds"] if seeds is None else seeds))
+    check_parameters(sizes, len(seed_list))
     lmax = int(geometry_default("sphere", "resolution"))
     start = _time.perf_counter()
     pde_times = (0.0,) + tuple(t for t in times if t != 0.0)    # the initial law is always needed
-    pde_lm = pde_coefficients(float(beta), attention, pde_times, lmax)
+    pde_lm = pde_coefficients(float(beta), attention, pde_times, lmax, init)
     pde_seconds = _time.perf_counter() - start
     initial, rho_lm = pde_lm[0], pde_lm[[pde_times.index(t) for t in times]]
     law = sampling_law(initial)
@@ -204,7 +219,7 @@ def run_study(quick: bool = False, out_dir="mean-field-sphere-study", beta: floa
     for name, values in slopes(ds["error"]).items():
         ds[name] = ("time", values)
     ds.attrs = netcdf_safe({
-        "study": "mean-field-sphere", "attention": attention, "beta": float(beta), "init": INIT, "lmax": lmax,
+        "study": "mean-field-sphere", "attention": attention, "beta": float(beta), "init": init, "lmax": lmax,
         "norm": f"H^-s, s = {SOBOLEV_S:g}: sum_(l=1..lmax) (1 + l(l+1))^-s sum_m |mu_lm - rho_lm|^2",
         "sobolev_s": SOBOLEV_S, "sample_resolution": SAMPLE_RESOLUTION, "pde_rtol": PDE_RTOL,
         "particle_rtol": PARTICLE_RTOL, "save_every": SAVE_EVERY, "seeds": len(seed_list), "quick": quick,

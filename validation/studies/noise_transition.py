@@ -24,7 +24,10 @@ Output: ``noise_transition.nc`` (``order(beta, ratio, start)``, ``stationary``, 
 ``final_time``) and ``noise_transition.png`` (the bifurcation diagram with ``nu_#`` marked).
 
 Run: ``python -m meanfield.validation.studies.noise_transition [--quick] [--out-dir DIR]`` or
-``meanfield validate noise-transition``.
+``meanfield validate noise-transition [--beta B1,B2,...] [--seed S]``.  The claims (one branch, no hysteresis) need
+mode 1 alone unstable at 0.7 nu_#: ``max_{k >= 2} lambda_k(0) / k^2 < 0.7 nu_#``, which holds for SA up to
+beta = 4.64 (:func:`mode_one_limit`); above, mode 2 grows too and a perturbed start may settle on two clusters, so
+``--beta`` is refused there (:func:`check_betas`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
+from meanfield.attention_kind import attention_kind
+from meanfield.errors import require
 from meanfield.model import Model
 from meanfield.plotting.style import outside_legend
 from meanfield.app.storage import netcdf_safe, package_version
@@ -48,6 +53,7 @@ from meanfield.solvers.steppers.steppers import make_stepper
 
 from ..claims import Check, at_least, at_most
 from ..harness import progress_bar, save_figure, study_main, write_dataset
+from ..registry import STUDIES
 
 CLUSTER_KAPPA = 5.0
 STARTS = {"perturbed": "perturbed:1e-3", "clustered": f"vonmises:{CLUSTER_KAPPA:g}@0"}
@@ -97,9 +103,45 @@ def fixed_point(model: Model, guess: np.ndarray) -> np.ndarray | None:
     return circle_stationary_near(model, guess)[1]
 
 
-def run_study(quick: bool = False, out_dir="noise-transition-study", seed: int = 0) -> xr.Dataset:
-    """The sweep of the module docstring; writes the table and the figure, returns the table."""
-    settings = QUICK if quick else FULL
+def claim_ratios(ratios) -> tuple[float, float]:
+    """The ratios ``nu / nu_#`` the claims read: ``(above, below)``, 1.2 and 0.7 where swept, else the extremes."""
+    ratios = np.asarray(ratios, dtype=float)
+    return float(1.2 if 1.2 in ratios else ratios.max()), float(0.7 if 0.7 in ratios else ratios.min())
+
+
+def mode_one_limit(attention: str, below: float) -> float:
+    """The largest beta at which mode 1 alone is unstable at ``nu = below x nu_#``: ``max_{k >= 2} lambda_k(0) / k^2
+    = below x nu_#`` (MATH.md §2.3), found by bisection (the left side grows with beta)."""
+    from scipy.optimize import brentq
+
+    def excess(beta: float) -> float:
+        model = Model(attention, beta, 0.0, 2)
+        modes = np.arange(2, 65)
+        return float(np.max(growth_rates(model, modes) / modes ** 2)) / linear_noise_threshold(model) - below
+
+    top = attention_kind(attention).beta_max if math.isfinite(attention_kind(attention).beta_max) else 700.0
+    return brentq(excess, 1e-3, top, xtol=1e-6) if excess(top) > 0 else top
+
+
+def check_betas(betas, attention: str, ratios) -> tuple:
+    """``betas`` as floats, refused outside the claims' range: ``beta > 0`` (a transition to cross) and mode 1 the
+    only unstable mode at the ratio below ``nu_#`` the claims read (else a perturbed start may settle on a
+    multi-cluster state, and one branch without hysteresis is not what the theory predicts)."""
+    betas = tuple(float(beta) for beta in betas)
+    limit = mode_one_limit(attention, claim_ratios(ratios)[1])
+    require(len(betas) >= 1 and all(0 < beta <= limit for beta in betas),
+            f"--beta must be in (0, {limit:.4g}] for this study: above {limit:.4g} mode 2 also grows at "
+            f"nu = {claim_ratios(ratios)[1]:g} nu_# ({attention.upper()}), so a perturbed start may settle on a "
+            f"two-cluster state (got {', '.join(f'{beta:g}' for beta in betas)})")
+    return betas
+
+
+def run_study(quick: bool = False, out_dir="noise-transition-study", seed: int = 0, betas=None) -> xr.Dataset:
+    """The sweep of the module docstring; writes the table and the figure, returns the table.  ``betas`` replace
+    the preset's (:func:`check_betas`: within the range the claims hold in); ``seed`` draws the perturbed start."""
+    settings = dict(QUICK if quick else FULL)
+    if betas is not None:
+        settings["betas"] = check_betas(betas, settings["attention"], settings["ratios"])
     betas, ratios, starts = settings["betas"], settings["ratios"], list(STARTS)
     shape = (len(betas), len(ratios), len(starts))
     order, stationary, final_time, gap = np.zeros(shape), np.zeros(shape, dtype=np.int8), np.zeros(shape), np.full(shape, np.nan)
@@ -130,8 +172,10 @@ def run_study(quick: bool = False, out_dir="noise-transition-study", seed: int =
                     attrs=netcdf_safe(dict(settings, seed=seed, quick=int(quick), package_version=package_version(),
                                            wall_time=_time.perf_counter() - start_time,
                                            starts=str(STARTS), stationary_tol=STATIONARY_TOL,
-                                           command=f"meanfield validate noise-transition{' --quick' if quick else ''} "
-                                                   f"--out-dir {out_dir}")))
+                                           command=STUDIES["noise-transition"].command(quick, out_dir, {
+                                               "beta": None if betas is None
+                                               else ",".join(f"{beta:g}" for beta in settings["betas"]),
+                                               "seed": seed or None}))))
     write_dataset(ds, out / "noise_transition.nc")
     save_figure(plot_study(ds), out / "noise_transition.png")
     return ds
@@ -182,8 +226,7 @@ def format_table(ds: xr.Dataset) -> str:
 
 # --------------------------------------------------------------------------------------------- claims
 def noise_claims(ds) -> list[Check]:
-    ratios = ds["ratio"].values
-    above_ratio, below_ratio = (1.2 if 1.2 in ratios else ratios.max()), (0.7 if 0.7 in ratios else ratios.min())
+    above_ratio, below_ratio = claim_ratios(ds["ratio"].values)
     clustered = ds.order.sel(ratio=below_ratio)
     rule = (f"theory: a run stops once r moves by less than STATIONARY_TOL = {STATIONARY_TOL:g} (relative, "
             f"or absolute below UNIFORM_LEVEL = {UNIFORM_LEVEL:g}) over a chunk of 20 relaxation times")

@@ -39,6 +39,7 @@ import numpy as np
 import xarray as xr
 from scipy.spatial.distance import pdist
 
+from meanfield.errors import require
 from meanfield.model import Model
 from meanfield.normalization import SCHEMES, Normalization
 from meanfield.normalization_theory import (attention_time, equiangular_solution, late_time_decay,
@@ -46,11 +47,13 @@ from meanfield.normalization_theory import (attention_time, equiangular_solution
 from meanfield.plotting.style import legend_below
 from meanfield.theory import growth_rates
 from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.runloop import log_save_times
 from meanfield.solvers.runs.solve import solve
 
 from ..claims import Check, at_most, close, fraction
 from .growth_rates import feed_error, frame_error, initial_amplitudes
 from ..harness import progress_bar, save_figure, study_main, write_dataset
+from ..registry import STUDIES
 
 #: The power laws need ``n`` large enough to leave the slow start (Pre-LN: ``r`` grows from ``t = 0`` while
 #: ``rho`` is still small) before ``t_power / 10``: the ODE's own fit on ``[300, 3000]`` is 2.07 / 2.03 / 2.02
@@ -59,6 +62,9 @@ FULL = {"n": 256, "beta": 5.0, "r0": 1.0, "alpha": 1.0, "mix_switch": 1.0, "t_po
         "iid_dim": 64, "iid_n": 256, "pde_beta": 9.0, "pde_resolution": 256}
 QUICK = {"n": 64, "beta": 5.0, "r0": 1.0, "alpha": 1.0, "mix_switch": 1.0, "t_power": 3000.0,
          "iid_dim": 32, "iid_n": 64, "pde_beta": 4.0, "pde_resolution": 64}
+#: Frames per decade of the orthonormal runs, and how far the equiangular ODE's own fit may be from the late-time
+#: law for a ``--beta`` / ``--n`` (:func:`check_window`; the presets' are within 3.5 %: 2.07 at n = 64).
+SAVE_LOG, PRE_ASYMPTOTIC = 20, 0.1
 #: ``1 - rho`` window of the exponential and stretched-exponential fits (above it: not yet late;
 #: below it: the directions' rounding dominates).
 WINDOW = (1e-11, 1e-4)
@@ -84,6 +90,28 @@ def _horizon(law, solution_times, ode_gap) -> float:
     return float(solution_times[below[0]]) if below.size else float(solution_times[-1])
 
 
+def check_window(preset: dict) -> None:
+    """Refuse a ``beta`` and ``n`` whose late-time laws the orthonormal case cannot fit: the equiangular ODE at the
+    particle runs' frames (:func:`orthonormal_case`) must have three frames in the fit window and its own fit there
+    within :data:`PRE_ASYMPTOTIC` of the law, or the claims' tolerance (the ODE's pre-asymptotic correction) would
+    say nothing.  Self weights ``e^beta`` large against ``n - 1`` keep the tokens apart past ``t_power``."""
+    probe = np.geomspace(1e-2, preset["t_power"], 400)
+    for name in SCHEMES:
+        scheme = _scheme(name, preset)
+        law = late_time_decay(scheme, preset["beta"])
+        ode = equiangular_solution(scheme, preset["n"], preset["beta"], probe).one_minus_rho
+        t_final = preset["t_power"] if law.kind == "power" else _horizon(law, probe, ode)
+        times = np.concatenate(([0.0], log_save_times(t_final, SAVE_LOG)))
+        gap = equiangular_solution(scheme, preset["n"], preset["beta"], times).one_minus_rho
+        window = times >= t_final / 10 if law.kind == "power" else (gap >= WINDOW[0]) & (gap <= WINDOW[1])
+        fitted = law.fit(times[window], gap[window]) if np.count_nonzero(window) >= 3 else math.nan
+        require(abs(fitted / law.rate - 1) <= PRE_ASYMPTOTIC,
+                f"--beta {preset['beta']:g} with --n {preset['n']}: under {name} the equiangular ODE from the "
+                f"orthonormal start, fitted as the particles would be, gives {fitted:.3g} against its late-time law's "
+                f"{law.rate:g} ({law.formula}): the law is out of reach by t = {preset['t_power']:g}; take a smaller "
+                f"--beta or a larger --n")
+
+
 def orthonormal_case(name: str, preset: dict) -> dict:
     """Particles from the orthonormal start under one scheme, against the equiangular ODE."""
     scheme, n, beta = _scheme(name, preset), preset["n"], preset["beta"]
@@ -91,7 +119,7 @@ def orthonormal_case(name: str, preset: dict) -> dict:
     probe = np.geomspace(1e-2, preset["t_power"], 400)
     ode = equiangular_solution(scheme, n, beta, probe)
     t_final = preset["t_power"] if law.kind == "power" else _horizon(law, probe, ode.one_minus_rho)
-    run = simulate(dim=n, n=n, beta=beta, init="orthogonal", seed=0, t_final=t_final, save_log=20, rtol=1e-11,
+    run = simulate(dim=n, n=n, beta=beta, init="orthogonal", seed=0, t_final=t_final, save_log=SAVE_LOG, rtol=1e-11,
                    collapse_tol=0.0, **scheme.options())
     times = run["time"].values
     gap = one_minus_rho(run["positions"].values)
@@ -168,9 +196,19 @@ def pde_growth(name: str, preset: dict) -> dict:
             "times": times, "dominant": dominant, "observed": observed, "predicted": predicted}
 
 
-def run_study(quick: bool = False, out_dir="normalization-study") -> xr.Dataset:
-    """All three parts (module docstring); writes ``normalization.nc`` and ``normalization.png``."""
-    preset = QUICK if quick else FULL
+def run_study(quick: bool = False, out_dir="normalization-study", beta: float | None = None,
+              n: int | None = None) -> xr.Dataset:
+    """All three parts (module docstring); writes ``normalization.nc`` and ``normalization.png``.  ``beta`` replaces
+    the preset's ``beta`` (parts 1, 2) and ``pde_beta`` (part 3); ``n`` the orthonormal start's ``n = d``."""
+    preset = dict(QUICK if quick else FULL)
+    if beta is not None:
+        require(math.isfinite(beta) and beta > 0, f"--beta must be > 0 for this study (got {beta:g})")
+        preset["beta"] = preset["pde_beta"] = float(beta)
+    if n is not None:
+        require(int(n) == n and n >= 2, f"--n must be an integer >= 2 for this study (got {n:g})")
+        preset["n"] = int(n)
+    if beta is not None or n is not None:
+        check_window(preset)
     start = time.perf_counter()
     with progress_bar(len(SCHEMES) + 1 + len(PDE_SCHEMES), "normalization") as bar:
         cases = []
@@ -183,13 +221,15 @@ def run_study(quick: bool = False, out_dir="normalization-study") -> xr.Dataset:
         for name in PDE_SCHEMES:
             pde.append(pde_growth(name, preset))
             bar.update()
-    table = _table(cases, speeds, predicted, pde, preset, quick, out_dir, time.perf_counter() - start)
+    given = {"beta": None if beta is None else f"{beta:g}", "n": None if n is None else str(int(n))}
+    table = _table(cases, speeds, predicted, pde, preset, quick, STUDIES["normalization"].command(quick, out_dir, given),
+                   time.perf_counter() - start)
     write_dataset(table, Path(out_dir) / "normalization.nc")
     plot_study(cases, speeds, pde, Path(out_dir) / "normalization.png")
     return table
 
 
-def _table(cases, speeds, predicted, pde, preset, quick, out_dir, wall) -> xr.Dataset:
+def _table(cases, speeds, predicted, pde, preset, quick: bool, command: str, wall) -> xr.Dataset:
     scalar = ("law", "law_kind", "theory_rate", "particle_rate", "ode_rate", "window_start", "window_end",
               "max_rho_error", "stop_reason")
     data = {key: ("scheme", [case[key] for case in cases]) for key in scalar}
@@ -202,8 +242,7 @@ def _table(cases, speeds, predicted, pde, preset, quick, out_dir, wall) -> xr.Da
     data["pde_tolerance"] = (("pde_scheme", "pde_mode"), [row["tolerance"] for row in pde])
     return xr.Dataset(data, coords={"scheme": list(SCHEMES), "pde_scheme": list(PDE_SCHEMES), "pde_mode": modes},
                       attrs={"study": "normalization", "quick": int(quick), "wall_time": wall,
-                             "command": f"meanfield validate normalization{' --quick' if quick else ''} "
-                                        f"--out-dir {out_dir}",
+                             "command": command,
                              **{f"preset_{key}": value for key, value in preset.items()}})
 
 

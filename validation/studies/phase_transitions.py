@@ -38,6 +38,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from meanfield.errors import require
 from meanfield.model import Model
 from meanfield.onset_theory import onset_coefficient
 from meanfield.plotting.style import outside_legend
@@ -51,6 +52,7 @@ from meanfield.fits import log_log_slope
 
 from ..claims import Check, at_least, at_most, between, close, equal, fraction
 from ..harness import progress_bar, save_figure, study_main, write_dataset
+from ..registry import STUDIES
 
 #: The independent curvature values of MATH.md §9 (circle, USA).
 INDEPENDENT_C = {2.0: -4.66, 3.0: 6.20}
@@ -60,6 +62,15 @@ FULL = {"diagrams": tuple((a, b, d) for d in (2, 3, 4, 5) for a in ("sa", "usa")
         "sa_betas": (1.0, 2.0, 4.0, 6.0, 8.0, 12.0), "sa_dims": (2, 3, 4, 5), "resolutions": (32, 64)}
 QUICK = {"diagrams": (("sa", 4.0, 2), ("usa", 2.0, 2), ("usa", 4.0, 2), ("usa", 4.0, 3), ("usa", 4.0, 5)),
          "sa_betas": (1.0, 4.0, 12.0), "sa_dims": (2, 3, 5), "resolutions": (32, 48)}
+#: The largest ``--beta`` of the diagrams: USA's branches at beta = 6 reach their fold on S^{d-1}, d = 2 .. 5 (measured),
+#: at beta = 7 the one of d = 5 leaves its range of nu before it (its nu_sn and nu_c unknown, the claims on them fail).
+LARGEST_DIAGRAM_BETA = 6.0
+#: The particles' seed, and the range of their count (the command line's ``--n``): from the count whose uniform state's
+#: order parameter (Rayleigh, ``P(r > c) = exp(-n c^2)``) stays below ``CLUSTERED`` = 1/4 over every frame
+#: (``exp(-300 / 16) ~ 7e-9`` a frame, ``3e-6`` over a half loop's 401), up to the count whose fluctuations ``n^-1/2``
+#: are no smaller than the PDE's start ``1e-3`` (the claim that they leave the uniform state no later than the PDE).
+PARTICLE_SEED = 1
+PARTICLE_COUNTS = (300, 1_000_000)
 #: Points per diagram in the Dataset (the branches are padded with NaN to this length).
 MAX_POINTS = 160
 #: USA cases (beta, dim) whose folds are located; the issue's independent continuation for some of them.
@@ -169,9 +180,27 @@ def loop_nu_sharp() -> float:
     return linear_noise_threshold(Model("usa", LOOP["beta"], 0.0, 2))
 
 
-def run_study(quick: bool = False, out_dir="phase-transitions-study") -> xr.Dataset:
-    """The study of the module docstring; writes ``phase_transitions.nc`` and ``.png``, returns the table."""
-    preset = QUICK if quick else FULL
+def diagram_cases(preset: dict, betas=None) -> tuple:
+    """The diagrams ``(attention, beta, dim)``: the preset's, or with ``betas`` (the command line's ``--beta``) each
+    ``(attention, dim)`` of the preset at every one of ``betas``."""
+    if betas is None:
+        return tuple(preset["diagrams"])
+    require(len(betas) >= 1 and all(math.isfinite(beta) and 0 < beta <= LARGEST_DIAGRAM_BETA for beta in betas),
+            f"--beta must be in (0, {LARGEST_DIAGRAM_BETA:g}] for this study "
+            f"(got {', '.join(f'{beta:g}' for beta in betas)})")
+    kinds = dict.fromkeys((attention, dim) for attention, _, dim in preset["diagrams"])
+    return tuple((attention, float(beta), dim) for attention, dim in kinds for beta in betas)
+
+
+def run_study(quick: bool = False, out_dir="phase-transitions-study", betas=None, n: int | None = None,
+              seed: int = PARTICLE_SEED) -> xr.Dataset:
+    """The study of the module docstring; writes ``phase_transitions.nc`` and ``.png``, returns the table.  ``betas``:
+    the diagrams' (:func:`diagram_cases`); ``n`` and ``seed``: the hysteresis loop's particles (:func:`hysteresis`)."""
+    preset = dict(QUICK if quick else FULL, diagrams=diagram_cases(QUICK if quick else FULL, betas))
+    n = None if n is None else particle_count(n)
+    command = STUDIES["phase-transitions"].command(quick, out_dir, {
+        "beta": None if betas is None else ",".join(f"{beta:g}" for beta in betas),
+        "n": None if n is None else str(n), "seed": None if seed == PARTICLE_SEED else seed})
     start = _time.perf_counter()
     sa_cases = [(b, d) for d in preset["sa_dims"] for b in preset["sa_betas"]]
     total = len(preset["diagrams"]) + len(TRICRITICAL_DIMS) + len(sa_cases) + 7
@@ -190,7 +219,7 @@ def run_study(quick: bool = False, out_dir="phase-transitions-study") -> xr.Data
         onsets = step(mode_onsets())
         checked = step(time_evolution_checks(quick))
         loops = hysteresis(quick, loop_nu_sharp(), float(resolution["resolution_nu_c"][1][-1]),
-                           float(resolution["resolution_nu_sn"][1][-1]))
+                           float(resolution["resolution_nu_sn"][1][-1]), n, seed)
         bar.update(3)
     ds = xr.Dataset(
         {**branches, **resolution, **loops, **folds, **onsets, **checked,
@@ -206,9 +235,7 @@ def run_study(quick: bool = False, out_dir="phase-transitions-study") -> xr.Data
         coords={"tricritical_dim": list(TRICRITICAL_DIMS), "independent_beta": list(INDEPENDENT_C),
                 "sa_case": np.arange(len(sa_cases))},
         attrs=netcdf_safe(dict(quick=int(quick), package_version=package_version(),
-                               wall_time=_time.perf_counter() - start,
-                               command=f"meanfield validate phase-transitions{' --quick' if quick else ''} "
-                                       f"--out-dir {out_dir}")))
+                               wall_time=_time.perf_counter() - start, command=command)))
     out = Path(out_dir)
     write_dataset(ds, out / "phase_transitions.nc")
     save_figure(plot_study(ds), out / "phase_transitions.png")
@@ -270,17 +297,27 @@ def _pde_half(spec: str, t_final: float, init) -> tuple[np.ndarray, np.ndarray]:
     return run["nu"].values, 2 * math.pi * run["mode_amplitude"].sel(mode=1).values
 
 
-def _particle_half(spec: str, t_final: float, init, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _particle_half(spec: str, t_final: float, init, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     from meanfield.solvers.runs.particle_run import simulate as simulate_particles
-    tokens = simulate_particles(dim=2, n=n, attention="usa", beta=LOOP["beta"], init=init, seed=1, resolution=256,
+    tokens = simulate_particles(dim=2, n=n, attention="usa", beta=LOOP["beta"], init=init, seed=seed, resolution=256,
                                 nu_schedule=spec, t_final=t_final, save_every=t_final / LOOP_FRAMES)
     return tokens["nu"].values, np.abs(np.mean(np.exp(1j * tokens["theta"].values), axis=1))
 
 
-def hysteresis(quick: bool, nu_sharp: float, nu_c: float, nu_sn: float) -> dict:
-    """Both halves of the loop at every rate (PDE) and at one rate (particles): the order parameter against the
-    noise and the jump points (module docstring)."""
-    preset = LOOP_PRESETS[quick]
+def particle_count(n) -> int:
+    """The loop's particle count ``n`` (the command line's ``--n``) checked against :data:`PARTICLE_COUNTS`."""
+    low, high = PARTICLE_COUNTS
+    require(int(n) == n and low <= n <= high, f"--n must be an integer in [{low}, {high}] for this study (got {n:g})")
+    return int(n)
+
+
+def hysteresis(quick: bool, nu_sharp: float, nu_c: float, nu_sn: float, n: int | None = None,
+               seed: int = PARTICLE_SEED) -> dict:
+    """Both halves of the loop at every rate (PDE) and at one rate (particles: ``n`` tokens, default the preset's, drawn
+    with ``seed``): the order parameter against the noise and the jump points (module docstring)."""
+    preset = dict(LOOP_PRESETS[quick])
+    if n is not None:
+        preset["n"] = particle_count(n)
     eps = float(LOOP["init"].split(":")[1])
     up_start = clustered_start(nu_c)
     halves = {}
@@ -293,7 +330,8 @@ def hysteresis(quick: bool, nu_sharp: float, nu_c: float, nu_sn: float) -> dict:
 
     for rate in preset["rates"]:
         halves[rate] = both(rate, _pde_half)
-    particles = both(preset["particle_rate"], lambda spec, end, init: _particle_half(spec, end, init, preset["n"]))
+    particles = both(preset["particle_rate"],
+                     lambda spec, end, init: _particle_half(spec, end, init, preset["n"], seed))
     frames = LOOP_FRAMES + 1
     pad = lambda values: _padded(values, frames)
     return {"loop_down_nu": (("rate", "frame"), np.array([pad(h[0][0]) for h in halves.values()])),
@@ -315,6 +353,7 @@ def hysteresis(quick: bool, nu_sharp: float, nu_c: float, nu_sn: float) -> dict:
             "particle_jump_down": ((), first_crossing(*particles[0], upwards=True)),
             "particle_jump_up": ((), first_crossing(*particles[1], upwards=False)),
             "particle_rate": ((), preset["particle_rate"]), "particle_n": ((), preset["n"]),
+            "particle_seed": ((), seed),
             "loop_nu_sharp": ((), nu_sharp), "loop_nu_c": ((), nu_c), "loop_nu_sn": ((), nu_sn)}
 
 

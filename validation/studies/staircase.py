@@ -22,6 +22,11 @@ the same beta from i.i.d. tokens, and S^2 at one beta with Lagrangian nodes) one
   clusters, which the law ignores, scatter the points about it;
 * the energy of every frame after ``t_ref`` against the energy of the K-point ODE's points.
 
+Parameters (``meanfield validate staircase --beta B1,B2,... --n N --seed S --geometry G``): the betas of every
+geometry's runs (at least two on the circle, where the first merges' law is fitted across beta), the particles'
+count (at least 500: a cluster is >= 1 % of the tokens, and fewer than five i.i.d. tokens may clump by chance) and one
+geometry (S^2 alone: the Lagrangian claims read the S^2 runs).
+
 Output (``out_dir``): ``staircase.nc`` (one row per case), ``staircase.png`` (cluster angles
 against log t, each cluster a line whose width shows its mass; energy staircases with the predicted
 plateaus dashed; first merges against beta).
@@ -36,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from meanfield.errors import require
 from meanfield.cluster_dynamics import MERGE_DISTANCE, cluster_history, merge_time_estimate, plateau_estimate
 from meanfield.model import Model
 from meanfield.plotting.style import legend_below
@@ -48,6 +54,7 @@ from meanfield.fits import fit_line, log_log_slope
 
 from ..claims import Check, at_most, below, equal, fraction, within_errors
 from ..harness import progress_bar, save_figure, study_main, write_dataset
+from ..registry import STUDIES
 
 FULL = {"betas": (4.0, 6.0, 9.0, 12.0), "nodes": 512, "tokens": 2048, "sphere_beta": 9.0, "sphere_lmax": 31,
         "t_final": 1e12, "eps": 1e-4}
@@ -61,8 +68,7 @@ POINT_TOL = 1e-8
 SPHERE_CASE = "sphere"
 
 
-def _cases(preset: dict, seed: int) -> list[tuple[str, float, callable]]:
-    common = dict(seed=seed, t_final=preset["t_final"], save_log=20)
+def _circle_cases(preset: dict, common: dict) -> list[tuple[str, float, callable]]:
     cases = []
     for beta in preset["betas"]:
         cases.append(("lagrangian", beta, lambda beta=beta: solve(
@@ -70,10 +76,49 @@ def _cases(preset: dict, seed: int) -> list[tuple[str, float, callable]]:
             init=f"perturbed:{preset['eps']:g}", **common)))
         cases.append(("particles", beta, lambda beta=beta: simulate(
             dim=2, n=preset["tokens"], beta=beta, init="uniform", **common)))
-    cases.append((SPHERE_CASE, preset["sphere_beta"], lambda: solve(
-        "sphere", scheme="lagrangian", beta=preset["sphere_beta"], resolution=preset["sphere_lmax"],
-        init=f"perturbed:{preset['eps']:g}", **common)))
     return cases
+
+
+def _sphere_cases(preset: dict, common: dict) -> list[tuple[str, float, callable]]:
+    return [(SPHERE_CASE, beta, lambda beta=beta: solve(
+        "sphere", scheme="lagrangian", beta=beta, resolution=preset["sphere_lmax"],
+        init=f"perturbed:{preset['eps']:g}", **common)) for beta in preset["sphere_betas"]]
+
+
+#: The cases of each geometry the study runs (``--geometry``: one of them; default both).
+GEOMETRY_CASES = {"circle": _circle_cases, "sphere": _sphere_cases}
+
+
+def _cases(preset: dict, seed: int) -> list[tuple[str, float, callable]]:
+    common = dict(seed=seed, t_final=preset["t_final"], save_log=20)
+    return [case for geometry in preset["geometries"] for case in GEOMETRY_CASES[geometry](preset, common)]
+
+
+def study_preset(quick: bool, betas=None, n=None, geometry=None) -> dict:
+    """The preset with the parameters given (None: the preset's), checked.  ``betas`` are those of every geometry
+    run (the circle's Lagrangian and particle cases, and the S^2 case at each); on the circle at least two, as the
+    claims fit the first merges' law across beta; ``n`` the particle count; ``geometry`` one of
+    :data:`GEOMETRY_CASES`."""
+    preset = dict(QUICK if quick else FULL, sphere_betas=((QUICK if quick else FULL)["sphere_beta"],),
+                  geometries=tuple(GEOMETRY_CASES))
+    require(geometry is None or geometry in GEOMETRY_CASES,
+            f"--geometry must be one of {', '.join(GEOMETRY_CASES)} for this study (got {geometry})")
+    if geometry is not None:
+        preset["geometries"] = (geometry,)
+    if betas is not None:
+        betas = tuple(float(beta) for beta in betas)
+        require(len(betas) >= 1 and all(beta > 0 for beta in betas),
+                f"--beta must be > 0 for this study (got {', '.join(f'{beta:g}' for beta in betas)})")
+        circle = any(GEOMETRY_CASES[name] is _circle_cases for name in preset["geometries"])
+        require(len(set(betas)) >= 2 or not circle,
+                f"--beta must give at least two values for this study on the circle: its claims fit the first "
+                f"merges' law across beta (got {', '.join(f'{beta:g}' for beta in betas)})")
+        preset.update(betas=betas, sphere_betas=betas, sphere_beta=betas)
+    if n is not None:
+        require(int(n) == n and n >= 500, f"--n must be an integer >= 500 for this study: a cluster is >= 1 % of the "
+                                          f"tokens, and fewer than 5 i.i.d. tokens may clump by chance (got {n:g})")
+        preset["tokens"] = int(n)
+    return preset
 
 
 def reference_frame(run) -> int:
@@ -154,8 +199,11 @@ def fitted_slopes(rows: list[dict], source: str) -> tuple[float, float]:
     return merged, estimate
 
 
-def run_study(quick: bool = False, out_dir="staircase-study", seed: int = 0) -> xr.Dataset:
-    preset = QUICK if quick else FULL
+def run_study(quick: bool = False, out_dir="staircase-study", seed: int = 0, betas=None, n: int | None = None,
+              geometry: str | None = None) -> xr.Dataset:
+    """Every case (module docstring) at the preset's sizes, with the betas, particle count ``n`` and geometry
+    given (:func:`study_preset`); writes the runs, the table and the figure, returns the table."""
+    preset = study_preset(quick, betas, n, geometry)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -171,8 +219,13 @@ def run_study(quick: bool = False, out_dir="staircase-study", seed: int = 0) -> 
     table = xr.Dataset({key: ("case", [row[key] for row in rows]) for key in rows[0]},
                        attrs={"study": "staircase", "quick": int(quick), "seed": seed,
                               "wall_time": time.perf_counter() - start,
-                              "command": f"meanfield validate staircase{' --quick' if quick else ''} --out-dir {out_dir}",
-                              **{f"preset_{k}": str(v) for k, v in preset.items()}})
+                              "command": STUDIES["staircase"].command(quick, out_dir, {
+                                  "beta": None if betas is None else ",".join(f"{beta:g}" for beta in betas),
+                                  "n": n,
+                                  "seed": seed or None, "geometry": geometry}),
+                              **{f"preset_{k}": str(v) for k, v in preset.items()
+                                 if k not in ("sphere_betas", "geometries")},
+                              "geometry": ",".join(preset["geometries"])})
     for source in ("lagrangian", "particles"):
         measured, estimate = fitted_slopes(rows, source)
         table.attrs[f"slope_{source}"] = measured
@@ -296,31 +349,38 @@ def format_table(table: xr.Dataset) -> str:
 
 # --------------------------------------------------------------------------------------------- claims
 def staircase_claims(table) -> list[Check]:
-    lagrangian = table.source.values == "lagrangian"
+    """The claims on the circle's Lagrangian runs (on the S^2 ones when the study ran S^2 alone, ``--geometry``) and,
+    with circle runs, on the first merges' law across all of them."""
+    lagrangian, who = table.source.values == "lagrangian", "Lagrangian runs"
+    if not lagrangian.any():
+        lagrangian, who = table.source.values == SPHERE_CASE, "S^2 Lagrangian runs"
     rtol = float(np.max(table.rtol.values))
     beta = float(np.min(table.beta.values[lagrangian]))
     attrs = table.attrs
-    return [fraction("Lagrangian runs end in one cluster", table.final_count.values[lagrangian] == 1,
-                     source="theory: the K-point ODE from t_ref merges every pair before t_final (MATH.md §5)"),
-            equal("Lagrangian runs: as many merges as the K-point ODE (MATH.md §5)",
-                  table.merges_theory.values[lagrangian], table.merges_run.values[lagrangian],
-                  source="exact: counts of merges"),
-            below("Lagrangian merge times against the K-point ODE (largest relative error)",
-                  np.nanmax(table.merge_rel_err.values[lagrangian]), 30 * rtol,
-                  source="measured convergence: the error is the run's time-integration error, proportional to its "
-                         "rtol (8.7e-8, 8.6e-10 at rtol = 1e-8, 1e-10 for beta = 4; 9.4e-8, 1.7e-9 for beta = 9): "
-                         "30 rtol"),
-            at_most("Lagrangian plateau energy is the K-point energy (largest relative gap)",
-                    np.nanmax(table.plateau_energy_gap.values[lagrangian]),
-                    beta * MERGE_DISTANCE ** 2 / 4 + 30 * rtol,
-                    source=f"theory: the K-point ODE joins a pair at MERGE_DISTANCE = {MERGE_DISTANCE:g} rad, when "
-                           f"the run's pair is still that far apart: a relative energy deficit <= beta d^2 / 4 "
-                           f"(MATH.md §5; smallest beta, {beta:g}), plus the merge-time error 30 rtol"),
-            within_errors("First merges follow the two-cluster plateau law exp(beta (1 - cos D)) / ((m_a/m_b + "
-                          "m_b/m_a) beta sin^2 D) (slope of log merge time against log law, all circle runs)", 1.0,
-                          attrs["slope_against_merge_estimate"], attrs["slope_against_merge_estimate_stderr"],
-                          "least-squares standard error: the other clusters scatter the runs about the law",
-                          dof=int(attrs["slope_against_merge_estimate_dof"]))]
+    checks = [fraction(f"{who} end in one cluster", table.final_count.values[lagrangian] == 1,
+                       source="theory: the K-point ODE from t_ref merges every pair before t_final (MATH.md §5)"),
+              equal(f"{who}: as many merges as the K-point ODE (MATH.md §5)",
+                    table.merges_theory.values[lagrangian], table.merges_run.values[lagrangian],
+                    source="exact: counts of merges"),
+              below(f"{who.replace(' runs', '')} merge times against the K-point ODE (largest relative error)",
+                    np.nanmax(table.merge_rel_err.values[lagrangian]), 30 * rtol,
+                    source="measured convergence: the error is the run's time-integration error, proportional to its "
+                           "rtol (8.7e-8, 8.6e-10 at rtol = 1e-8, 1e-10 for beta = 4; 9.4e-8, 1.7e-9 for beta = 9): "
+                           "30 rtol"),
+              at_most(f"{who.replace(' runs', '')} plateau energy is the K-point energy (largest relative gap)",
+                      np.nanmax(table.plateau_energy_gap.values[lagrangian]),
+                      beta * MERGE_DISTANCE ** 2 / 4 + 30 * rtol,
+                      source=f"theory: the K-point ODE joins a pair at MERGE_DISTANCE = {MERGE_DISTANCE:g} rad, when "
+                             f"the run's pair is still that far apart: a relative energy deficit <= beta d^2 / 4 "
+                             f"(MATH.md §5; smallest beta, {beta:g}), plus the merge-time error 30 rtol")]
+    if np.any(table.source.values != SPHERE_CASE):
+        checks.append(within_errors(
+            "First merges follow the two-cluster plateau law exp(beta (1 - cos D)) / ((m_a/m_b + m_b/m_a) beta "
+            "sin^2 D) (slope of log merge time against log law, all circle runs)", 1.0,
+            attrs["slope_against_merge_estimate"], attrs["slope_against_merge_estimate_stderr"],
+            "least-squares standard error: the other clusters scatter the runs about the law",
+            dof=int(attrs["slope_against_merge_estimate_dof"])))
+    return checks
 
 
 def main(argv=None) -> xr.Dataset:
