@@ -584,7 +584,7 @@ def _solve_command(geometry: str, spec: dict):
     @click.option("--resolution", type=INTEGER, default=None,
                   help=f"{spec['unit']} [default: {defaults['resolution']}, or the --init run's].")
     @click.option("--init", "init", default=SOLVE_DEFAULTS["init"], show_default=True,
-                  help="Initial density: a text spec, a density file (.npy, .txt or .csv: values on the grid; .nc: "
+                  help="Initial density: a text spec, a density file (.npy, .txt or .csv: values on the grid; .nc or .zarr: "
                        "a density DataArray on the geometry's coordinates), or a run file to restart (see docs/guide.md).")
     @click.option("--seed", type=INTEGER, default=SOLVE_DEFAULTS["seed"], show_default=True,
                   help="Random seed of perturbed starts, in [0, 2^63 - 1].")
@@ -684,7 +684,7 @@ def _report_run(dataset, out):
                    "random walk has variance 2 int nu [default: none, or the --init run's].")
 @click.option("--init", "init", default=PARTICLE_DEFAULTS["init"], show_default=True,
               help="uniform | orthogonal | perturbed:EPS | vonmises:KAPPA@MU[+...] | a density file (.npy, .txt, .csv, "
-                   ".nc) to sample | run.nc")
+                   ".nc, .zarr) to sample | run.nc")
 @click.option("--seed", type=INTEGER, default=None,
               help=f"Seed of sampling, noise, matrices, in [0, 2^63 - 1] [default: {PARTICLE_DEFAULTS['seed']}, or the "
                    f"--init run's].")

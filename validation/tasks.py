@@ -60,9 +60,15 @@ def dask_client(scheduler, workers: int):
     """A ``distributed.Client``: on a new ``LocalCluster`` (``scheduler`` ``None`` or ``"processes"``:
     ``workers`` processes of one thread; ``"threads"``: ``workers`` threads in this process) or
     connected to ``scheduler`` (an address).  Closes what it opened."""
+    import gc
+
     import dask
     from distributed import Client, LocalCluster
 
+    # a Client that failed to connect earlier (an unreachable --scheduler) is garbage until the collector runs; run it
+    # now, not inside the next Client's start: its __del__ closes its loop runner, which waits for the lock that start
+    # holds (a deadlock seen in the suite: Client.__init__ -> gc -> Client.__del__ -> LoopRunner.stop)
+    gc.collect()
     with contextlib.ExitStack() as stack:
         if scheduler in (None, "processes", "threads"):
             stack.enter_context(dask.config.set({"distributed.nanny.pre-spawn-environ": _worker_environ()}))
@@ -97,6 +103,9 @@ def _connect(address: str):
         problem = "what answers there is not a Dask scheduler (its reply is not Dask's protocol)"
     except (ValueError, TypeError) as exc:
         problem = f"not an address Dask can connect to from here ({type(exc).__name__}: {exc})"
+    import gc
+
+    gc.collect()       # the failed Client is garbage now: collected here, not inside another Client's start
     raise InputError(f"--scheduler {address}: {' '.join(problem.split())}; --scheduler takes {SCHEDULER_CHOICES}")
 
 

@@ -20,7 +20,7 @@ from .spec import init_label
 
 #: What ``init`` may be (named by the refusal of anything else).
 KINDS = ("a text spec, a numpy array, an xarray DataArray or Dataset, a function, a .nc run file, or a density file "
-         "(.npy, .txt, .csv, .nc)")
+         "(.npy, .txt, .csv, .nc, .zarr)")
 
 
 def _is_path(init) -> bool:

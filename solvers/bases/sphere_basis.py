@@ -23,7 +23,7 @@ def _dealiased_grid(lmax: int) -> tuple[int, int]:
     """``(nlat, nlon)`` for unaliased quadratic products of degree-``lmax`` fields."""
     nlat = -(-3 * (lmax + 1) // 2)
     nlon = int(ducc0.fft.good_size(3 * lmax + 1, True))
-    if nlon % 2:  # even nlon keeps the grid symmetric under phi -> phi + pi
+    while nlon % 2:  # even nlon keeps the grid symmetric under phi -> phi + pi (good_size(26) is 27)
         nlon = int(ducc0.fft.good_size(nlon + 1, True))
     return nlat, nlon
 

@@ -2,6 +2,8 @@
 ``density`` DataArray on the geometry's coordinates, not a run file) and given as ``--init`` runs bit for bit as the
 same array or DataArray given to the API, on every geometry, for the PDE and for particles; bad files are one line."""
 
+import warnings
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -42,13 +44,33 @@ def test_an_array_file_runs_as_the_array(tmp_path, geometry, suffix):
     assert read.attrs["init"] == path and f"--init {path}" in read.attrs["command"]
 
 
+def _write(density: xr.DataArray, path) -> None:
+    """netCDF, or Zarr as xarray writes it by default (consolidated metadata, which zarr 3 warns about) or plain."""
+    if path.suffix == ".nc":
+        density.to_netcdf(path)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        density.to_zarr(path, consolidated="plain" not in path.stem)
+
+
+@pytest.mark.parametrize("name", ["rho.nc", "rho.zarr", "rho-plain.zarr"])
 @pytest.mark.parametrize("geometry", ["circle", "sphere", "zonal"])
-def test_a_netcdf_density_runs_as_the_dataarray(tmp_path, geometry):
+def test_a_netcdf_or_zarr_density_runs_as_the_dataarray(tmp_path, geometry, name):
     density = _density(geometry)
-    density.to_netcdf(tmp_path / "rho.nc")
+    path = tmp_path / name
+    _write(density, path)
     given = meanfield.solve(geometry, beta=3.0, init=density, **SETTINGS[geometry])
-    read = meanfield.solve(geometry, beta=3.0, init=str(tmp_path / "rho.nc"), **SETTINGS[geometry])
+    read = meanfield.solve(geometry, beta=3.0, init=str(path), **SETTINGS[geometry])
     assert np.array_equal(read["density"].values, given["density"].values)
+
+
+def test_a_zarr_store_without_a_density_is_one_line(tmp_path):
+    _write(xr.DataArray(np.ones(64), dims="theta", name="rho"), tmp_path / "other.zarr")
+    (tmp_path / "plain.zarr").write_text("not a store")
+    for name, words in (("other.zarr", "holds no density variable"), ("plain.zarr", "a Zarr store is a folder")):
+        with pytest.raises(InputError, match=words):
+            meanfield.solve("circle", beta=3.0, resolution=64, init=str(tmp_path / name), t_final=0.1)
 
 
 def test_particles_sample_a_density_file_as_the_array(tmp_path):

@@ -37,6 +37,10 @@ def test_grid_is_dealiased_and_quadrature_exact():
     for lmax in (7, 16, 63, 127):
         basis = SphereBasis(lmax)
         assert basis.nlat >= math.ceil(3 * (lmax + 1) / 2) and basis.nlon >= 3 * lmax + 1
+    from meanfield.solvers.bases.sphere_basis import _dealiased_grid
+
+    # an even longitude count keeps the grid symmetric under phi -> phi + pi (lmax 8: good_size(26) is 27)
+    assert all(_dealiased_grid(lmax)[1] % 2 == 0 for lmax in range(1, 400))
     basis = SphereBasis(16)
     theta, _ = _grid(basis)
     assert basis.integrate(np.ones(basis.shape)) == pytest.approx(4 * math.pi, rel=1e-14)

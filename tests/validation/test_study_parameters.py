@@ -71,3 +71,16 @@ def test_every_parameter_names_a_keyword_of_its_runner():
 def test_the_rerun_command_carries_the_parameters():
     command = STUDIES["mean-field"].command(True, "out dir", {"beta": "2,4", "init": "vonmises:3@1"})
     assert command == "meanfield validate mean-field --quick --beta 2,4 --init vonmises:3@1 --out-dir 'out dir'"
+
+
+def test_every_study_takes_parameters_and_a_test_runs_it_with_them():
+    """No study is left fixed: each has parameters, and one of the parameter tests runs its command with them."""
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    sources = "".join(path.read_text() for path in here.glob("test_study_parameters*.py"))
+    for study in STUDIES.values():
+        if study.benchmark:
+            continue
+        assert study.parameters, study.name
+        assert f'"validate", "{study.name}"' in sources or f'_validate("{study.name}"' in sources, study.name
