@@ -77,6 +77,22 @@ def growth_rates(model: Model, degrees) -> np.ndarray:
     return eig * interaction_rate(model, degrees) - model.nu * eig
 
 
+def uniform_radial_output(model: Model) -> float:
+    """``c_0 = <x, A[rho_0](x)>``, the radial part of the attention output at the uniform state (MATH.md §11):
+    ``beta`` times the degree-1 :func:`interaction_rate` (SA: ``I_{d/2}(beta) / I_{d/2-1}(beta)``; USA, on the
+    package's scale: ``kappa_1 / |S^{d-1}|``, the circle's ``I_1(beta)``); 0 at ``beta = 0``."""
+    return float(model.beta * interaction_rate(model, [1])[0])
+
+
+def layer_growth_factors(model: Model, degrees, alpha: float) -> np.ndarray:
+    """``g_l = 1 + alpha lambda_l / (1 + alpha c_0)``: the factor by which one Post-LN layer of step ``alpha``
+    multiplies the density's degree-``l`` amplitude near the uniform state, exactly in the linear theory (MATH.md §11;
+    ``lambda_l``: :func:`growth_rates`, ``c_0``: :func:`uniform_radial_output`).  A layer has no noise."""
+    require(model.nu == 0, f"--nu must be 0 for layers: a layer map has no noise (got {model.nu:g})")
+    require(math.isfinite(alpha) and alpha > 0, f"--step must be > 0 and finite (got {alpha!r})")
+    return 1.0 + alpha * growth_rates(model, degrees) / (1.0 + alpha * uniform_radial_output(model))
+
+
 def quadratic_feed(model: Model, amplitudes, t: float, modes) -> np.ndarray:
     """How far the quadratic term of the circle PDE can move modes ``modes`` off their linear growth by
     time ``t`` (MATH.md §2.3, "Quadratic feed"): a bound on ``|c_k(t) / (c_k(0) e^{lambda_k t}) - 1|`` to

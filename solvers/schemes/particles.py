@@ -314,6 +314,11 @@ class ParticleScheme(MergesNodes, ClosingPairsStep, Scheme):
         """The tokens' directions ``theta`` (``x`` without its radius column, if any)."""
         return x[..., :self.dim] if self.carries_radius else x
 
+    def attention_parts(self, theta: np.ndarray):
+        """``(<theta, A>, P_theta A, |A|)`` of the attention output ``A`` at the directions ``theta`` (MATH.md §6,
+        §11): its radial part, its tangential part (the Post-LN velocity) and its length."""
+        return self._attention_parts(theta)
+
     def _attention_parts(self, theta: np.ndarray):
         """``(<theta, A>, P_theta A, |A|)`` of the attention output ``A`` (MATH.md §6)."""
         if self.interaction.projected:
