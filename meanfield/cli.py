@@ -696,10 +696,16 @@ def _report_run(dataset, out):
               help="identity (Q = K = V = I) | repulsive (V = -I) | random (Gaussian, from --seed) | FILE.npz "
                    "(arrays Q, K, V, each d x d, or HEADS x d x d: the heads' outputs are summed) "
                    f"[default: {PARTICLE_DEFAULTS['qkv']}, or the --init run's].")
-@click.option("--t-final", type=NUMBER, required=True, help="End time (a continued run goes on from its file's time).")
+@click.option("--t-final", type=NUMBER, default=None,
+              help="End time (a continued run goes on from its file's time); required unless --layers sets it.")
+@click.option("--layers", type=INTEGER, default=None,
+              help="Discrete Post-LN layers instead of the flow (MATH.md §11): LAYERS maps x <- (x + alpha A_x) / "
+                   "|x + alpha A_x| of step --step, a frame after each (time = layer x alpha, coordinate layer); sets "
+                   "--stepper layers, --dt-max ALPHA, --t-final LAYERS x ALPHA.")
+@click.option("--step", "layer_step", type=NUMBER, default=None, help="The layers' step alpha > 0 (with --layers).")
 @_save_options
 @click.option("--stepper", default=PARTICLE_DEFAULTS["stepper"], show_default=True,
-              help="Time stepper: dopri5, rk4, etdrk4.")
+              help="Time stepper: dopri5, rk4, etdrk4; layers (Post-LN layers of step --dt-max: use --layers).")
 @_step_options(PARTICLE_DEFAULTS)
 @_collapse_option("Merge tokens closer than this (rad); 0: never [default: 256 machine epsilons "
                   "without noise; refused with --nu > 0].")
@@ -739,6 +745,7 @@ def particles(out, no_progress, **settings):
 
     if settings["seed"] is None and not str(settings["init"]).strip().endswith(".nc"):   # a run file: its seed
         settings["seed"] = PARTICLE_DEFAULTS["seed"]
+    settings.update(_layer_settings(settings.pop("layers"), settings.pop("layer_step"), settings))
     out = check_output_file(out, "--out", RUN_SUFFIXES)
     signals.save_runs_whole()
     dataset = simulate(progress=not no_progress, **_grouped(settings, step=StepControl, saving=Saving))
@@ -748,6 +755,22 @@ def particles(out, no_progress, **settings):
 
 
 particles.help = particles.help.replace("{exit_help}", EXIT_HELP)
+
+
+def _layer_settings(layers, alpha, settings: dict) -> dict:
+    """``--layers L --step ALPHA`` as the run's settings: the layer stepper, ``dt_max = ALPHA``, ``t_final = L ALPHA``
+    and a frame per layer unless ``--save-every`` says otherwise (MATH.md §11)."""
+    if layers is None and alpha is None:
+        return {}
+    require(layers is not None and alpha is not None, "--layers and --step go together: L layers of step ALPHA")
+    check_integer("--layers", layers, 1)
+    require(math.isfinite(alpha) and alpha > 0, f"--step must be > 0 and finite (got {alpha:g})")
+    require(settings["t_final"] is None and settings["dt_max"] is None
+            and settings["stepper"] == PARTICLE_DEFAULTS["stepper"],
+            "--layers sets --t-final (LAYERS x STEP), --dt-max and --stepper: give one or the other")
+    return {"stepper": "layers", "dt_max": alpha, "t_final": layers * alpha,
+            "save_every": alpha if settings["save_every"] is None and settings["save_log"] is None
+            else settings["save_every"]}
 
 
 @cli.command()

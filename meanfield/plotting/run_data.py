@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import InputError, require
 from ..geometries import run_geometry
 from ..model import Model
-from ..theory import dominant_mode, growth_rates
+from ..theory import dominant_mode, growth_rates, layer_growth_factors
 
 #: The geometries with a figure (and a movie).
 PLOTTABLE = ("circle", "sphere", "zonal", "particles", "gaussian")
@@ -93,6 +93,15 @@ def observed_amplitudes(dataset, modes) -> np.ndarray:
     return np.asarray(dataset["mode_amplitude"].sel(mode=modes).values, dtype=float)
 
 
+def _rates(dataset, modes) -> np.ndarray:
+    """The growth per unit time of each mode: the flow's ``lambda_k`` (MATH.md §2.3), or for a layered run
+    (coordinate ``layer``, step ``dt_max``) ``log(g_k) / alpha`` of its layers' factors (MATH.md §11)."""
+    if "layer" not in dataset.coords:
+        return growth_rates(run_model(dataset), modes)
+    alpha = float(dataset.attrs["dt_max"])
+    return np.log(layer_growth_factors(run_model(dataset), modes, alpha)) / alpha
+
+
 def theory_curves(dataset, modes=None) -> np.ndarray:
     """Linear-theory amplitudes ``|rho_hat_k(t0)| exp(lambda_k (t - t0))``, shape ``(time, modes)``.
 
@@ -104,7 +113,7 @@ def theory_curves(dataset, modes=None) -> np.ndarray:
     """
     check_plottable(dataset)
     modes = checked_modes(dataset, modes)
-    rates = growth_rates(run_model(dataset), modes)
+    rates = _rates(dataset, modes)
     times = np.asarray(dataset["time"].values, dtype=float)
     exponent = np.outer(times - times[0], rates)
     noise = _noise_integrals(dataset, times)

@@ -108,6 +108,13 @@ def mask_label(attrs) -> str:
     return f",  {attrs['mask']} mask" + (f" (ALiBi m = {slope:g})" if slope else "")
 
 
+def layers_label(dataset) -> str:
+    """``",  40 Post-LN layers of step 0.5"`` for a layered run (MATH.md §11), else nothing."""
+    if "layer" not in dataset.coords:
+        return ""
+    return f",  {int(dataset['layer'].values[-1])} Post-LN layers of step {float(dataset.attrs['dt_max']):g}"
+
+
 def _modes_panel(ax, dataset, modes) -> None:
     times = dataset["time"].values
     observed = observed_amplitudes(dataset, modes)
@@ -135,7 +142,8 @@ def _modes_panel(ax, dataset, modes) -> None:
     else:
         ax.set_title(f"(c) {name} vs linear theory (dashed)")
         handles.append(Line2D([], [], color="grey", ls="--", lw=1.2))
-        labels.append(f"${amplitude}(0)\\,e^{{\\lambda_{index} t}}$")
+        labels.append(f"${amplitude}(0)\\,g_{index}^{{t/\\alpha}}$ (layers, MATH.md §11)" if "layer" in dataset.coords
+                      else f"${amplitude}(0)\\,e^{{\\lambda_{index} t}}$")
     outside_legend(ax, handles, labels)
 
 
@@ -160,6 +168,7 @@ def _title(dataset) -> str:
         f"$\\nu(t)$: {attrs['nu_schedule']}"     # a noise schedule (meanfield.noise_schedule)
     title = (f"{str(attrs['attention']).upper()} {where}:  $\\beta$ = {float(attrs['beta']):g},  "
              f"{noise},  init {attrs.get('init', '?')}{normalization_label(attrs)}{mask_label(attrs)}"
+             f"{layers_label(dataset)}"
              f"{_cluster_label(dataset)}")
     reason = str(attrs.get("stop_reason", "completed"))
     return title if reason == "completed" else f"{title}\nstopped early: {short_reason(reason)}"

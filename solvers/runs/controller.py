@@ -115,4 +115,5 @@ def assemble(ran: Ran, attrs: dict, *, dims=None, coords=None, static=None, sche
     for name, extra_attrs in scheme.variable_attrs().items():
         dataset[name].attrs.update(extra_attrs)
     add_schedule_records(dataset, schedule)
+    dataset = dataset.assign_coords(ran.stepper.frame_coords(dataset["time"].values))   # e.g. a layered run's layer
     return finish_dataset(add_tracker_records(dataset, ran.trackers), ran.record, scheme, ran.stepper, ran.start)

@@ -475,7 +475,8 @@ def _model_settings(model: Model) -> dict:
 
 def _step_settings(ran, step: StepControl) -> dict:
     """The stepper a run used and its tolerances, as its settings record them."""
-    return {"stepper": ran.stepper_name, "rtol": step.rtol, "cfl": step.cfl_for(ran.scheme)}
+    return {"stepper": ran.stepper_name, "rtol": step.rtol, "cfl": step.cfl_for(ran.scheme),
+            **ran.stepper.command_settings()}
 
 
 def _optional_settings(normalization: Normalization, interaction: str, mask: str, alibi: float, schedule) -> dict:

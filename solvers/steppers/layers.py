@@ -7,6 +7,11 @@ once, from the same state.  Near the uniform state a layer multiplies the densit
 ``g_l = 1 + alpha lambda_l / (1 + alpha c_0)`` (:func:`meanfield.theory.layer_growth_factors`); ``L`` layers of step
 ``T / L`` approach the flow at time ``T`` with an error ``O(1 / L)`` (a layer is an Euler step of the flow to first
 order in ``alpha``).
+
+:class:`meanfield.solvers.steppers.steppers.PostLNLayers` is the same map as a stepper of the registry (``--stepper layers``): every
+step is one layer of step ``dt_max`` (``meanfield particles --layers L --step ALPHA`` sets ``dt_max = ALPHA`` and
+``t_final = L ALPHA``), so a layered run has the frames, clusters, files and exact restarts of every particle run, the
+time ``t = l alpha`` standing for the layer ``l``.
 """
 
 from __future__ import annotations
@@ -20,10 +25,13 @@ from meanfield.geometry import row_norms
 
 
 def post_ln_layer(scheme, x: np.ndarray, alpha: float) -> np.ndarray:
-    """One Post-LN layer of step ``alpha`` applied to the tokens ``x`` (``(n, d)`` unit rows) of ``scheme``."""
-    radial, tangent, _ = scheme.attention_parts(x[None])          # the interactions take a stack of systems
-    moved = x * (1.0 + alpha * radial[0])[:, None] + alpha * tangent[0]
-    return moved / row_norms(moved)[:, None]
+    """One Post-LN layer of step ``alpha`` applied to the tokens ``x`` of ``scheme``: ``(n, d)`` unit rows, or a stack
+    ``(B, n, d)`` of systems as a run holds them."""
+    stack = x if x.ndim == 3 else x[None]          # the interactions take a stack of systems
+    radial, tangent, _ = scheme.attention_parts(stack)
+    moved = stack * (1.0 + alpha * radial)[..., None] + alpha * tangent
+    moved /= row_norms(moved, keepdims=True)
+    return moved if x.ndim == 3 else moved[0]
 
 
 def run_layers(scheme, x: np.ndarray, alpha: float, layers: int) -> np.ndarray:
@@ -36,3 +44,4 @@ def run_layers(scheme, x: np.ndarray, alpha: float, layers: int) -> np.ndarray:
     for layer in range(int(layers)):
         frames[layer + 1] = post_ln_layer(scheme, frames[layer], alpha)
     return frames
+

@@ -63,7 +63,10 @@ import math
 
 import numpy as np
 
+from meanfield.errors import InputError, require
+
 from ..schemes.contract import conform
+from .layers import post_ln_layer
 
 
 class StopRun(RuntimeError):
@@ -241,6 +244,14 @@ class _Stepper:
 
     def restart(self) -> None:
         """Forget the stored slope of the current state (the scheme changed the state between steps)."""
+
+    def frame_coords(self, times: np.ndarray) -> dict:
+        """Coordinates the stepper gives the frames at ``times`` beside ``time`` (none; layers: ``layer``)."""
+        return {}
+
+    def command_settings(self) -> dict:
+        """Settings the run's ``command`` needs beside the stepper's name and tolerances (none; layers: the step)."""
+        return {}
 
     @property
     def last_step(self):
@@ -626,7 +637,47 @@ class ScipyStepper:
         return brentq(lambda s: event(s, self.interpolant(s)), t_old, t_new, xtol=4 * eps, rtol=4 * eps)
 
 
-STEPPERS = {cls.name: cls for cls in (RK4, SSPRK3, Dopri5, ETDRK4)}
+class PostLNLayers(_Stepper):
+    """Post-LN layers as steps (module docstring): a step of ``h`` is one layer of step ``alpha = dt_max``; it never
+    shortens (a save time between two layers is refused), and it needs tokens on the sphere without noise or another
+    normalisation scheme (MATH.md §11; :mod:`meanfield.solvers.steppers.layers`).  Its dense output between layers
+    is the cubic Hermite of :class:`_Stepper`."""
+
+    name = "layers"
+
+    def __init__(self, scheme, cfl: float = 0.5, rtol: float = 1e-8, atol: float | None = None,
+                 dt_max: float = math.inf):
+        super().__init__(scheme, cfl, rtol, atol, dt_max)
+        require(hasattr(self.scheme, "attention_parts") and getattr(self.scheme, "sphere", False)
+                and not getattr(self.scheme, "carries_radius", True),
+                "--stepper layers applies to tokens on the sphere under Post-LN (meanfield particles)")
+        require(math.isfinite(dt_max) and dt_max > 0, f"--dt-max must be the layer step, > 0 and finite, with "
+                                                      f"--stepper layers (got {dt_max:g}; --step sets it)")
+        require(self.scheme.model.nu == 0 and self.scheme.noise_schedule is None,
+                f"--nu must be 0 for layers: a layer map has no noise (got {self.scheme.model.nu:g})")
+        require(self.scheme.normalization.name == "post", "--normalization must be post for layers: the layer map "
+                                                          "here is Post-LN's (MATH.md §11)")
+
+    def step(self, u, t, h_max):
+        alpha = self.dt_max
+        if h_max < alpha * (1 - 1e-9):
+            raise InputError(f"--save-every must be a whole number of layers (--step {alpha:g}): a save time falls "
+                             f"{h_max:g} after t = {t:g}, inside a layer")
+        new = post_ln_layer(self.scheme, u, alpha)
+        self.steps += 1
+        self._last = (u, t, alpha, (self.scheme.rhs(u, t),), new)
+        return new, t + alpha
+
+    def command_settings(self) -> dict:
+        """The layer step, ``--dt-max ALPHA``: the run's command repeats it."""
+        return {"dt_max": self.dt_max}
+
+    def frame_coords(self, times: np.ndarray) -> dict:
+        """``layer(time)``: the number of layers a frame has passed, ``t / alpha`` (a whole number, MATH.md §11)."""
+        return {"layer": ("time", np.rint(np.asarray(times) / self.dt_max).astype(np.int64))}
+
+
+STEPPERS = {cls.name: cls for cls in (RK4, SSPRK3, Dopri5, ETDRK4, PostLNLayers)}
 
 
 def make_stepper(name: str, scheme, **settings):

@@ -104,4 +104,4 @@ def test_phi_functions_continuous_across_branches():
 
 
 def test_registry_names():
-    assert set(STEPPERS) == {"rk4", "ssprk3", "etdrk4", "dopri5"}
+    assert set(STEPPERS) == {"rk4", "ssprk3", "etdrk4", "dopri5", "layers"}
