@@ -34,14 +34,23 @@ def post_ln_layer(scheme, x: np.ndarray, alpha: float) -> np.ndarray:
     return moved if x.ndim == 3 else moved[0]
 
 
+def residual_layer(scheme, x: np.ndarray, alpha: float) -> np.ndarray:
+    """One residual layer ``x <- x + alpha A_x`` without normalisation, for tokens in R^d (``scheme.sphere`` false):
+    an Euler step of the unprojected dynamics, as the reference scripts of Geshkovski et al. (2023) step it."""
+    stack = x if x.ndim == 3 else x[None]
+    moved = stack + alpha * scheme.rhs(stack, 0.0)
+    return moved if x.ndim == 3 else moved[0]
+
+
 def run_layers(scheme, x: np.ndarray, alpha: float, layers: int) -> np.ndarray:
-    """The tokens after each of ``layers`` Post-LN layers of step ``alpha``: ``(layers + 1, n, d)``, the start
-    first."""
+    """The tokens after each of ``layers`` layers of step ``alpha`` (Post-LN on the sphere, :func:`post_ln_layer`;
+    residual in R^d, :func:`residual_layer`): ``(layers + 1, n, d)``, the start first."""
     require(math.isfinite(alpha) and alpha > 0, f"--step must be > 0 and finite (got {alpha!r})")
     require(int(layers) == layers and layers >= 0, f"--layers must be an integer >= 0 (got {layers!r})")
     frames = np.empty((int(layers) + 1,) + np.shape(x))
     frames[0] = x
+    layer_map = post_ln_layer if scheme.sphere else residual_layer
     for layer in range(int(layers)):
-        frames[layer + 1] = post_ln_layer(scheme, frames[layer], alpha)
+        frames[layer + 1] = layer_map(scheme, frames[layer], alpha)
     return frames
 

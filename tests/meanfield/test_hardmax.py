@@ -13,7 +13,8 @@ from meanfield.hardmax import HardmaxError, hardmax_run, hardmax_trajectory, sof
 
 
 def reference_sample_vertices(k, seed):
-    """cells.py ``sample_vertices`` with ``equal_norm=True, enforce_bijection=True`` (seeded, no plotting)."""
+    """The vertices as cells.py's ``sample_vertices`` draws them with ``equal_norm=True, enforce_bijection=True``:
+    ``k`` angles uniform on the unit circle, redrawn until all are hull vertices (seeded here, no plotting)."""
     rng = np.random.default_rng(seed)
     for _ in range(500):
         theta = rng.uniform(0, 2 * np.pi, size=k)
@@ -25,7 +26,8 @@ def reference_sample_vertices(k, seed):
 
 
 def reference_compute_cell_map(grid, basis, inside):
-    """cells.py ``compute_cell_map``, verbatim: grid points to arg-max vertices (-1 outside)."""
+    """The rule of cells.py's ``compute_cell_map``, written here: each point goes to the vertex of largest inner
+    product with it, -1 outside the hull."""
     cell_map = np.argmax(grid @ basis.T, axis=1)
     cell_map[~inside] = -1
     return cell_map
