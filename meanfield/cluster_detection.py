@@ -286,7 +286,7 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
         return clusters_of_masses(places, masses, beta, geometry=geometry, dim=int(dim), **thresholds)
     require(FIELDS[geometry].one_angle, "point clusters are given on the circle or as zonal rings")
     cells = masses.size
-    mixed_places, mixed, home = _points_out_of_cells(places, masses, np.asarray(points, dtype=float),
+    mixed_places, mixed, home = points_out_of_cells(places, masses, np.asarray(points, dtype=float),
                                                      np.asarray(point_masses, dtype=float), FIELDS[geometry].periodic)
     found = clusters_of_masses(mixed_places, mixed, beta, geometry=geometry, dim=int(dim), **thresholds)
     labels = found.labels[:cells]
@@ -295,7 +295,7 @@ def clusters_of_density(density, *, beta: float, geometry: str = "circle", theta
                    basin_sizes=np.bincount(labels[labels >= 0], minlength=found.count))
 
 
-def _points_out_of_cells(centres, masses, points, point_masses, periodic: bool):
+def points_out_of_cells(centres, masses, points, point_masses, periodic: bool):
     """The cells and the points as places, the cells' masses without the points they hold followed by the points'
     (unused NaN slots: no mass), and each point's cell; the cells are equal, so a point's cell is the one with the
     nearest centre."""

@@ -44,6 +44,7 @@ from . import fourier_series
 from .analysis import (SOBOLEV_S, CircleMeasure, circle_negative_sobolev_norm, negative_sobolev_norm,
                        sphere_frame_coefficients, sphere_point_coefficients, wasserstein1_circle_between,
                        zonal_frame_coefficients, zonal_negative_sobolev_norm, zonal_point_coefficients)
+from .cluster_detection import points_out_of_cells
 from .diagnostics import empirical_coefficients
 from .errors import InputError, require
 from .geometries import Circle, Geometry, Sphere2, Zonal, atoms_geometry, geometry_of, run_geometry
@@ -87,17 +88,29 @@ class _Frames:
                 f"{self.label}: {name} at t = {float(self.run['time'].values[index]):g} is not finite")
         return values
 
-    def _points(self, index: int):
-        """A finite-volume frame's point clusters (angle or ring polar angle, mass), unused slots dropped."""
+    def _split(self, index: int, centres: np.ndarray, cell_masses: np.ndarray):
+        """A finite-volume frame as places and masses: its cells without the point clusters they hold (the recorded
+        density holds each point's mass in its cell, MATH.md §5), then the points (unused slots: no mass)
+        (:func:`meanfield.cluster_detection.points_out_of_cells`); ``(centres, cell_masses)`` without points."""
         if "point_position" not in self.run:
-            return np.zeros(0), np.zeros(0)
-        places, masses = self.frame("point_position", index, False), self.frame("point_mass", index, False)
-        used = np.isfinite(places) & np.isfinite(masses)
-        return places[used], masses[used]
+            return centres, cell_masses
+        places, masses, _ = points_out_of_cells(centres, cell_masses, self.frame("point_position", index, False),
+                                                self.frame("point_mass", index, False), self.space.periodic)
+        return places, masses
+
+    def _circle_split(self, index: int):
+        """The circle grid's density without the points it holds, and the points (angle, mass)."""
+        density = self.frame("density", index)
+        if "point_position" not in self.run:
+            return density, np.zeros(0), np.zeros(0)
+        width = 2 * np.pi / density.size
+        places, masses = self._split(index, self.run["theta"].values, density * width)
+        return masses[:density.size] / width, places[density.size:], masses[density.size:]
 
     def measure(self, index: int) -> CircleMeasure:
         if self.grid:
-            return CircleMeasure(*self._points(index), density=self.frame("density", index))
+            density, places, masses = self._circle_split(index)
+            return CircleMeasure(places, masses, density=density)
         return CircleMeasure(self.frame("theta", index), self.frame("weights", index))
 
     def coefficients(self, index: int, lmax: int) -> np.ndarray:
@@ -108,9 +121,8 @@ class _Frames:
             if not self.grid:
                 return _blocked(lambda places, weights: empirical_coefficients(places, weights, modes),
                                 self.frame("theta", index), self.frame("weights", index), lmax)
-            places, masses = self._points(index)
-            return (fourier_series.coefficients(self.frame("density", index))[:lmax + 1]
-                    + empirical_coefficients(places, masses, modes))
+            density, places, masses = self._circle_split(index)
+            return fourier_series.coefficients(density)[:lmax + 1] + empirical_coefficients(places, masses, modes)
         if isinstance(self.space, Sphere2):
             if self.grid and "quadrature_weight" in self.run:
                 return sphere_frame_coefficients(self.run, index, lmax)
@@ -120,10 +132,9 @@ class _Frames:
                             self.frame("positions", index), self.frame("weights", index), lmax)
         if "quadrature_weight" in self.run:
             return zonal_frame_coefficients(self.run, index)[:lmax + 1]
-        places, masses = self._points(index)
-        cells = self.frame("density", index) * self.frame("cell_volume", index)
-        return zonal_point_coefficients(np.concatenate((self.frame("polar", index), places)),
-                                        np.concatenate((cells, masses)), self.dim, lmax)
+        places, masses = self._split(index, self.frame("polar", index),
+                                     self.frame("density", index) * self.frame("cell_volume", index))
+        return zonal_point_coefficients(places, masses, self.dim, lmax)
 
 
 def _blocked(function, places: np.ndarray, weights: np.ndarray, lmax: int) -> np.ndarray:

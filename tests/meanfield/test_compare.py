@@ -180,3 +180,24 @@ def test_tokens_against_a_zonal_run_compare_zonal_parts():
                                                                    tokens["weights"].values, 5, 16),
                                           zonal_frame_coefficients(pde, j), 5) for i, j in ((0, 0), (1, 2))]
     assert comparison["distance"].values.tolist() == direct
+
+
+def test_a_finite_volume_frame_counts_its_point_clusters_once():
+    """The recorded fv density holds each handed-over point's mass in its cell (MATH.md §5): the compared measure is
+    the grid without them plus the points, of mass 1 (mode 0 = 1 / 2 pi on the circle, g_0 that of mass 1 zonal); counting the
+    points on top of the density would give 1 + their mass.  Against the same run the distance is 0."""
+    from meanfield.analysis import zonal_point_coefficients
+    from meanfield.geometries import geometry_of
+    from meanfield.run_comparison import _Frames
+
+    circle = solve("circle", scheme="fv", attention="sa", beta=9.0, resolution=128, init="perturbed:1e-4", seed=0,
+                   t_final=16.0, save_every=2.0)
+    zonal = solve("zonal", scheme="fv", attention="sa", beta=4.0, dim=5, resolution=64, init="perturbed:1e-2",
+                  seed=0, t_final=30.0, save_every=5.0)
+    unit_mass = zonal_point_coefficients(np.array([0.0]), np.array([1.0]), 5, 4)[0]       # g_0 of mass 1
+    for run, name, dim, scale in ((circle, "circle", 2, 1 / (2 * math.pi)), (zonal, "zonal", 5, unit_mass)):
+        points = np.nansum(run["point_mass"].values[-1])
+        assert 0 < points < 1                                   # points and grid both hold mass at the last frame
+        frames = _Frames(run, name, geometry_of(name), dim)
+        assert frames.coefficients(run.sizes["time"] - 1, 4)[0] == pytest.approx(scale, rel=1e-12)
+    assert float(compare_runs(circle, circle, metric="w1")["distance"].max()) == 0.0
