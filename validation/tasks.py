@@ -60,15 +60,10 @@ def dask_client(scheduler, workers: int):
     """A ``distributed.Client``: on a new ``LocalCluster`` (``scheduler`` ``None`` or ``"processes"``:
     ``workers`` processes of one thread; ``"threads"``: ``workers`` threads in this process) or
     connected to ``scheduler`` (an address).  Closes what it opened."""
-    import gc
-
     import dask
     from distributed import Client, LocalCluster
 
-    # a Client that failed to connect earlier (an unreachable --scheduler) is garbage until the collector runs; run it
-    # now, not inside the next Client's start: its __del__ closes its loop runner, which waits for the lock that start
-    # holds (a deadlock seen in the suite: Client.__init__ -> gc -> Client.__del__ -> LoopRunner.stop)
-    gc.collect()
+    _collect_failed_clients()
     with contextlib.ExitStack() as stack:
         if scheduler in (None, "processes", "threads"):
             stack.enter_context(dask.config.set({"distributed.nanny.pre-spawn-environ": _worker_environ()}))
@@ -82,6 +77,15 @@ def dask_client(scheduler, workers: int):
         else:
             client = stack.enter_context(_connect(scheduler))
         yield client
+
+
+def _collect_failed_clients() -> None:
+    """Collect a ``Client`` that failed to connect (an unreachable ``--scheduler``) now, outside any other Client's
+    start: its ``__del__`` closes its loop runner, which waits for the lock a starting Client holds (a deadlock seen
+    in the suite: ``Client.__init__`` -> gc -> ``Client.__del__`` -> ``LoopRunner.stop``)."""
+    import gc
+
+    gc.collect()
 
 
 def _connect(address: str):
@@ -103,9 +107,7 @@ def _connect(address: str):
         problem = "what answers there is not a Dask scheduler (its reply is not Dask's protocol)"
     except (ValueError, TypeError) as exc:
         problem = f"not an address Dask can connect to from here ({type(exc).__name__}: {exc})"
-    import gc
-
-    gc.collect()       # the failed Client is garbage now: collected here, not inside another Client's start
+    _collect_failed_clients()
     raise InputError(f"--scheduler {address}: {' '.join(problem.split())}; --scheduler takes {SCHEDULER_CHOICES}")
 
 

@@ -16,6 +16,7 @@ time ``t = l alpha`` standing for the layer ``l``.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -24,22 +25,31 @@ from meanfield.errors import require
 from meanfield.geometry import row_norms
 
 
+def _on_stack(layer_map):
+    """``layer_map(scheme, stack, alpha)`` on a stack ``(B, n, d)`` of systems (what the interactions take) applied to
+    ``(n, d)`` tokens too."""
+    @functools.wraps(layer_map)
+    def apply(scheme, x: np.ndarray, alpha: float) -> np.ndarray:
+        return layer_map(scheme, x, alpha) if x.ndim == 3 else layer_map(scheme, x[None], alpha)[0]
+
+    return apply
+
+
+@_on_stack
 def post_ln_layer(scheme, x: np.ndarray, alpha: float) -> np.ndarray:
     """One Post-LN layer of step ``alpha`` applied to the tokens ``x`` of ``scheme``: ``(n, d)`` unit rows, or a stack
     ``(B, n, d)`` of systems as a run holds them."""
-    stack = x if x.ndim == 3 else x[None]          # the interactions take a stack of systems
-    radial, tangent, _ = scheme.attention_parts(stack)
-    moved = stack * (1.0 + alpha * radial)[..., None] + alpha * tangent
+    radial, tangent, _ = scheme.attention_parts(x)
+    moved = x * (1.0 + alpha * radial)[..., None] + alpha * tangent
     moved /= row_norms(moved, keepdims=True)
-    return moved if x.ndim == 3 else moved[0]
+    return moved
 
 
+@_on_stack
 def residual_layer(scheme, x: np.ndarray, alpha: float) -> np.ndarray:
     """One residual layer ``x <- x + alpha A_x`` without normalisation, for tokens in R^d (``scheme.sphere`` false):
     an Euler step of the unprojected dynamics, as the reference scripts of Geshkovski et al. (2023) step it."""
-    stack = x if x.ndim == 3 else x[None]
-    moved = stack + alpha * scheme.rhs(stack, 0.0)
-    return moved if x.ndim == 3 else moved[0]
+    return x + alpha * scheme.rhs(x, 0.0)
 
 
 def run_layers(scheme, x: np.ndarray, alpha: float, layers: int) -> np.ndarray:

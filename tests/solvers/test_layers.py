@@ -1,8 +1,9 @@
 """Discrete Post-LN layers (solvers/steppers/layers.py, MATH.md §11): the per-layer growth of a mode near the uniform
 state is ``g_l = 1 + alpha lambda_l / (1 + alpha c_0)`` (theory.layer_growth_factors), measured on quadrature nodes to
-1e-6 relative (the perturbation's own O(eps) = 1e-7 nonlinear share and round-off are what remains: measured
-1e-10 to 1e-8); and L layers of step T / L approach the flow at T at order 1 (Euler to first order in alpha)."""
+EPS = 1e-7 relative (the perturbation's own O(EPS) nonlinear share is what the linear theory leaves: measured 1e-10 to
+1.4e-8); and L layers of step T / L approach the flow at T at order 1 (Euler to first order in alpha)."""
 
+import functools
 import math
 
 import numpy as np
@@ -18,8 +19,10 @@ from meanfield.solvers.schemes.particles import ParticleScheme
 from meanfield.solvers.steppers.layers import run_layers
 from meanfield.theory import layer_growth_factors, uniform_radial_output
 
-EPS = 1e-7        # the perturbation: its square, the linear theory's neglected share, is far below the tolerance
-TOLERANCE = 1e-6  # the issue's relative tolerance on g_l
+EPS = 1e-7        # the perturbation
+#: Relative tolerance on g_l: the linear theory neglects the perturbation's own share, O(EPS) relative (measured
+#: 1e-10 to 1.4e-8); the issue asks for 1e-6, the theory for EPS.
+TOLERANCE = EPS
 
 
 def _circle_growth(attention: str, beta: float, k: int, alpha: float, n: int = 4096) -> np.ndarray:
@@ -88,33 +91,42 @@ def test_layers_refuse_noise_and_a_step_that_is_not_positive():
             layer_growth_factors(Model("sa", 3.0, 0.0, 2), [2], alpha)
 
 
+def _tokens(n: int = 48, dim: int = 2, seed: int = 7) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((n, dim))
+    return x / np.linalg.norm(x, axis=1)[:, None]
+
+
+FINAL = 2.0   # the flow's end time T of the layers-against-flow tests
+
+
+@functools.lru_cache(maxsize=None)
+def _flow_case(dim: int, attention: str, beta: float):
+    """64 seeded tokens, their flow at T = FINAL (dopri5 at rtol 1e-13) and the scheme the layers use: computed once
+    for both tests that compare layers with the flow."""
+    x = _tokens(64, dim, 5)
+    flow = simulate(dim=dim, n=64, attention=attention, beta=beta, positions=x, t_final=FINAL, save_every=FINAL,
+                    rtol=1e-13, collapse_tol=0).positions.values[-1]
+    return x, flow, ParticleScheme(Model(attention, beta, 0.0, dim), 64)
+
+
 @pytest.mark.parametrize("dim", [2, 3])
 @pytest.mark.parametrize("attention, beta", [("sa", 4.0), ("usa", 1.0)])
 def test_layers_approach_the_flow_at_order_one(dim, attention, beta):
     """L layers of step T / L against the flow at T = 2 (dopri5 at rtol 1e-13), L = 8 ... 256: the order p of the
     error expansion E = C L^-p (1 + c / L), fitted as log E = log C - p log L + c / L, is 1 within 0.05 (measured
     0.996 to 0.999; a plain log-log fit, blind to the c / L term, reads 0.91 to 0.96 at these L)."""
-    rng = np.random.default_rng(5)
-    n, final = 64, 2.0
-    x = rng.standard_normal((n, dim))
-    x /= np.linalg.norm(x, axis=1)[:, None]
-    flow = simulate(dim=dim, n=n, attention=attention, beta=beta, positions=x, t_final=final, save_every=final,
-                    rtol=1e-13, collapse_tol=0).positions.values[-1]
-    scheme = ParticleScheme(Model(attention, beta, 0.0, dim), n)
+    x, flow, scheme = _flow_case(dim, attention, beta)
     layers = np.array([8, 16, 32, 64, 128, 256])
-    errors = [np.max(np.linalg.norm(run_layers(scheme, x, final / count, count)[-1] - flow, axis=1))
+    errors = [np.max(np.linalg.norm(run_layers(scheme, x, FINAL / count, count)[-1] - flow, axis=1))
               for count in layers]
     design = np.stack((np.ones(layers.size), -np.log(layers), 1.0 / layers), axis=1)
     order = np.linalg.lstsq(design, np.log(errors), rcond=None)[0][1]
     assert abs(order - 1) < 0.05
-    frames = run_layers(scheme, x, final / 8, 8)
+    frames = run_layers(scheme, x, FINAL / 8, 8)
     assert np.max(np.abs(np.linalg.norm(frames, axis=-1) - 1)) < 8 * np.finfo(float).eps   # tokens stay unit vectors
 
 
 # ------------------------------------------------------------------------------------------- layered runs
-def _tokens(n: int = 48, dim: int = 2, seed: int = 7) -> np.ndarray:
-    x = np.random.default_rng(seed).standard_normal((n, dim))
-    return x / np.linalg.norm(x, axis=1)[:, None]
 
 
 def test_a_layered_run_is_the_layer_map_with_a_layer_coordinate():
@@ -173,14 +185,8 @@ def test_the_layers_limit_is_the_flow(dim, attention, beta):
     """L -> infinity: the layers' error expansion C_1 / L + C_2 / L^2 + ... removed twice by Richardson extrapolation
     from L = 256, 512, 1024 (T = 2) leaves the flow's tokens to 1e-6 (measured 1.0e-7 to 2.2e-7; the layers at
     L = 1024 alone are 1e-3 away, once extrapolated 1e-5)."""
-    rng = np.random.default_rng(5)
-    n, final = 64, 2.0
-    x = rng.standard_normal((n, dim))
-    x /= np.linalg.norm(x, axis=1)[:, None]
-    flow = simulate(dim=dim, n=n, attention=attention, beta=beta, positions=x, t_final=final, save_every=final,
-                    rtol=1e-13, collapse_tol=0).positions.values[-1]
-    scheme = ParticleScheme(Model(attention, beta, 0.0, dim), n)
-    coarse, middle, fine = (run_layers(scheme, x, final / count, count)[-1] for count in (256, 512, 1024))
+    x, flow, scheme = _flow_case(dim, attention, beta)
+    coarse, middle, fine = (run_layers(scheme, x, FINAL / count, count)[-1] for count in (256, 512, 1024))
     once_coarse, once_fine = 2 * middle - coarse, 2 * fine - middle
     limit = (4 * once_fine - once_coarse) / 3
     assert np.max(np.abs(limit - flow)) < 1e-6 < np.max(np.abs(once_fine - flow))

@@ -6,7 +6,6 @@ the file the command wrote records it (validation/registry.py).  Sizes the param
 
 import math
 
-import numpy as np
 import pytest
 import xarray as xr
 
@@ -216,4 +215,6 @@ def test_the_parameters_keep_the_claims_of_the_default_runs():
     assert staircase_check(table).passed
     with pytest.raises(Exception, match="n must be an integer >= 2"):
         study_preset(True, n=1)
-    assert np.isfinite(study_preset(True)["staircase_beta"])
+    carried = study_preset(True, beta=3, n=64, seed=2, geometry="sphere")        # every parameter reaches the preset
+    assert (carried["staircase_beta"], carried["sphere_beta"], carried["tokens"], carried["seed"],
+            carried["geometries"]) == (3.0, 3.0, 64, 2, ("sphere",))
