@@ -29,7 +29,8 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
   (``step=StepControl(rtol=1e-10)``) or flat keywords; defaults in :mod:`meanfield.defaults`.
 * :func:`plot_run` — the standard figure of a run.
 * :mod:`meanfield.gaussian` — the Castin et al. mean/covariance ODEs (MATH.md §3); :func:`solve_gaussian_case`
-  runs a named case as ``meanfield gaussian`` does.
+  runs a named case as ``meanfield gaussian`` does.  :mod:`meanfield.gaussian_layers` — residual layers on Gaussian
+  data, an exact moment map (MATH.md §3.1).
 * :mod:`meanfield.long_context` — one SA layer at ``beta = gamma log n``: :func:`one_layer_cosine` of
   equiangular tokens, its :func:`limit_cosine`, :func:`critical_gamma` (MATH.md §7).
 * cluster dynamics — :func:`cluster_history` (the K-point ODE and its merges),

@@ -122,6 +122,24 @@ def _apart(directions: np.ndarray, table: np.ndarray, beta: float) -> np.ndarray
 
 
 # ------------------------------------------------------------------------------------------------ circle
+def circle_mass_coefficients(angles: np.ndarray, masses: np.ndarray, band: int) -> np.ndarray:
+    """``2 pi mu_hat_k = sum_j w_j exp(-i k theta_j)``, ``k = 0 .. band`` (MATH.md §2.1): a real FFT when the
+    places are an equispaced grid ``theta_0 + 2 pi j / n`` with ``n >= 2 band`` (a grid's nodes or cells; exact),
+    ducc0's NUFFT otherwise."""
+    n = angles.size
+    if n >= max(2, 2 * band) and _equispaced(angles):
+        spectrum = np.fft.rfft(masses)[:band + 1]
+        if angles[0] != 0:
+            spectrum = spectrum * np.exp(-1j * angles[0] * np.arange(band + 1))
+        return spectrum
+    import ducc0
+
+    full = ducc0.nufft.nu2u(points=masses.astype(complex), coord=np.mod(angles, 2 * math.pi)[:, None],
+                            forward=True, epsilon=NUFFT_EPSILON, nthreads=1,
+                            out=np.empty(2 * band + 2, dtype=complex))
+    return full[band + 1:]                      # the centred layout: index band + 1 + k holds mode k
+
+
 class CircleField(SampledField):
     """``A`` on ``N`` equal arcs of the circle from masses at angles (module docstring; ``dim`` is 2)."""
 
@@ -132,7 +150,7 @@ class CircleField(SampledField):
         angles = np.mod(raw, 2 * math.pi)
         masses = np.asarray(masses, dtype=float)
         band, n, multipliers = _circle_sampling(float(beta))
-        self.coefficients = self._coefficients(raw, masses, band) * multipliers
+        self.coefficients = circle_mass_coefficients(raw, masses, band) * multipliers
         k = np.arange(band + 1)
         values = np.fft.irfft(self.coefficients, n) * n
         second = -np.fft.irfft(self.coefficients * k * k, n) * n
@@ -141,23 +159,6 @@ class CircleField(SampledField):
         place = np.rint(angles / self.step).astype(np.intp) % n
         super().__init__(beta, directions, neighbours, values, _concentration(second, values, beta), place)
 
-    @staticmethod
-    def _coefficients(angles: np.ndarray, masses: np.ndarray, band: int) -> np.ndarray:
-        """``2 pi mu_hat_k = sum_j w_j exp(-i k theta_j)``, ``k = 0 .. band`` (MATH.md §2.1): a real FFT when the
-        places are an equispaced grid ``theta_0 + 2 pi j / n`` with ``n >= 2 band`` (a grid's nodes or cells; exact),
-        ducc0's NUFFT otherwise."""
-        n = angles.size
-        if n >= max(2, 2 * band) and _equispaced(angles):
-            spectrum = np.fft.rfft(masses)[:band + 1]
-            if angles[0] != 0:
-                spectrum = spectrum * np.exp(-1j * angles[0] * np.arange(band + 1))
-            return spectrum
-        import ducc0
-
-        full = ducc0.nufft.nu2u(points=masses.astype(complex), coord=np.mod(angles, 2 * math.pi)[:, None],
-                                forward=True, epsilon=NUFFT_EPSILON, nthreads=1,
-                                out=np.empty(2 * band + 2, dtype=complex))
-        return full[band + 1:]                      # the centred layout: index band + 1 + k holds mode k
 
     def series_at(self, theta: float) -> tuple[float, float, float]:
         """``A``, ``A'`` and ``A''`` at ``theta`` from the series (exact)."""

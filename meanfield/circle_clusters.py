@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .attention_field import CircleField, _circle_sampling
+from .attention_field import _circle_sampling, circle_mass_coefficients
 
 try:  # built by `pip install` when a C compiler is present (setup.py)
     from meanfield._circle_clusters import clusters as _compiled_clusters
@@ -35,7 +35,7 @@ def field_samples(angles: np.ndarray, masses: np.ndarray, beta: float) -> tuple[
     field of ``masses`` at ``angles`` (MATH.md §2.1) and the field at the sampling nodes: the same arithmetic as
     :class:`CircleField`, so the same bits."""
     band, nodes, multipliers = _circle_sampling(float(beta))
-    coefficients = CircleField._coefficients(angles, masses, band) * multipliers
+    coefficients = circle_mass_coefficients(angles, masses, band) * multipliers
     return coefficients, np.fft.irfft(coefficients, nodes) * nodes
 
 

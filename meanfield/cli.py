@@ -562,6 +562,23 @@ def _scheme_names(geometry: str) -> list[str]:
     return [default] + [name for name in SCHEMES[geometry] if name != default]
 
 
+def _layer_options(what: str):
+    """``--t-final`` (required unless ``--layers`` sets it), ``--layers`` and ``--step``: the flow or its discrete
+    Post-LN layers (MATH.md §11), ``what`` saying what a layer moves."""
+    def decorate(command):
+        command = click.option("--step", "layer_step", type=NUMBER, default=None,
+                               help="The layers' step alpha > 0 (with --layers).")(command)
+        command = click.option("--layers", type=INTEGER, default=None,
+                               help=f"Discrete Post-LN layers instead of the flow (MATH.md §11): LAYERS maps of {what} "
+                                    "of step --step, a frame after each (time = layer x alpha, coordinate layer; a continued "
+                                    "run goes on to layer LAYERS); sets --stepper layers, --dt-max ALPHA, --t-final "
+                                    "LAYERS x ALPHA.")(command)
+        return click.option("--t-final", type=NUMBER, default=None,
+                            help="End time (a continued run goes on from its file's time); required unless --layers "
+                                 "sets it.")(command)
+    return decorate
+
+
 def _solve_command(geometry: str, spec: dict):
     """``meanfield solve GEOMETRY``: the same flags for every geometry."""
 
@@ -588,7 +605,8 @@ def _solve_command(geometry: str, spec: dict):
                        "a density DataArray on the geometry's coordinates), or a run file to restart (see docs/guide.md).")
     @click.option("--seed", type=INTEGER, default=SOLVE_DEFAULTS["seed"], show_default=True,
                   help="Random seed of perturbed starts, in [0, 2^63 - 1].")
-    @click.option("--t-final", type=NUMBER, required=True, help="End time (a continued run goes on from its file's time).")
+    @_layer_options("the density pushed forward by x <- (x + alpha A_x) / |x + alpha A_x| (--scheme spectral, "
+                    "galerkin or lagrangian)")
     @_save_options
     @_step_options(SOLVE_DEFAULTS)
     @click.option("--dt-max", type=NUMBER, default=None,
@@ -615,6 +633,7 @@ def _solve_command(geometry: str, spec: dict):
     def command(out, no_progress, **settings):
         from meanfield.solvers.runs.solve import solve as run_solver
 
+        settings.update(_layer_settings(settings.pop("layers"), settings.pop("layer_step"), settings, None))
         out = check_output_file(out, "--out", RUN_SUFFIXES)
         signals.save_runs_whole()
         dataset = run_solver(geometry, progress=not no_progress,
@@ -696,13 +715,13 @@ def _report_run(dataset, out):
               help="identity (Q = K = V = I) | repulsive (V = -I) | random (Gaussian, from --seed) | FILE.npz "
                    "(arrays Q, K, V, each d x d, or HEADS x d x d: the heads' outputs are summed) "
                    f"[default: {PARTICLE_DEFAULTS['qkv']}, or the --init run's].")
-@click.option("--t-final", type=NUMBER, default=None,
-              help="End time (a continued run goes on from its file's time); required unless --layers sets it.")
-@click.option("--layers", type=INTEGER, default=None,
-              help="Discrete Post-LN layers instead of the flow (MATH.md §11): LAYERS maps x <- (x + alpha A_x) / "
-                   "|x + alpha A_x| of step --step, a frame after each (time = layer x alpha, coordinate layer); sets "
-                   "--stepper layers, --dt-max ALPHA, --t-final LAYERS x ALPHA.")
-@click.option("--step", "layer_step", type=NUMBER, default=None, help="The layers' step alpha > 0 (with --layers).")
+@_layer_options("tokens x <- (x + alpha A_x) / |x + alpha A_x| (with --normalization other than post, that scheme's "
+                "layer map)")
+@click.option("--layer-weights", default=None,
+              help="Per-layer attention for --layers (MATH.md §11): FILE.npz (arrays Q, K: LAYERS x d x d, V: "
+                   "LAYERS x d x d, or LAYERS x HEADS x d x d each; optional beta: one per layer) or seed:S,sigma:X "
+                   "(V_l = I + X G_l / sqrt(d), G_l standard Gaussian drawn for layer l from S; Q = K = I) "
+                   "[default: none, or the --init run's].")
 @_save_options
 @click.option("--stepper", default=PARTICLE_DEFAULTS["stepper"], show_default=True,
               help="Time stepper: dopri5, rk4, etdrk4; layers (Post-LN layers of step --dt-max: use --layers).")
@@ -745,7 +764,8 @@ def particles(out, no_progress, **settings):
 
     if settings["seed"] is None and not str(settings["init"]).strip().endswith(".nc"):   # a run file: its seed
         settings["seed"] = PARTICLE_DEFAULTS["seed"]
-    settings.update(_layer_settings(settings.pop("layers"), settings.pop("layer_step"), settings))
+    settings.update(_layer_settings(settings.pop("layers"), settings.pop("layer_step"), settings,
+                                    PARTICLE_DEFAULTS["stepper"]))
     out = check_output_file(out, "--out", RUN_SUFFIXES)
     signals.save_runs_whole()
     dataset = simulate(progress=not no_progress, **_grouped(settings, step=StepControl, saving=Saving))
@@ -757,7 +777,7 @@ def particles(out, no_progress, **settings):
 particles.help = particles.help.replace("{exit_help}", EXIT_HELP)
 
 
-def _layer_settings(layers, alpha, settings: dict) -> dict:
+def _layer_settings(layers, alpha, settings: dict, default_stepper) -> dict:
     """``--layers L --step ALPHA`` as the run's settings: the layer stepper, ``dt_max = ALPHA``, ``t_final = L ALPHA``
     and a frame per layer unless ``--save-every`` says otherwise (MATH.md §11)."""
     if layers is None and alpha is None:
@@ -766,7 +786,7 @@ def _layer_settings(layers, alpha, settings: dict) -> dict:
     check_integer("--layers", layers, 1)
     require(math.isfinite(alpha) and alpha > 0, f"--step must be > 0 and finite (got {alpha:g})")
     require(settings["t_final"] is None and settings["dt_max"] is None
-            and settings["stepper"] == PARTICLE_DEFAULTS["stepper"],
+            and settings["stepper"] == default_stepper,
             "--layers sets --t-final (LAYERS x STEP), --dt-max and --stepper: give one or the other")
     return {"stepper": "layers", "dt_max": alpha, "t_final": layers * alpha,
             "save_every": alpha if settings["save_every"] is None and settings["save_log"] is None

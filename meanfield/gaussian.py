@@ -131,7 +131,7 @@ def _check_covariance(cov, dim: int) -> np.ndarray:
     return cov
 
 
-def _head_list(value) -> list:
+def head_list(value) -> list:
     """A single matrix, or a list/tuple (or 3-D array) of per-head matrices."""
     if isinstance(value, (list, tuple)) and value and all(np.ndim(item) == 2 for item in value):
         return list(value)
@@ -141,7 +141,7 @@ def _head_list(value) -> list:
 
 
 def _build_heads(V, Q, K, dim: int, scaled: bool) -> list[Head]:
-    values, queries, keys = _head_list(V), _head_list(Q), _head_list(K)
+    values, queries, keys = head_list(V), head_list(Q), head_list(K)
     require(len(values) == len(queries) == len(keys),
             f"V, Q, K must list the same number of heads (got {len(values)}, {len(queries)}, {len(keys)})")
     return [_build_head(h, v, q, k, dim, scaled) for h, (v, q, k) in enumerate(zip(values, queries, keys))]
@@ -234,6 +234,17 @@ def initial_factor(cov: np.ndarray) -> np.ndarray:
     """``L`` with ``L L^T = cov`` (symmetric square root; handles singular covariances)."""
     values, vectors = np.linalg.eigh(cov)
     return vectors * np.sqrt(np.maximum(values, 0.0))  # rounding-level negatives of a PSD input
+
+
+def moment_frames(states: np.ndarray, dim: int) -> list[dict]:
+    """``{"mean", "covariance"}`` per row of ``states`` (rows ``(alpha, L)`` flattened): ``Sigma = L L^T``, symmetrised
+    to exact symmetry (the names of a Gaussian run's variables)."""
+    states = np.asarray(states)
+    factors = states[:, dim:].reshape(-1, dim, dim)
+    with np.errstate(over="ignore", invalid="ignore"):          # an overflowed last state is kept as it is
+        covariances = factors @ np.swapaxes(factors, 1, 2)
+    covariances = 0.5 * (covariances + np.swapaxes(covariances, 1, 2))
+    return [{"mean": mean, "covariance": covariance} for mean, covariance in zip(states[:, :dim], covariances)]
 
 
 def _unpack(y: np.ndarray, dim: int):

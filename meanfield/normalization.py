@@ -97,6 +97,12 @@ class Normalization:
             return "post" if t <= self.mix_switch else "pre"
         return self.name
 
+    def at_layer(self, alpha: float, layer: int) -> str:
+        """The scheme in force for discrete layer ``layer`` (0, 1, ...) of step ``alpha``, which starts at
+        ``t = layer alpha`` (MATH.md §11): Mix-LN is ``post`` for layers that start before ``tau``, then ``pre``
+        (as the flow moves as Pre-LN from ``tau`` on)."""
+        return self.acts_as(math.nextafter(layer * alpha, math.inf))
+
     def stage_time(self, t: float, after_switch: bool) -> float:
         """The time a stage moves at: a step that starts at Mix-LN's ``tau`` (``after_switch``, set by the
         run loop once it has landed on ``tau``) moves as Pre-LN from its first stage, ``t = tau`` included."""

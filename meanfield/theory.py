@@ -84,13 +84,48 @@ def uniform_radial_output(model: Model) -> float:
     return float(model.beta * interaction_rate(model, [1])[0])
 
 
-def layer_growth_factors(model: Model, degrees, alpha: float) -> np.ndarray:
+def layer_growth_factors(model: Model, degrees, alpha: float, normalization=None, layer: int = 0) -> np.ndarray:
     """``g_l = 1 + alpha lambda_l / (1 + alpha c_0)``: the factor by which one Post-LN layer of step ``alpha``
     multiplies the density's degree-``l`` amplitude near the uniform state, exactly in the linear theory (MATH.md §11;
-    ``lambda_l``: :func:`growth_rates`, ``c_0``: :func:`uniform_radial_output`).  A layer has no noise."""
+    ``lambda_l``: :func:`growth_rates`, ``c_0``: :func:`uniform_radial_output`).  A layer has no noise.
+
+    Under another ``normalization`` (:class:`meanfield.normalization.Normalization`) the factor of layer ``layer``
+    (0, 1, ...) is ``1 + lambda_l m_l`` with the displacement ``m_l`` of :func:`layer_displacements`."""
     require(model.nu == 0, f"--nu must be 0 for layers: a layer map has no noise (got {model.nu:g})")
     require(math.isfinite(alpha) and alpha > 0, f"--step must be > 0 and finite (got {alpha!r})")
-    return 1.0 + alpha * growth_rates(model, degrees) / (1.0 + alpha * uniform_radial_output(model))
+    if normalization is None:
+        return 1.0 + alpha * growth_rates(model, degrees) / (1.0 + alpha * uniform_radial_output(model))
+    numerator, denominator = layer_displacements(model, alpha, layer + 1, normalization)[-1]
+    return 1.0 + numerator * growth_rates(model, degrees) / denominator
+
+
+#: The displacement ``m = numerator / denominator`` of one layer of each scheme at the uniform state (MATH.md §11):
+#: a function of ``(alpha, c_0, r_l, layer, normalization)`` and the radius the layer leaves (``r_l`` the uniform
+#: state's radius before it; 1 where the scheme has none).
+_DISPLACEMENTS = {
+    "post": lambda a, c, r, l, scheme: ((a, 1.0 + a * c), r),
+    "lnscale": lambda a, c, r, l, scheme: ((a / math.sqrt(l * a + 1.0), 1.0 + a / math.sqrt(l * a + 1.0) * c), r),
+    "ngpt": lambda a, c, r, l, scheme: ((a * scheme.alpha, c), r),
+    "pre": lambda a, c, r, l, scheme: ((a, r + a * c), r + a * c),
+    "peri": lambda a, c, r, l, scheme: ((a, c * (r + a)), r + a),
+}
+
+
+def layer_displacements(model: Model, alpha: float, layers: int, normalization) -> list[tuple[float, float]]:
+    """``(numerator, denominator)`` of ``m_l``, ``l = 0 .. layers - 1``: to first order near the uniform state layer
+    ``l`` moves a token by ``m_l P_x A_x``, so it multiplies degree ``l``'s amplitude by ``1 + m_l lambda_l``
+    (MATH.md §11).  With ``c_0`` = :func:`uniform_radial_output`, ``a = alpha``, ``r_l`` the uniform radius before
+    the layer (from ``r0``: Pre-LN adds ``a c_0`` per layer, Peri-LN ``a``):
+    Post-LN ``a / (1 + a c_0)``; LN-scaling the same with ``a / sqrt(l a + 1)``; nGPT ``a alpha_nGPT / c_0``;
+    Pre-LN ``a / (r_l + a c_0)``; Peri-LN ``a / (c_0 (r_l + a))``; Mix-LN Post-LN's before ``tau``, then Pre-LN's."""
+    c_0 = uniform_radial_output(model)
+    require(c_0 > 0 or normalization.name not in ("ngpt", "peri"),
+            f"--normalization {normalization.name} divides by |A|, which is 0 at the uniform state at beta = 0")
+    radius, out = normalization.r0 if normalization.carries_radius else 1.0, []
+    for layer in range(layers):
+        step, radius = _DISPLACEMENTS[normalization.at_layer(alpha, layer)](alpha, c_0, radius, layer, normalization)
+        out.append(step)
+    return out
 
 
 def quadratic_feed(model: Model, amplitudes, t: float, modes) -> np.ndarray:

@@ -326,6 +326,16 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
                              Parameter("n", "n", one, note="In [300, 1000000]: the hysteresis loop's "
                                                            "particles."),
                              Parameter("seed", "seed", note="The hysteresis loop's particles."))),
+    folder_study("depth", "depth",
+                 "Depth (MATH.md §3.1, §11, §12): per-layer growth of the dominant mode against the layers' linear "
+                 "theory (particles, densities), L layers against the flow (fixed and random weights), hardmax's "
+                 "finite-beta departure and straight lines, tokens in R^d (reference loop, limit sets), Gaussian "
+                 "data through layers.", "depth_claims",
+                 parameters=(Parameter("beta", "beta", one, note="In (0, 12]: of the linear theory (SA and USA; "
+                                                                 "particles, densities) and of the SA flow cases."),
+                             Parameter("n", "n", one, note="In [2, 1024]: the flow cases' tokens."),
+                             Parameter("seed", "seed", note="The flow cases' tokens, the hardmax polygons and the "
+                                                            "Gaussian data."))),
     benchmark("bench-circle", "circle",
               "Benchmark: circle right-hand side vs its bare FFTs; spectral vs direct convolution.",
               "Fewer sizes and repeats."),

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import InputError, require
 from ..geometries import run_geometry
 from ..model import Model
+from ..normalization import Normalization
 from ..theory import dominant_mode, growth_rates, layer_growth_factors
 
 #: The geometries with a figure (and a movie).
@@ -102,6 +103,22 @@ def _rates(dataset, modes) -> np.ndarray:
     return np.log(layer_growth_factors(run_model(dataset), modes, alpha)) / alpha
 
 
+def _exponents(dataset, modes, times: np.ndarray) -> np.ndarray:
+    """``log`` of the linear growth from the first saved time, shape ``(time, modes)``: ``(t - t0)`` times
+    :func:`_rates`, or for layers under a normalisation other than Post-LN, whose factor changes from layer to layer,
+    the sum of ``log g_k`` over the layers passed (:func:`meanfield.theory.layer_growth_factors`, MATH.md §11)."""
+    attrs = dataset.attrs
+    if "layer" not in dataset.coords or str(attrs.get("normalization", "post")) == "post":
+        return np.outer(times - times[0], _rates(dataset, modes))
+    alpha = float(attrs["dt_max"])
+    scheme = Normalization(str(attrs["normalization"]), **{key: float(attrs[key]) for key in ("r0", "alpha",
+                                                                                            "mix_switch")})
+    layers = np.rint(times / alpha).astype(int)
+    logs = [np.log(layer_growth_factors(run_model(dataset), modes, alpha, scheme, layer))
+            for layer in range(layers[0], layers[-1])]
+    return np.vstack((np.zeros(len(modes)), np.cumsum(np.reshape(logs, (-1, len(modes))), axis=0)))[layers - layers[0]]
+
+
 def theory_curves(dataset, modes=None) -> np.ndarray:
     """Linear-theory amplitudes ``|rho_hat_k(t0)| exp(lambda_k (t - t0))``, shape ``(time, modes)``.
 
@@ -113,9 +130,8 @@ def theory_curves(dataset, modes=None) -> np.ndarray:
     """
     check_plottable(dataset)
     modes = checked_modes(dataset, modes)
-    rates = _rates(dataset, modes)
     times = np.asarray(dataset["time"].values, dtype=float)
-    exponent = np.outer(times - times[0], rates)
+    exponent = _exponents(dataset, modes, times)
     noise = _noise_integrals(dataset, times)
     if noise is not None:
         degrees = np.asarray(modes, dtype=float)

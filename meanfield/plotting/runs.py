@@ -109,10 +109,12 @@ def mask_label(attrs) -> str:
 
 
 def layers_label(dataset) -> str:
-    """``",  40 Post-LN layers of step 0.5"`` for a layered run (MATH.md §11), else nothing."""
+    """``",  40 Post-LN layers of step 0.5"`` for a layered run (MATH.md §11; its normalisation's name), else
+    nothing."""
     if "layer" not in dataset.coords:
         return ""
-    return f",  {int(dataset['layer'].values[-1])} Post-LN layers of step {float(dataset.attrs['dt_max']):g}"
+    scheme = LABELS[str(dataset.attrs.get("normalization", "post"))]
+    return f",  {int(dataset['layer'].values[-1])} {scheme} layers of step {float(dataset.attrs['dt_max']):g}"
 
 
 def _modes_panel(ax, dataset, modes) -> None:

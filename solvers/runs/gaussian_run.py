@@ -22,7 +22,8 @@ from scipy.integrate import OdeSolution
 
 from meanfield.defaults import GAUSSIAN_DEFAULTS
 from meanfield.gaussian import (ATOL, BLOWUP_FACTOR, FINITE_TIME_GAP, RTOL, Head, blowup_event, covariance_norm,
-                                extrapolate_blowup, factor_rhs, initial_factor, positive_number, validated_problem)
+                                extrapolate_blowup, factor_rhs, initial_factor, moment_frames, positive_number,
+                                validated_problem)
 from meanfield.gaussian_cases import case_command, gaussian_case
 from meanfield.app.storage import build_run_dataset
 
@@ -163,12 +164,7 @@ class GaussianMoments(Scheme):
 def moments_dataset(times: np.ndarray, states: np.ndarray, moments: GaussianMoments, attrs: dict) -> xr.Dataset:
     """The run's Dataset: ``mean(time, i)`` and ``covariance(time, i, j)`` = ``L L^T`` (symmetrised) of ``states``,
     on the dims and coordinates of ``moments``."""
-    dim = moments.dim
-    means = states[:dim].T
-    factors = states[dim:].T.reshape(-1, dim, dim)
-    covariances = factors @ np.swapaxes(factors, 1, 2)
-    covariances = 0.5 * (covariances + np.swapaxes(covariances, 1, 2))  # exact symmetry of L L^T
-    frames = [{"mean": mean, "covariance": covariance} for mean, covariance in zip(means, covariances)]
+    frames = moment_frames(states.T, moments.dim)
     return build_run_dataset(times, frames, moments.dims(), moments.coords(), attrs)
 
 

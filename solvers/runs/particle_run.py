@@ -47,6 +47,7 @@ from meanfield.app.threads import thread_attrs
 from ..records import checkpoint
 from ..records.run_record import init_label, loop_attrs, restart_attrs, run_attrs, run_command, schedule_command
 from ..schemes.particles import ParticleScheme
+from ..steppers.layer_weights import layer_weights as read_layer_weights, recorded_layer_weights
 from ..tracking.clusters import ClusterTracker, resolve_collapse_tol
 from ..tracking.trackers import ModeAmplitudes
 from .restart import joined, resolve_model, resolve_normalization, resolve_schedule
@@ -155,7 +156,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
              mix_switch: float | None = None, collapse_tol: float | None = PARTICLE_DEFAULTS["collapse_tol"],
              mask: str | None = None, alibi: float | None = None, override: bool = False, trackers=(),
              progress: bool = False, step: StepControl | None = None,
-             saving: Saving | None = None, nu_schedule=None):
+             saving: Saving | None = None, nu_schedule=None, layer_weights=None):
     """Simulate the particle system of MATH.md §1 and return the run as an ``xarray.Dataset``.
 
     Parameters
@@ -237,6 +238,12 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
         Show a progress bar.
     step, saving : StepControl, Saving, optional
         The same settings as objects (:mod:`meanfield.settings`), instead of their keywords (not both).
+    layer_weights : str or LayerWeights, optional
+        Per-layer attention for the layer stepper (``stepper="layers"``, MATH.md §11): a ``FILE.npz`` of per-layer
+        ``Q``, ``K``, ``V`` (and ``beta``), or ``seed:S,sigma:X`` (``V_l = I + sigma G_l / sqrt(d)``, ``Q = K = I``;
+        :mod:`meanfield.solvers.steppers.layer_weights`).  The run records the spec (``layer_weights``) and the
+        matrices its layers used (``layer_Q``, ``layer_K``, ``layer_V``, ``layer_beta``); no merges.  Default: the
+        run file's, else none.
 
     Returns
     -------
@@ -272,7 +279,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
             f"--sampling {sampling} needs --mask none: a mask orders the tokens as a sequence of i.i.d. draws "
             f"(--sampling iid), not as quadrature nodes")
     attention, from_file, seed = _gathered_attention(attention, attention_fields, continued, model, seed)
-    t_start, t_final, save_every, save_log = run_clock(continued, saving)
+    (t_start, t_final, save_every, save_log), layered = _clock_and_layers(continued, saving, layer_weights, step, dim)
     attention, seed, qkv = _drawn_matrices(attention, from_file, continued, dim, seed)
     changes = joined(_model_change(continued, model, qkv, seed, override), normalization_change, causal_change,
                      schedule_change)
@@ -282,7 +289,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
     label = "custom positions" if (given_tokens := positions is not None) else init_label(init)
     positions, weights = _tokens(init, positions, weights, exact, n, dim, seed, resolution, sampling)
     tokens = Tokens(model, n, replace(attention, interaction=_interaction_path(continued, attention)), weights, seed,
-                    tol, chosen_normalization, Mask(mask, alibi), schedule)
+                    tol, chosen_normalization, Mask(mask, alibi), schedule, layered)
     dt_max = tokens.dt_max(step)
     ran = execute(tokens.plan(step, dt_max, positions, (t_start, t_final, save_every, save_log), continued, extra,
                               progress))
@@ -298,7 +305,7 @@ def simulate(*, dim: int = PARTICLE_DEFAULTS["dim"], n: int = PARTICLE_DEFAULTS[
                       interaction_path=ran.scheme.interaction_path, collapse_tol_used=tol,
                       **mixture_attrs(None if given_tokens else init))
     return assemble(ran, attrs, dims=tokens.dims(ran.scheme), coords=tokens.coords(ran.scheme),
-                    static=_static_variables(ran.scheme), schedule=schedule)
+                    static=_static_variables(ran.scheme, ran.stepper), schedule=schedule)
 
 
 def _attention_fields(attention, **fields) -> dict:
@@ -307,6 +314,22 @@ def _attention_fields(attention, **fields) -> dict:
     if isinstance(attention, Attention):
         gather_attention(attention, dict(fields))     # an Attention object and its fields: refused
     return fields
+
+
+def _clock_and_layers(continued, saving: Saving, spec, step: StepControl, dim: int):
+    """The run's clock (:func:`run_clock`) and its per-layer weights (``None``: none): the schedule given, else a
+    continued run's (its attribute ``layer_weights``), for the layer stepper only, holding every layer up to
+    ``t_final``."""
+    clock = run_clock(continued, saving)
+    if spec is None and continued is not None:
+        schedule = recorded_layer_weights(continued, checkpoint.source_label(continued))
+    else:
+        schedule = read_layer_weights(spec)
+    if schedule is not None:
+        require(step.stepper == "layers", f"--layer-weights needs the layer stepper, --stepper layers (got --stepper "
+                                          f"{step.stepper or PARTICLE_DEFAULTS['stepper']})")
+        schedule.check(dim, True, int(round(clock[1] / step.dt_max)))
+    return clock, schedule
 
 
 def _refuse_misplaced(step: StepControl, positions, weights) -> None:
@@ -409,9 +432,11 @@ class Tokens:
     callables): the particle scheme, the first state, the trackers and the Dataset's layout."""
 
     def __init__(self, model: Model, n: int, attention: Attention, weights, seed: int, tol: float,
-                 normalization: Normalization, mask: Mask, schedule):
+                 normalization: Normalization, mask: Mask, schedule, layer_weights=None):
         self.model, self.n, self.attention, self.weights, self.seed = model, n, attention, weights, seed
         self.tol, self.normalization, self.mask, self.schedule = tol, normalization, mask, schedule
+        #: per-layer attention for the layer stepper (:mod:`meanfield.solvers.steppers.layer_weights`), or None
+        self.layer_weights = layer_weights
 
     def build(self) -> ParticleScheme:
         return ParticleScheme(self.model, self.n, self.attention, weights=self.weights, seed=self.seed,
@@ -432,11 +457,16 @@ class Tokens:
         normalization = self.normalization
         return RunPlan(
             self.build, lambda built: PARTICLE_DEFAULTS["stepper"] if step.stepper is None else step.stepper,
-            lambda built: dict(step.stepper_options(built), dt_max=dt_max), lambda built: self.start(positions),
+            lambda built: dict(step.stepper_options(built), dt_max=dt_max, **self.layer_options()),
+            lambda built: self.start(positions),
             *clock, source=continued, exact=lambda built: True,
             restore_shape=lambda built: (1, None, self.model.dim + built.carries_radius), trackers=self.trackers,
             user_trackers=extra, progress=progress,
             switch=normalization.mix_switch if normalization.name == "mix" else None)
+
+    def layer_options(self) -> dict:
+        """What the layer stepper takes besides its step: the per-layer weights, when there are."""
+        return {} if self.layer_weights is None else {"layer_weights": self.layer_weights}
 
     def start(self, positions: np.ndarray) -> np.ndarray:
         """One system of tokens on the sphere (tokens already on it to rounding kept bit for bit), with the initial
@@ -494,9 +524,10 @@ def _optional_settings(normalization: Normalization, interaction: str, mask: str
     return settings
 
 
-def _static_variables(scheme) -> dict:
-    """The tokens' weights and, when not the identity, ``Q``, ``K``, ``V`` (several heads: a leading head axis)."""
-    extra = dict(scheme.static_variables())
+def _static_variables(scheme, stepper=None) -> dict:
+    """The tokens' weights and, when not the identity, ``Q``, ``K``, ``V`` (several heads: a leading head axis); the
+    per-layer weights of a layered run (:meth:`meanfield.solvers.steppers.steppers.PostLNLayers.variables`)."""
+    extra = dict(scheme.static_variables(), **getattr(stepper, "variables", dict)())
     if scheme.heads is not None:
         for index, name in enumerate(("Q", "K", "V")):
             extra[name] = (("head", "row", "column"), np.stack([head[index] for head in scheme.heads]))

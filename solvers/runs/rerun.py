@@ -47,6 +47,7 @@ from meanfield.app.threads import available_cores, thread_count, use_threads
 from ..records import checkpoint
 from .particle_run import simulate
 from ..records.run_record import RERUN_COMMAND
+from ..steppers.layer_weights import recorded_layer_weights
 from .solve import solve
 
 #: Attributes copied from the re-run file onto the new run (they describe how the original started): one line of
@@ -204,6 +205,7 @@ def _simulate_again(dataset: xr.Dataset, init, progress: bool, nu_schedule=None,
                                                           "resolution", "stepper", "rtol", "cfl", "dt_max",
                                                           "collapse_tol")}
     settings["interaction"] = _interaction(attrs)
+    settings["layer_weights"] = recorded_layer_weights(dataset, "rerun")    # per-layer attention (MATH.md §11)
     if settings["dt_max"] is not None and not math.isfinite(settings["dt_max"]):
         settings["dt_max"] = None            # no cap was set (noise-free runs record inf)
     return simulate(init=init, progress=progress, **_noise(settings, nu_schedule), **_save_settings(attrs, t_final))

@@ -35,12 +35,14 @@ import numpy as np
 from scipy.linalg.blas import idamax
 
 from meanfield.errors import require
+from meanfield.attention_field import circle_mass_coefficients
 from meanfield.fourier_series import CIRCLE_NORM
 from meanfield.model import Model
 
 from .contract import FollowsNoiseSchedule
 from .density_scheme import DensityScheme
 from .circle_kernel import fused_kernel
+from .density_layers import require_layers
 from ..bases.fourier import FourierBasis
 from .normalized_velocity import VelocityNormalization
 
@@ -152,6 +154,24 @@ class CircleSpectral(FollowsNoiseSchedule, DensityScheme):
         self.max_speed = abs(float(speed[idamax(speed)]))   # max |X| in one BLAS pass
         np.multiply(self._rho, speed, out=basis.analysis_input())
         return np.multiply(basis.analyse(), self.divergence)
+
+    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
+        """The coefficients after one Post-LN layer of step ``alpha``: the push-forward of the density by the layer
+        map (MATH.md §11; :mod:`meanfield.solvers.schemes.density_layers`).  At the grid nodes the attention output's
+        angular part is the velocity's synthesis and its radial part that of ``exp(-beta) d kappa_k / d beta``
+        times ``rho_hat_k`` (SA divides both by ``K * rho``), exact for the band-limited state; the nodes, carrying
+        the masses ``rho_j 2 pi / N``, move by ``atan2(alpha v, 1 + alpha c)`` and go back by a NUFFT."""
+        require_layers(self)
+        basis, operator = self.basis, self.kernel_operator
+        masses = self.density(state) * basis.cell
+        speed = basis.to_grid(state * self.velocity).copy()
+        radial = basis.to_grid(state * (operator.scaled(operator.radial) * basis.dealias)).copy()
+        if self.model.normalised:
+            density = basis.to_grid(state * self.conv)
+            speed /= density
+            radial /= density
+        angles = basis.theta + np.arctan2(alpha * speed, 1.0 + alpha * radial)
+        return circle_mass_coefficients(angles, masses, basis.n // 2) * (basis.dealias / (2 * math.pi))
 
     def stable_dt(self, cfl: float) -> float:
         """Largest step the field allows: ``cfl / max(kmax max|X|, lambda_max)``.

@@ -27,6 +27,11 @@ class DensityScheme(Scheme):
     #: appended to the positivity message (e.g. which stepper keeps positivity)
     positivity_hint = ""
 
+    @property
+    def normalization(self):
+        """The run's :class:`meanfield.normalization.Normalization` (MATH.md §6), as the particle schemes hold it."""
+        return self.speed_divisor.normalization
+
     def trackers(self) -> list:
         """The cluster bookkeeping of every frame's density (:class:`meanfield.solvers.tracking.clusters.ClusterTracker`:
         count, identities and events of the attention field's clusters, MATH.md §10)."""

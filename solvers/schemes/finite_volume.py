@@ -106,7 +106,9 @@ from meanfield.model import Model
 
 from ..tracking.clusters import ClusterTracker
 from .contract import TakesCellAverages
+from .density_layers import LayerFolds, remapped_cell_masses, require_layers
 from .density_scheme import DensityScheme
+from .interaction import CircleFourierInteraction
 from ..bases.fourier import FourierBasis
 from .fv_kernel import fused_kernel, split
 from .normalized_velocity import VelocityNormalization
@@ -449,7 +451,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         self._slots = basis if size == n else FourierBasis(size, basis.backend, slots=slots)
         self._stride = size // n
         h = self.cell = 2.0 * math.pi / n
-        faces = basis.theta[0] - h / 2 + h * np.arange(n + 1)
+        self.faces = faces = basis.theta[0] - h / 2 + h * np.arange(n + 1)
         self.fv = FiniteVolume1D(faces, np.full(n, h), np.ones(n + 1), basis.theta, periodic=True, nu=model.nu)
         k = np.arange(band + 1)
         folded = k % n
@@ -544,6 +546,30 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
             return (phases @ (self._point_tables[slot] * total)).real
 
         return self._combine(sums(0), t, lambda: sums(1), lambda: sums(2))
+
+    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
+        """The cell averages and points after one Post-LN layer of step ``alpha`` (MATH.md §11, "Densities through a
+        layer").  The cell masses at the centres (the midpoint rule the field is computed with) and the points are
+        weighted tokens; their attention output, at the centres, the points and, with weight 0, the faces, is the
+        exact Bessel sum of :class:`meanfield.solvers.schemes.interaction.CircleFourierInteraction`.  Each face and
+        point moves by ``atan2(alpha v, 1 + alpha c)``; each cell's mass, spread evenly over its moved cell, goes to
+        the fixed cells by exact overlaps (:func:`meanfield.solvers.schemes.density_layers.remapped_cell_masses`).
+        Mass is kept to rounding and averages stay non-negative."""
+        require_layers(self)
+        rho, y, m = self.split(state)
+        n, faces = self.resolution, self.faces
+        angles = np.concatenate((self.basis.theta, y, faces[:-1]))
+        masses = np.concatenate((rho * self.fv.volumes, m, np.zeros(n)))
+        radial, speed = CircleFourierInteraction(self.model.beta, self.model.attention, masses).components(angles[None])
+        shift = np.arctan2(alpha * speed[0], 1.0 + alpha * radial[0])
+        # the faces' shifts unwrapped around the circle: a cell's image is the arc its points sweep
+        at_faces = np.unwrap(np.append(shift[-n:], shift[-n]))
+        moved = faces + at_faces
+        if not (np.all(np.diff(moved) > 0) and at_faces[-1] == at_faces[0]):
+            raise LayerFolds(f"--step {alpha:g} sends finite-volume cells past each other (a token antipodal to "
+                             f"most of the mass, 1 + alpha <x, A_x> < 0); take a smaller --step or --scheme spectral")
+        averages = remapped_cell_masses(moved, rho * self.fv.volumes, faces) / self.fv.volumes
+        return np.concatenate((averages, y + shift[n:n + y.size], m))
 
     # -- state <-> density ------------------------------------------------------------------------
     @property

@@ -137,6 +137,7 @@ from meanfield.app.threads import NONUNIFORM_THREADS
 
 from ..tracking.clusters import ClosingPairsStep, ClusterTracker, NodeCollapse, closing_rate, resolve_collapse_tol
 from .contract import CarriesRadius, MergesNodes, RemapsCellAverages, Scheme
+from .density_layers import post_ln_moved, require_layers
 from ..bases.fourier import FourierBasis
 from .interaction import CircleFourierInteraction, SphereHarmonicInteraction
 from .particles import SPHERE_TOL
@@ -367,6 +368,15 @@ class CircleLagrangian(RemapsCellAverages, _Lagrangian):
         return out[:self.n // 2 + 1] / (2 * math.pi)
 
     # -- dynamics -----------------------------------------------------------------------------------
+    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
+        """The node angles after one Post-LN layer of step ``alpha`` (MATH.md §11): each weighted node is a token,
+        moved exactly by ``atan2(alpha v, 1 + alpha c)`` (``c``, ``v`` the radial and angular parts of the attention
+        output, the exact Bessel sums of the interaction); the weights do not change."""
+        require_layers(self)
+        theta = self.angles(state)
+        radial, speed = self.interaction.components(theta[None])
+        return theta + np.arctan2(alpha * speed[0], 1.0 + alpha * radial[0])
+
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``d theta_j / dt = X[mu](theta_j)`` by the band-limited sums (MATH.md §2.1), and ``max |X'|``.
 
@@ -584,6 +594,14 @@ class SphereLagrangian(_Lagrangian):
         return state[:, 3]
 
     # -- dynamics -----------------------------------------------------------------------------------
+    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
+        """The nodes after one Post-LN layer of step ``alpha`` (MATH.md §11): each weighted node is a token, moved
+        exactly by the layer map; the weights do not change."""
+        require_layers(self)
+        self.interaction.weights = self.weights
+        radial, tangent, _ = self.interaction.attention_parts(state[None])
+        return post_ln_moved(state, radial[0], tangent[0], alpha)
+
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``X[mu](x_j)`` (MATH.md §2, §2.2): gradient of the band-limited ``K*mu`` over ``beta``, SA divided
         by ``K*mu``; returned as Cartesian tangent vectors, shape ``(n, 3)``.  Under another normalisation

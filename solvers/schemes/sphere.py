@@ -39,15 +39,18 @@ and ``R = synthesis(c_l' rho_lm)``, ``c_l' = exp(-beta) d kappa_l/dbeta``, and m
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 
 from meanfield.errors import require
+from meanfield.harmonics import SHT_EPSILON, point_mass_coefficients, sphere_locations
 from meanfield.model import Model
 
 from .contract import FollowsNoiseSchedule
 from .density_scheme import DensityScheme
 from ..bases.sphere_basis import dealiased_grid_values, make_sphere_basis
+from .density_layers import post_ln_moved, require_layers, sphere_frame
 from .normalized_velocity import VelocityNormalization
 
 
@@ -129,6 +132,30 @@ class SphereSpectral(FollowsNoiseSchedule, DensityScheme):
         self.max_speed = math.sqrt(float(np.max(vel[0] ** 2 + vel[1] ** 2)))
         np.multiply(vel, rho, out=vel)
         return -basis.divergence(vel)
+
+    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
+        """The coefficients after one Post-LN layer of step ``alpha``: the push-forward of the density by the layer
+        map (MATH.md §11; :mod:`meanfield.solvers.schemes.density_layers`).  The attention output at the grid nodes
+        comes from the grid transforms (tangential part ``grad(potential * rho)``, radial part the synthesis of
+        ``exp(-beta) d kappa_l / d beta`` times ``rho_lm``; SA divides both by ``K * rho``), the moved node masses go
+        back by ducc0's adjoint non-uniform synthesis."""
+        require_layers(self)
+        basis, operator = self.basis, self.kernel_operator
+        tangent = basis.gradient(state * self.potential)
+        radial = basis.synthesise(state * operator.scaled(operator.radial))
+        if self.model.normalised:
+            density = basis.synthesise(state * self.conv)
+            tangent, radial = tangent / density, radial / density
+        x, e_theta, e_phi = self._grid_frame
+        tangent = tangent[0][..., None] * e_theta + tangent[1][..., None] * e_phi
+        moved = post_ln_moved(x, radial, tangent, alpha).reshape(-1, 3)
+        masses = (basis.synthesise(state) * basis.weights).reshape(-1)
+        return point_mass_coefficients(masses, sphere_locations(moved)[0], basis.lmax, SHT_EPSILON)[0]
+
+    @cached_property
+    def _grid_frame(self):
+        """The grid's points and the unit vectors along colatitude and longitude there (what a layer moves)."""
+        return sphere_frame(*np.meshgrid(self.basis.colatitude, self.basis.longitude, indexing="ij"))
 
     def stable_dt(self, cfl: float) -> float:
         """Largest step the field allows: ``cfl / max(lmax max|X|, lambda_max)`` (as on the circle)."""

@@ -34,6 +34,7 @@ from meanfield.model import Model
 
 from .contract import FollowsNoiseSchedule
 from .density_scheme import DensityScheme
+from .density_layers import polar_cosine_moved, require_layers
 from .normalized_velocity import VelocityNormalization
 from ..bases.zonal_basis import shared_basis
 
@@ -115,6 +116,21 @@ class ZonalGalerkin(FollowsNoiseSchedule, DensityScheme):
         if self.model.normalised:
             speed = speed / basis.synthesise(_along(self.conv, state))
         return divisor.divide(speed, t)
+
+    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
+        """The coefficients after one Post-LN layer of step ``alpha``: the push-forward of the density by the layer
+        map (MATH.md §11; :mod:`meanfield.solvers.schemes.density_layers`).  At the nodes the attention output is
+        ``c x + V (e - t x)`` (``V`` the speed profile, ``c`` the synthesis of ``exp(-beta) d kappa_l / d beta``
+        times ``g_l``, SA divided by ``K * rho``); each node's mass ``|S^{d-2}| w_j rho(t_j)`` moves to its new polar
+        cosine and the coefficients are ``sum_j m_j P_l(t_j')`` (direct)."""
+        require_layers(self)
+        basis, operator = self.basis, self.kernel_operator
+        radial = basis.synthesise(state * operator.scaled(operator.radial))
+        if self.model.normalised:
+            radial = radial / basis.synthesise(state * self.conv)
+        moved = polar_cosine_moved(basis.nodes, radial, self.speed_profile(state), alpha)
+        masses = basis.quad * basis.synthesise(state)
+        return masses @ basis.polynomials(moved, basis.lmax)
 
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``d g_l/dt = int rho X . grad P_l dsigma`` by quadrature (the transport term of MATH.md §2, §6)."""

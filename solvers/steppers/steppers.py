@@ -66,7 +66,8 @@ import numpy as np
 from meanfield.errors import InputError, require
 
 from ..schemes.contract import conform
-from .layers import post_ln_layer
+from .layers import apply_layer
+from ..schemes.density_layers import LayerFolds
 
 
 class StopRun(RuntimeError):
@@ -638,39 +639,66 @@ class ScipyStepper:
 
 
 class PostLNLayers(_Stepper):
-    """Post-LN layers as steps (module docstring): a step of ``h`` is one layer of step ``alpha = dt_max``; it never
-    shortens (a save time between two layers is refused), and it needs tokens on the sphere without noise or another
-    normalisation scheme (MATH.md §11; :mod:`meanfield.solvers.steppers.layers`).  Its dense output between layers
-    is the cubic Hermite of :class:`_Stepper`."""
+    """Discrete layers as steps (module docstring): a step of ``h`` is one layer of step ``alpha = dt_max``; it never
+    shortens (a save time between two layers is refused), and it needs no noise (MATH.md §11;
+    :mod:`meanfield.solvers.steppers.layers`).  The step from ``t`` is layer ``l = t / alpha``: tokens take their
+    normalisation's map of that layer (:func:`meanfield.solvers.steppers.layers.apply_layer`) and, with a schedule
+    ``layer_weights`` (:mod:`meanfield.solvers.steppers.layer_weights`), layer ``l``'s attention.  Its dense output
+    between layers is the cubic Hermite of :class:`_Stepper`."""
 
     name = "layers"
 
     def __init__(self, scheme, cfl: float = 0.5, rtol: float = 1e-8, atol: float | None = None,
-                 dt_max: float = math.inf):
+                 dt_max: float = math.inf, layer_weights=None):
         super().__init__(scheme, cfl, rtol, atol, dt_max)
-        require(hasattr(self.scheme, "attention_parts") and getattr(self.scheme, "sphere", False)
-                and not getattr(self.scheme, "carries_radius", True),
-                "--stepper layers applies to tokens on the sphere under Post-LN (meanfield particles)")
+        #: per-layer attention (:mod:`meanfield.solvers.steppers.layer_weights`; ``None``: the scheme's for all) and
+        #: how many layers the run has passed (its last layer's index + 1)
+        self.layer_weights, self.layers_passed = layer_weights, 0
+        #: the scheme's own push-forward by a layer (densities and Lagrangian nodes, MATH.md §11), else the tokens'
+        self._scheme_layer = getattr(self.scheme, "layer", None)
+        require(self._scheme_layer is not None or (hasattr(self.scheme, "attention_parts")
+                                                   and getattr(self.scheme, "sphere", False)),
+                "--stepper layers applies to tokens on the sphere (meanfield particles) and to densities of "
+                "--scheme spectral, galerkin, lagrangian, or fv on the circle (meanfield solve)")
         require(math.isfinite(dt_max) and dt_max > 0, f"--dt-max must be the layer step, > 0 and finite, with "
                                                       f"--stepper layers (got {dt_max:g}; --step sets it)")
         require(self.scheme.model.nu == 0 and self.scheme.noise_schedule is None,
                 f"--nu must be 0 for layers: a layer map has no noise (got {self.scheme.model.nu:g})")
-        require(self.scheme.normalization.name == "post", "--normalization must be post for layers: the layer map "
-                                                          "here is Post-LN's (MATH.md §11)")
+        # tokens: every normalisation has its layer map (layers.LAYER_MAPS); densities: Post-LN's
+        require(self._scheme_layer is None or self.scheme.normalization.name == "post",
+                "--normalization must be post for layers of a density: the layer map here is Post-LN's (MATH.md §11)")
+        require(layer_weights is None or self._scheme_layer is None,
+                "--layer-weights applies to tokens (meanfield particles)")
 
     def step(self, u, t, h_max):
         alpha = self.dt_max
         if h_max < alpha * (1 - 1e-9):
             raise InputError(f"--save-every must be a whole number of layers (--step {alpha:g}): a save time falls "
                              f"{h_max:g} after t = {t:g}, inside a layer")
-        new = post_ln_layer(self.scheme, u, alpha)
+        if self._scheme_layer is None:            # layer l = t / alpha: its map and, with a schedule, its weights
+            layer = int(round(t / alpha))
+            new = apply_layer(self.scheme, u, alpha, layer, self.layer_weights)
+            self.layers_passed = layer + 1
+            moving = self.scheme if self.layer_weights is None else self.layer_weights.scheme(self.scheme, layer)
+        else:
+            try:
+                new, moving = self._scheme_layer(u, alpha), self.scheme
+            except LayerFolds as exc:          # the state's own doing, not the user's: stop and keep the frames
+                raise StopRun(f"layer fold at t = {t:g}: {exc}") from exc
         self.steps += 1
-        self._last = (u, t, alpha, (self.scheme.rhs(u, t),), new)
+        self._last = (u, t, alpha, (moving.rhs(u, t),), new)
         return new, t + alpha
 
     def command_settings(self) -> dict:
-        """The layer step, ``--dt-max ALPHA``: the run's command repeats it."""
-        return {"dt_max": self.dt_max}
+        """The layer step, ``--dt-max ALPHA``, and the per-layer weights' spec: the run's command repeats them."""
+        return {"dt_max": self.dt_max} | ({} if self.layer_weights is None else
+                                          {"layer_weights": self.layer_weights.spec})
+
+    def variables(self) -> dict:
+        """What a run records of its per-layer weights (:meth:`LayerWeights.variables`; none without)."""
+        if self.layer_weights is None:
+            return {}
+        return self.layer_weights.variables(self.layers_passed, self.scheme.dim)
 
     def frame_coords(self, times: np.ndarray) -> dict:
         """``layer(time)``: the number of layers a frame has passed, ``t / alpha`` (a whole number, MATH.md §11)."""

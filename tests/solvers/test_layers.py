@@ -8,13 +8,14 @@ import math
 
 import numpy as np
 import pytest
-from numpy.polynomial.legendre import leggauss, legval
 from scipy.special import iv
 
 from meanfield.errors import InputError
 from meanfield.model import Model
 from meanfield.settings import Attention
 from meanfield.solvers.runs.particle_run import simulate
+from meanfield.solvers.runs.layer_checks import (circle_mode_growth, fitted_layer_order, layer_errors, richardson_limit,
+                                                 sphere_degree_growth)
 from meanfield.solvers.schemes.particles import ParticleScheme
 from meanfield.solvers.steppers.layers import run_layers
 from meanfield.theory import layer_growth_factors, uniform_radial_output
@@ -25,42 +26,13 @@ EPS = 1e-7        # the perturbation
 TOLERANCE = EPS
 
 
-def _circle_growth(attention: str, beta: float, k: int, alpha: float, n: int = 4096) -> np.ndarray:
-    """Per-layer ratios of |sum_j w_j exp(-i k theta_j)| over three layers, from nodes 2 pi (j + 1/2) / n weighted by
-    1 + EPS cos(k theta)."""
-    theta = 2 * math.pi * (np.arange(n) + 0.5) / n
-    weights = 1 + EPS * np.cos(k * theta)
-    weights /= weights.sum()
-    scheme = ParticleScheme(Model(attention, beta, 0.0, 2), n, weights=weights)
-    frames = run_layers(scheme, np.stack((np.cos(theta), np.sin(theta)), -1), alpha, 3)
-    amplitudes = np.array([abs(np.sum(weights * np.exp(-1j * k * np.arctan2(f[:, 1], f[:, 0])))) for f in frames])
-    return amplitudes[1:] / amplitudes[:-1]
-
-
-def _sphere_growth(attention: str, beta: float, degree: int, alpha: float, nlat: int = 32) -> np.ndarray:
-    """Per-layer ratios of sum_j w_j P_l(z_j), from a Gauss–Legendre x uniform grid weighted by its quadrature
-    weights times 1 + EPS P_l(z) (the direct path: the sums are exact quadrature)."""
-    z, gauss = leggauss(nlat)
-    phi = 2 * math.pi * np.arange(2 * nlat) / (2 * nlat)
-    height, angle = np.meshgrid(z, phi, indexing="ij")
-    legendre = [0] * degree + [1]
-    weights = (gauss[:, None] * (1 + EPS * legval(height, legendre))).ravel()
-    weights /= weights.sum()
-    ring = np.sqrt(1 - height ** 2)
-    x = np.stack((ring * np.cos(angle), ring * np.sin(angle), height), -1).reshape(-1, 3)
-    scheme = ParticleScheme(Model(attention, beta, 0.0, 3), x.shape[0], Attention(attention, interaction="direct"),
-                            weights=weights)
-    amplitudes = np.array([np.sum(weights * legval(f[:, 2], legendre)) for f in run_layers(scheme, x, alpha, 3)])
-    return amplitudes[1:] / amplitudes[:-1]
-
-
 @pytest.mark.parametrize("alpha", [0.1, 1.0])
 @pytest.mark.parametrize("attention", ["sa", "usa"])
 def test_a_layer_multiplies_a_circle_mode_by_the_linear_factor(attention, alpha):
     for beta in (3.0, 9.0):
         for k in (2, 4):
             factor = layer_growth_factors(Model(attention, beta, 0.0, 2), [k], alpha)[0]
-            assert np.max(np.abs(_circle_growth(attention, beta, k, alpha) / factor - 1)) < TOLERANCE
+            assert np.max(np.abs(circle_mode_growth(attention, beta, k, alpha, eps=EPS) / factor - 1)) < TOLERANCE
             # the layer's own normalisation matters: the flow's factor 1 + alpha lambda_k is far off
             flow_step = 1 + alpha * (factor - 1) * (1 + alpha * uniform_radial_output(Model(attention, beta, 0.0, 2)))
             assert abs(flow_step / factor - 1) > 100 * TOLERANCE
@@ -70,7 +42,7 @@ def test_a_layer_multiplies_a_circle_mode_by_the_linear_factor(attention, alpha)
 def test_a_layer_multiplies_a_sphere_degree_by_the_linear_factor(attention):
     for beta, degree, alpha in ((3.0, 2, 0.1), (9.0, 4, 1.0), (3.0, 4, 1.0)):
         factor = layer_growth_factors(Model(attention, beta, 0.0, 3), [degree], alpha)[0]
-        assert np.max(np.abs(_sphere_growth(attention, beta, degree, alpha) / factor - 1)) < TOLERANCE
+        assert np.max(np.abs(sphere_degree_growth(attention, beta, degree, alpha, eps=EPS) / factor - 1)) < TOLERANCE
 
 
 def test_the_radial_part_at_the_uniform_state():
@@ -116,12 +88,8 @@ def test_layers_approach_the_flow_at_order_one(dim, attention, beta):
     error expansion E = C L^-p (1 + c / L), fitted as log E = log C - p log L + c / L, is 1 within 0.05 (measured
     0.996 to 0.999; a plain log-log fit, blind to the c / L term, reads 0.91 to 0.96 at these L)."""
     x, flow, scheme = _flow_case(dim, attention, beta)
-    layers = np.array([8, 16, 32, 64, 128, 256])
-    errors = [np.max(np.linalg.norm(run_layers(scheme, x, FINAL / count, count)[-1] - flow, axis=1))
-              for count in layers]
-    design = np.stack((np.ones(layers.size), -np.log(layers), 1.0 / layers), axis=1)
-    order = np.linalg.lstsq(design, np.log(errors), rcond=None)[0][1]
-    assert abs(order - 1) < 0.05
+    layers = [8, 16, 32, 64, 128, 256]
+    assert abs(fitted_layer_order(layers, layer_errors(scheme, x, flow, FINAL, layers)) - 1) < 0.05
     frames = run_layers(scheme, x, FINAL / 8, 8)
     assert np.max(np.abs(np.linalg.norm(frames, axis=-1) - 1)) < 8 * np.finfo(float).eps   # tokens stay unit vectors
 
@@ -186,9 +154,7 @@ def test_the_layers_limit_is_the_flow(dim, attention, beta):
     from L = 256, 512, 1024 (T = 2) leaves the flow's tokens to 1e-6 (measured 1.0e-7 to 2.2e-7; the layers at
     L = 1024 alone are 1e-3 away, once extrapolated 1e-5)."""
     x, flow, scheme = _flow_case(dim, attention, beta)
-    coarse, middle, fine = (run_layers(scheme, x, FINAL / count, count)[-1] for count in (256, 512, 1024))
-    once_coarse, once_fine = 2 * middle - coarse, 2 * fine - middle
-    limit = (4 * once_fine - once_coarse) / 3
+    limit, once_fine = richardson_limit(scheme, x, FINAL, 256)
     assert np.max(np.abs(limit - flow)) < 1e-6 < np.max(np.abs(once_fine - flow))
 
 

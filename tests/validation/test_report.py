@@ -180,7 +180,7 @@ def test_growth_claims_read_the_table():
 def test_registry_names_every_command():
     assert list(STUDIES) == ["growth-circle", "mean-field", "mean-field-sphere", "cluster-formation", "metastability",
                              "schemes", "noise-transition", "staircase", "cluster-events", "formation-count", "fv-staircase", "gaussian", "long-context", "normalization",
-                             "castin-figures", "causal", "phase-transitions", "bench-circle", "bench-particles", "bench-sphere",
+                             "castin-figures", "causal", "phase-transitions", "depth", "bench-circle", "bench-particles", "bench-sphere",
                              "bench-staircase", "bench-startup", "bench-frames", "bench-cluster-schemes", "bench-clusters", "bench-causal",
                              "bench-signals"]
     assert all(study.benchmark == study.name.startswith("bench-") for study in STUDIES.values())

@@ -44,6 +44,8 @@ def test_formation_count_parameters_reach_the_runs(tmp_path, monkeypatch, capsys
     ("phase-transitions", ["--n", "100"], "--n must be an integer in [300, 1000000] for this study"),
     ("phase-transitions", ["--beta", "2,7"], "--beta must be in (0, 6] for this study (got 2, 7)"),
     ("fv-staircase", ["--beta", "4,6"], "--beta takes one value for this study"),
+    ("depth", ["--beta", "20"], "--beta must be in (0, 12] for this study (got 20)"),
+    ("depth", ["--n", "1"], "--n must be an integer in [2, 1024] for this study (got 1)"),
 ])
 def test_parameters_out_of_a_studys_range_are_refused_before_it_runs(name, options, words, tmp_path, capsys):
     """One line naming the flag and the range, exit 2, nothing written."""
@@ -230,3 +232,35 @@ def test_phase_transitions_parameters_reach_the_diagrams_and_the_particles(tmp_p
                                                             rel=1e-12)
     assert int(ds["particle_n"]) == 300 and int(ds["particle_seed"]) == 3
     assert ds.attrs["command"].endswith(f"--beta 2 --n 300 --seed 3 --out-dir {tmp_path}")
+
+
+def test_depth_parameters_reach_the_layers_the_flow_and_the_polygons(tmp_path, monkeypatch, capsys):
+    """beta = 6 (the linear theory's cases and the SA flow cases), n = 32 flow tokens, seed 4 (their draw and the
+    polygons); the preset shrunk to one step alpha = 1, 1024 circle nodes, two hardmax betas and 12 inner tokens."""
+    from meanfield.model import Model
+    from meanfield.theory import layer_growth_factors
+    from meanfield.validation.studies import depth
+
+    for key, value in (("alphas", (1.0,)), ("nodes", 1024), ("hardmax_exponents", (5.0, 10.0)), ("psd_tokens", 12),
+                       ("gaussian_sizes", (256, 512, 1024)), ("gaussian_draws", (32, 16, 8))):
+        monkeypatch.setitem(depth.QUICK, key, value)
+    calls, real = [], depth.simulate
+    monkeypatch.setattr(depth, "simulate", lambda **kwargs: calls.append(kwargs) or real(**kwargs))
+    drawn, case = [], depth.gaussian_case
+    monkeypatch.setattr(depth, "gaussian_case", lambda *args: drawn.append(args) or case(*args))
+    assert _validate("depth", tmp_path, "--beta", "6", "--n", "32", "--seed", "4") == 0
+    ds = _written(tmp_path, "depth")
+    assert ds.attrs["preset_beta"] == 6.0 and ds.attrs["preset_n"] == 32 and ds.attrs["preset_seed"] == 4
+    for index in range(ds.sizes["growth_case"]):
+        model = Model(str(ds.growth_attention.values[index]), 6.0, 0.0, int(ds.growth_dim[index]))
+        assert float(ds.growth_theory[index]) == layer_growth_factors(model, [int(ds.growth_degree[index])], 1.0)[0]
+    assert ds["flow_beta"].values.tolist() == [6.0, 1.0, 6.0, 1.0]
+    assert [(call["n"], call["beta"], call["positions"].shape) for call in calls] == [
+        (32, 6.0, (32, 2)), (32, 1.0, (32, 2)), (32, 6.0, (32, 3)), (32, 1.0, (32, 3)),
+        (64, 4.0, (64, 2))]                                              # the random weights' fixed tokens
+    assert np.array_equal(calls[0]["positions"], depth._tokens(32, 2, 4))
+    assert np.array_equal(ds["departure_vertices"].values, depth.polygon(6, 4))
+    assert drawn == [("random", 2, 4)]                                   # the Gaussian data drawn from the seed
+    assert ds.sizes["hardmax_beta"] == 2 and ds.sizes["psd_token"] == 7 + 12
+    assert ds.attrs["command"].endswith(f"--beta 6 --n 32 --seed 4 --out-dir {tmp_path}")
+    assert "claims: 33 of 33 hold" in capsys.readouterr().out

@@ -1,0 +1,89 @@
+"""Measurements of discrete Post-LN layers against their theory (MATH.md §11), shared by the tests and ``validate depth``.
+
+- :func:`circle_mode_growth`, :func:`sphere_degree_growth`: the per-layer growth of one mode of a perturbed uniform
+  state, measured on quadrature nodes weighted by the perturbed density, so that every attention sum is an exact
+  quadrature of the density's own integral and the measured ratio is the linear factor
+  ``g_l = 1 + alpha lambda_l / (1 + alpha c_0)`` (:func:`meanfield.theory.layer_growth_factors`) up to the
+  perturbation's own share, ``O(eps)`` relative.
+- :func:`layer_errors`, :func:`fitted_layer_order`: ``L`` layers of step ``T / L`` against the flow at ``T`` and the
+  order ``p`` of the error expansion ``E = C L^-p (1 + c / L)``.
+- :func:`richardson_limit`: the layers at ``L``, ``2L``, ``4L`` extrapolated twice to ``L -> infinity`` (the flow).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.polynomial.legendre import leggauss, legval
+
+from meanfield.model import Model
+from meanfield.settings import Attention
+
+from ..schemes.particles import ParticleScheme
+from ..steppers.layers import run_layers
+
+#: The default relative perturbation of the uniform state (the tests' and the study's).
+EPS = 1e-7
+
+
+def circle_mode_growth(attention: str, beta: float, k: int, alpha: float, n: int = 4096, eps: float = EPS,
+                       layers: int = 3, normalization=None) -> np.ndarray:
+    """Per-layer ratios of ``|sum_j w_j exp(-i k theta_j)|`` over ``layers`` layers of step ``alpha``, from the nodes
+    ``2 pi (j + 1/2) / n`` weighted by ``1 + eps cos(k theta)`` (normalised), under ``normalization`` (a
+    :class:`meanfield.normalization.Normalization`; default Post-LN; the tokens start at radius ``r0`` where it
+    carries one)."""
+    theta = 2 * math.pi * (np.arange(n) + 0.5) / n
+    weights = 1 + eps * np.cos(k * theta)
+    weights /= weights.sum()
+    scheme = ParticleScheme(Model(attention, beta, 0.0, 2), n, weights=weights, normalization=normalization)
+    tokens = np.stack((np.cos(theta), np.sin(theta)), -1)
+    if scheme.carries_radius:
+        tokens = np.concatenate((tokens, np.full((n, 1), scheme.normalization.r0)), axis=-1)
+    frames = run_layers(scheme, tokens, alpha, layers)
+    amplitudes = np.array([abs(np.sum(weights * np.exp(-1j * k * np.arctan2(f[:, 1], f[:, 0])))) for f in frames])
+    return amplitudes[1:] / amplitudes[:-1]
+
+
+def sphere_degree_growth(attention: str, beta: float, degree: int, alpha: float, nlat: int = 32, eps: float = EPS,
+                         layers: int = 3) -> np.ndarray:
+    """Per-layer ratios of ``sum_j w_j P_l(z_j)`` on S^2, from a Gauss–Legendre (``nlat``) x uniform (``2 nlat``) grid
+    weighted by its quadrature weights times ``1 + eps P_l(z)`` (the direct interaction: the sums are exact
+    quadrature)."""
+    z, gauss = leggauss(nlat)
+    phi = 2 * math.pi * np.arange(2 * nlat) / (2 * nlat)
+    height, angle = np.meshgrid(z, phi, indexing="ij")
+    legendre = [0] * degree + [1]
+    weights = (gauss[:, None] * (1 + eps * legval(height, legendre))).ravel()
+    weights /= weights.sum()
+    ring = np.sqrt(1 - height ** 2)
+    x = np.stack((ring * np.cos(angle), ring * np.sin(angle), height), -1).reshape(-1, 3)
+    scheme = ParticleScheme(Model(attention, beta, 0.0, 3), x.shape[0], Attention(attention, interaction="direct"),
+                            weights=weights)
+    amplitudes = np.array([np.sum(weights * legval(f[:, 2], legendre)) for f in run_layers(scheme, x, alpha, layers)])
+    return amplitudes[1:] / amplitudes[:-1]
+
+
+def layer_errors(scheme, x: np.ndarray, flow: np.ndarray, final: float, counts) -> np.ndarray:
+    """``max_j |x_j^L - x_j(T)|``: ``L`` layers of step ``final / L`` from ``x`` against the flow's tokens ``flow`` at
+    ``T = final``, one value per ``L`` of ``counts``."""
+    return np.array([np.max(np.linalg.norm(run_layers(scheme, x, final / count, count)[-1] - flow, axis=1))
+                     for count in counts])
+
+
+def fitted_layer_order(counts, errors) -> float:
+    """The order ``p`` of ``E = C L^-p (1 + c / L)``, fitted by least squares as ``log E = log C - p log L + c / L``
+    (a plain log-log slope, blind to the ``c / L`` term, reads low at small ``L``)."""
+    counts = np.asarray(counts, dtype=float)
+    design = np.stack((np.ones(counts.size), -np.log(counts), 1.0 / counts), axis=1)
+    return float(np.linalg.lstsq(design, np.log(errors), rcond=None)[0][1])
+
+
+def richardson_limit(scheme, x: np.ndarray, final: float, coarsest: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """The layers' ``L -> infinity`` limit at ``T = final``: ``L``, ``2L``, ``4L`` layers (``L = coarsest``) with the
+    expansion ``C_1 / L + C_2 / L^2 + ...`` removed twice by Richardson extrapolation.  Returns the limit and the
+    once-extrapolated tokens of the two finest counts (to show what the second extrapolation gains)."""
+    coarse, middle, fine = (run_layers(scheme, x, final / count, count)[-1]
+                            for count in (coarsest, 2 * coarsest, 4 * coarsest))
+    once_coarse, once_fine = 2 * middle - coarse, 2 * fine - middle
+    return (4 * once_fine - once_coarse) / 3, once_fine
