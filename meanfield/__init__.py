@@ -31,6 +31,9 @@ Public API (formulas in MATH.md, software contracts in DESIGN.md):
 * :mod:`meanfield.gaussian` — the Castin et al. mean/covariance ODEs (MATH.md §3); :func:`solve_gaussian_case`
   runs a named case as ``meanfield gaussian`` does.  :mod:`meanfield.gaussian_layers` — residual layers on Gaussian
   data, an exact moment map (MATH.md §3.1).
+* tokens in R^d (MATH.md §12) — :func:`hardmax_case_run` (hardmax attention, exact and event-driven, and its
+  finite-beta twin) and :func:`rd_case_run` (the rescaled tokens and their limit set) run the named cases of
+  ``meanfield hardmax`` and ``meanfield rd`` (:mod:`meanfield.token_runs`).
 * :mod:`meanfield.long_context` — one SA layer at ``beta = gamma log n``: :func:`one_layer_cosine` of
   equiangular tokens, its :func:`limit_cosine`, :func:`critical_gamma` (MATH.md §7).
 * cluster dynamics — :func:`cluster_history` (the K-point ODE and its merges),
@@ -81,6 +84,7 @@ _PUBLIC = {
     "solve": ("meanfield.solvers.runs.solve", "solve"), "simulate_particles": ("meanfield.solvers.runs.particle_run", "simulate"),
     "rerun": ("meanfield.solvers.runs.rerun", "rerun"), "grid": ("meanfield.solvers.runs.grid", "grid"), "stationary_branch": ("meanfield.solvers.stationary.branch", "stationary_branch"),
     "solve_gaussian_case": ("meanfield.solvers.runs.gaussian_run", "solve_case"),
+    **{name: ("meanfield.token_runs", name) for name in ("hardmax_case_run", "rd_case_run")},
 }
 
 

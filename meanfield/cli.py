@@ -36,6 +36,8 @@ from .attention_kind import KINDS, attention_kind
 from .settings import Monitor, Saving, StepControl, gather
 
 from .app.output_paths import MOVIE_SUFFIXES, RUN_SUFFIXES, check_output_file, check_output_folder, image_suffixes
+from .token_limits import (HARDMAX_CASES, MAX_HARDMAX_N, MAX_HARDMAX_T, MAX_RD_EXPONENT, MAX_RD_N, MAX_TOKEN_DIM,
+                           MAX_TOKEN_FRAMES, MAX_TWIN_BETA, RD_VALUES)
 
 EXIT_COMPLETED = 0
 EXIT_USAGE = 2
@@ -562,17 +564,17 @@ def _scheme_names(geometry: str) -> list[str]:
     return [default] + [name for name in SCHEMES[geometry] if name != default]
 
 
-def _layer_options(what: str):
+def _layer_options(what: str, kind: str = "Post-LN layers instead of the flow (MATH.md §11)",
+                   sets: str = "; a continued run goes on to layer LAYERS); sets --stepper layers, --dt-max ALPHA, "
+                               "--t-final LAYERS x ALPHA."):
     """``--t-final`` (required unless ``--layers`` sets it), ``--layers`` and ``--step``: the flow or its discrete
-    Post-LN layers (MATH.md §11), ``what`` saying what a layer moves."""
+    layers, ``kind`` naming them, ``what`` saying what a layer moves and ``sets`` what ``--layers`` sets."""
     def decorate(command):
         command = click.option("--step", "layer_step", type=NUMBER, default=None,
                                help="The layers' step alpha > 0 (with --layers).")(command)
         command = click.option("--layers", type=INTEGER, default=None,
-                               help=f"Discrete Post-LN layers instead of the flow (MATH.md §11): LAYERS maps of {what} "
-                                    "of step --step, a frame after each (time = layer x alpha, coordinate layer; a continued "
-                                    "run goes on to layer LAYERS); sets --stepper layers, --dt-max ALPHA, --t-final "
-                                    "LAYERS x ALPHA.")(command)
+                               help=f"Discrete {kind}: LAYERS maps of {what} of step --step, a frame after each "
+                                    f"(time = layer x alpha, coordinate layer{sets}")(command)
         return click.option("--t-final", type=NUMBER, default=None,
                             help="End time (a continued run goes on from its file's time); required unless --layers "
                                  "sets it.")(command)
@@ -844,12 +846,13 @@ rerun.help = rerun.help.replace("{exit_help}", EXIT_HELP)
 @click.option("--seed", type=INTEGER, default=GAUSSIAN_DEFAULTS["seed"], show_default=True,
               help="Seed of the matrices, in [0, 2^63 - 1].")
 @click.option("--scaled", is_flag=True, help="Scale the logits by 1/sqrt(k) as in transformers.")
-@click.option("--t-final", type=NUMBER, required=True, help="Final time.")
+@_layer_options("the moments, x <- x + alpha Gamma(x) (exact for Gaussian data)",
+                "residual layers instead of the flow (MATH.md §3.1)", ").")
 @click.option("--save-every", type=NUMBER, default=GAUSSIAN_DEFAULTS["save_every"],
               help="Save cadence [default: every accepted step].")
 @click.option("--out", type=click.Path(dir_okay=False), default="gaussian.nc", show_default=True,
               help="netCDF output (.nc).")
-def gaussian(attention, dim, case, seed, scaled, eps, t_final, save_every, out):
+def gaussian(attention, dim, case, seed, scaled, eps, t_final, layers, layer_step, save_every, out):
     """Mean and covariance of Gaussian tokens in R^d (Castin et al., MATH.md §3).
 
     Exit status: 0 when the moments reach --t-final; 2 on bad input; 3 when they blow up or the
@@ -865,17 +868,133 @@ def gaussian(attention, dim, case, seed, scaled, eps, t_final, save_every, out):
     check_matrix_dim(dim)
     check_seed(seed)
     check_option("--sinkhorn-eps", eps)
-    check_option("--t-final", t_final)
-    if save_every is not None:
-        check_option("--save-every", save_every)
-        check_frames(t_final, save_every, None, 8.0 * (dim * dim + dim), 0.0)
     signals.save_runs_whole()
-    dataset = solve_case(case, dim, seed, t_final=t_final, attention=attention, save_every=save_every,
-                         scaled=scaled, eps=eps)
+    if layers is not None or layer_step is not None:
+        dataset = _gaussian_layers(case, dim, seed, layers, layer_step, t_final, save_every, attention, scaled, eps)
+    else:
+        require(t_final is not None, "--t-final is required: the end time of the moments' flow (or give --layers)")
+        check_option("--t-final", t_final)
+        if save_every is not None:
+            check_option("--save-every", save_every)
+            check_frames(t_final, save_every, None, 8.0 * (dim * dim + dim), 0.0)
+        dataset = solve_case(case, dim, seed, t_final=t_final, attention=attention, save_every=save_every,
+                             scaled=scaled, eps=eps)
     held = _save(dataset, out)
-    click.echo(f"stop_reason: {dataset.attrs['stop_reason']}   blowup_time: {dataset.attrs['blowup_time']}")
+    click.echo(f"stop_reason: {dataset.attrs['stop_reason']}   blowup_time: {dataset.attrs.get('blowup_time', 'none')}")
     click.echo(f"saved {dataset.sizes['time']} times up to t = {float(dataset.time[-1]):.6g} -> {out}")
     _finish(dataset.attrs["stop_reason"], held)
+
+
+def _gaussian_layers(case, dim, seed, layers, alpha, t_final, save_every, attention, scaled, eps):
+    """``meanfield gaussian --layers L --step ALPHA``: the exact moment map of ``L`` residual layers (MATH.md §3.1)."""
+    from meanfield.gaussian_layers import layers_case
+
+    require(layers is not None and alpha is not None, "--layers and --step go together: L layers of step ALPHA")
+    require(t_final is None and save_every is None, "--layers sets the end time (LAYERS x STEP) and a frame per "
+                                                    "layer: give --t-final and --save-every only without it")
+    check_integer("--layers", layers, 1)
+    require(math.isfinite(alpha) and alpha > 0, f"--step must be > 0 and finite (got {alpha:g})")
+    check_frames(layers * alpha, alpha, None, 8.0 * (dim * dim + dim), 0.0)
+    return layers_case(case, dim, seed, layers=layers, alpha=alpha, attention=attention, scaled=scaled, eps=eps)
+
+
+# --------------------------------------------------------------------------------------------- tokens in R^d
+def _token_options(out_default: str):
+    """``--seed``, ``--frames`` and ``--out`` of the token runs in R^d (``hardmax``, ``rd``)."""
+    def options(f):
+        f = click.option("--out", type=click.Path(dir_okay=False), default=out_default, show_default=True,
+                         help="netCDF output (.nc).")(f)
+        f = click.option("--frames", type=INTEGER, default=61, show_default=True,
+                         help=f"Saved frames, equally spaced from t = 0, an integer in [2, {MAX_TOKEN_FRAMES}].")(f)
+        return click.option("--seed", type=INTEGER, default=0, show_default=True,
+                            help="Seed of the drawn tokens (and matrices), in [0, 2^63 - 1].")(f)
+    return options
+
+
+def _token_run(make, summary, out) -> None:
+    """Check ``--out``, run ``make()`` (the run Dataset of :mod:`meanfield.token_runs`), save it, print ``summary`` of
+    it and exit with its status (3 when it stopped early)."""
+    out = check_output_file(out, "--out", RUN_SUFFIXES)
+    signals.save_runs_whole()
+    dataset = make()
+    held = _save(dataset, out)
+    for line in summary(dataset):
+        click.echo(line)
+    click.echo(f"stop_reason: {dataset.attrs['stop_reason']}")
+    click.echo(f"saved {dataset.sizes['time']} frames up to t = {float(dataset.time[-1]):.6g} -> {out}")
+    _finish(dataset.attrs["stop_reason"], held)
+
+
+@cli.command()
+@click.option("--case", default="psd", show_default=True,
+              help=f"{' | '.join(HARDMAX_CASES)} | FILE.npz: psd: Q = K = I, equal-norm hull vertices (max(d + 1, "
+                   "n/4)) and tokens inside them; nsd: Q = I, K = -(M M^T + I/10), tokens in antipodal pairs; random: "
+                   "Gaussian tokens, Q, K; FILE.npz: arrays x0 (n x d) and A = Q^T K (d x d) (then --n, --dim, "
+                   "--seed are the file's).")
+@click.option("--n", "n", type=INTEGER, default=24, show_default=True,
+              help=f"Number of tokens, an integer in [1, {MAX_HARDMAX_N}] (psd: >= d + 1; nsd: even).")
+@click.option("--dim", type=INTEGER, default=2, show_default=True,
+              help=f"Token dimension d, an integer in [1, {MAX_TOKEN_DIM}] (psd: >= 2).")
+@click.option("--t-final", type=NUMBER, default=3.0, show_default=True,
+              help=f"Final time, in (0, {MAX_HARDMAX_T:g}].")
+@click.option("--beta", type=NUMBER, default=None,
+              help=f"Also the finite-beta softmax twin at this beta, in (0, {MAX_TWIN_BETA:g}], and its distance "
+                   "from the hardmax tokens [default: none].")
+@_token_options("hardmax.nc")
+def hardmax(case, n, dim, t_final, beta, seed, frames, out):
+    """Hardmax attention (beta = inf) of tokens in R^d, exact and event-driven (MATH.md §12).
+
+    Each token moves toward the average of its argmax set (argmax_j <Q x_i, K x_j>); between the times a set
+    changes (events, dated to 1e-14) the motion is a matrix exponential.  Prints the events, the final cells and,
+    with --beta, the distance from the softmax twin.  `meanfield plot FILE` draws the trajectories.
+
+    Exit status: 0 when the run reaches --t-final; 2 on bad input; 3 when the exact integration stops early (a
+    sliding mode, events accumulating: the file keeps the frames before it; stop_reason says why).
+
+    \b
+    Example:
+      meanfield hardmax --case psd --n 24 --t-final 3 --beta 20 --out hardmax.nc
+    """
+    from .token_runs import hardmax_case_run, hardmax_summary
+
+    _token_run(lambda: hardmax_case_run(case, n, dim, t_final, beta, seed, frames), hardmax_summary, out)
+
+
+@cli.command()
+@click.option("--value", default="identity", show_default=True,
+              help=f"{' | '.join(RD_VALUES)} | FILE.npz: V = Q = K = I with equal-norm polytope data (--vertices of "
+                   "them, the rest inside); the value matrices of the paper's hyperplane examples (Q = K = I, "
+                   "tokens uniform in [-5, 5]^d); FILE.npz: arrays z0 (n x d), V (d x d), optional Q, K (then --n, "
+                   "--dim, --seed are the file's).")
+@click.option("--n", "n", type=INTEGER, default=20, show_default=True,
+              help=f"Number of tokens, an integer in [1, {MAX_RD_N}].")
+@click.option("--dim", type=INTEGER, default=None,
+              help=f"Token dimension d: identity: an integer in [2, {MAX_TOKEN_DIM}]; a paper matrix: its size "
+                   "[default: 2, or the matrix's].")
+@click.option("--vertices", type=INTEGER, default=7, show_default=True,
+              help="--value identity: polytope vertices, an integer in [d + 1, n].")
+@click.option("--t-final", type=NUMBER, default=30.0, show_default=True,
+              help=f"Final time, > 0 with 2 lambda_1 t-final <= {MAX_RD_EXPONENT:g} (lambda_1: the largest real part "
+                   "of V's eigenvalues).")
+@click.option("--tol", type=NUMBER, default=1e-6, show_default=True,
+              help="Tokens (levels) closer than this are one limit point (hyperplane), in (0, 1).")
+@_token_options("rd.nc")
+def rd(value, n, dim, vertices, t_final, seed, frames, tol, out):
+    """Tokens in R^d without projection, rescaled z = e^{-tV} x, and their limit set (MATH.md §12.1).
+
+    V = I: the limit points are the vertices of a polytope; V with a simple positive top eigenvalue: the tokens
+    end on parallel hyperplanes <l_1, z> = c.  Prints the limit set (count, geometry) and stores it in the file;
+    `meanfield plot FILE` draws the rescaled trajectories and the limit set.
+
+    Exit status: 0; 2 on bad input (also data outside the theorems' hypotheses).
+
+    \b
+    Example:
+      meanfield rd --value paper-2d --n 20 --seed 2 --t-final 19 --out rd.nc
+    """
+    from .token_runs import rd_case_run, rd_summary
+
+    _token_run(lambda: rd_case_run(value, n, dim, t_final, seed, vertices, frames, tol), rd_summary, out)
 
 
 # --------------------------------------------------------------------------------------------- plot

@@ -44,10 +44,12 @@ def gaussian_case(case: str, dim: int, seed=None) -> dict:
 
 def case_command(case: str, dim: int, seed, t_final, attention: str = GAUSSIAN_DEFAULTS["attention"],
                  save_every=GAUSSIAN_DEFAULTS["save_every"], scaled: bool = GAUSSIAN_DEFAULTS["scaled"],
-                 eps: float = GAUSSIAN_DEFAULTS["sinkhorn_eps"]) -> str:
-    """The ``meanfield gaussian`` command line that runs a named case."""
+                 eps: float = GAUSSIAN_DEFAULTS["sinkhorn_eps"], layers: tuple | None = None) -> str:
+    """The ``meanfield gaussian`` command line that runs a named case; ``layers = (L, alpha)``: its ``L`` residual
+    layers of step ``alpha`` (MATH.md §3.1) instead of the flow to ``t_final``."""
+    clock = ["--t-final", str(t_final)] if layers is None else ["--layers", str(layers[0]), "--step", repr(layers[1])]
     return " ".join(
-        ["meanfield", "gaussian", "--attention", attention, "--dim", str(dim), "--case", case, "--seed", str(seed),
-         "--t-final", str(t_final)] + (["--scaled"] if scaled else [])
+        ["meanfield", "gaussian", "--attention", attention, "--dim", str(dim), "--case", case, "--seed", str(seed)]
+        + clock + (["--scaled"] if scaled else [])
         + (["--sinkhorn-eps", str(eps)] if attention == "sinkhorn" else [])
         + (["--save-every", str(save_every)] if save_every else []))

@@ -34,6 +34,7 @@ from .defaults import GAUSSIAN_DEFAULTS
 from .errors import require
 from .gaussian import (Head, factor_rhs, head_list, initial_factor, moment_frames, positive_number,
                        validated_problem)
+from .gaussian_cases import case_command, gaussian_case
 
 
 def heads_at_beta(heads: list[Head], beta: float) -> list[Head]:
@@ -137,3 +138,17 @@ def _with_matrices(run: xr.Dataset, V, Q, K) -> xr.Dataset:
     keys = np.array([np.asarray(k, dtype=float) for k in head_list(K)])
     return run.assign(V=(("head", "i", "j"), values), Q=(("head", "row", "j"), np.array(queries)),
                       K=(("head", "row", "j"), keys)).assign_attrs(matrices="stored")
+
+
+def layers_case(case: str = GAUSSIAN_DEFAULTS["case"], dim: int = GAUSSIAN_DEFAULTS["dim"],
+                seed=GAUSSIAN_DEFAULTS["seed"], *, layers: int, alpha: float,
+                attention: str = GAUSSIAN_DEFAULTS["attention"], scaled: bool = GAUSSIAN_DEFAULTS["scaled"],
+                eps: float = GAUSSIAN_DEFAULTS["sinkhorn_eps"]) -> xr.Dataset:
+    """``layers`` residual layers of step ``alpha`` on a named case of :mod:`meanfield.gaussian_cases` (``beta = 1``,
+    the convention of ``meanfield gaussian``), as ``meanfield gaussian --layers L --step ALPHA`` runs them: the
+    Dataset of :func:`gaussian_layers` with ``case``, ``seed`` and the ``command`` that repeats it."""
+    data = gaussian_case(case, dim, seed)
+    run = gaussian_layers(data["mean"], data["cov"], V=data["V"], Q=data["Q"], K=data["K"], alpha=alpha,
+                          layers=layers, attention=attention, scaled=scaled, eps=eps)
+    return run.assign_attrs(case=case, seed=seed, command=case_command(case, dim, seed, None, attention, None, scaled,
+                                                                       eps, layers=(int(layers), float(alpha))))

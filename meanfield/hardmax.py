@@ -32,7 +32,12 @@ TIE = 1e-12          # scores within this fraction of the largest |score| of the
 
 
 class HardmaxError(RuntimeError):
-    """The event-driven hardmax integration cannot continue (a sliding mode, or too many events)."""
+    """The event-driven hardmax integration cannot continue (a sliding mode, or too many events). Raised by
+    :func:`hardmax_trajectory`, it carries what was computed before: ``positions`` (the frames at the times before
+    the failure, exact) and ``events`` (the event times dated so far)."""
+
+    positions: np.ndarray = np.empty((0, 0, 0))
+    events: tuple = ()
 
 
 def argmax_sets(x: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -88,25 +93,29 @@ def hardmax_trajectory(x0: np.ndarray, a: np.ndarray, times: np.ndarray, weights
     out = np.empty((len(times),) + x.shape)
     events: list[float] = []
     start, k, sets = 0.0, 0, argmax_sets(x, a)
-    while k < len(times):
-        gen = selection_matrix(sets, w) - np.eye(n)
-        end = _first_crossing(x, a, gen, sets, times[-1] - start, bracket) if times[-1] > start else None
-        stop = np.inf if end is None else start + end
-        while k < len(times) and times[k] <= stop:
-            out[k] = expm(gen * (times[k] - start)) @ x
-            k += 1
-        if end is None:
-            break
-        events.append(stop)
-        if len(events) > max_events or (len(events) > 2 * n and stop - events[-2 * n] < 1e-6 * max(1.0, stop)):
-            raise HardmaxError(f"the argmax sets change {len(events)} times by t = {stop:.15g}, accumulating: a "
-                               "Zeno point or sliding mode, which this exact integration does not follow")
-        x = expm(gen * end) @ x
-        nudge = 1e-9 * max(1.0, stop)                 # the sets just after the event
-        after = argmax_sets(expm(gen * nudge) @ x, a)      # the old motion continued a moment past it
-        if np.array_equal(after, sets):
-            raise HardmaxError(f"the argmax sets change and change back at t = {stop:.15g}: a sliding mode")
-        start, sets = stop, after
+    try:
+        while k < len(times):
+            gen = selection_matrix(sets, w) - np.eye(n)
+            end = _first_crossing(x, a, gen, sets, times[-1] - start, bracket) if times[-1] > start else None
+            stop = np.inf if end is None else start + end
+            while k < len(times) and times[k] <= stop:
+                out[k] = expm(gen * (times[k] - start)) @ x
+                k += 1
+            if end is None:
+                break
+            events.append(stop)
+            if len(events) > max_events or (len(events) > 2 * n and stop - events[-2 * n] < 1e-6 * max(1.0, stop)):
+                raise HardmaxError(f"the argmax sets change {len(events)} times by t = {stop:.15g}, accumulating: "
+                                   "a Zeno point or sliding mode, which this exact integration does not follow")
+            x = expm(gen * end) @ x
+            nudge = 1e-9 * max(1.0, stop)                 # the sets just after the event
+            after = argmax_sets(expm(gen * nudge) @ x, a)      # the old motion continued a moment past it
+            if np.array_equal(after, sets):
+                raise HardmaxError(f"the argmax sets change and change back at t = {stop:.15g}: a sliding mode")
+            start, sets = stop, after
+    except HardmaxError as error:               # keep the frames and the events computed before it
+        error.positions, error.events = out[:k].copy(), tuple(events)
+        raise
     return out, events
 
 

@@ -367,4 +367,8 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
     benchmark("bench-signals", "signal_trials",
               "SIGINT and SIGTERM at random moments of runs and of their writes (subprocesses): every run saved, "
               "exit 130 / 143, no temporary file left.", "8 trials instead of 40."),
+    benchmark("bench-layers", "layers",
+              "Benchmark: a density through one Post-LN layer against one right-hand side plus the bare non-uniform "
+              "projection of its moved nodes (circle, S^2, zonal; SA, beta = 9).", "Smaller resolutions, shorter "
+              "timings."),
 )}

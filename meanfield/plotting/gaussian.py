@@ -143,7 +143,9 @@ def gaussian_title(dataset) -> str:
         details.append(case)
     if "seed" in attrs:
         details.append(f"seed {int(attrs['seed'])}")
+    source = ("Castin et al. moment ODEs, MATH.md §3" if "layer" not in dataset.coords else
+              f"{int(attrs['layers'])} residual layers of step {float(attrs['alpha']):g}, exact moment map, MATH.md §3.1")
     title = (f"Gaussian tokens in $R^{{{dataset.sizes['i']}}}$, mean $\\alpha$ and covariance $\\Sigma$ "
-             f"(Castin et al. moment ODEs, MATH.md §3):  " + ",  ".join(details))
+             f"({source}):  " + ",  ".join(details))
     reason = str(attrs.get("stop_reason", "completed"))
     return title if reason == "completed" else f"{title}\nstopped: {short_reason(reason)}"

@@ -26,6 +26,8 @@ REQUIRED = {"circle": ("density", "theta", "mass", "energy", "mode_amplitude"),
             "particles": ("positions", "weights", "energy"),
             "gaussian": ("mean", "covariance")}
 REQUIRED_ATTRS = ("attention", "beta", "nu")
+#: What the figures of token runs in R^d read (:mod:`meanfield.plotting.tokens`), by their ``geometry``.
+TOKEN_REQUIRED = {"hardmax": ("positions", "event_time"), "rd-tokens": ("positions", "limit_value", "limit_label")}
 #: The default mode panel shows modes ``1 .. max(MIN_MODES, 2 k*)``.
 MIN_MODES = 6
 #: A title quotes at most this many characters of why a run stopped early.
@@ -36,8 +38,12 @@ def check_plottable(dataset) -> None:
     """Refuse, in one line, a dataset whose figure cannot be drawn: an unknown geometry, a missing
     variable, attribute or time axis (e.g. a file holding only attributes and times)."""
     geometry = dataset.attrs.get("geometry", "unknown")
+    if geometry in TOKEN_REQUIRED:                # tokens in R^d (meanfield.plotting.tokens)
+        require_run(dataset, "plot", "figure", TOKEN_REQUIRED[geometry], "positions")
+        return
     if geometry not in PLOTTABLE:
-        raise InputError(f"plot: geometry {geometry} is not supported (circle, sphere, zonal, particle and gaussian runs only)")
+        raise InputError(f"plot: geometry {geometry} is not supported (circle, sphere, zonal, particle and gaussian "
+                         f"runs only; tokens in R^d: {' and '.join(TOKEN_REQUIRED)} runs)")
     shape = run_geometry(dataset.attrs)           # a map (S^2) is drawn from its density or from its nodes
     needed = REQUIRED[geometry] + (("density",) if shape is not None and not shape.curve and "positions" not in dataset
                                    else ())

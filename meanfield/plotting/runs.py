@@ -24,7 +24,8 @@ Sphere runs draw equal-area maps of the same deviation at a few times; Lagrangia
 draw their nodes instead, grouped where they coincide (:func:`~meanfield.plotting.sphere.node_groups`), each group
 a marker whose area is proportional to its mass, so clusters are visible however small they are.
 Gaussian runs get :func:`~meanfield.plotting.gaussian.gaussian_figure`, causal kinetic runs
-:func:`~meanfield.plotting.causal.causal_figure`.
+:func:`~meanfield.plotting.causal.causal_figure`, token runs in R^d (hardmax, rescaled tokens) the figure
+:data:`~meanfield.plotting.tokens.TOKEN_FIGURES` holds for their geometry.
 Legends sit outside the axes, never over a curve.
 
 A dataset without what its figure needs raises :class:`InputError` naming the variable.
@@ -51,6 +52,7 @@ from .particles import clustered_fraction_panel, inner_product_panel, token_hist
 from .run_data import (check_plottable, checked_modes, observed_amplitudes, run_dominant_mode, short_reason,
                        theory_curves)
 from .sphere import sphere_maps
+from .tokens import TOKEN_FIGURES, token_title
 from .style import (ANGLE_AXES, ANGLE_SYMBOLS, DPI, deviation_heat_map, legend_below, log_time_axis, mean_density,
                     mode_colours, outside_legend, positive_values, time_axis)
 
@@ -246,10 +248,11 @@ def plot_run(dataset, path=None, modes=None) -> Figure:
     if path is not None:
         path = check_image_path(path)
     shape = run_geometry(dataset.attrs)
+    tokens = TOKEN_FIGURES.get(dataset.attrs["geometry"])       # tokens in R^d (meanfield.plotting.tokens)
     builder = (causal_figure if is_causal(dataset) else _sphere_figure if shape is not None and not shape.curve
                else gaussian_figure if dataset.attrs["geometry"] == "gaussian" else _row_figure)
-    fig = builder(dataset, modes)
-    fig.suptitle(run_title(dataset))
+    fig = builder(dataset, modes) if tokens is None else tokens(dataset)
+    fig.suptitle(run_title(dataset) if tokens is None else token_title(dataset))
     if path is not None:
         _save(fig, path)
     return fig

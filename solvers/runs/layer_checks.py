@@ -8,19 +8,29 @@
 - :func:`layer_errors`, :func:`fitted_layer_order`: ``L`` layers of step ``T / L`` against the flow at ``T`` and the
   order ``p`` of the error expansion ``E = C L^-p (1 + c / L)``.
 - :func:`richardson_limit`: the layers at ``L``, ``2L``, ``4L`` extrapolated twice to ``L -> infinity`` (the flow).
+- :func:`circle_density_growth`, :func:`sphere_density_growth`, :func:`zonal_density_growth`,
+  :func:`fv_density_growth`: one layer pushing forward a perturbed uniform density on a density scheme (the spectral
+  remaps and the finite-volume cell remap, ``scheme.layer``): the growth of the perturbed mode (against ``g_l``) and
+  the mass before and after (:class:`DensityLayerGrowth`).
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numpy.polynomial.legendre import leggauss, legval
+from scipy.special import eval_legendre
 
 from meanfield.model import Model
 from meanfield.settings import Attention
 
+from ..schemes.circle import CircleSpectral
+from ..schemes.finite_volume import CircleFiniteVolume
 from ..schemes.particles import ParticleScheme
+from ..schemes.sphere import SphereSpectral
+from ..schemes.zonal import ZonalGalerkin
 from ..steppers.layers import run_layers
 
 #: The default relative perturbation of the uniform state (the tests' and the study's).
@@ -64,11 +74,18 @@ def sphere_degree_growth(attention: str, beta: float, degree: int, alpha: float,
     return amplitudes[1:] / amplitudes[:-1]
 
 
+def token_rms(difference: np.ndarray) -> float:
+    """``(mean_j |d_j|^2)^{1/2}`` over the tokens (rows) of ``difference``: the error the layer studies fit.  The
+    largest token's error converges at the same order but can stay pre-asymptotic longer (a token near a saddle of
+    the field): over 120 draws of L = 8 .. 256 layers against the flow its fitted order read 0.91 .. 1.01, the root
+    mean square's 0.983 .. 1.010."""
+    return float(np.sqrt(np.mean(np.sum(np.square(difference), axis=-1))))
+
+
 def layer_errors(scheme, x: np.ndarray, flow: np.ndarray, final: float, counts) -> np.ndarray:
-    """``max_j |x_j^L - x_j(T)|``: ``L`` layers of step ``final / L`` from ``x`` against the flow's tokens ``flow`` at
-    ``T = final``, one value per ``L`` of ``counts``."""
-    return np.array([np.max(np.linalg.norm(run_layers(scheme, x, final / count, count)[-1] - flow, axis=1))
-                     for count in counts])
+    """The tokens' root mean square distance (:func:`token_rms`) of ``L`` layers of step ``final / L`` from ``x`` to
+    the flow's tokens ``flow`` at ``T = final``, one value per ``L`` of ``counts``."""
+    return np.array([token_rms(run_layers(scheme, x, final / count, count)[-1] - flow) for count in counts])
 
 
 def fitted_layer_order(counts, errors) -> float:
@@ -87,3 +104,75 @@ def richardson_limit(scheme, x: np.ndarray, final: float, coarsest: int = 256) -
                             for count in (coarsest, 2 * coarsest, 4 * coarsest))
     once_coarse, once_fine = 2 * middle - coarse, 2 * fine - middle
     return (4 * once_fine - once_coarse) / 3, once_fine
+
+
+class DensityLayerGrowth(NamedTuple):
+    """One layer on a perturbed uniform density: ``factor``, the perturbed mode's amplitude after over before (the
+    measured ``g_l``); the scheme's mass before and after (coefficient 0 of the spectral schemes, the cells' integral
+    of finite volumes); ``lowest``, the smallest cell average after the layer (finite volumes; NaN for the spectral
+    schemes, whose state holds coefficients)."""
+
+    factor: float
+    mass_before: complex
+    mass_after: complex
+    lowest: float = math.nan
+
+    @property
+    def mass_change(self) -> float:
+        """``|m_after - m_before| / |m_before|``."""
+        return abs(self.mass_after - self.mass_before) / abs(self.mass_before)
+
+
+def degree_amplitude(basis, coefficients: np.ndarray, degree: int) -> float:
+    """The degree-``l`` amplitude of S^2 coefficients: the root of the sum of ``|c_lm|^2`` over its orders."""
+    at = basis.degree_of_index == degree
+    return math.sqrt(float(np.sum(basis.multiplicity[at] * np.abs(coefficients[at]) ** 2)))
+
+
+def _spectral_layer(scheme, density: np.ndarray, amplitude, alpha: float) -> DensityLayerGrowth:
+    """One layer of the spectral ``scheme`` from the grid ``density``: the growth of ``amplitude(coefficients)``."""
+    state = scheme.analysed(density)
+    after = scheme.layer(state, alpha)
+    return DensityLayerGrowth(amplitude(after) / amplitude(state), state[0], after[0])
+
+
+def circle_density_growth(attention: str, beta: float, k: int, alpha: float, resolution: int = 128,
+                          eps: float = EPS) -> DensityLayerGrowth:
+    """The circle's spectral scheme (``resolution`` modes), the uniform density perturbed by ``eps cos(k theta)``: the
+    ratio of ``|c_k|``."""
+    scheme = CircleSpectral(Model(attention, beta, 0.0, 2), resolution)
+    density = (1 + eps * np.cos(k * scheme.basis.theta)) / (2 * math.pi)
+    return _spectral_layer(scheme, density, lambda c: abs(c[k]), alpha)
+
+
+def sphere_density_growth(attention: str, beta: float, degree: int, alpha: float, resolution: int = 16,
+                          eps: float = EPS) -> DensityLayerGrowth:
+    """S^2's spectral scheme, perturbed by ``eps P_l(x_1)`` (a Legendre profile about the x axis, not the grid's:
+    every order ``m`` moves): the ratio of the degree's amplitude (:func:`degree_amplitude`)."""
+    scheme = SphereSpectral(Model(attention, beta, 0.0, 3), resolution)
+    basis = scheme.basis
+    colatitude, longitude = np.meshgrid(basis.colatitude, basis.longitude, indexing="ij")
+    density = (1 + eps * eval_legendre(degree, np.sin(colatitude) * np.cos(longitude))) / (4 * math.pi)
+    return _spectral_layer(scheme, density, lambda c: degree_amplitude(basis, c, degree), alpha)
+
+
+def zonal_density_growth(attention: str, beta: float, degree: int, alpha: float, resolution: int = 16,
+                         eps: float = EPS) -> DensityLayerGrowth:
+    """The zonal Galerkin scheme on S^2, perturbed by ``eps P_l(cos polar angle)``: the ratio of the (real) degree-``l``
+    coefficients, signed (a layer that flipped the mode would read negative)."""
+    scheme = ZonalGalerkin(Model(attention, beta, 0.0, 3), resolution)
+    density = (1 + eps * eval_legendre(degree, scheme.basis.nodes)) / (4 * math.pi)
+    return _spectral_layer(scheme, density, lambda c: c[degree], alpha)
+
+
+def fv_density_growth(attention: str, beta: float, k: int, alpha: float, cells: int,
+                      eps: float = EPS) -> DensityLayerGrowth:
+    """The circle's finite volumes (``cells`` cells) from the EXACT cell averages of ``(1 + eps cos(k theta)) / 2 pi``:
+    the ratio of the cells' ``k``-th DFT coefficient (the remap is second order: the factor errs by ``O(cells^-2)``)."""
+    scheme = CircleFiniteVolume(Model(attention, beta, 0.0, 2), cells)
+    faces = scheme.faces
+    averages = (1 + eps * np.diff(np.sin(k * faces)) / (k * np.diff(faces))) / (2 * math.pi)
+    state = scheme.state_from_cell_averages(averages)
+    after = scheme.layer(state, alpha)
+    return DensityLayerGrowth(abs(np.fft.rfft(after)[k]) / abs(np.fft.rfft(state)[k]), scheme.mass(state),
+                              scheme.mass(after), float(np.min(after)))

@@ -193,3 +193,40 @@ def test_the_layers_file_holds_what_reruns_it(tmp_path):
                             layers=int(back.attrs["layers"]), beta=back.attrs["beta"], attention=back.attrs["attention"])
     assert np.array_equal(again["covariance"].values, run["covariance"].values)
     assert np.array_equal(again["mean"].values, run["mean"].values)
+
+
+def test_the_command_line_runs_a_cases_layers_and_its_command_repeats_them(tmp_path, capsys):
+    """``meanfield gaussian --layers L --step ALPHA``: the file holds the API's layers of the named case bit for bit,
+    its recorded command writes the same file again, and the layers' options are refused in one line each."""
+    import shlex
+
+    from meanfield.app.storage import load_run
+    from meanfield.cli import main
+    from meanfield.gaussian_cases import gaussian_case
+    from meanfield.gaussian_layers import layers_case
+
+    out = tmp_path / "layers.nc"
+    assert main(["gaussian", "--case", "random", "--dim", "3", "--seed", "5", "--attention", "l2", "--layers", "6",
+                 "--step", "0.25", "--out", str(out)]) == 0
+    saved = load_run(out)
+    data = gaussian_case("random", 3, 5)
+    direct = gaussian_layers(data["mean"], data["cov"], V=data["V"], Q=data["Q"], K=data["K"], alpha=0.25, layers=6,
+                             attention="l2")
+    api = layers_case("random", 3, 5, layers=6, alpha=0.25, attention="l2")
+    for name in ("mean", "covariance"):
+        assert np.array_equal(saved[name].values, direct[name].values)
+        assert np.array_equal(api[name].values, direct[name].values)
+    assert saved["layer"].values.tolist() == list(range(7)) and saved.attrs["stop_reason"] == "completed"
+    from meanfield.plotting.gaussian import gaussian_title
+    assert "6 residual layers of step 0.25" in gaussian_title(saved)            # not the flow's "moment ODEs"
+    again = tmp_path / "again.nc"
+    assert main(shlex.split(saved.attrs["command"])[1:] + ["--out", str(again)]) == 0
+    assert np.array_equal(load_run(again)["covariance"].values, saved["covariance"].values)
+    capsys.readouterr()
+    for extra, words in ((["--layers", "3"], "--layers and --step go together"),
+                         (["--layers", "3", "--step", "0.1", "--t-final", "1"], "--layers sets the end time"),
+                         (["--layers", "0", "--step", "0.1"], "--layers must be"),
+                         (["--layers", "3", "--step", "-1"], "--step must be > 0"),
+                         ([], "--t-final is required")):
+        assert main(["gaussian", *extra, "--out", str(tmp_path / "refused.nc")]) == 2
+        assert words in capsys.readouterr().err

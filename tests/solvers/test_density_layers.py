@@ -14,11 +14,11 @@ from meanfield.app.storage import load_run
 from meanfield.cli import main
 from meanfield.errors import InputError
 from meanfield.model import Model
+from meanfield.solvers.runs.layer_checks import (circle_density_growth, fv_density_growth, sphere_density_growth,
+                                                 zonal_density_growth)
 from meanfield.solvers.schemes.circle import CircleSpectral
 from meanfield.solvers.schemes.finite_volume import CircleFiniteVolume
 from meanfield.solvers.schemes.lagrangian import CircleLagrangian, SphereLagrangian
-from meanfield.solvers.schemes.sphere import SphereSpectral
-from meanfield.solvers.schemes.zonal import ZonalGalerkin
 from meanfield.theory import layer_growth_factors
 
 #: the perturbation: the linear theory neglects its own share, O(eps) relative for a degree whose square holds it
@@ -28,47 +28,27 @@ EPS = 1e-6
 TOL = 1e-6
 
 
-def _circle_growth(scheme, k: int, alpha: float) -> float:
-    theta = scheme.basis.theta
-    state = scheme.analysed((1 + EPS * np.cos(k * theta)) / (2 * math.pi))
-    after = scheme.layer(state, alpha)
-    assert abs(after[0] - state[0]) <= 4e-16                    # mass to rounding
-    return abs(after[k]) / abs(state[k])
-
-
 @pytest.mark.parametrize("attention", ["sa", "usa"])
 @pytest.mark.parametrize("alpha", [0.1, 1.0])
 def test_a_layer_multiplies_a_circle_density_mode_by_the_linear_factor(attention, alpha):
-    model = Model(attention, 9.0, 0.0, 2)
-    measured = _circle_growth(CircleSpectral(model, 128), 3, alpha)
-    assert abs(measured / layer_growth_factors(model, [3], alpha)[0] - 1) <= TOL      # measured <= 2e-10
-
-
-def _degree_amplitude(basis, coefficients, degree: int) -> float:
-    at = basis.degree_of_index == degree
-    return math.sqrt(float(np.sum(basis.multiplicity[at] * np.abs(coefficients[at]) ** 2)))
+    measured = circle_density_growth(attention, 9.0, 3, alpha, 128, EPS)
+    assert abs(measured.mass_after - measured.mass_before) <= 4e-16                  # mass to rounding
+    theory = layer_growth_factors(Model(attention, 9.0, 0.0, 2), [3], alpha)[0]
+    assert abs(measured.factor / theory - 1) <= TOL                                   # measured <= 2e-10
 
 
 @pytest.mark.parametrize("attention", ["sa", "usa"])
 @pytest.mark.parametrize("alpha", [0.1, 1.0])
 def test_a_layer_multiplies_a_sphere_density_degree_by_the_linear_factor(attention, alpha):
     """A degree-2 perturbation about the x axis (not a zonal one of the grid: every order m moves) on S^2, and the
-    same degree as a zonal density (Gegenbauer)."""
-    model = Model(attention, 9.0, 0.0, 3)
-    theory = layer_growth_factors(model, [2], alpha)[0]
-    sphere = SphereSpectral(model, 16)
-    colatitude, longitude = np.meshgrid(sphere.basis.colatitude, sphere.basis.longitude, indexing="ij")
-    along_x = np.sin(colatitude) * np.cos(longitude)
-    state = sphere.analysed((1 + EPS * eval_legendre(2, along_x)) / (4 * math.pi))
-    after = sphere.layer(state, alpha)
-    assert abs(after[0] - state[0]) <= 4 * np.finfo(float).eps * abs(state[0])        # mass to rounding
-    measured = _degree_amplitude(sphere.basis, after, 2) / _degree_amplitude(sphere.basis, state, 2)
-    assert abs(measured / theory - 1) <= TOL                                           # measured <= 5e-8
-    zonal = ZonalGalerkin(model, 16)
-    state = zonal.analysed((1 + EPS * eval_legendre(2, zonal.basis.nodes)) / (4 * math.pi))
-    after = zonal.layer(state, alpha)
-    assert abs(after[0] - state[0]) <= 4 * np.finfo(float).eps * abs(state[0])        # mass to rounding
-    assert abs(after[2] / state[2] / theory - 1) <= TOL                                # measured <= 6e-8
+    same degree as a zonal density (Gegenbauer; its coefficients' ratio signed)."""
+    theory = layer_growth_factors(Model(attention, 9.0, 0.0, 3), [2], alpha)[0]
+    sphere = sphere_density_growth(attention, 9.0, 2, alpha, 16, EPS)
+    zonal = zonal_density_growth(attention, 9.0, 2, alpha, 16, EPS)
+    for measured in (sphere, zonal):
+        assert measured.mass_change <= 4 * np.finfo(float).eps                        # mass to rounding
+    assert abs(sphere.factor / theory - 1) <= TOL                                      # measured <= 5e-8
+    assert abs(zonal.factor / theory - 1) <= TOL                                       # measured <= 6e-8
 
 
 @pytest.mark.parametrize("scheme_class, dim", [(CircleLagrangian, 2), (SphereLagrangian, 3)])
@@ -117,16 +97,6 @@ def test_spectral_and_lagrangian_layers_agree_past_the_linear_regime():
     assert gap > 1e-6 and coarse.spectral_tail(state) > 1e-6
 
 
-def _fv_growth(attention: str, alpha: float, cells: int, k: int = 3) -> float:
-    scheme = CircleFiniteVolume(Model(attention, 9.0, 0.0, 2), cells)
-    faces = scheme.faces
-    averages = (1 + EPS * np.diff(np.sin(k * faces)) / (k * np.diff(faces))) / (2 * math.pi)    # exact averages
-    state = scheme.state_from_cell_averages(averages)
-    after = scheme.layer(state, alpha)
-    assert abs(scheme.mass(after) - scheme.mass(state)) <= 1e-15 and np.all(after >= 0)
-    return abs(np.fft.rfft(after)[k]) / abs(np.fft.rfft(state)[k])
-
-
 @pytest.mark.parametrize("attention", ["sa", "usa"])
 @pytest.mark.parametrize("alpha", [0.1, 1.0])
 def test_a_finite_volume_layer_converges_to_the_linear_factor_at_order_two(attention, alpha):
@@ -134,7 +104,10 @@ def test_a_finite_volume_layer_converges_to_the_linear_factor_at_order_two(atten
     falls 4x per halving of the cells (measured orders 1.997 to 2.002 from N = 128 to 2048, error 7e-7 to 5e-6 at
     1024), and one Richardson step from N = 512, 1024 leaves less than the issue's 1e-6."""
     theory = layer_growth_factors(Model(attention, 9.0, 0.0, 2), [3], alpha)[0]
-    coarse, fine = (_fv_growth(attention, alpha, cells) / theory - 1 for cells in (512, 1024))
+    runs = [fv_density_growth(attention, 9.0, 3, alpha, cells, EPS) for cells in (512, 1024)]
+    for run in runs:                                                                   # mass to rounding, positive
+        assert abs(run.mass_after - run.mass_before) <= 1e-15 and run.lowest >= 0
+    coarse, fine = (run.factor / theory - 1 for run in runs)
     assert abs(math.log2(coarse / fine) - 2) <= 0.05
     assert abs((4 * fine - coarse) / 3) <= TOL
 

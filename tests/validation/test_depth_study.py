@@ -11,22 +11,23 @@ from meanfield.cli import main
 from meanfield.model import Model
 from meanfield.theory import layer_growth_factors
 from meanfield.validation.studies import depth
+from meanfield.validation.studies.depth_items import hardmax
 
 
 def test_the_smallest_gap_and_the_departure_time():
     square = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
-    assert depth.smallest_gap(square) == 1.0                         # |v|^2 - <v, its neighbour> = 1 - 0
+    assert hardmax.smallest_gap(square) == 1.0                         # |v|^2 - <v, its neighbour> = 1 - 0
     times = np.array([1.0, 10.0, 100.0])
     distance = np.array([1e-4, 1e-3, 1e-1])                          # log-linear between 10 and 100: 1e-2 at 10^1.5
-    assert depth.departure_time(distance, times, 1e-2) == pytest.approx(10 ** 1.5, rel=1e-12)
-    assert math.isnan(depth.departure_time(distance, times, 1.0))    # never reached
-    assert math.isnan(depth.departure_time(distance, times, 1e-5))   # already beyond it at the first frame
+    assert hardmax.departure_time(distance, times, 1e-2) == pytest.approx(10 ** 1.5, rel=1e-12)
+    assert math.isnan(hardmax.departure_time(distance, times, 1.0))    # never reached
+    assert math.isnan(hardmax.departure_time(distance, times, 1e-5))   # already beyond it at the first frame
 
 
 def test_quick_study_holds_every_items_theory(tmp_path, capsys):
     assert main(["validate", "depth", "--quick", "--out-dir", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    assert "claims: 33 of 33 hold" in printed
+    assert "claims: 35 of 35 hold" in printed
     assert (tmp_path / "depth.png").stat().st_size > 50_000
     with xr.open_dataset(tmp_path / "depth.nc") as stored:
         table = stored.load()
@@ -40,7 +41,7 @@ def test_quick_study_holds_every_items_theory(tmp_path, capsys):
         assert int(table.growth_degree[index]) == degrees[np.argmax(factors)]
         assert float(table.growth_theory[index]) == factors.max()
     assert float(np.abs(table.growth_measured / table.growth_theory - 1).max()) < 1e-7
-    # 2. order 1 within 0.05 (measured 0.993 to 1.005) and the Richardson limit within 1e-6 of the flow (1.1e-7 to
+    # 2. order 1 within 0.05 (measured 0.992 to 0.996) and the Richardson limit within 1e-6 of the flow (1.1e-7 to
     # 2.2e-7), which the once-extrapolated layers are not
     assert table.flow_layers.values.tolist() == [8, 16, 32, 64, 128, 256]
     assert float(np.abs(table.flow_order - 1).max()) < 0.05
@@ -66,9 +67,21 @@ def test_quick_study_holds_every_items_theory(tmp_path, capsys):
     # 10. densities: g_l within 1e-6 on every scheme (measured 3e-10 to 3e-8), mass to rounding
     assert table.sizes["density_case"] == 12 and float(np.abs(table.density_measured / table.density_theory - 1).max()) < 1e-7
     assert float(table.density_mass_change.max()) < 16 * np.finfo(float).eps
+    # the circle's finite volumes: the factor's error falls at order 2 within 0.05 (measured 1.9995 .. 2.0016) from
+    # N = 512 to 1024, and one Richardson step leaves less than 1e-6 (measured 1e-9 to 3e-9)
+    assert table.density_fv_cells.values.tolist() == [512, 1024] and table.sizes["density_fv_case"] == 4
+    errors = (table.density_fv_measured / table.density_fv_theory - 1).values
+    assert np.all(np.abs(np.log2(errors[:, 0] / errors[:, 1]) - 2) < 0.05)
+    assert np.all(np.abs((4 * errors[:, 1] - errors[:, 0]) / 3) < 1e-6)
     # a claim fails when its number is off: the order read as 0.9 (a fit blind to c / L), the limit off by 1e-5
     broken = table.copy(deep=True)
     broken["flow_order"][0] = 0.9
     broken["flow_limit_error"][1] = 1e-5
     failed = [check.claim for check in depth.depth_claims(broken) if not check.passed]
     assert len(failed) == 2 and "order 1" in failed[0] and "limit" in failed[1]
+    # a finite-volume remap of first order (its finer error only halved) fails both of its claims
+    broken = table.copy(deep=True)
+    theory = broken.density_fv_theory.values[1]
+    broken["density_fv_measured"][1, 1] = theory * (1 + (broken.density_fv_measured.values[1, 0] / theory - 1) / 2)
+    failed = [check.claim for check in depth.depth_claims(broken) if not check.passed]
+    assert len(failed) == 2 and "order 2" in failed[0] and "Richardson" in failed[1]

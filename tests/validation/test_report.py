@@ -182,7 +182,7 @@ def test_registry_names_every_command():
                              "schemes", "noise-transition", "staircase", "cluster-events", "formation-count", "fv-staircase", "gaussian", "long-context", "normalization",
                              "castin-figures", "causal", "phase-transitions", "depth", "bench-circle", "bench-particles", "bench-sphere",
                              "bench-staircase", "bench-startup", "bench-frames", "bench-cluster-schemes", "bench-clusters", "bench-causal",
-                             "bench-signals"]
+                             "bench-signals", "bench-layers"]
     assert all(study.benchmark == study.name.startswith("bench-") for study in STUDIES.values())
     quick = STUDIES["mean-field"].preset(True)
     assert quick["seeds"] == 16 and STUDIES["mean-field"].preset(False)["seeds"] == 8

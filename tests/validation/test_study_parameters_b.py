@@ -240,14 +240,16 @@ def test_depth_parameters_reach_the_layers_the_flow_and_the_polygons(tmp_path, m
     from meanfield.model import Model
     from meanfield.theory import layer_growth_factors
     from meanfield.validation.studies import depth
+    from meanfield.validation.studies.depth_items import gaussian, hardmax, layers, random_weights
 
     for key, value in (("alphas", (1.0,)), ("nodes", 1024), ("hardmax_exponents", (5.0, 10.0)), ("psd_tokens", 12),
                        ("gaussian_sizes", (256, 512, 1024)), ("gaussian_draws", (32, 16, 8))):
         monkeypatch.setitem(depth.QUICK, key, value)
-    calls, real = [], depth.simulate
-    monkeypatch.setattr(depth, "simulate", lambda **kwargs: calls.append(kwargs) or real(**kwargs))
-    drawn, case = [], depth.gaussian_case
-    monkeypatch.setattr(depth, "gaussian_case", lambda *args: drawn.append(args) or case(*args))
+    calls, real = [], layers.simulate
+    for module in (layers, random_weights):
+        monkeypatch.setattr(module, "simulate", lambda **kwargs: calls.append(kwargs) or real(**kwargs))
+    drawn, case = [], gaussian.gaussian_case
+    monkeypatch.setattr(gaussian, "gaussian_case", lambda *args: drawn.append(args) or case(*args))
     assert _validate("depth", tmp_path, "--beta", "6", "--n", "32", "--seed", "4") == 0
     ds = _written(tmp_path, "depth")
     assert ds.attrs["preset_beta"] == 6.0 and ds.attrs["preset_n"] == 32 and ds.attrs["preset_seed"] == 4
@@ -258,9 +260,9 @@ def test_depth_parameters_reach_the_layers_the_flow_and_the_polygons(tmp_path, m
     assert [(call["n"], call["beta"], call["positions"].shape) for call in calls] == [
         (32, 6.0, (32, 2)), (32, 1.0, (32, 2)), (32, 6.0, (32, 3)), (32, 1.0, (32, 3)),
         (64, 4.0, (64, 2))]                                              # the random weights' fixed tokens
-    assert np.array_equal(calls[0]["positions"], depth._tokens(32, 2, 4))
-    assert np.array_equal(ds["departure_vertices"].values, depth.polygon(6, 4))
+    assert np.array_equal(calls[0]["positions"], layers.unit_tokens(32, 2, 4))
+    assert np.array_equal(ds["departure_vertices"].values, hardmax.polygon(6, 4))
     assert drawn == [("random", 2, 4)]                                   # the Gaussian data drawn from the seed
     assert ds.sizes["hardmax_beta"] == 2 and ds.sizes["psd_token"] == 7 + 12
     assert ds.attrs["command"].endswith(f"--beta 6 --n 32 --seed 4 --out-dir {tmp_path}")
-    assert "claims: 33 of 33 hold" in capsys.readouterr().out
+    assert "claims: 35 of 35 hold" in capsys.readouterr().out
