@@ -31,8 +31,10 @@ def _plane(positions: np.ndarray) -> np.ndarray:
     return np.concatenate([positions, index], axis=-1)
 
 
-def _trajectories(ax, positions: np.ndarray, colour="tab:blue", style="-", label=None, start=True) -> None:
-    """Each token's path in the plane, its start (grey dot, when ``start``) and its end (open circle)."""
+def _trajectories(ax, positions: np.ndarray, colour="tab:blue", style="-", label=None, start=True,
+                  letter: str = "x") -> None:
+    """Each token's path in the plane, its start (grey dot, when ``start``) and its end (open circle); the axes name
+    the components ``letter_1``, ``letter_2`` (``z`` for rescaled tokens)."""
     plane = _plane(positions)
     for i in range(plane.shape[1]):
         ax.plot(plane[:, i, 0], plane[:, i, 1], style, color=colour, lw=0.8, alpha=0.8,
@@ -40,8 +42,8 @@ def _trajectories(ax, positions: np.ndarray, colour="tab:blue", style="-", label
     if start:
         ax.plot(plane[0, :, 0], plane[0, :, 1], "o", color="0.5", ms=3, label="start")
     ax.plot(plane[-1, :, 0], plane[-1, :, 1], "o", color=colour, ms=4, mfc="none", label="end")
-    ax.set_xlabel("$x_1$" if positions.shape[-1] >= 2 else "$x$")
-    ax.set_ylabel("$x_2$" if positions.shape[-1] >= 2 else "token")
+    ax.set_xlabel(f"${letter}_1$" if positions.shape[-1] >= 2 else f"${letter}$")
+    ax.set_ylabel(f"${letter}_2$" if positions.shape[-1] >= 2 else "token")
     ax.set_aspect("equal" if positions.shape[-1] >= 2 else "auto", adjustable="datalim")
 
 
@@ -98,7 +100,7 @@ def rd_figure(dataset) -> Figure:
     fig = Figure(figsize=(13, 5.5), layout="constrained")
     left, right = fig.subplots(1, 2)
     times, positions = dataset["time"].values, dataset["positions"].values
-    _trajectories(left, positions, label=r"$z_i(t) = e^{-tV} x_i(t)$")
+    _trajectories(left, positions, label=r"$z_i(t) = e^{-tV} x_i(t)$", letter="z")
     _limit_set(left, dataset)
     values, labels = dataset["limit_value"].values, dataset["limit_label"].values
     if dataset.attrs["limit_geometry"] == "polytope":

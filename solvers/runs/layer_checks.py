@@ -23,11 +23,13 @@ import numpy as np
 from numpy.polynomial.legendre import leggauss, legval
 from scipy.special import eval_legendre
 
+from meanfield.gegenbauer import normalised_gegenbauer
+from meanfield.geometry import sphere_area
 from meanfield.model import Model
 from meanfield.settings import Attention
 
 from ..schemes.circle import CircleSpectral
-from ..schemes.finite_volume import CircleFiniteVolume
+from ..schemes.finite_volume import CircleFiniteVolume, ZonalFiniteVolume
 from ..schemes.particles import ParticleScheme
 from ..schemes.sphere import SphereSpectral
 from ..schemes.zonal import ZonalGalerkin
@@ -175,4 +177,21 @@ def fv_density_growth(attention: str, beta: float, k: int, alpha: float, cells: 
     state = scheme.state_from_cell_averages(averages)
     after = scheme.layer(state, alpha)
     return DensityLayerGrowth(abs(np.fft.rfft(after)[k]) / abs(np.fft.rfft(state)[k]), scheme.mass(state),
+                              scheme.mass(after), float(np.min(after)))
+
+
+def zonal_fv_density_growth(attention: str, beta: float, degree: int, alpha: float, cells: int, dim: int = 3,
+                            eps: float = EPS) -> DensityLayerGrowth:
+    """The zonal finite volumes (``cells`` polar cells on S^{dim-1}) from the EXACT cell averages of
+    ``(1 + eps P_l) / |S^{d-1}|`` (``P_l`` the Gegenbauer polynomial normalised to ``P_l(1) = 1``): the ratio of the
+    cells' degree-``l`` coefficients (exact cell integrals; second order in ``1 / cells``, as on the circle)."""
+    scheme = ZonalFiniteVolume(Model(attention, beta, 0.0, dim), cells)
+    unit = normalised_gegenbauer(np.ones(1), degree, dim)[0]          # P_l(1) of the orthonormal polynomials
+    coefficients = np.zeros(degree + 1)
+    coefficients[0] = 1.0 / (sphere_area(dim) * unit[0])
+    coefficients[degree] = eps * coefficients[0] * unit[0] / unit[degree]
+    state = scheme.state_from_cell_averages(scheme.cell_averages(coefficients))
+    after = scheme.layer(state, alpha)
+    rows = scheme.G[:degree + 1]
+    return DensityLayerGrowth(float((rows @ after)[degree] / (rows @ state)[degree]), scheme.mass(state),
                               scheme.mass(after), float(np.min(after)))

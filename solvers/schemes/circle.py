@@ -42,7 +42,7 @@ from meanfield.model import Model
 from .contract import FollowsNoiseSchedule
 from .density_scheme import DensityScheme
 from .circle_kernel import fused_kernel
-from .density_layers import require_layers
+from .density_layers import angle_shift, require_layers
 from ..bases.fourier import FourierBasis
 from .normalized_velocity import VelocityNormalization
 
@@ -170,7 +170,7 @@ class CircleSpectral(FollowsNoiseSchedule, DensityScheme):
             density = basis.to_grid(state * self.conv)
             speed /= density
             radial /= density
-        angles = basis.theta + np.arctan2(alpha * speed, 1.0 + alpha * radial)
+        angles = basis.theta + angle_shift(alpha, speed, radial)
         return circle_mass_coefficients(angles, masses, basis.n // 2) * (basis.dealias / (2 * math.pi))
 
     def stable_dt(self, cfl: float) -> float:

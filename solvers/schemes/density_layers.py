@@ -34,6 +34,13 @@ class LayerFolds(ArithmeticError):
     cells cannot follow it.  The layer stepper stops the run there, keeping its frames."""
 
 
+def angle_shift(alpha: float, speed: np.ndarray, radial: np.ndarray) -> np.ndarray:
+    """``atan2(alpha v, 1 + alpha c)``: how far a Post-LN layer turns a point within the plane of its attention output,
+    ``v`` the output's component along the angle (the circle's angle, a zonal density's polar angle) and ``c`` its
+    radial part (MATH.md §11): ``(1 + alpha c) x + alpha v e`` has that angle from ``x``."""
+    return np.arctan2(alpha * speed, 1.0 + alpha * radial)
+
+
 def post_ln_moved(x: np.ndarray, radial: np.ndarray, tangent: np.ndarray, alpha: float) -> np.ndarray:
     """``(x (1 + alpha c) + alpha P_x A) / |...|``: points ``x`` (unit rows) after a Post-LN layer of step ``alpha``
     whose attention output has radial part ``radial`` and tangential part ``tangent`` (MATH.md §11)."""
@@ -87,3 +94,11 @@ def remapped_cell_masses(moved_faces: np.ndarray, masses: np.ndarray, faces: np.
     shift = np.floor((faces[0] - start) / period) * period
     at_faces = np.interp(faces - shift, knots, values) + shift / period * total
     return np.diff(at_faces)
+
+
+def overlap_masses(moved_measure: np.ndarray, masses: np.ndarray, measure: np.ndarray) -> np.ndarray:
+    """The masses of the fixed cells whose faces sit at the cumulative surface measures ``measure`` (``N + 1``
+    increasing values from 0 to the total) after each cell ``i`` carried ``masses[i]`` onto the cell between the
+    measures ``moved_measure[i]`` and ``moved_measure[i + 1]`` (the same first and last values), spread evenly in
+    measure: the exact overlaps, as :func:`remapped_cell_masses` without the period (zonal cells, MATH.md §11)."""
+    return np.diff(np.interp(measure, moved_measure, np.concatenate(([0.0], np.cumsum(masses)))))

@@ -92,6 +92,7 @@ accepted for the common interface and not used.
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 from scipy.special import roots_legendre
@@ -106,7 +107,7 @@ from meanfield.model import Model
 
 from ..tracking.clusters import ClusterTracker
 from .contract import TakesCellAverages
-from .density_layers import LayerFolds, remapped_cell_masses, require_layers
+from .density_layers import LayerFolds, angle_shift, overlap_masses, remapped_cell_masses, require_layers
 from .density_scheme import DensityScheme
 from .interaction import CircleFourierInteraction
 from ..bases.fourier import FourierBasis
@@ -561,7 +562,7 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         angles = np.concatenate((self.basis.theta, y, faces[:-1]))
         masses = np.concatenate((rho * self.fv.volumes, m, np.zeros(n)))
         radial, speed = CircleFourierInteraction(self.model.beta, self.model.attention, masses).components(angles[None])
-        shift = np.arctan2(alpha * speed[0], 1.0 + alpha * radial[0])
+        shift = angle_shift(alpha, speed[0], radial[0])
         # the faces' shifts unwrapped around the circle: a cell's image is the arc its points sweep
         at_faces = np.unwrap(np.append(shift[-n:], shift[-n]))
         moved = faces + at_faces
@@ -740,6 +741,51 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         p, dp, sin = basis
         radial = (lambda: p @ (self.kernel_operator.radial * g)) if self.speed_divisor.ngpt else None
         return self._combine(-sin * (dp @ (self._velocity_table * g)), t, lambda: p @ (self.conv_coeffs * g), radial)
+
+    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
+        """The cell averages and rings after one Post-LN layer of step ``alpha`` (MATH.md §11, "Densities through a
+        layer").  The field of grid plus rings (their Gegenbauer coefficients, as :meth:`face_speed`) gives at each
+        face and ring the polar component ``u`` and the radial part ``c`` of the attention output; each moves by
+        ``atan2(alpha u, 1 + alpha c)`` in its meridian plane (the poles stay), and each cell's mass, spread evenly
+        in surface measure over its moved band, goes to the fixed cells by exact overlaps
+        (:func:`meanfield.solvers.schemes.density_layers.overlap_masses`).  A layer that sends faces or rings past
+        each other or over a pole stops the run (:class:`meanfield.solvers.schemes.density_layers.LayerFolds`)."""
+        require_layers(self)
+        rho, y, m = self.split(state)
+        g = self._analysis @ rho
+        if y.size:
+            g = g + self.point_coefficients(y, m)[:g.size]
+        faces = self.faces
+        moved = faces + self._polar_shift(g, self._face_tables, alpha)
+        moved[0], moved[-1] = 0.0, math.pi                             # the poles: no polar component there
+        rings = y + self._polar_shift(g, self.point_basis(y), alpha) if y.size else y
+        if not (np.all(np.diff(moved) > 0) and np.all((rings > 0) & (rings < math.pi))):
+            raise LayerFolds(f"--step {alpha:g} sends finite-volume cells or rings past each other or over a pole "
+                             f"(a token facing most of the mass, 1 + alpha <x, A_x> < 0); take a smaller --step or "
+                             f"--scheme galerkin")
+        measure = np.concatenate(([0.0], np.cumsum(self.fv.volumes)))
+        moved_measure = np.concatenate(([0.0], np.cumsum(zonal_cell_volumes(moved, self.model.dim)[0])))
+        moved_measure[-1] = measure[-1]
+        averages = overlap_masses(moved_measure, rho * self.fv.volumes, measure) / self.fv.volumes
+        return np.concatenate((averages, rings, m))
+
+    @cached_property
+    def _face_tables(self):
+        """``(P_l, P_l', sin th)`` at the faces (:meth:`point_basis` of the faces)."""
+        return self.point_basis(self.faces)
+
+    def _polar_shift(self, g: np.ndarray, tables, alpha: float) -> np.ndarray:
+        """How far a layer turns the places of ``tables`` (:meth:`point_basis`) in the field of the Gegenbauer
+        coefficients ``g``: :func:`meanfield.solvers.schemes.density_layers.angle_shift` of the polar component
+        ``-sin th V`` and the radial part (SA: both over ``K * rho``)."""
+        p, dp, sin = tables
+        operator = self.kernel_operator
+        speed = -sin * (dp @ (self._velocity_table * g))
+        radial = p @ (operator.scaled(operator.radial) * g)
+        if self.model.normalised:
+            density = p @ (self.conv_coeffs * g)
+            speed, radial = speed / density, radial / density
+        return angle_shift(alpha, speed, radial)
 
     # -- state <-> density ------------------------------------------------------------------------
     @property

@@ -137,7 +137,7 @@ from meanfield.app.threads import NONUNIFORM_THREADS
 
 from ..tracking.clusters import ClosingPairsStep, ClusterTracker, NodeCollapse, closing_rate, resolve_collapse_tol
 from .contract import CarriesRadius, MergesNodes, RemapsCellAverages, Scheme
-from .density_layers import post_ln_moved, require_layers
+from .density_layers import angle_shift, post_ln_moved, require_layers
 from ..bases.fourier import FourierBasis
 from .interaction import CircleFourierInteraction, SphereHarmonicInteraction
 from .particles import SPHERE_TOL
@@ -375,7 +375,7 @@ class CircleLagrangian(RemapsCellAverages, _Lagrangian):
         require_layers(self)
         theta = self.angles(state)
         radial, speed = self.interaction.components(theta[None])
-        return theta + np.arctan2(alpha * speed[0], 1.0 + alpha * radial[0])
+        return theta + angle_shift(alpha, speed[0], radial[0])
 
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``d theta_j / dt = X[mu](theta_j)`` by the band-limited sums (MATH.md §2.1), and ``max |X'|``.

@@ -659,7 +659,7 @@ class PostLNLayers(_Stepper):
         require(self._scheme_layer is not None or (hasattr(self.scheme, "attention_parts")
                                                    and getattr(self.scheme, "sphere", False)),
                 "--stepper layers applies to tokens on the sphere (meanfield particles) and to densities of "
-                "--scheme spectral, galerkin, lagrangian, or fv on the circle (meanfield solve)")
+                "every --scheme of meanfield solve, without --mask")
         require(math.isfinite(dt_max) and dt_max > 0, f"--dt-max must be the layer step, > 0 and finite, with "
                                                       f"--stepper layers (got {dt_max:g}; --step sets it)")
         require(self.scheme.model.nu == 0 and self.scheme.noise_schedule is None,

@@ -5,14 +5,14 @@
 Dataset, draws one panel of ``depth.png``, states its claims and writes its lines of the table, so that adding a part
 is adding one item:
 
-1. the layers' linear theory (the per-layer growth ``g_l = 1 + alpha lambda_l / (1 + alpha c_0)``) and 2. ``L``
-   layers against the flow (:mod:`.depth_items.layers`);
-3. hardmax at finite beta and 4. with ``A = I`` (:mod:`.depth_items.hardmax`);
-5. the R^d reference loop, 6. the polytope of ``V = I`` and 7. the hyperplanes of a simple positive top eigenvalue
-   (:mod:`.depth_items.rd`);
-8. Gaussian data through layers (:mod:`.depth_items.gaussian`);
-9. random per-layer weights (:mod:`.depth_items.random_weights`);
-10. densities through a layer, spectral and finite volume (:mod:`.depth_items.densities`).
+- items 1 and 2, the layers' linear theory (the per-layer growth ``g_l = 1 + alpha lambda_l / (1 + alpha c_0)``)
+  and ``L`` layers against the flow (:mod:`.depth_items.layers`);
+- items 3 and 4, hardmax at finite beta and with ``A = I`` (:mod:`.depth_items.hardmax`);
+- items 5, 6 and 7, the R^d reference loop, the polytope of ``V = I`` and the hyperplanes of a simple positive top
+  eigenvalue (:mod:`.depth_items.rd`);
+- item 8, Gaussian data through layers (:mod:`.depth_items.gaussian`);
+- item 9, random per-layer weights (:mod:`.depth_items.random_weights`);
+- item 10, densities through a layer, spectral and finite volume (:mod:`.depth_items.densities`).
 
 ``--beta`` reaches items 1, 2 and 10, ``--n`` item 2, ``--seed`` items 2, 3, 4 and the Gaussian draw of item 8
 (``meanfield gaussian --case random``, scaled).

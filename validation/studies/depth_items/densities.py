@@ -104,7 +104,8 @@ def density_plot(ax, table: xr.Dataset) -> None:
         ax.bar([at, at + 1], np.maximum(np.abs([fv_errors[i, 1], richardson[i]]), 1e-17), color=["C3", "C4"])
         labels += [f"{name}\nN={fine}", f"{name}\nRichardson"]
     ax.axhline(GROWTH_TOLERANCE, color="k", ls="--", lw=0.8)
-    ax.text(0, GROWTH_TOLERANCE * 1.3, "claimed bound 1e-6", fontsize=8)
+    ax.text(0, GROWTH_TOLERANCE * 1.3, "claimed bound 1e-6 (spectral, Galerkin; finite volumes: the Richardson "
+                                       "value, their N = 1024 bars falling 4x per halving of the cells)", fontsize=8)
     ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=6)
     top = max(10 * GROWTH_TOLERANCE, 3 * float(np.abs(fv_errors).max()))
     ax.set(yscale="log", ylim=(None, top), ylabel=r"$|g_{measured} / g_l - 1|$",
