@@ -42,7 +42,7 @@ from meanfield.model import Model
 from .contract import FollowsNoiseSchedule
 from .density_scheme import DensityScheme
 from .circle_kernel import fused_kernel
-from .density_layers import angle_shift, require_layers
+from .density_layers import angle_shift, post_ln_turn, require_layers
 from ..bases.fourier import FourierBasis
 from .normalized_velocity import VelocityNormalization
 
@@ -155,12 +155,13 @@ class CircleSpectral(FollowsNoiseSchedule, DensityScheme):
         np.multiply(self._rho, speed, out=basis.analysis_input())
         return np.multiply(basis.analyse(), self.divergence)
 
-    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
-        """The coefficients after one Post-LN layer of step ``alpha``: the push-forward of the density by the layer
+    def layer(self, state: np.ndarray, alpha: float, turn=None) -> np.ndarray:
+        """The coefficients after one layer of step ``alpha`` (Post-LN unless ``turn`` says otherwise): the push-forward of the density by the layer
         map (MATH.md §11; :mod:`meanfield.solvers.schemes.density_layers`).  At the grid nodes the attention output's
         angular part is the velocity's synthesis and its radial part that of ``exp(-beta) d kappa_k / d beta``
         times ``rho_hat_k`` (SA divides both by ``K * rho``), exact for the band-limited state; the nodes, carrying
-        the masses ``rho_j 2 pi / N``, move by ``atan2(alpha v, 1 + alpha c)`` and go back by a NUFFT."""
+        the masses ``rho_j 2 pi / N``, move by ``atan2(b v, a)`` (``a, b = turn(c, |A|)``; Post-LN:
+        ``1 + alpha c, alpha``) and go back by a NUFFT."""
         require_layers(self)
         basis, operator = self.basis, self.kernel_operator
         masses = self.density(state) * basis.cell
@@ -170,7 +171,8 @@ class CircleSpectral(FollowsNoiseSchedule, DensityScheme):
             density = basis.to_grid(state * self.conv)
             speed /= density
             radial /= density
-        angles = basis.theta + angle_shift(alpha, speed, radial)
+        along, across = (turn or post_ln_turn(alpha))(radial, np.hypot(radial, speed))
+        angles = basis.theta + angle_shift(along, across, speed)
         return circle_mass_coefficients(angles, masses, basis.n // 2) * (basis.dealias / (2 * math.pi))
 
     def stable_dt(self, cfl: float) -> float:

@@ -34,28 +34,38 @@ class LayerFolds(ArithmeticError):
     cells cannot follow it.  The layer stepper stops the run there, keeping its frames."""
 
 
-def angle_shift(alpha: float, speed: np.ndarray, radial: np.ndarray) -> np.ndarray:
-    """``atan2(alpha v, 1 + alpha c)``: how far a Post-LN layer turns a point within the plane of its attention output,
-    ``v`` the output's component along the angle (the circle's angle, a zonal density's polar angle) and ``c`` its
-    radial part (MATH.md §11): ``(1 + alpha c) x + alpha v e`` has that angle from ``x``."""
-    return np.arctan2(alpha * speed, 1.0 + alpha * radial)
-
-
-def post_ln_moved(x: np.ndarray, radial: np.ndarray, tangent: np.ndarray, alpha: float) -> np.ndarray:
-    """``(x (1 + alpha c) + alpha P_x A) / |...|``: points ``x`` (unit rows) after a Post-LN layer of step ``alpha``
-    whose attention output has radial part ``radial`` and tangential part ``tangent`` (MATH.md §11)."""
-    moved = x * (1.0 + alpha * radial)[..., None] + alpha * tangent
-    moved /= row_norms(moved, keepdims=True)
-    return moved
-
-
 def require_layers(scheme) -> None:
-    """A density pushed forward by Post-LN layers: the scheme's normalisation must be Post-LN (the other schemes'
-    layer maps act on tokens with a radius, MATH.md §6) and there is no noise (a layer map has none)."""
-    require(scheme.normalization.name == "post",
-            f"--normalization must be post for density layers (got {scheme.normalization.name})")
+    """A density pushed forward by layers: there is no noise (a layer map has none).  Every normalisation a density
+    scheme holds (Post-LN, nGPT, LN-scaling: those without a radius, MATH.md §6) has its layer map, given to
+    ``layer`` as its ``turn`` (:func:`meanfield.solvers.steppers.layers.layer_turn`)."""
     require(scheme.model.nu == 0 and getattr(scheme, "noise_schedule", None) is None,
             f"--nu must be 0 for layers: a layer map has no noise (got {scheme.model.nu:g})")
+
+
+def post_ln_turn(alpha: float):
+    """``turn(radial, norm) -> (1 + alpha c, alpha)``: Post-LN's layer of step ``alpha`` sends ``x`` to
+    ``(1 + alpha c) x + alpha P_x A``, normalised (MATH.md §11); what ``layer`` takes without a ``turn``."""
+    return lambda radial, norm: (1.0 + alpha * radial, alpha)
+
+
+def angle_shift(along, across, speed: np.ndarray) -> np.ndarray:
+    """``atan2(b v, a)``: how far a layer turns a point within the plane of its attention output when it sends ``x``
+    to ``a x + b P_x A`` normalised (``turn``'s coefficients), ``v`` the output's component along the angle (the
+    circle's angle, a zonal density's polar angle; MATH.md §11)."""
+    return np.arctan2(across * speed, along)
+
+
+def _column(value):
+    """A per-point coefficient as a column against ``(..., d)`` rows (a scalar as it is)."""
+    return value[..., None] if np.ndim(value) else value
+
+
+def moved_points(x: np.ndarray, along, across, tangent: np.ndarray) -> np.ndarray:
+    """``(a x + b P_x A) / |a x + b P_x A|``: points ``x`` (unit rows) after a layer whose ``turn`` gave ``a, b``
+    (per point, or scalars) for the tangential part ``tangent`` of their attention output (MATH.md §11)."""
+    moved = x * _column(along) + _column(across) * tangent
+    moved /= row_norms(moved, keepdims=True)
+    return moved
 
 
 def sphere_frame(colatitude: np.ndarray, longitude: np.ndarray):
@@ -68,11 +78,12 @@ def sphere_frame(colatitude: np.ndarray, longitude: np.ndarray):
     return x, e_theta, e_phi
 
 
-def polar_cosine_moved(t: np.ndarray, radial: np.ndarray, speed: np.ndarray, alpha: float) -> np.ndarray:
-    """``<T(x), e>`` for the points ``x`` at polar cosine ``t`` of a zonal density whose attention output is
-    ``c x + V (e - t x)`` (MATH.md §2.2; ``V`` the zonal scheme's speed profile): with ``|e - t x|^2 = 1 - t^2``,
-    ``T(x) = ((1 + alpha c) x + alpha V (e - t x)) / sqrt((1 + alpha c)^2 + (alpha V)^2 (1 - t^2))``."""
-    along, lift = 1.0 + alpha * radial, alpha * speed
+def polar_cosine_moved(t: np.ndarray, along, across, speed: np.ndarray) -> np.ndarray:
+    """``<T(x), e>`` for the points ``x`` at polar cosine ``t`` of a zonal density whose attention output has the
+    tangential part ``V (e - t x)`` (MATH.md §2.2; ``V`` the zonal scheme's speed profile), the layer sending ``x`` to
+    ``a x + b V (e - t x)`` normalised: with ``|e - t x|^2 = 1 - t^2``,
+    ``t' = (a t + b V (1 - t^2)) / sqrt(a^2 + (b V)^2 (1 - t^2))``."""
+    lift = across * speed
     sin2 = 1.0 - t * t
     moved = (along * t + lift * sin2) / np.sqrt(along * along + lift * lift * sin2)
     return np.clip(moved, -1.0, 1.0)

@@ -107,7 +107,8 @@ from meanfield.model import Model
 
 from ..tracking.clusters import ClusterTracker
 from .contract import TakesCellAverages
-from .density_layers import LayerFolds, angle_shift, overlap_masses, remapped_cell_masses, require_layers
+from .density_layers import (LayerFolds, angle_shift, overlap_masses, post_ln_turn, remapped_cell_masses,
+                             require_layers)
 from .density_scheme import DensityScheme
 from .interaction import CircleFourierInteraction
 from ..bases.fourier import FourierBasis
@@ -548,12 +549,12 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
 
         return self._combine(sums(0), t, lambda: sums(1), lambda: sums(2))
 
-    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
-        """The cell averages and points after one Post-LN layer of step ``alpha`` (MATH.md §11, "Densities through a
-        layer").  The cell masses at the centres (the midpoint rule the field is computed with) and the points are
+    def layer(self, state: np.ndarray, alpha: float, turn=None) -> np.ndarray:
+        """The cell averages and points after one layer of step ``alpha`` (MATH.md §11, "Densities through a
+        layer"; Post-LN unless ``turn``, ``a, b = turn(c, |A|)``, says otherwise).  The cell masses at the centres (the midpoint rule the field is computed with) and the points are
         weighted tokens; their attention output, at the centres, the points and, with weight 0, the faces, is the
         exact Bessel sum of :class:`meanfield.solvers.schemes.interaction.CircleFourierInteraction`.  Each face and
-        point moves by ``atan2(alpha v, 1 + alpha c)``; each cell's mass, spread evenly over its moved cell, goes to
+        point moves by ``atan2(b v, a)``; each cell's mass, spread evenly over its moved cell, goes to
         the fixed cells by exact overlaps (:func:`meanfield.solvers.schemes.density_layers.remapped_cell_masses`).
         Mass is kept to rounding and averages stay non-negative."""
         require_layers(self)
@@ -561,8 +562,10 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         n, faces = self.resolution, self.faces
         angles = np.concatenate((self.basis.theta, y, faces[:-1]))
         masses = np.concatenate((rho * self.fv.volumes, m, np.zeros(n)))
-        radial, speed = CircleFourierInteraction(self.model.beta, self.model.attention, masses).components(angles[None])
-        shift = angle_shift(alpha, speed[0], radial[0])
+        radial, speed = (part[0] for part in CircleFourierInteraction(self.model.beta, self.model.attention,
+                                                                       masses).components(angles[None]))
+        along, across = (turn or post_ln_turn(alpha))(radial, np.hypot(radial, speed))
+        shift = angle_shift(along, across, speed)
         # the faces' shifts unwrapped around the circle: a cell's image is the arc its points sweep
         at_faces = np.unwrap(np.append(shift[-n:], shift[-n]))
         moved = faces + at_faces
@@ -742,11 +745,11 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         radial = (lambda: p @ (self.kernel_operator.radial * g)) if self.speed_divisor.ngpt else None
         return self._combine(-sin * (dp @ (self._velocity_table * g)), t, lambda: p @ (self.conv_coeffs * g), radial)
 
-    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
-        """The cell averages and rings after one Post-LN layer of step ``alpha`` (MATH.md §11, "Densities through a
-        layer").  The field of grid plus rings (their Gegenbauer coefficients, as :meth:`face_speed`) gives at each
+    def layer(self, state: np.ndarray, alpha: float, turn=None) -> np.ndarray:
+        """The cell averages and rings after one layer of step ``alpha`` (MATH.md §11, "Densities through a
+        layer"; Post-LN unless ``turn``, ``a, b = turn(c, |A|)``, says otherwise).  The field of grid plus rings (their Gegenbauer coefficients, as :meth:`face_speed`) gives at each
         face and ring the polar component ``u`` and the radial part ``c`` of the attention output; each moves by
-        ``atan2(alpha u, 1 + alpha c)`` in its meridian plane (the poles stay), and each cell's mass, spread evenly
+        ``atan2(b u, a)`` in its meridian plane (the poles stay), and each cell's mass, spread evenly
         in surface measure over its moved band, goes to the fixed cells by exact overlaps
         (:func:`meanfield.solvers.schemes.density_layers.overlap_masses`).  A layer that sends faces or rings past
         each other or over a pole stops the run (:class:`meanfield.solvers.schemes.density_layers.LayerFolds`)."""
@@ -755,10 +758,10 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         g = self._analysis @ rho
         if y.size:
             g = g + self.point_coefficients(y, m)[:g.size]
-        faces = self.faces
-        moved = faces + self._polar_shift(g, self._face_tables, alpha)
+        faces, turn = self.faces, turn or post_ln_turn(alpha)
+        moved = faces + self._polar_shift(g, self._face_tables, turn)
         moved[0], moved[-1] = 0.0, math.pi                             # the poles: no polar component there
-        rings = y + self._polar_shift(g, self.point_basis(y), alpha) if y.size else y
+        rings = y + self._polar_shift(g, self.point_basis(y), turn) if y.size else y
         if not (np.all(np.diff(moved) > 0) and np.all((rings > 0) & (rings < math.pi))):
             raise LayerFolds(f"--step {alpha:g} sends finite-volume cells or rings past each other or over a pole "
                              f"(a token facing most of the mass, 1 + alpha <x, A_x> < 0); take a smaller --step or "
@@ -774,7 +777,7 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         """``(P_l, P_l', sin th)`` at the faces (:meth:`point_basis` of the faces)."""
         return self.point_basis(self.faces)
 
-    def _polar_shift(self, g: np.ndarray, tables, alpha: float) -> np.ndarray:
+    def _polar_shift(self, g: np.ndarray, tables, turn) -> np.ndarray:
         """How far a layer turns the places of ``tables`` (:meth:`point_basis`) in the field of the Gegenbauer
         coefficients ``g``: :func:`meanfield.solvers.schemes.density_layers.angle_shift` of the polar component
         ``-sin th V`` and the radial part (SA: both over ``K * rho``)."""
@@ -785,7 +788,7 @@ class ZonalFiniteVolume(_FiniteVolumeScheme):
         if self.model.normalised:
             density = p @ (self.conv_coeffs * g)
             speed, radial = speed / density, radial / density
-        return angle_shift(alpha, speed, radial)
+        return angle_shift(*turn(radial, np.hypot(radial, speed)), speed)
 
     # -- state <-> density ------------------------------------------------------------------------
     @property

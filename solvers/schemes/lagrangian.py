@@ -137,7 +137,7 @@ from meanfield.app.threads import NONUNIFORM_THREADS
 
 from ..tracking.clusters import ClosingPairsStep, ClusterTracker, NodeCollapse, closing_rate, resolve_collapse_tol
 from .contract import CarriesRadius, MergesNodes, RemapsCellAverages, Scheme
-from .density_layers import angle_shift, post_ln_moved, require_layers
+from .density_layers import angle_shift, moved_points, post_ln_turn, require_layers
 from ..bases.fourier import FourierBasis
 from .interaction import CircleFourierInteraction, SphereHarmonicInteraction
 from .particles import SPHERE_TOL
@@ -368,14 +368,16 @@ class CircleLagrangian(RemapsCellAverages, _Lagrangian):
         return out[:self.n // 2 + 1] / (2 * math.pi)
 
     # -- dynamics -----------------------------------------------------------------------------------
-    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
-        """The node angles after one Post-LN layer of step ``alpha`` (MATH.md §11): each weighted node is a token,
-        moved exactly by ``atan2(alpha v, 1 + alpha c)`` (``c``, ``v`` the radial and angular parts of the attention
-        output, the exact Bessel sums of the interaction); the weights do not change."""
+    def layer(self, state: np.ndarray, alpha: float, turn=None) -> np.ndarray:
+        """The node angles after one layer of step ``alpha`` (MATH.md §11; Post-LN unless ``turn``,
+        ``a, b = turn(c, |A|)``, says otherwise): each weighted node is a token, moved exactly by ``atan2(b v, a)``
+        (``c``, ``v`` the radial and angular parts of the attention output, the exact Bessel sums of the
+        interaction); the weights do not change."""
         require_layers(self)
         theta = self.angles(state)
-        radial, speed = self.interaction.components(theta[None])
-        return theta + angle_shift(alpha, speed[0], radial[0])
+        radial, speed = (part[0] for part in self.interaction.components(theta[None]))
+        along, across = (turn or post_ln_turn(alpha))(radial, np.hypot(radial, speed))
+        return theta + angle_shift(along, across, speed)
 
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``d theta_j / dt = X[mu](theta_j)`` by the band-limited sums (MATH.md §2.1), and ``max |X'|``.
@@ -594,13 +596,14 @@ class SphereLagrangian(_Lagrangian):
         return state[:, 3]
 
     # -- dynamics -----------------------------------------------------------------------------------
-    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
-        """The nodes after one Post-LN layer of step ``alpha`` (MATH.md §11): each weighted node is a token, moved
-        exactly by the layer map; the weights do not change."""
+    def layer(self, state: np.ndarray, alpha: float, turn=None) -> np.ndarray:
+        """The nodes after one layer of step ``alpha`` (MATH.md §11; Post-LN unless ``turn`` says otherwise): each
+        weighted node is a token, moved exactly by the layer map; the weights do not change."""
         require_layers(self)
         self.interaction.weights = self.weights
-        radial, tangent, _ = self.interaction.attention_parts(state[None])
-        return post_ln_moved(state, radial[0], tangent[0], alpha)
+        radial, tangent, norm = (part[0] for part in self.interaction.attention_parts(state[None]))
+        along, across = (turn or post_ln_turn(alpha))(radial, norm)
+        return moved_points(state, along, across, tangent)
 
     def rhs(self, state: np.ndarray, t: float) -> np.ndarray:
         """``X[mu](x_j)`` (MATH.md §2, §2.2): gradient of the band-limited ``K*mu`` over ``beta``, SA divided

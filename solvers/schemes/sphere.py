@@ -50,7 +50,7 @@ from meanfield.model import Model
 from .contract import FollowsNoiseSchedule
 from .density_scheme import DensityScheme
 from ..bases.sphere_basis import dealiased_grid_values, make_sphere_basis
-from .density_layers import post_ln_moved, require_layers, sphere_frame
+from .density_layers import moved_points, post_ln_turn, require_layers, sphere_frame
 from .normalized_velocity import VelocityNormalization
 
 
@@ -133,8 +133,9 @@ class SphereSpectral(FollowsNoiseSchedule, DensityScheme):
         np.multiply(vel, rho, out=vel)
         return -basis.divergence(vel)
 
-    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
-        """The coefficients after one Post-LN layer of step ``alpha``: the push-forward of the density by the layer
+    def layer(self, state: np.ndarray, alpha: float, turn=None) -> np.ndarray:
+        """The coefficients after one layer of step ``alpha`` (Post-LN unless ``turn``, ``a, b = turn(c, |A|)``, says
+        otherwise): the push-forward of the density by the layer
         map (MATH.md §11; :mod:`meanfield.solvers.schemes.density_layers`).  The attention output at the grid nodes
         comes from the grid transforms (tangential part ``grad(potential * rho)``, radial part the synthesis of
         ``exp(-beta) d kappa_l / d beta`` times ``rho_lm``; SA divides both by ``K * rho``), the moved node masses go
@@ -146,9 +147,10 @@ class SphereSpectral(FollowsNoiseSchedule, DensityScheme):
         if self.model.normalised:
             density = basis.synthesise(state * self.conv)
             tangent, radial = tangent / density, radial / density
+        along, across = (turn or post_ln_turn(alpha))(radial, np.sqrt(radial ** 2 + tangent[0] ** 2 + tangent[1] ** 2))
         x, e_theta, e_phi = self._grid_frame
         tangent = tangent[0][..., None] * e_theta + tangent[1][..., None] * e_phi
-        moved = post_ln_moved(x, radial, tangent, alpha).reshape(-1, 3)
+        moved = moved_points(x, along, across, tangent).reshape(-1, 3)
         masses = (basis.synthesise(state) * basis.weights).reshape(-1)
         return point_mass_coefficients(masses, sphere_locations(moved)[0], basis.lmax, SHT_EPSILON)[0]
 

@@ -34,7 +34,7 @@ from meanfield.model import Model
 
 from .contract import FollowsNoiseSchedule
 from .density_scheme import DensityScheme
-from .density_layers import polar_cosine_moved, require_layers
+from .density_layers import polar_cosine_moved, post_ln_turn, require_layers
 from .normalized_velocity import VelocityNormalization
 from ..bases.zonal_basis import shared_basis
 
@@ -117,18 +117,22 @@ class ZonalGalerkin(FollowsNoiseSchedule, DensityScheme):
             speed = speed / basis.synthesise(_along(self.conv, state))
         return divisor.divide(speed, t)
 
-    def layer(self, state: np.ndarray, alpha: float) -> np.ndarray:
-        """The coefficients after one Post-LN layer of step ``alpha``: the push-forward of the density by the layer
+    def layer(self, state: np.ndarray, alpha: float, turn=None) -> np.ndarray:
+        """The coefficients after one layer of step ``alpha`` (Post-LN unless ``turn``, ``a, b = turn(c, |A|)``, says
+        otherwise): the push-forward of the density by the layer
         map (MATH.md §11; :mod:`meanfield.solvers.schemes.density_layers`).  At the nodes the attention output is
-        ``c x + V (e - t x)`` (``V`` the speed profile, ``c`` the synthesis of ``exp(-beta) d kappa_l / d beta``
+        ``c x + V (e - t x)`` (``V`` the flow's speed profile before its normalisation, ``c`` the synthesis of ``exp(-beta) d kappa_l / d beta``
         times ``g_l``, SA divided by ``K * rho``); each node's mass ``|S^{d-2}| w_j rho(t_j)`` moves to its new polar
         cosine and the coefficients are ``sum_j m_j P_l(t_j')`` (direct)."""
         require_layers(self)
         basis, operator = self.basis, self.kernel_operator
         radial = basis.synthesise(state * operator.scaled(operator.radial))
+        speed = basis.derivative(_along(self.velocity, state))
         if self.model.normalised:
-            radial = radial / basis.synthesise(state * self.conv)
-        moved = polar_cosine_moved(basis.nodes, radial, self.speed_profile(state), alpha)
+            density = basis.synthesise(state * self.conv)
+            radial, speed = radial / density, speed / density
+        along, across = (turn or post_ln_turn(alpha))(radial, np.sqrt(radial ** 2 + speed ** 2 * self._sin2))
+        moved = polar_cosine_moved(basis.nodes, along, across, speed)
         masses = basis.quad * basis.synthesise(state)
         return masses @ basis.polynomials(moved, basis.lmax)
 

@@ -68,6 +68,7 @@ def _normalised_map(coefficients):
 
     layer_map.__doc__ = coefficients.__doc__
     layer_map.__name__ = layer_map.__qualname__ = coefficients.__name__.lstrip("_")
+    layer_map.coefficients = coefficients
     return layer_map
 
 
@@ -112,6 +113,20 @@ def ln_scaling_layer(scheme, alpha, layer, radial, norm, radius):
 #: Mix-LN is Post-LN's map, then Pre-LN's).
 LAYER_MAPS = {"post": post_ln_layer, "pre": pre_ln_layer, "peri": peri_ln_layer, "ngpt": ngpt_layer,
               "lnscale": ln_scaling_layer}
+
+
+def layer_turn(scheme, alpha: float, layer: int = 0):
+    """``turn(radial, norm) -> (a, b)``: layer ``layer`` of step ``alpha`` under ``scheme``'s normalisation sends a
+    point ``x`` whose attention output has radial part ``radial`` and length ``norm`` to ``a x + b P_x A``,
+    normalised (the coefficients of :data:`LAYER_MAPS`, for the schemes without a radius): what a density scheme's
+    ``layer`` takes (:mod:`meanfield.solvers.schemes.density_layers`)."""
+    coefficients = LAYER_MAPS[scheme.normalization.at_layer(alpha, layer)].coefficients
+
+    def turn(radial, norm):
+        along, across, _ = coefficients(scheme, alpha, layer, radial, norm, None)
+        return along, across
+
+    return turn
 
 
 def normalised_layer(scheme, x: np.ndarray, alpha: float, layer: int = 0) -> np.ndarray:

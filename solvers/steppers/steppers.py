@@ -66,7 +66,7 @@ import numpy as np
 from meanfield.errors import InputError, require
 
 from ..schemes.contract import conform
-from .layers import apply_layer
+from .layers import apply_layer, layer_turn
 from ..schemes.density_layers import LayerFolds
 
 
@@ -665,8 +665,6 @@ class PostLNLayers(_Stepper):
         require(self.scheme.model.nu == 0 and self.scheme.noise_schedule is None,
                 f"--nu must be 0 for layers: a layer map has no noise (got {self.scheme.model.nu:g})")
         # tokens: every normalisation has its layer map (layers.LAYER_MAPS); densities: Post-LN's
-        require(self._scheme_layer is None or self.scheme.normalization.name == "post",
-                "--normalization must be post for layers of a density: the layer map here is Post-LN's (MATH.md §11)")
         require(layer_weights is None or self._scheme_layer is None,
                 "--layer-weights applies to tokens (meanfield particles)")
 
@@ -682,7 +680,8 @@ class PostLNLayers(_Stepper):
             moving = self.scheme if self.layer_weights is None else self.layer_weights.scheme(self.scheme, layer)
         else:
             try:
-                new, moving = self._scheme_layer(u, alpha), self.scheme
+                turn = layer_turn(self.scheme, alpha, int(round(t / alpha)))
+                new, moving = self._scheme_layer(u, alpha, turn), self.scheme
             except LayerFolds as exc:          # the state's own doing, not the user's: stop and keep the frames
                 raise StopRun(f"layer fold at t = {t:g}: {exc}") from exc
         self.steps += 1

@@ -19,6 +19,8 @@ from meanfield.solvers.runs.layer_checks import (circle_density_growth, fv_densi
 from meanfield.solvers.schemes.circle import CircleSpectral
 from meanfield.solvers.schemes.finite_volume import CircleFiniteVolume
 from meanfield.solvers.schemes.lagrangian import CircleLagrangian, SphereLagrangian
+from meanfield.solvers.schemes.sphere import SphereSpectral
+from meanfield.solvers.schemes.zonal import ZonalGalerkin
 from meanfield.theory import layer_growth_factors
 
 #: the perturbation: the linear theory neglects its own share, O(eps) relative for a degree whose square holds it
@@ -148,11 +150,47 @@ def test_finite_volume_layers_converge_to_the_spectral_push_forward_at_order_two
     assert abs(math.log2(gaps[0] / gaps[1]) - 2) <= 0.15 and gaps[1] < 2e-3
 
 
-def test_density_layers_refuse_noise_and_other_normalisations():
+def test_density_layers_refuse_noise():
     with pytest.raises(InputError, match="nu must be 0 for layers"):
         CircleSpectral(Model("sa", 9.0, 0.1, 2), 64).layer(np.zeros(33, complex), 0.5)
-    with pytest.raises(InputError, match="normalization must be post"):
-        CircleSpectral(Model("sa", 9.0, 0.0, 2), 64, normalization="ngpt").layer(np.zeros(33, complex), 0.5)
+
+
+def _perturbed(scheme, degree: int, eps: float):
+    """The scheme's state of the uniform density perturbed by ``eps`` times its degree-``degree`` profile (circle:
+    ``cos k theta``; S^2 and zonal: ``P_l(cos polar angle)``) and the measurement of that degree's amplitude."""
+    if isinstance(scheme, CircleSpectral):
+        return (scheme.analysed((1 + eps * np.cos(degree * scheme.basis.theta)) / (2 * math.pi)),
+                lambda state: abs(state[degree]))
+    if isinstance(scheme, ZonalGalerkin):
+        return (scheme.analysed((1 + eps * eval_legendre(degree, scheme.basis.nodes)) / (4 * math.pi)),
+                lambda state: state[degree])
+    colatitude = np.meshgrid(scheme.basis.colatitude, scheme.basis.longitude, indexing="ij")[0]
+    zonal_index = degree                                           # m = 0 comes first in ducc0's m-major layout
+    return (scheme.analysed((1 + eps * eval_legendre(degree, np.cos(colatitude))) / (4 * math.pi)),
+            lambda state: state[zonal_index].real)
+
+
+@pytest.mark.parametrize("normalization, layer", [("ngpt", 0), ("lnscale", 3)])
+@pytest.mark.parametrize("scheme_class, dim, degree", [(CircleSpectral, 2, 3), (SphereSpectral, 3, 2),
+                                                       (ZonalGalerkin, 3, 2)])
+def test_density_layers_under_ngpt_and_ln_scaling_grow_by_their_factors(normalization, layer, scheme_class, dim,
+                                                                       degree):
+    """nGPT and LN-scaling (the normalisations a density carries without a radius) as layers of a density: the
+    stepper hands the scheme their map (layers.layer_turn), and the degree's amplitude grows by the factor
+    1 + m_l lambda_l of theory.layer_growth_factors (MATH.md §11), layer 3 of LN-scaling at its smaller step.  The
+    perturbation's own share is cancelled by averaging +eps and -eps; measured 1e-11 to 4e-10 relative."""
+    from meanfield.normalization import Normalization
+    from meanfield.solvers.steppers.layers import layer_turn
+
+    model, alpha = Model("usa", 3.0, 0.0, dim), 0.5
+    scheme = scheme_class(model, 64 if dim == 2 else 16, normalization=normalization)
+    factors = []
+    for eps in (EPS, -EPS):
+        state, amplitude = _perturbed(scheme, degree, eps)
+        factors.append(amplitude(scheme.layer(state, alpha, layer_turn(scheme, alpha, layer))) / amplitude(state))
+    theory = layer_growth_factors(model, [degree], alpha, Normalization(normalization), layer)[0]
+    assert abs(np.mean(factors) / theory - 1) <= TOL
+    assert abs(theory / layer_growth_factors(model, [degree], alpha)[0] - 1) > 1e-3      # not Post-LN's factor
 
 
 @pytest.mark.parametrize("scheme", ["spectral", "fv"])
@@ -179,7 +217,7 @@ def test_layered_solve_runs_restart_and_rerun_bit_for_bit(tmp_path, capsys, sche
     assert main(words) == 0 and np.array_equal(load_run(again)["density"].values, straight["density"].values)
     capsys.readouterr()
     for geometry, extra, message in (("circle", ["--mask", "causal", "--scheme", "spectral"], "--stepper layers applies to"),
-                                     ("circle", ["--normalization", "ngpt"], "--normalization must be post")):
+                                     ("circle", ["--nu", "0.1"], "--nu must be 0 for layers")):
         assert main(["solve", geometry, *common, "--layers", "2", "--step", "0.5", *extra,
                      "--out", str(tmp_path / "refused.nc")]) == 2
         assert message in capsys.readouterr().err
