@@ -263,22 +263,33 @@ def hardmax_summary(run: xr.Dataset) -> list[str]:
     return lines
 
 
+def _polytope_lines(run: xr.Dataset, count: int) -> list[str]:
+    """A polytope limit set: how many points, how many of them hull vertices, where."""
+    vertices = int(run["is_vertex"].values.sum())
+    return [f"limit set: {count} point{'s' if count != 1 else ''}, {vertices} of them vertices of their convex hull "
+            f"(polytope, V = c I)",
+            "limit points: " + _listed(["(" + ", ".join(f"{c:.6g}" for c in p) + ")"
+                                        for p in run["limit_value"].values])]
+
+
+def _hyperplane_lines(run: xr.Dataset, count: int) -> list[str]:
+    """Parallel hyperplanes: how many, their levels and the direction ``l_1``."""
+    return [f"limit set: {count} parallel hyperplane{'s' if count != 1 else ''} <l_1, z> = c (simple positive top "
+            f"eigenvalue of V)",
+            "levels c: " + _listed([f"{c:.8g}" for c in run["limit_value"].values]) + "; l_1 = ("
+            + ", ".join(f"{c:.6g}" for c in run["direction"].values) + ")"]
+
+
+#: The summary lines of each limit geometry of :func:`meanfield.rd_tokens.rd_limit_sets`.
+LIMIT_LINES = {"polytope": _polytope_lines, "hyperplanes": _hyperplane_lines}
+
+
 def rd_summary(run: xr.Dataset) -> list[str]:
     """The lines ``meanfield rd`` prints: the limit set (count, geometry, where) and whether it converged."""
-    attrs, values = run.attrs, run["limit_value"].values
-    count = attrs["limit_count"]
+    attrs = run.attrs
     lines = [f"rescaled tokens z = e^(-tV) x in R^{attrs['dim']} (MATH.md §12.1): {attrs['n_particles']} tokens, "
              f"V = {attrs['value']}, to t = {float(run.time[-1]):.6g}"]
-    if attrs["limit_geometry"] == "polytope":
-        vertices = int(run["is_vertex"].values.sum())
-        lines.append(f"limit set: {count} point{'s' if count != 1 else ''}, {vertices} of them vertices of their "
-                     f"convex hull (polytope, V = c I)")
-        lines.append("limit points: " + _listed(["(" + ", ".join(f"{c:.6g}" for c in p) + ")" for p in values]))
-    else:
-        lines.append(f"limit set: {count} parallel hyperplane{'s' if count != 1 else ''} <l_1, z> = c "
-                     f"(simple positive top eigenvalue of V)")
-        lines.append("levels c: " + _listed([f"{c:.8g}" for c in values]) + "; l_1 = ("
-                     + ", ".join(f"{c:.6g}" for c in run["direction"].values) + ")")
+    lines += LIMIT_LINES[attrs["limit_geometry"]](run, int(attrs["limit_count"]))
     lines.append(f"spread of the tokens about it {attrs['limit_spread']:.2e}, separation {attrs['limit_separation']:.3g}"
                  + ("" if attrs["converged"] else f": NOT converged to --tol {attrs['tol']:g}; raise --t-final"))
     return lines

@@ -74,46 +74,69 @@ def hardmax_figure(dataset) -> Figure:
     return fig
 
 
-def _limit_set(ax, dataset) -> None:
-    """The limit set over panel (a): points and hull, or the hyperplanes (lines in a 2-d run)."""
-    values = dataset["limit_value"].values
-    if dataset.attrs["limit_geometry"] == "polytope":
+class _PolytopeLimit:
+    """The drawing of a polytope limit set (``V = c I``): the limit points and their hull over the trajectories,
+    each token's distance to its limit point in time."""
+
+    def draw(self, ax, dataset) -> None:
+        values = dataset["limit_value"].values
         plane = _plane(values[None])[0]
         ax.plot(plane[:, 0], plane[:, 1], "*", color="tab:red", ms=12, label=f"{len(values)} limit points")
         if values.shape[-1] == 2 and len(values) >= 3:
             hull = ConvexHull(values)
             ring = np.append(hull.vertices, hull.vertices[0])
             ax.plot(values[ring, 0], values[ring, 1], color="tab:red", lw=0.8)
-        return
-    direction = dataset["direction"].values
-    if direction.size != 2:
-        return
-    span = np.linspace(-1.0, 1.0, 2) * float(np.abs(dataset["positions"].values[-1]).max() * 1.2 + 1.0)
-    along = np.array([-direction[1], direction[0]])
-    for index, level in enumerate(values):
-        base = level * direction / float(direction @ direction)
-        ax.plot(base[0] + span * along[0], base[1] + span * along[1], color="tab:red", lw=0.8, ls="--",
-                label=f"{len(values)} hyperplanes" if index == 0 else None)
+
+    def convergence(self, ax, dataset) -> None:
+        positions, values = dataset["positions"].values, dataset["limit_value"].values
+        gaps = np.linalg.norm(positions - values[dataset["limit_label"].values][None], axis=-1)
+        ax.semilogy(dataset["time"].values, np.maximum(gaps, DISTANCE_FLOOR), color="tab:blue", lw=0.7)
+        ax.set(ylabel="distance to the limit point", title="(b) convergence to the polytope's vertices")
+
+    @staticmethod
+    def title(count: int) -> str:
+        return f"{count} polytope vertices"
+
+
+class _HyperplaneLimit:
+    """The drawing of parallel hyperplanes ``<l_1, z> = c`` (a simple positive top eigenvalue of ``V``): the lines
+    over the trajectories (2-d runs), the coordinate along the top eigenvector in time."""
+
+    def draw(self, ax, dataset) -> None:
+        values, direction = dataset["limit_value"].values, dataset["direction"].values
+        if direction.size != 2:
+            return
+        span = np.linspace(-1.0, 1.0, 2) * float(np.abs(dataset["positions"].values[-1]).max() * 1.2 + 1.0)
+        along = np.array([-direction[1], direction[0]])
+        for index, level in enumerate(values):
+            base = level * direction / float(direction @ direction)
+            ax.plot(base[0] + span * along[0], base[1] + span * along[1], color="tab:red", lw=0.8, ls="--",
+                    label=f"{len(values)} hyperplanes" if index == 0 else None)
+
+    def convergence(self, ax, dataset) -> None:
+        ax.plot(dataset["time"].values, dataset["positions"].values @ dataset["direction"].values, color="tab:blue",
+                lw=0.7)
+        for level in dataset["limit_value"].values:
+            ax.axhline(float(level), color="tab:red", lw=0.8, ls="--")
+        ax.set(ylabel=r"$\langle l_1, z_i(t) \rangle$",
+               title="(b) the coordinate along the top eigenvector, levels dashed")
+
+    @staticmethod
+    def title(count: int) -> str:
+        return f"{count} hyperplanes"
+
+
+#: How each limit geometry of :func:`meanfield.rd_tokens.rd_limit_sets` (the run's ``limit_geometry``) is drawn.
+LIMIT_DRAWINGS = {"polytope": _PolytopeLimit(), "hyperplanes": _HyperplaneLimit()}
 
 
 def rd_figure(dataset) -> Figure:
     fig = Figure(figsize=(13, 5.5), layout="constrained")
     left, right = fig.subplots(1, 2)
-    times, positions = dataset["time"].values, dataset["positions"].values
-    _trajectories(left, positions, label=r"$z_i(t) = e^{-tV} x_i(t)$", letter="z")
-    _limit_set(left, dataset)
-    values, labels = dataset["limit_value"].values, dataset["limit_label"].values
-    if dataset.attrs["limit_geometry"] == "polytope":
-        gaps = np.linalg.norm(positions - values[labels][None], axis=-1)
-        right.semilogy(times, np.maximum(gaps, DISTANCE_FLOOR), color="tab:blue", lw=0.7)
-        right.set_ylabel("distance to the limit point")
-        right.set_title("(b) convergence to the polytope's vertices")
-    else:
-        right.plot(times, positions @ dataset["direction"].values, color="tab:blue", lw=0.7)
-        for level in values:
-            right.axhline(float(level), color="tab:red", lw=0.8, ls="--")
-        right.set_ylabel(r"$\langle l_1, z_i(t) \rangle$")
-        right.set_title("(b) the coordinate along the top eigenvector, levels dashed")
+    limit = LIMIT_DRAWINGS[dataset.attrs["limit_geometry"]]
+    _trajectories(left, dataset["positions"].values, label=r"$z_i(t) = e^{-tV} x_i(t)$", letter="z")
+    limit.draw(left, dataset)
+    limit.convergence(right, dataset)
     right.set_xlabel("time $t$")
     left.set_title("(a) rescaled trajectories and their limit set")
     left.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
@@ -124,8 +147,8 @@ def token_title(dataset) -> str:
     """Model, tokens, case and why the run stopped if it did."""
     attrs = dataset.attrs
     head = (f"hardmax attention, case {attrs['case']}" if attrs["geometry"] == "hardmax" else
-            f"tokens in R^d, V = {attrs['value']}: {attrs['limit_count']} {attrs['limit_geometry']} "
-            f"{'vertices' if attrs['limit_geometry'] == 'polytope' else ''}".rstrip())
+            f"tokens in R^d, V = {attrs['value']}: "
+            + LIMIT_DRAWINGS[attrs["limit_geometry"]].title(int(attrs["limit_count"])))
     stopped = "" if attrs["stop_reason"] == "completed" else f" (stopped: {short_reason(attrs['stop_reason'])})"
     return f"{head}; n = {attrs['n_particles']}, d = {attrs['dim']}, t in [0, {float(dataset.time[-1]):.4g}]{stopped}"
 
