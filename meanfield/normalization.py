@@ -97,6 +97,10 @@ class Normalization:
             return "post" if t <= self.mix_switch else "pre"
         return self.name
 
+    def switch_times(self) -> tuple[float, ...]:
+        """The times the scheme in force changes (Mix-LN: ``tau``; the others: none)."""
+        return (self.mix_switch,) if self.name == "mix" else ()
+
     def at_layer(self, alpha: float, layer: int) -> str:
         """The scheme in force for discrete layer ``layer`` (0, 1, ...) of step ``alpha``, which starts at
         ``t = layer alpha`` (MATH.md §11): Mix-LN is ``post`` for layers that start before ``tau``, then ``pre``

@@ -665,6 +665,10 @@ class PostLNLayers(_Stepper):
         require(self.scheme.model.nu == 0 and self.scheme.noise_schedule is None,
                 f"--nu must be 0 for layers: a layer map has no noise (got {self.scheme.model.nu:g})")
         # tokens: every normalisation has its layer map (layers.LAYER_MAPS); densities: Post-LN's
+        for switch in self.scheme.normalization.switch_times():
+            require(abs(switch / dt_max - round(switch / dt_max)) <= 1e-9 * max(1.0, switch / dt_max),
+                    f"--mix-switch must be a whole number of layers (--step {dt_max:g}): Mix-LN turns "
+                    f"into Pre-LN between two layers (got {switch:g})")
         require(layer_weights is None or self._scheme_layer is None,
                 "--layer-weights applies to tokens (meanfield particles)")
 

@@ -130,7 +130,9 @@ def test_the_command_line_layers_restart_and_rerun_bit_for_bit(tmp_path, capsys)
     for extra, words in ((["--layers", "3"], "--layers and --step go together"),
                          (["--layers", "3", "--step", "0.5", "--t-final", "2"], "--layers sets --t-final"),
                          (["--layers", "3", "--step", "0.5", "--nu", "0.1"], "--nu must be 0 for layers"),
-                         (["--layers", "4", "--step", "0.5", "--save-every", "0.25"], "a whole number of layers")):
+                         (["--layers", "4", "--step", "0.5", "--save-every", "0.25"], "a whole number of layers"),
+                         (["--layers", "4", "--step", "0.5", "--normalization", "mix", "--mix-switch", "0.3"],
+                          "--mix-switch must be a whole number of layers")):
         assert main(["particles", *common, *extra, "--out", str(tmp_path / "refused.nc")]) == 2
         assert words in capsys.readouterr().err
 
