@@ -599,7 +599,8 @@ def _solve_command(geometry: str, spec: dict):
                   help=f"Discretisation: {' | '.join(spec['schemes'])} [default: {spec['schemes'][0]}, "
                        f"or the --init run's].")
     @click.option("--stepper", default=None,
-                  help="Time stepper: dopri5, rk4, etdrk4, ssprk3 [default: the scheme's; ssprk3 for fv, else dopri5].")
+                  help="Time stepper: dopri5, rk4, etdrk4, ssprk3; layers (the normalisation's layers of step --dt-max: "
+                       "use --layers) [default: the scheme's; ssprk3 for fv, else dopri5].")
     @click.option("--resolution", type=INTEGER, default=None,
                   help=f"{spec['unit']} [default: {defaults['resolution']}, or the --init run's].")
     @click.option("--init", "init", default=SOLVE_DEFAULTS["init"], show_default=True,
@@ -726,7 +727,8 @@ def _report_run(dataset, out):
                    "[default: none, or the --init run's].")
 @_save_options
 @click.option("--stepper", default=PARTICLE_DEFAULTS["stepper"], show_default=True,
-              help="Time stepper: dopri5, rk4, etdrk4; layers (Post-LN layers of step --dt-max: use --layers).")
+              help="Time stepper: dopri5, rk4, etdrk4; layers (the normalisation's layers of step --dt-max: use "
+                   "--layers).")
 @_step_options(PARTICLE_DEFAULTS)
 @_collapse_option("Merge tokens closer than this (rad); 0: never [default: 256 machine epsilons "
                   "without noise; refused with --nu > 0].")
