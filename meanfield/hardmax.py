@@ -28,6 +28,8 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 from scipy.optimize import brentq
 
+from .token_kernel import row_softmax
+
 TIE = 1e-12          # scores within this fraction of the largest |score| of the maximum are tied
 
 
@@ -121,11 +123,7 @@ def hardmax_trajectory(x0: np.ndarray, a: np.ndarray, times: np.ndarray, weights
 
 def softmax_velocity(x: np.ndarray, a: np.ndarray, beta: float, weights: np.ndarray) -> np.ndarray:
     """``sum_j P_ij x_j - x_i`` with the softmax weights ``P`` at inverse temperature ``beta`` (stable form)."""
-    scores = beta * (x @ a @ x.T)
-    scores -= scores.max(axis=1, keepdims=True)
-    p = weights[None, :] * np.exp(scores)
-    p /= p.sum(axis=1, keepdims=True)
-    return p @ x - x
+    return row_softmax(beta * (x @ a @ x.T), weights) @ x - x
 
 
 def softmax_trajectory(x0: np.ndarray, a: np.ndarray, beta: float, times: np.ndarray,

@@ -26,6 +26,7 @@ from scipy.linalg import expm
 from scipy.spatial import ConvexHull
 
 from meanfield.errors import require
+from meanfield.token_kernel import row_softmax
 
 #: The reference script's stage rules (:func:`frozen_attention_steps`).
 STAGES = ("script", "whole")
@@ -85,10 +86,7 @@ class Propagator:
 def _weights(z: np.ndarray, q: np.ndarray, k: np.ndarray, flow: np.ndarray, beta: float) -> np.ndarray:
     """The softmax weights ``P_ij`` of ``beta <Q x_i, K x_j>`` at ``x = z flow^T`` (stable form)."""
     x = z @ flow.T
-    scores = beta * ((x @ q.T) @ (x @ k.T).T)
-    scores -= scores.max(axis=1, keepdims=True)
-    p = np.exp(scores)
-    return p / p.sum(axis=1, keepdims=True)
+    return row_softmax(beta * ((x @ q.T) @ (x @ k.T).T))
 
 
 def attention_matrix(t: float, z, q, k, v, beta: float = 1.0) -> np.ndarray:

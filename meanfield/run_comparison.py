@@ -47,7 +47,7 @@ from .analysis import (SOBOLEV_S, CircleMeasure, circle_negative_sobolev_norm, n
 from .cluster_detection import points_out_of_cells
 from .diagnostics import empirical_coefficients
 from .errors import InputError, require
-from .geometries import Circle, Geometry, Sphere2, Zonal, atoms_geometry, geometry_of, run_geometry
+from .geometries import Geometry, atoms_geometry, geometry_of, run_geometry
 from .limits import check_option
 
 #: The distances :func:`compare_runs` computes (module docstring).
@@ -61,24 +61,37 @@ BLOCK_ENTRIES = 2 ** 22
 
 # ------------------------------------------------------------------------------------------------ frames
 class _Frames:
-    """One run's frames as measures on its geometry (module docstring): :meth:`measure` (circle W1) and
-    :meth:`coefficients` (H^-s); :attr:`held` is the highest degree its grid holds exactly (``None``: atoms)."""
+    """One run's frames as measures on its geometry (module docstring): :meth:`coefficients` (H^-s); :attr:`held` is
+    the highest degree its grid holds exactly (``None``: atoms).  One subclass per geometry, :data:`FRAMES`, answers
+    what differs: the reading, the default metric and degree, the norm and how the place is named."""
+
+    #: The distance by default (module docstring); ``w1`` only where :meth:`measure` exists (the circle).
+    metric = "sobolev"
+    #: A note on the comparison when tokens enter it (``None``: nothing to say).
+    token_note = None
 
     def __init__(self, run: xr.Dataset, label: str, space: Geometry, dim: int):
         self.run, self.label, self.space, self.dim = run, label, space, dim
         self.grid = "density" in run and run_geometry(run.attrs) is not None
-        self.held = None
-        if self.grid and isinstance(space, Circle):
-            self.held = (run.sizes["theta"] - 1) // 2
-        elif self.grid and "quadrature_weight" in run:
-            self.held = int(run.attrs["resolution"])
-        if self.grid and isinstance(space, Circle):
-            count = run.sizes["theta"]
-            require(np.allclose(run["theta"].values, 2 * np.pi * np.arange(count) / count, rtol=0.0, atol=1e-9),
-                    f"{label}: its theta grid is not 2 pi j / N (j = 0 .. N - 1), the grid a circle density is read on")
-        elif self.grid and isinstance(space, Sphere2) and "quadrature_weight" not in run:
-            require("positions" in run and "weights" in run,
-                    f"{label}: a sphere run without quadrature_weight or nodes (an older file); solve it again")
+        self.held = int(run.attrs["resolution"]) if self.grid and "quadrature_weight" in run else None
+        self._check()
+
+    def _check(self) -> None:
+        """Refuse, on one line, a grid this reader cannot read (nothing to refuse by default)."""
+
+    @staticmethod
+    def default_lmax(resolution: int) -> int:
+        """The degrees a run at ``resolution`` holds (two token runs take the geometry's default resolution)."""
+        return resolution
+
+    @staticmethod
+    def where(dim: int) -> str:
+        return f"on S^{dim - 1}"
+
+    @staticmethod
+    def norm(dim: int, s: float):
+        """``(mu, nu) -> ||mu - nu||_{H^-s}`` from this geometry's coefficients (:mod:`meanfield.analysis`)."""
+        return lambda mu, nu: negative_sobolev_norm(mu, nu, s)
 
     def frame(self, name: str, index: int, finite: bool = True) -> np.ndarray:
         """The run variable ``name`` at frame ``index`` (or as it is, without a time axis); checked finite."""
@@ -98,6 +111,38 @@ class _Frames:
                                                 self.frame("point_mass", index, False), self.space.periodic)
         return places, masses
 
+
+class _CircleFrames(_Frames):
+    """Circle frames: a grid density's trigonometric series (with a finite-volume frame's points as atoms), tokens
+    as weighted atoms; W1 by default."""
+
+    metric = "w1"
+
+    def __init__(self, run: xr.Dataset, label: str, space: Geometry, dim: int):
+        super().__init__(run, label, space, dim)
+        if self.grid:
+            self.held = (run.sizes["theta"] - 1) // 2
+
+    def _check(self) -> None:
+        if not self.grid:
+            return
+        count = self.run.sizes["theta"]
+        require(np.allclose(self.run["theta"].values, 2 * np.pi * np.arange(count) / count, rtol=0.0, atol=1e-9),
+                f"{self.label}: its theta grid is not 2 pi j / N (j = 0 .. N - 1), the grid a circle density is "
+                f"read on")
+
+    @staticmethod
+    def default_lmax(resolution: int) -> int:
+        return (resolution - 1) // 2
+
+    @staticmethod
+    def where(dim: int) -> str:
+        return "on the circle"
+
+    @staticmethod
+    def norm(dim: int, s: float):
+        return lambda mu, nu: circle_negative_sobolev_norm(mu, nu, s)
+
     def _circle_split(self, index: int):
         """The circle grid's density without the points it holds, and the points (angle, mass)."""
         density = self.frame("density", index)
@@ -114,19 +159,41 @@ class _Frames:
         return CircleMeasure(self.frame("theta", index), self.frame("weights", index))
 
     def coefficients(self, index: int, lmax: int) -> np.ndarray:
-        """The coefficients of MATH.md §2.1 (circle ``rho_hat_k``), §2.2 (S^2 ``rho_lm``, zonal ``g_l``) up to
-        ``lmax``, as :mod:`meanfield.analysis`'s norms take them."""
+        """The ``rho_hat_k`` of MATH.md §2.1 up to ``lmax``."""
         modes = np.arange(lmax + 1)
-        if isinstance(self.space, Circle):
-            if not self.grid:
-                return _blocked(lambda places, weights: empirical_coefficients(places, weights, modes),
-                                self.frame("theta", index), self.frame("weights", index), lmax)
-            density, places, masses = self._circle_split(index)
-            return fourier_series.coefficients(density)[:lmax + 1] + empirical_coefficients(places, masses, modes)
-        if isinstance(self.space, Sphere2):
-            if self.grid and "quadrature_weight" in self.run:
-                return sphere_frame_coefficients(self.run, index, lmax)
-            return sphere_point_coefficients(self.frame("positions", index), self.frame("weights", index), lmax)
+        if not self.grid:
+            return _blocked(lambda places, weights: empirical_coefficients(places, weights, modes),
+                            self.frame("theta", index), self.frame("weights", index), lmax)
+        density, places, masses = self._circle_split(index)
+        return fourier_series.coefficients(density)[:lmax + 1] + empirical_coefficients(places, masses, modes)
+
+
+class _SphereFrames(_Frames):
+    """S^2 frames: a spectral frame's exact coefficients, tokens' and Lagrangian nodes' atoms."""
+
+    def _check(self) -> None:
+        require(not self.grid or "quadrature_weight" in self.run or ("positions" in self.run and "weights" in self.run),
+                f"{self.label}: a sphere run without quadrature_weight or nodes (an older file); solve it again")
+
+    def coefficients(self, index: int, lmax: int) -> np.ndarray:
+        """The ``rho_lm`` of MATH.md §2.2 up to ``lmax``."""
+        if self.grid and "quadrature_weight" in self.run:
+            return sphere_frame_coefficients(self.run, index, lmax)
+        return sphere_point_coefficients(self.frame("positions", index), self.frame("weights", index), lmax)
+
+
+class _ZonalFrames(_Frames):
+    """Zonal S^{d-1} frames: a Galerkin frame's exact coefficients, a finite-volume frame's cells and rings, the
+    zonal part of tokens."""
+
+    token_note = "tokens enter by their zonal part: their average over the rotations that fix the pole"
+
+    @staticmethod
+    def norm(dim: int, s: float):
+        return lambda mu, nu: zonal_negative_sobolev_norm(mu, nu, dim, s)
+
+    def coefficients(self, index: int, lmax: int) -> np.ndarray:
+        """The ``g_l`` of MATH.md §2.2 up to ``lmax``."""
         if not self.grid:
             return _blocked(lambda places, weights: zonal_point_coefficients(places, weights, self.dim, lmax),
                             self.frame("positions", index), self.frame("weights", index), lmax)
@@ -135,6 +202,15 @@ class _Frames:
         places, masses = self._split(index, self.frame("polar", index),
                                      self.frame("density", index) * self.frame("cell_volume", index))
         return zonal_point_coefficients(places, masses, self.dim, lmax)
+
+
+#: The frames' reader of each geometry, by its name.
+FRAMES = {"circle": _CircleFrames, "sphere": _SphereFrames, "zonal": _ZonalFrames}
+
+
+def frames_of(run: xr.Dataset, label: str, space: Geometry, dim: int) -> _Frames:
+    """The reader of ``run``'s frames as measures on ``space`` (:data:`FRAMES`)."""
+    return FRAMES[space.name](run, label, space, dim)
 
 
 def _blocked(function, places: np.ndarray, weights: np.ndarray, lmax: int) -> np.ndarray:
@@ -175,7 +251,7 @@ def _common_space(first: tuple, second: tuple, labels) -> tuple[Geometry, int]:
 
 
 def _place(shape: Geometry, dim: int, tokens: bool) -> str:
-    where = "on the circle" if isinstance(shape, Circle) else f"on S^{dim - 1}"
+    where = FRAMES[shape.name].where(dim)
     return f"tokens {where} (dim {dim})" if tokens else f"a {shape.name} run {where} (dim {dim})"
 
 
@@ -230,7 +306,7 @@ def _lmax(lmax, frames: list[_Frames], space: Geometry) -> int:
     holders = sorted((f for f in frames if f.held is not None), key=lambda f: f.held)
     if lmax is None:
         resolution = space.default_resolution
-        return holders[0].held if holders else (resolution - 1) // 2 if isinstance(space, Circle) else resolution
+        return holders[0].held if holders else FRAMES[space.name].default_lmax(resolution)
     lmax = check_option("--lmax", lmax)
     require(not holders or lmax <= holders[0].held,
             f"--lmax must be <= {holders[0].held if holders else 0}, the highest {space.mode_word} "
@@ -239,22 +315,14 @@ def _lmax(lmax, frames: list[_Frames], space: Geometry) -> int:
 
 
 def _metric(metric, space: Geometry) -> str:
+    default = FRAMES[space.name].metric
     if metric is None:
-        return "w1" if isinstance(space, Circle) else "sobolev"
+        return default
     require(metric in METRICS, f"--metric must be one of {', '.join(METRICS)} (got {metric!r})")
-    require(metric == "sobolev" or isinstance(space, Circle),
+    require(metric == "sobolev" or default == "w1",
             "--metric w1 is computed on the circle only (exact W1, MATH.md §4); on S^2 and zonal S^{d-1} use "
             "--metric sobolev")
     return metric
-
-
-def _norm(space: Geometry, dim: int, s: float):
-    """``(mu, nu) -> ||mu - nu||_{H^-s}`` from the geometry's coefficients (:mod:`meanfield.analysis`)."""
-    if isinstance(space, Circle):
-        return lambda mu, nu: circle_negative_sobolev_norm(mu, nu, s)
-    if isinstance(space, Zonal):
-        return lambda mu, nu: zonal_negative_sobolev_norm(mu, nu, dim, s)
-    return lambda mu, nu: negative_sobolev_norm(mu, nu, s)
 
 
 def _span(run: xr.Dataset, label: str) -> str:
@@ -289,7 +357,7 @@ def compare_runs(first, second, *, metric: str | None = None, s: float | None = 
     (a, label_a), (b, label_b) = _loaded(first, "first"), _loaded(second, "second")
     space, dim = _common_space(_where(a, label_a), _where(b, label_b), (label_a, label_b))
     metric = _metric(metric, space)
-    frames = [_Frames(a, label_a, space, dim), _Frames(b, label_b, space, dim)]
+    frames = [frames_of(a, label_a, space, dim), frames_of(b, label_b, space, dim)]
     index_a, index_b = common_times(a["time"].values, b["time"].values)
     require(index_a.size > 0, f"{label_a} and {label_b} share no saved time (to a relative {TIME_TOLERANCE:g}): "
                               f"{_span(a, label_a)}, {_span(b, label_b)}")
@@ -302,7 +370,7 @@ def compare_runs(first, second, *, metric: str | None = None, s: float | None = 
     else:
         s = SOBOLEV_S if s is None else check_option("--s", s)
         lmax = _lmax(lmax, frames, space)
-        norm = _norm(space, dim, s)
+        norm = FRAMES[space.name].norm(dim, s)
         values = [norm(frames[0].coefficients(i, lmax), frames[1].coefficients(j, lmax))
                   for i, j in zip(index_a, index_b)]
         attrs |= {"s": s, "lmax": lmax}
@@ -310,8 +378,8 @@ def compare_runs(first, second, *, metric: str | None = None, s: float | None = 
     descriptions = _descriptions(a.attrs, b.attrs)
     attrs |= {"first_file": label_a, "second_file": label_b, "first_description": descriptions[0],
               "second_description": descriptions[1], "time_tolerance": TIME_TOLERANCE}
-    if isinstance(space, Zonal) and not all(f.grid for f in frames):
-        attrs["note"] = "tokens enter by their zonal part: their average over the rotations that fix the pole"
+    if frames[0].token_note and not all(f.grid for f in frames):
+        attrs["note"] = frames[0].token_note
     if all(str(run.attrs.get("save_log", "none")) != "none" for run in (a, b)):
         attrs["save_log"] = a.attrs["save_log"]
     variable = {"long_name": long_name} | {key: attrs[key] for key in ("metric", "s", "lmax") if key in attrs}

@@ -96,6 +96,16 @@ TOKEN_KERNELS: dict[str, TokenKernel] = {kernel.name: kernel for kernel in (DotP
                                                                              Sinkhorn())}
 
 
+def row_softmax(scores: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """``P_ij = w_j e^{s_ij} / sum_k w_k e^{s_ik}``: the dot-product kernel's weights normalised over each row of the
+    scores ``s`` (token weights ``w``: uniform when ``None``), shifted by each row's largest score so that no
+    exponential overflows.  ``scores`` is overwritten."""
+    scores -= scores.max(axis=1, keepdims=True)
+    p = np.exp(scores) if weights is None else weights[None, :] * np.exp(scores)
+    p /= p.sum(axis=1, keepdims=True)
+    return p
+
+
 def token_kernel(name, option: str = "kernel") -> TokenKernel:
     """The token kernel registered as ``name`` (a kernel passes through); one line naming ``option`` otherwise."""
     return registered(TOKEN_KERNELS, name, option, TokenKernel)

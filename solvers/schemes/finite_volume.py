@@ -562,8 +562,9 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
         n, faces = self.resolution, self.faces
         angles = np.concatenate((self.basis.theta, y, faces[:-1]))
         masses = np.concatenate((rho * self.fv.volumes, m, np.zeros(n)))
-        radial, speed = (part[0] for part in CircleFourierInteraction(self.model.beta, self.model.attention,
-                                                                       masses).components(angles[None]))
+        interaction = self._layer_interaction
+        interaction.weights = masses
+        radial, speed = (part[0] for part in interaction.components(angles[None]))
         along, across = (turn or post_ln_turn(alpha))(radial, np.hypot(radial, speed))
         shift = angle_shift(along, across, speed)
         # the faces' shifts unwrapped around the circle: a cell's image is the arc its points sweep
@@ -574,6 +575,11 @@ class CircleFiniteVolume(_FiniteVolumeScheme):
                              f"most of the mass, 1 + alpha <x, A_x> < 0); take a smaller --step or --scheme spectral")
         averages = remapped_cell_masses(moved, rho * self.fv.volumes, faces) / self.fv.volumes
         return np.concatenate((averages, y + shift[n:n + y.size], m))
+
+    @cached_property
+    def _layer_interaction(self) -> CircleFourierInteraction:
+        """The exact Bessel sums a layer evaluates its field with (:meth:`layer` sets their weights each time)."""
+        return CircleFourierInteraction(self.model.beta, self.model.attention, np.zeros(0))
 
     # -- state <-> density ------------------------------------------------------------------------
     @property

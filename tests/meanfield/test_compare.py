@@ -188,7 +188,7 @@ def test_a_finite_volume_frame_counts_its_point_clusters_once():
     points on top of the density would give 1 + their mass.  Against the same run the distance is 0."""
     from meanfield.analysis import zonal_point_coefficients
     from meanfield.geometries import geometry_of
-    from meanfield.run_comparison import _Frames
+    from meanfield.run_comparison import frames_of
 
     circle = solve("circle", scheme="fv", attention="sa", beta=9.0, resolution=128, init="perturbed:1e-4", seed=0,
                    t_final=16.0, save_every=2.0)
@@ -198,6 +198,6 @@ def test_a_finite_volume_frame_counts_its_point_clusters_once():
     for run, name, dim, scale in ((circle, "circle", 2, 1 / (2 * math.pi)), (zonal, "zonal", 5, unit_mass)):
         points = np.nansum(run["point_mass"].values[-1])
         assert 0 < points < 1                                   # points and grid both hold mass at the last frame
-        frames = _Frames(run, name, geometry_of(name), dim)
+        frames = frames_of(run, name, geometry_of(name), dim)
         assert frames.coefficients(run.sizes["time"] - 1, 4)[0] == pytest.approx(scale, rel=1e-12)
     assert float(compare_runs(circle, circle, metric="w1")["distance"].max()) == 0.0

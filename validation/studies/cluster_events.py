@@ -259,7 +259,7 @@ def plot_study(runs: dict, path) -> None:
         line, = ax.step(times[shown], run["cluster_count"].values[shown] + lift, where="post", label=label)
         for merge in run["merge_time"].values:
             ax.axvline(merge, color=line.get_color(), ls=":", lw=0.8)
-    stairs = {("S^2" if case.startswith("sphere") else "circle"): float(run.attrs["beta"])
+    stairs = {f"S^{int(run.attrs['dim']) - 1}": float(run.attrs["beta"])
               for (case, _), run in runs.items() if case != "three bumps"}
     axes[0].set(title="three bumps, beta = 6", xlabel="t", ylabel="clusters (MATH.md §10; runs lifted 0.05 apart)")
     axes[1].set(title="staircases (" + ", ".join(f"{where} beta = {beta:g}" for where, beta in stairs.items()) + ")",

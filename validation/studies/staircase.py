@@ -56,9 +56,9 @@ from ..claims import Check, at_most, below, equal, fraction, within_errors
 from ..harness import progress_bar, save_figure, study_main, write_dataset
 from ..registry import STUDIES
 
-FULL = {"betas": (4.0, 6.0, 9.0, 12.0), "nodes": 512, "tokens": 2048, "sphere_beta": 9.0, "sphere_lmax": 31,
+FULL = {"betas": (4.0, 6.0, 9.0, 12.0), "nodes": 512, "tokens": 2048, "sphere_betas": (9.0,), "sphere_lmax": 31,
         "t_final": 1e12, "eps": 1e-4}
-QUICK = {"betas": (4.0, 6.0, 9.0), "nodes": 256, "tokens": 1024, "sphere_beta": 4.0, "sphere_lmax": 10,
+QUICK = {"betas": (4.0, 6.0, 9.0), "nodes": 256, "tokens": 1024, "sphere_betas": (4.0,), "sphere_lmax": 10,
          "t_final": 1e10, "eps": 1e-3}
 #: The clusters are points once the run's energy equals their point energy to this (relative).
 POINT_TOL = 1e-8
@@ -99,8 +99,7 @@ def study_preset(quick: bool, betas=None, n=None, geometry=None) -> dict:
     run (the circle's Lagrangian and particle cases, and the S^2 case at each); on the circle at least two, as the
     claims fit the first merges' law across beta; ``n`` the particle count; ``geometry`` one of
     :data:`GEOMETRY_CASES`."""
-    preset = dict(QUICK if quick else FULL, sphere_betas=((QUICK if quick else FULL)["sphere_beta"],),
-                  geometries=tuple(GEOMETRY_CASES))
+    preset = dict(QUICK if quick else FULL, geometries=tuple(GEOMETRY_CASES))
     require(geometry is None or geometry in GEOMETRY_CASES,
             f"--geometry must be one of {', '.join(GEOMETRY_CASES)} for this study (got {geometry})")
     if geometry is not None:
@@ -113,7 +112,7 @@ def study_preset(quick: bool, betas=None, n=None, geometry=None) -> dict:
         require(len(set(betas)) >= 2 or not circle,
                 f"--beta must give at least two values for this study on the circle: its claims fit the first "
                 f"merges' law across beta (got {', '.join(f'{beta:g}' for beta in betas)})")
-        preset.update(betas=betas, sphere_betas=betas, sphere_beta=betas)
+        preset.update(betas=betas, sphere_betas=betas)
     if n is not None:
         require(int(n) == n and n >= 500, f"--n must be an integer >= 500 for this study: a cluster is >= 1 % of the "
                                           f"tokens, and fewer than 5 i.i.d. tokens may clump by chance (got {n:g})")
@@ -224,7 +223,7 @@ def run_study(quick: bool = False, out_dir="staircase-study", seed: int = 0, bet
                                   "n": n,
                                   "seed": seed or None, "geometry": geometry}),
                               **{f"preset_{k}": str(v) for k, v in preset.items()
-                                 if k not in ("sphere_betas", "geometries")},
+                                 if k != "geometries"},
                               "geometry": ",".join(preset["geometries"])})
     for source in ("lagrangian", "particles"):
         measured, estimate = fitted_slopes(rows, source)
